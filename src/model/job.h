@@ -1,0 +1,72 @@
+// Work: a job of one or more member groups, scheduled as a gang.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "model/resources.h"
+#include "model/taint.h"
+
+namespace tessera::model {
+
+// Levels of the cluster topology, smallest first.
+enum class TopologyLevel : uint8_t { kNone = 0, kNode = 1, kRack = 2, kBlock = 3 };
+absl::string_view TopologyLevelName(TopologyLevel l);
+bool ParseTopologyLevel(absl::string_view s, TopologyLevel* out);
+
+enum class PlacementPreference : uint8_t { kPack, kSpread };
+
+// Keep the whole gang inside one domain of `level`. Required: never place it
+// otherwise. Preferred: try to, else place it anywhere (closest first).
+struct TopologyConstraint {
+  TopologyLevel level = TopologyLevel::kNone;
+  bool required = false;
+};
+
+// `count` identical members (pods).
+struct MemberGroup {
+  std::string name;
+  int32_t count = 1;
+  ResourceRequest resources;
+};
+
+struct GangPolicy {
+  // Members that must be placed together for the job to start; 0 means all.
+  int32_t min_member = 0;
+  // How long a gang may wait for placement before it is failed (0: forever).
+  absl::Duration timeout = absl::ZeroDuration();
+};
+
+struct Job {
+  std::string name;  // unique within namespace
+  std::string ns = "default";
+  std::string queue = "default";
+  int32_t priority = 0;
+  std::vector<MemberGroup> groups;
+  GangPolicy gang;
+  std::vector<std::string> gpu_models;  // one-of; empty: any model
+  PlacementPreference placement = PlacementPreference::kPack;
+  TopologyConstraint topology;
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+  absl::Time creation_time = absl::UnixEpoch();
+
+  // "ns/name": the key used across the scheduler.
+  std::string key() const { return ns + "/" + name; }
+  int32_t total_members() const;
+  int32_t effective_min_member() const;  // min_member, or all members when 0
+  int64_t total_gpu_milli() const;
+};
+
+// Validates a job. `known_models`, when non-null, is the set of GPU models in
+// the fleet; a constraint naming another model is rejected. Messages name the
+// field ("spec.groups[1].count: must be > 0").
+absl::Status ValidateJob(const Job& j, const absl::flat_hash_set<std::string>* known_models);
+
+}  // namespace tessera::model
