@@ -1,0 +1,158 @@
+// ClusterState: the scheduler's consistent, incrementally updated view of the
+// fleet: nodes, free capacity per GPU, bound jobs, and the indexes that make
+// placement sub-linear (CapacityIndex, FreeHistogram per rack/block/cluster).
+//
+// Every mutation (AddNode, RemoveNode, SetGpuHealth, SetSchedulable, Assume,
+// Forget, Bind, Release) updates node state and all indexes in O(GPUs per
+// node); nothing is rebuilt. Assume is all-or-nothing: if any part of a member
+// placement does not fit, the state is unchanged and an error is returned, so
+// no GPU or GPU fraction is ever over-allocated.
+//
+// Thread safety: none; one owner (the scheduler loop) mutates it. Readers on
+// other threads need their own copy or external locking.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "model/node.h"
+#include "model/resources.h"
+#include "sched/framework/capacity_index.h"
+#include "sched/framework/free_histogram.h"
+#include "sched/framework/types.h"
+
+namespace tessera::sched {
+
+// Per-node mutable capacity. Read-only to plugins.
+struct NodeState {
+  bool present = false;      // false once removed (the id is not reused)
+  bool schedulable = false;  // not cordoned
+  ModelId model = kNoModel;  // kNoModel for CPU-only nodes
+  int32_t rack = -1;
+  int32_t block = -1;
+  int8_t num_gpus = 0;
+  int8_t whole_free = 0;    // healthy GPUs entirely free
+  int16_t max_partial = 0;  // largest free milli on a healthy, partly used GPU
+  uint32_t healthy_mask = 0;
+  int32_t members = 0;  // members placed here
+  int64_t gpu_memory_mib = 0;
+  int64_t cpu_free = 0;
+  int64_t memory_free = 0;
+  std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
+
+  bool healthy(int gpu) const { return (healthy_mask >> gpu) & 1u; }
+  // Indexed nodes are the ones new work may land on.
+  bool indexed() const { return present && schedulable; }
+  int64_t free_gpu_milli() const;
+};
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+
+  // --- Nodes -------------------------------------------------------------
+  // Adds a node (validated with model::ValidateNode). Unhealthy GPUs in the
+  // spec start unhealthy. Fails on a duplicate name.
+  absl::StatusOr<NodeId> AddNode(model::Node node);
+  // Removes a node; every job with a member on it is released and its key
+  // appended to `released` (a gang that loses a member is restarted whole).
+  absl::Status RemoveNode(absl::string_view name, std::vector<std::string>* released);
+  // Marks one GPU (un)healthy. An unhealthy GPU leaves the free pool at once;
+  // jobs using it are reported in `affected` (not released: the caller decides).
+  absl::Status SetGpuHealth(NodeId node, int gpu, bool healthy, std::vector<std::string>* affected);
+  // Cordon (false) or uncordon (true). Running work stays.
+  absl::Status SetSchedulable(NodeId node, bool schedulable);
+
+  std::optional<NodeId> FindNode(absl::string_view name) const;
+  int num_node_slots() const { return static_cast<int>(nodes_.size()); }
+  int num_nodes() const { return live_nodes_; }
+  const model::Node& node(NodeId id) const { return nodes_[id]; }
+  const NodeState& state(NodeId id) const { return states_[id]; }
+
+  // --- GPU models and domains --------------------------------------------
+  ModelId FindModel(absl::string_view name) const;  // kNoModel if unknown
+  const std::string& model_name(ModelId m) const { return model_names_[m]; }
+  int num_models() const { return static_cast<int>(model_names_.size()); }
+  int num_racks() const { return static_cast<int>(rack_names_.size()); }
+  int num_blocks() const { return static_cast<int>(block_names_.size()); }
+  const std::string& rack_name(int r) const { return rack_names_[r]; }
+  const std::string& block_name(int b) const { return block_names_[b]; }
+  const std::vector<NodeId>& rack_nodes(int r) const { return rack_nodes_[r]; }
+  const std::vector<NodeId>& block_nodes(int b) const { return block_nodes_[b]; }
+  int rack_block(int r) const { return rack_block_[r]; }
+  // Whole-free histograms of indexed nodes, per model.
+  const FreeHistogram& rack_free(int rack, ModelId m) const { return rack_hist_[rack][m]; }
+  const FreeHistogram& block_free(int block, ModelId m) const { return block_hist_[block][m]; }
+  const FreeHistogram& cluster_free(ModelId m) const { return cluster_hist_[m]; }
+  const CapacityIndex& index() const { return index_; }
+  // GPUs of model `m` on present nodes (healthy or not), and of them allocated milli.
+  int64_t total_gpus(ModelId m) const { return total_gpus_[m]; }
+  int64_t allocated_milli(ModelId m) const { return allocated_milli_[m]; }
+  int64_t total_gpus() const;
+  int64_t allocated_milli() const;
+
+  // --- Allocation --------------------------------------------------------
+  // Takes the member's resources on its node. All-or-nothing; an error means
+  // the placement does not fit (a bug in the caller) and nothing changed.
+  absl::Status Assume(const MemberPlacement& m);
+  // Exact inverse of a successful Assume.
+  void Forget(const MemberPlacement& m);
+  // Records a job whose members were all Assume()d. Fails if the key is bound.
+  absl::Status Bind(Placement p);
+  // Forgets every member of a bound job. NotFound if it is not bound.
+  absl::Status Release(absl::string_view job_key);
+  const Placement* FindPlacement(absl::string_view job_key) const;
+  const absl::flat_hash_map<std::string, Placement>& bound() const { return bound_; }
+
+  // Bumped on every mutation; lets callers cache derived views.
+  uint64_t generation() const { return generation_; }
+
+  // Recomputes everything from scratch and compares with the incremental
+  // indexes. For tests and debugging; O(cluster).
+  absl::Status CheckConsistency() const;
+
+ private:
+  ModelId InternModel(const std::string& name);
+  int InternRack(const std::string& rack, const std::string& block);
+  // Recomputes whole_free/max_partial of `id` and moves it in every index.
+  void Reindex(NodeId id);
+  void Unindex(NodeId id);
+  void JobsOnNode(NodeId id, int gpu, std::vector<std::string>* out) const;
+
+  std::vector<model::Node> nodes_;
+  std::vector<NodeState> states_;
+  absl::flat_hash_map<std::string, NodeId> by_name_;
+  int live_nodes_ = 0;
+
+  std::vector<std::string> model_names_;
+  std::vector<std::string> rack_names_;
+  std::vector<std::string> block_names_;
+  absl::flat_hash_map<std::string, int> rack_ids_;
+  absl::flat_hash_map<std::string, int> block_ids_;
+  std::vector<int> rack_block_;
+  std::vector<std::vector<NodeId>> rack_nodes_;
+  std::vector<std::vector<NodeId>> block_nodes_;
+
+  // Per node: what it contributes to the histograms right now (-1: nothing).
+  std::vector<int8_t> hist_contrib_;
+  std::vector<std::vector<FreeHistogram>> rack_hist_;   // [rack][model]
+  std::vector<std::vector<FreeHistogram>> block_hist_;  // [block][model]
+  std::vector<FreeHistogram> cluster_hist_;             // [model]
+  std::vector<int64_t> total_gpus_;
+  std::vector<int64_t> allocated_milli_;
+  CapacityIndex index_;
+
+  absl::flat_hash_map<std::string, Placement> bound_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace tessera::sched

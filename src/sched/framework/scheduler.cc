@@ -1,0 +1,422 @@
+#include "sched/framework/scheduler.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::sched {
+
+Scheduler::~Scheduler() = default;
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const Profile& profile,
+                                                             const PluginRegistry& registry,
+                                                             ClusterState* state) {
+  absl::Status s = ValidateProfile(profile, registry);
+  if (!s.ok()) return s;
+  std::unique_ptr<Scheduler> sch(new Scheduler());
+  sch->profile_ = profile;
+  sch->state_ = state;
+
+  auto make = [&](const std::string& name, const PluginArgs& args) -> absl::StatusOr<Plugin*> {
+    auto p = registry.Create(name, args);
+    if (!p.ok()) return p.status();
+    sch->owned_.push_back(std::move(*p));
+    return sch->owned_.back().get();
+  };
+  auto qs = make(profile.queue_sort, {});
+  if (!qs.ok()) return qs.status();
+  sch->queue_sort_ = dynamic_cast<QueueSortPlugin*>(*qs);
+  if (sch->queue_sort_ == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("profile.queueSort: plugin \"", profile.queue_sort, "\" is not a QueueSort"));
+  }
+  auto gc = make(profile.gpu_chooser, {});
+  if (!gc.ok()) return gc.status();
+  sch->gpu_chooser_ = dynamic_cast<GpuChooserPlugin*>(*gc);
+  if (sch->gpu_chooser_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("profile.gpuChooser: plugin \"",
+                                                   profile.gpu_chooser, "\" does not choose GPUs"));
+  }
+  for (size_t i = 0; i < profile.plugins.size(); ++i) {
+    const PluginConfig& c = profile.plugins[i];
+    auto p = make(c.name, c.args);
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("profile.plugins[", i, "]: ", p.status().message()));
+    }
+    Plugin* pl = *p;
+    Named n{pl->Name(), c.weight};
+    bool any = false;
+    if (auto* x = dynamic_cast<PreFilterPlugin*>(pl))
+      sch->pre_filters_.push_back({x, n}), any = true;
+    if (auto* x = dynamic_cast<FilterPlugin*>(pl)) sch->filters_.push_back({x, n}), any = true;
+    if (auto* x = dynamic_cast<ScorePlugin*>(pl)) sch->scorers_.push_back({x, n}), any = true;
+    if (auto* x = dynamic_cast<ReservePlugin*>(pl)) sch->reservers_.push_back({x, n}), any = true;
+    if (auto* x = dynamic_cast<PermitPlugin*>(pl)) sch->permits_.push_back({x, n}), any = true;
+    if (auto* x = dynamic_cast<PostFilterPlugin*>(pl)) {
+      sch->post_filters_.push_back({x, n});
+      any = true;
+    }
+    if (auto* x = dynamic_cast<BindPlugin*>(pl)) sch->binders_.push_back({x, n}), any = true;
+    if (!any) {
+      return absl::InvalidArgumentError(absl::StrCat("profile.plugins[", i, "].name: \"", c.name,
+                                                     "\" implements no extension point"));
+    }
+  }
+  return sch;
+}
+
+ScheduleResult Scheduler::Schedule(const model::Job& job) { return Run(job, /*dry_run=*/false); }
+ScheduleResult Scheduler::Evaluate(const model::Job& job) { return Run(job, /*dry_run=*/true); }
+
+absl::Status Scheduler::Release(absl::string_view job_key) { return state_->Release(job_key); }
+
+template <typename Visit>
+void Scheduler::ForEachCandidate(const JobContext& ctx, const model::ResourceRequest& req,
+                                 Visit&& visit) {
+  const ClusterState& cs = *state_;
+  switch (ctx.domain.level) {
+    case model::TopologyLevel::kNode:
+      visit(static_cast<NodeId>(ctx.domain.id));
+      return;
+    case model::TopologyLevel::kRack:
+      for (NodeId id : cs.rack_nodes(ctx.domain.id)) {
+        if (!visit(id)) return;
+      }
+      return;
+    case model::TopologyLevel::kBlock:
+      for (NodeId id : cs.block_nodes(ctx.domain.id)) {
+        if (!visit(id)) return;
+      }
+      return;
+    case model::TopologyLevel::kNone:
+      break;
+  }
+  const CapacityIndex& ix = cs.index();
+  const bool pack = ctx.job->placement == model::PlacementPreference::kPack;
+  // Models to visit: the job's allowed ones; a member without GPUs may use
+  // any node.
+  absl::InlinedVector<ModelId, 8> models;
+  if (req.gpus == 0 || ctx.any_model) {
+    for (ModelId m = 0; m < cs.num_models(); ++m) models.push_back(m);
+  } else {
+    models.assign(ctx.allowed_models.begin(), ctx.allowed_models.end());
+  }
+  auto whole_buckets = [&](int from, int to, int step) -> bool {
+    for (int k = from; k != to; k += step) {
+      for (ModelId m : models) {
+        for (NodeId id : ix.whole_bucket(m, k)) {
+          if (!visit(id)) return false;
+        }
+      }
+    }
+    return true;
+  };
+  auto partial_buckets = [&](int from, int to, int step) -> bool {
+    for (int d = from; d != to; d += step) {
+      for (ModelId m : models) {
+        for (NodeId id : ix.partial_bucket(m, d)) {
+          if (!visit(id)) return false;
+        }
+      }
+    }
+    return true;
+  };
+  constexpr int kMaxK = model::kMaxGpusPerNode;
+  if (req.fractional()) {
+    int d0 = req.gpu_milli / 100;
+    if (pack) {
+      // Partly used GPUs first (tightest share first), then whole free GPUs.
+      if (!partial_buckets(d0, CapacityIndex::kPartialBuckets, 1)) return;
+      whole_buckets(1, kMaxK + 1, 1);
+    } else {
+      if (!whole_buckets(kMaxK, 0, -1)) return;
+      partial_buckets(CapacityIndex::kPartialBuckets - 1, d0 - 1, -1);
+    }
+    return;
+  }
+  int g = req.gpus;
+  if (pack) {
+    whole_buckets(g, kMaxK + 1, 1);
+  } else {
+    whole_buckets(kMaxK, g - 1, -1);
+  }
+}
+
+bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::string* why,
+                            std::string* why_plugin, int64_t* evaluated) {
+  const model::MemberGroup& g = ctx.job->groups[group];
+  const int limit = profile_.nodes_to_score;
+  feasible_.clear();
+  std::map<std::string, int> rejections;  // "reason" -> nodes; filled only on rejection
+  std::string first_plugin;
+  ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
+    const NodeState& st = state_->state(id);
+    if (!st.indexed()) return true;
+    NodeView nv{id, state_->node(id), st};
+    ++*evaluated;
+    for (auto& [f, named] : filters_) {
+      PluginStatus s = f->Filter(cycle_, ctx, g, nv);
+      if (!s.ok()) {
+        ++rejections[s.reason()];
+        if (first_plugin.empty()) first_plugin = std::string(named.name);
+        return true;
+      }
+    }
+    feasible_.push_back(id);
+    return limit == 0 || static_cast<int>(feasible_.size()) < limit;
+  });
+
+  absl::InlinedVector<GpuGrant, 8> grants;
+  while (!feasible_.empty()) {
+    // Score the feasible nodes and pick the best (first in candidate order on ties).
+    size_t best = 0;
+    if (feasible_.size() > 1 && !scorers_.empty()) {
+      totals_.assign(feasible_.size(), 0);
+      for (auto& [sp, named] : scorers_) {
+        plugin_scores_.resize(feasible_.size());
+        for (size_t i = 0; i < feasible_.size(); ++i) {
+          NodeId id = feasible_[i];
+          plugin_scores_[i] =
+              sp->Score(cycle_, ctx, g, NodeView{id, state_->node(id), state_->state(id)});
+        }
+        sp->Normalize(ctx, absl::MakeSpan(plugin_scores_));
+        for (size_t i = 0; i < feasible_.size(); ++i)
+          totals_[i] += plugin_scores_[i] * named.weight;
+      }
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        if (totals_[i] > totals_[best]) best = i;
+      }
+    }
+    NodeId id = feasible_[best];
+    NodeView nv{id, state_->node(id), state_->state(id)};
+    grants.clear();
+    if (g.resources.gpus > 0 && !gpu_chooser_->ChooseGpus(ctx, g, nv, &grants)) {
+      ++rejections["no suitable GPU set"];
+      feasible_.erase(feasible_.begin() + best);
+      continue;
+    }
+    MemberPlacement mp;
+    mp.group = group;
+    mp.member = member;
+    mp.node = id;
+    mp.gpus = grants;
+    mp.cpu_milli = g.resources.cpu_milli;
+    mp.memory_mib = g.resources.memory_mib;
+    absl::Status as = state_->Assume(mp);
+    if (!as.ok()) {
+      // A Filter/GpuChooser bug: never over-allocate; treat as not fitting.
+      ++rejections[std::string(as.message())];
+      feasible_.erase(feasible_.begin() + best);
+      continue;
+    }
+    cycle_.mutable_placed().push_back(std::move(mp));
+    for (auto& [rp, named] : reservers_) {
+      PluginStatus s = rp->Reserve(cycle_, ctx, cycle_.placed().back());
+      if (!s.ok()) {
+        // Undo this member only; the caller rolls back the rest.
+        MemberPlacement undo = cycle_.placed().back();
+        for (auto& [rp2, n2] : reservers_) rp2->Unreserve(cycle_, ctx, undo);
+        state_->Forget(undo);
+        cycle_.mutable_placed().pop_back();
+        *why = s.reason();
+        *why_plugin = std::string(named.name);
+        return false;
+      }
+    }
+    return true;
+  }
+  // Explain, Kubernetes style: "0/N nodes fit: 5 reason-a; 3 reason-b".
+  std::vector<std::string> parts;
+  int64_t total = 0;
+  for (auto& [r, n] : rejections) {
+    parts.push_back(absl::StrCat(n, " ", r));
+    total += n;
+  }
+  std::string where = ctx.domain.level == model::TopologyLevel::kNone
+                          ? std::string("the cluster")
+                          : absl::StrCat(model::TopologyLevelName(ctx.domain.level), " ",
+                                         ctx.domain.level == model::TopologyLevel::kRack
+                                             ? state_->rack_name(ctx.domain.id)
+                                         : ctx.domain.level == model::TopologyLevel::kBlock
+                                             ? state_->block_name(ctx.domain.id)
+                                             : state_->node(ctx.domain.id).name);
+  if (total == 0) {
+    *why = absl::StrCat("member group ", g.name.empty() ? absl::StrCat(group) : g.name,
+                        ": no schedulable node in ", where, " has ",
+                        g.resources.fractional() ? absl::StrCat(g.resources.gpu_milli, " milli-GPU")
+                                                 : absl::StrCat(g.resources.gpus, " free GPUs"),
+                        ctx.any_model ? "" : " of an allowed model");
+    *why_plugin = "resource-fit";
+  } else {
+    *why = absl::StrCat("member group ", g.name.empty() ? absl::StrCat(group) : g.name, ": 0/",
+                        total, " candidate nodes in ", where, " fit: ", absl::StrJoin(parts, "; "));
+    *why_plugin = first_plugin;
+  }
+  return false;
+}
+
+void Scheduler::Rollback(const JobContext& ctx) {
+  auto& placed = cycle_.mutable_placed();
+  for (auto it = placed.rbegin(); it != placed.rend(); ++it) {
+    for (auto r = reservers_.rbegin(); r != reservers_.rend(); ++r) {
+      r->first->Unreserve(cycle_, ctx, *it);
+    }
+    state_->Forget(*it);
+  }
+  placed.clear();
+}
+
+bool Scheduler::TryDomain(JobContext& ctx, ScheduleResult* result, FailureSummary* failure) {
+  const model::Job& job = *ctx.job;
+  std::string why, why_plugin;
+  for (int gi = 0; gi < static_cast<int>(job.groups.size()); ++gi) {
+    for (int m = 0; m < job.groups[gi].count; ++m) {
+      if (!PlaceMember(ctx, gi, m, &why, &why_plugin, &result->nodes_evaluated)) {
+        break;  // the group's remaining members are identical: they fail too
+      }
+    }
+  }
+  int32_t placed = static_cast<int32_t>(cycle_.placed().size());
+  failure->best_members_placed = std::max(failure->best_members_placed, placed);
+  if (placed < ctx.min_member) {
+    if (failure->reason.empty() || placed >= failure->best_members_placed) {
+      failure->reason = why.empty() ? absl::StrCat("only ", placed, " of ", ctx.min_member,
+                                                   " required members fit")
+                                    : why;
+      failure->plugin = why_plugin;
+    }
+    Rollback(ctx);
+    return false;
+  }
+  for (auto& [pp, named] : permits_) {
+    PluginStatus s = pp->Permit(cycle_, ctx, cycle_.placed());
+    if (!s.ok()) {
+      failure->reason = s.reason();
+      failure->plugin = std::string(named.name);
+      Rollback(ctx);
+      return false;
+    }
+  }
+  return true;
+}
+
+ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
+  ++stats_.cycles;
+  ScheduleResult result;
+  cycle_.Clear();
+  auto finish = [&](ScheduleResult::Outcome o) {
+    result.outcome = o;
+    stats_.nodes_evaluated += result.nodes_evaluated;
+    if (o == ScheduleResult::Outcome::kPlaced) ++stats_.placed;
+    if (o == ScheduleResult::Outcome::kUnschedulable) ++stats_.unschedulable;
+    if (o == ScheduleResult::Outcome::kError) ++stats_.errors;
+    return result;
+  };
+
+  absl::Status valid = model::ValidateJob(job, nullptr);
+  if (!valid.ok()) {
+    result.reason = std::string(valid.message());
+    result.unresolvable = true;
+    return finish(ScheduleResult::Outcome::kUnschedulable);
+  }
+  JobContext ctx;
+  ctx.job = &job;
+  ctx.cluster = state_;
+  ctx.min_member = job.effective_min_member();
+  if (!job.gpu_models.empty()) {
+    ctx.any_model = false;
+    for (const std::string& name : job.gpu_models) {
+      ModelId m = state_->FindModel(name);
+      if (m != kNoModel) ctx.allowed_models.push_back(m);
+    }
+  }
+
+  PreFilterResult pre;
+  for (auto& [pf, named] : pre_filters_) {
+    PreFilterResult one;
+    PluginStatus s = pf->PreFilter(cycle_, ctx, &one);
+    if (s.skipped()) continue;
+    if (!s.ok()) {
+      result.reason = s.reason();
+      result.plugin = std::string(named.name);
+      result.unresolvable = s.code() == PluginStatus::Code::kUnschedulableAndUnresolvable;
+      if (s.code() == PluginStatus::Code::kError) return finish(ScheduleResult::Outcome::kError);
+      if (!result.unresolvable) {
+        FailureSummary f{result.reason, result.plugin, ctx.min_member, 0};
+        for (auto& [post, pn] : post_filters_) {
+          PostFilterResult r = post->PostFilter(cycle_, ctx, f);
+          if (r.status.ok()) {
+            result.victims = std::move(r.victims);
+            break;
+          }
+        }
+      }
+      return finish(ScheduleResult::Outcome::kUnschedulable);
+    }
+    if (!one.domains.empty() && pre.domains.empty()) pre = std::move(one);
+  }
+
+  std::vector<Domain> attempts = pre.domains;
+  if (attempts.size() > static_cast<size_t>(profile_.max_domains)) {
+    attempts.resize(profile_.max_domains);
+  }
+  if (attempts.empty() || pre.fallback_to_cluster) attempts.push_back(Domain{});
+
+  FailureSummary failure;
+  failure.members_needed = ctx.min_member;
+  bool ok = false;
+  for (const Domain& d : attempts) {
+    ctx.domain = d;
+    ++result.domains_tried;
+    if (TryDomain(ctx, &result, &failure)) {
+      ok = true;
+      break;
+    }
+  }
+  if (!ok) {
+    result.reason = failure.reason;
+    result.plugin = failure.plugin;
+    for (auto& [post, named] : post_filters_) {
+      PostFilterResult r = post->PostFilter(cycle_, ctx, failure);
+      if (r.status.ok()) {
+        result.victims = std::move(r.victims);
+        if (!r.message.empty()) result.reason = absl::StrCat(result.reason, "; ", r.message);
+        break;
+      }
+    }
+    return finish(ScheduleResult::Outcome::kUnschedulable);
+  }
+
+  result.placement.job_key = job.key();
+  result.placement.members = cycle_.placed();
+  if (dry_run) {
+    Rollback(ctx);
+    return finish(ScheduleResult::Outcome::kPlaced);
+  }
+  for (auto& [bp, named] : binders_) {
+    PluginStatus s = bp->Bind(ctx, result.placement);
+    if (s.skipped()) continue;
+    if (!s.ok()) {
+      Rollback(ctx);
+      result.reason = absl::StrCat("bind failed: ", s.reason());
+      result.plugin = std::string(named.name);
+      result.placement.members.clear();
+      return finish(ScheduleResult::Outcome::kError);
+    }
+    break;
+  }
+  absl::Status b = state_->Bind(result.placement);
+  if (!b.ok()) {
+    Rollback(ctx);
+    result.reason = std::string(b.message());
+    result.placement.members.clear();
+    return finish(ScheduleResult::Outcome::kError);
+  }
+  cycle_.mutable_placed().clear();
+  return finish(ScheduleResult::Outcome::kPlaced);
+}
+
+}  // namespace tessera::sched

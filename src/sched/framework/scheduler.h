@@ -1,0 +1,120 @@
+// Scheduler: runs the framework's extension points for one job at a time.
+//
+// A job (gang) is placed in one cycle, all or nothing: members are assumed
+// one by one on the evolving ClusterState (so later members see earlier
+// ones), and if the gang cannot reach its minMember or a Permit plugin
+// rejects it, every assumed member is undone before the cycle ends. No
+// reservation outlives a cycle, so two gangs can never hold partial
+// allocations that deadlock each other.
+//
+// Candidate nodes come from the topology domain being tried (PreFilter may
+// name racks, blocks or nodes) or, without one, from the CapacityIndex in
+// best-fit order (pack) or emptiest-first order (spread); the first
+// `nodes_to_score` feasible nodes are scored (0: every node). Placement is
+// thus sub-linear in the cluster size.
+//
+// Thread safety: none. One Scheduler per ClusterState, driven by one thread
+// (the server's scheduling loop or the simulator).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/job.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/framework/plugin.h"
+#include "sched/framework/profile.h"
+#include "sched/framework/registry.h"
+
+namespace tessera::sched {
+
+struct ScheduleResult {
+  enum class Outcome : uint8_t { kPlaced, kUnschedulable, kError };
+  Outcome outcome = Outcome::kUnschedulable;
+  Placement placement;  // kPlaced: every placed member
+  // kUnschedulable / kError: why, in words a person can act on.
+  std::string reason;
+  std::string plugin;         // the plugin that decided, when one did
+  bool unresolvable = false;  // no node or preemption can help as things stand
+  // From PostFilter (e.g. preemption): jobs whose eviction would make room.
+  std::vector<std::string> victims;
+  int64_t nodes_evaluated = 0;  // Filter calls made
+  int32_t domains_tried = 0;
+
+  bool placed() const { return outcome == Outcome::kPlaced; }
+};
+
+class Scheduler {
+ public:
+  // Builds the plugins of `profile` (validated against `registry`). `state`
+  // is borrowed and must outlive the scheduler.
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const Profile& profile,
+                                                           const PluginRegistry& registry,
+                                                           ClusterState* state);
+
+  // One cycle. On kPlaced the placement is bound in the ClusterState.
+  // An invalid job is kUnschedulable+unresolvable with the validation message.
+  ScheduleResult Schedule(const model::Job& job);
+  // Like Schedule, but undoes everything before returning (admission checks,
+  // backfill planning). Bind plugins are not called.
+  ScheduleResult Evaluate(const model::Job& job);
+  // Releases a bound job; its resources return to the pool.
+  absl::Status Release(absl::string_view job_key);
+
+  const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
+  ClusterState& state() { return *state_; }
+  const ClusterState& state() const { return *state_; }
+  const Profile& profile() const { return profile_; }
+
+  struct Stats {
+    int64_t cycles = 0;
+    int64_t placed = 0;
+    int64_t unschedulable = 0;
+    int64_t errors = 0;
+    int64_t nodes_evaluated = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+  ~Scheduler();
+
+ private:
+  Scheduler() = default;
+  ScheduleResult Run(const model::Job& job, bool dry_run);
+  // Tries to place every member inside `ctx.domain`; true on a permitted gang.
+  bool TryDomain(JobContext& ctx, ScheduleResult* result, FailureSummary* failure);
+  // Places one member; false (with `why`) when no candidate fits.
+  bool PlaceMember(const JobContext& ctx, int group, int member, std::string* why,
+                   std::string* why_plugin, int64_t* evaluated);
+  void Rollback(const JobContext& ctx);
+  template <typename Visit>
+  void ForEachCandidate(const JobContext& ctx, const model::ResourceRequest& req, Visit&& visit);
+
+  Profile profile_;
+  ClusterState* state_ = nullptr;
+  std::vector<std::unique_ptr<Plugin>> owned_;
+  QueueSortPlugin* queue_sort_ = nullptr;
+  GpuChooserPlugin* gpu_chooser_ = nullptr;
+  struct Named {
+    absl::string_view name;
+    int32_t weight;
+  };
+  std::vector<std::pair<PreFilterPlugin*, Named>> pre_filters_;
+  std::vector<std::pair<FilterPlugin*, Named>> filters_;
+  std::vector<std::pair<ScorePlugin*, Named>> scorers_;
+  std::vector<std::pair<ReservePlugin*, Named>> reservers_;
+  std::vector<std::pair<PermitPlugin*, Named>> permits_;
+  std::vector<std::pair<PostFilterPlugin*, Named>> post_filters_;
+  std::vector<std::pair<BindPlugin*, Named>> binders_;
+
+  CycleState cycle_;
+  Stats stats_;
+  // Reused buffers (no allocation per member on the hot path).
+  std::vector<NodeId> feasible_;
+  std::vector<int64_t> totals_;
+  std::vector<int64_t> plugin_scores_;
+};
+
+}  // namespace tessera::sched
