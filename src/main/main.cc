@@ -1,4 +1,8 @@
 // tessera: one binary, subcommands in kubectl's habits.
+//
+// Each module registers its subcommands through a Register*Commands function
+// declared in its own header; `bench` and `sim` are parents that several
+// modules add to.
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -7,7 +11,13 @@ int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessera 0.1.0");
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks; each prints one JSON object");
+  bench->require_subcommand(1);
+  CLI::App* sim = app.add_subcommand("sim", "Simulators that run the real scheduler code");
+  sim->require_subcommand(1);
   // Subcommand registration, one line per module.
+  (void)bench;
+  (void)sim;
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
