@@ -24,6 +24,7 @@ ModelId ClusterState::InternModel(const std::string& name) {
   cluster_hist_.resize(model_names_.size());
   total_gpus_.resize(model_names_.size());
   allocated_milli_.resize(model_names_.size());
+  max_node_gpus_.resize(model_names_.size());
   index_.Resize(num_models(), num_node_slots());
   return m;
 }
@@ -93,6 +94,7 @@ absl::StatusOr<NodeId> ClusterState::AddNode(model::Node node) {
     st.gpu_memory_mib = std::max(st.gpu_memory_mib, node.gpus[g].memory_mib);
   }
   total_gpus_[st.model] += st.num_gpus;
+  max_node_gpus_[st.model] = std::max<int>(max_node_gpus_[st.model], st.num_gpus);
   rack_nodes_[st.rack].push_back(id);
   block_nodes_[st.block].push_back(id);
   by_name_[node.name] = id;

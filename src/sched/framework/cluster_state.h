@@ -99,6 +99,8 @@ class ClusterState {
   int64_t allocated_milli(ModelId m) const { return allocated_milli_[m]; }
   int64_t total_gpus() const;
   int64_t allocated_milli() const;
+  // Most GPUs on any node of model `m` ever added (an upper bound after removals).
+  int max_node_gpus(ModelId m) const { return max_node_gpus_[m]; }
 
   // --- Allocation --------------------------------------------------------
   // Takes the member's resources on its node. All-or-nothing; an error means
@@ -149,6 +151,7 @@ class ClusterState {
   std::vector<FreeHistogram> cluster_hist_;             // [model]
   std::vector<int64_t> total_gpus_;
   std::vector<int64_t> allocated_milli_;
+  std::vector<int> max_node_gpus_;
   CapacityIndex index_;
 
   absl::flat_hash_map<std::string, Placement> bound_;

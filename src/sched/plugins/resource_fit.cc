@@ -13,10 +13,8 @@ PluginStatus ResourceFit::PreFilter(CycleState&, const JobContext& ctx, PreFilte
         absl::StrCat("no node has a GPU of model ", absl::StrJoin(job.gpu_models, " or ")));
   }
   int largest = 0;
-  for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
-    const NodeState& st = cs.state(id);
-    if (st.present && ctx.AllowsModel(st.model)) largest = std::max<int>(largest, st.num_gpus);
-    if (largest == model::kMaxGpusPerNode) break;
+  for (ModelId m = 0; m < cs.num_models(); ++m) {
+    if (ctx.AllowsModel(m)) largest = std::max(largest, cs.max_node_gpus(m));
   }
   for (const model::MemberGroup& g : job.groups) {
     if (g.resources.gpus > largest) {

@@ -41,11 +41,16 @@ PluginStatus Topology::PreFilter(CycleState&, const JobContext& ctx, PreFilterRe
   std::vector<Cand> cands;
   int64_t largest = 0;
   if (level == model::TopologyLevel::kNode) {
-    for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
-      const NodeState& st = cs.state(id);
-      if (!st.indexed() || !ctx.AllowsModel(st.model)) continue;
-      largest = std::max<int64_t>(largest, st.whole_free);
-      if (st.whole_free >= d.gpus) cands.push_back({id, st.whole_free});
+    // Nodes with enough whole free GPUs, straight from the capacity index.
+    for (ModelId m = 0; m < cs.num_models(); ++m) {
+      if (!ctx.AllowsModel(m)) continue;
+      largest = std::max<int64_t>(largest, cs.cluster_free(m).LargestNodeFree());
+      for (int k = static_cast<int>(d.gpus); k <= model::kMaxGpusPerNode; ++k) {
+        for (NodeId id : cs.index().whole_bucket(m, k)) {
+          if (cands.size() >= static_cast<size_t>(kMaxDomains)) break;
+          cands.push_back({id, k});
+        }
+      }
     }
   } else {
     const bool rack = level == model::TopologyLevel::kRack;
