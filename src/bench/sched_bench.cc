@@ -8,6 +8,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "config/profile_yaml.h"
 #include "sched/framework/scheduler.h"
 #include "sched/plugins/default_registry.h"
 
@@ -32,8 +33,9 @@ model::Job SimpleJob(const std::string& name, int members, int gpus, int milli =
   return j;
 }
 
-std::unique_ptr<sched::Scheduler> NewScheduler(sched::ClusterState* cs) {
-  auto s = sched::Scheduler::Create(sched::Profile::Default(), sched::DefaultRegistry(), cs);
+std::unique_ptr<sched::Scheduler> NewScheduler(sched::ClusterState* cs,
+                                               const sched::Profile& profile) {
+  auto s = sched::Scheduler::Create(profile, sched::DefaultRegistry(), cs);
   if (!s.ok()) {
     std::cerr << s.status() << "\n";
     std::exit(1);
@@ -83,6 +85,7 @@ nlohmann::json RunSchedBench(const SchedBenchOptions& o) {
                     {"gpu_model", o.cluster.gpu_model},
                     {"layout", o.layout}};
   out["threads"] = 1;
+  out["profile"] = o.profile.name;
 
   // Phase 1: single-GPU placements until fill_target of the fleet is allocated.
   {
@@ -90,7 +93,7 @@ nlohmann::json RunSchedBench(const SchedBenchOptions& o) {
     auto t0 = Clock::now();
     Fill(&cs, o.cluster);
     double build_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    auto s = NewScheduler(&cs);
+    auto s = NewScheduler(&cs, o.profile);
     const int64_t target = static_cast<int64_t>(o.fill_target * total_gpus);
     std::vector<model::Job> jobs;
     jobs.reserve(target);
@@ -112,7 +115,7 @@ nlohmann::json RunSchedBench(const SchedBenchOptions& o) {
   {
     sched::ClusterState cs;
     Fill(&cs, o.cluster);
-    auto s = NewScheduler(&cs);
+    auto s = NewScheduler(&cs, o.profile);
     std::mt19937_64 rng(o.seed);
     const int64_t bg_target = static_cast<int64_t>(o.background_load * total_gpus * 1000);
     int i = 0;
@@ -177,12 +180,18 @@ void RegisterBenchSchedCommands(CLI::App& bench) {
   cmd->add_option("--gang-samples", opts->gang_samples)->capture_default_str();
   cmd->add_option("--background-load", opts->background_load)->capture_default_str();
   cmd->add_option("--seed", opts->seed)->capture_default_str();
+  cmd->add_option("--profile", opts->profile_path, "Scheduler profile YAML");
   cmd->callback([opts]() {
     if (!model::ParseGpuLayout(opts->layout, &opts->cluster.layout)) {
       throw CLI::ValidationError("--layout",
                                  "must be nvswitch, nvlink-pairs, nvlink-quads or pcie");
     }
     if (opts->cluster.nodes <= 0) throw CLI::ValidationError("--nodes", "must be > 0");
+    if (!opts->profile_path.empty()) {
+      auto p = config::LoadProfileFile(opts->profile_path, sched::DefaultRegistry());
+      if (!p.ok()) throw CLI::ValidationError("--profile", std::string(p.status().message()));
+      opts->profile = *p;
+    }
     std::cout << RunSchedBench(*opts).dump(2) << std::endl;
   });
 }

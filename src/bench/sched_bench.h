@@ -9,6 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "model/synthetic_cluster.h"
 #include "nlohmann/json.hpp"
+#include "sched/framework/profile.h"
 
 namespace tessera::bench {
 
@@ -20,6 +21,8 @@ struct SchedBenchOptions {
   double background_load = 0.6;  // allocated fraction before measuring gangs
   double fill_target = 0.95;     // single-GPU phase stops here
   uint64_t seed = 42;
+  sched::Profile profile = sched::Profile::Default();
+  std::string profile_path;  // YAML; empty: the default profile
 };
 
 // Runs every phase and returns the report.
