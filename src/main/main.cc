@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/sched_bench.h"
+#include "server/server_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
+  tessera::server::RegisterServerCommands(app);
   (void)sim;
   CLI11_PARSE(app, argc, argv);
   return 0;

@@ -1,0 +1,155 @@
+#include "server/api/object_codec.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::server::api {
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      len = 2, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (int k = 1; k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+absl::StatusOr<Json> ParseBody(std::string_view body, int max_depth) {
+  if (!IsValidUtf8(body)) return absl::InvalidArgumentError("request body is not valid UTF-8");
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("request body nests deeper than ", max_depth, " levels"));
+      }
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
+  if (!j.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
+  return j;
+}
+
+std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
+                                       std::string_view url_namespace, std::string_view url_name) {
+  std::vector<FieldError> errors;
+  kind.object_schema.Validate(obj, "", errors);
+  if (!errors.empty()) return errors;
+  const Json& meta = obj["metadata"];
+  if (kind.namespaced) {
+    if (meta.contains("namespace") && !meta["namespace"].is_null() &&
+        meta["namespace"].get<std::string>() != url_namespace) {
+      errors.push_back(
+          {"metadata.namespace", absl::StrCat("does not match the namespace \"",
+                                              std::string(url_namespace), "\" in the URL")});
+    }
+  } else if (meta.contains("namespace") && !meta["namespace"].is_null()) {
+    errors.push_back({"metadata.namespace", absl::StrCat(kind.kind, " is cluster-scoped")});
+  }
+  if (!url_name.empty() && meta["name"].get<std::string>() != url_name) {
+    errors.push_back({"metadata.name", absl::StrCat("does not match the name \"",
+                                                    std::string(url_name), "\" in the URL")});
+  }
+  if (kind.kind == "InferenceService") {
+    const Json& r = obj["spec"]["replicas"];
+    if (r["min"].get<int64_t>() > r["max"].get<int64_t>()) {
+      errors.push_back({"spec.replicas.min", "must be <= spec.replicas.max"});
+    }
+  }
+  if (kind.kind == "TrainingJob" && obj["spec"].contains("elastic")) {
+    const Json& e = obj["spec"]["elastic"];
+    if (e["minReplicas"].get<int64_t>() > e["maxReplicas"].get<int64_t>()) {
+      errors.push_back({"spec.elastic.minReplicas", "must be <= spec.elastic.maxReplicas"});
+    }
+  }
+  return errors;
+}
+
+std::string StoreKey(const KindInfo& kind, std::string_view ns, std::string_view name) {
+  if (!kind.namespaced) return absl::StrCat("/registry/", kind.plural, "/", std::string(name));
+  return absl::StrCat("/registry/", kind.plural, "/", std::string(ns), "/", std::string(name));
+}
+
+std::string StorePrefix(const KindInfo& kind, std::string_view ns) {
+  if (!kind.namespaced || ns.empty()) return absl::StrCat("/registry/", kind.plural, "/");
+  return absl::StrCat("/registry/", kind.plural, "/", std::string(ns), "/");
+}
+
+std::string ToStored(const Json& obj) {
+  Json copy = obj;
+  copy["metadata"].erase("resourceVersion");
+  return copy.dump();
+}
+
+absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision) {
+  Json j = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("metadata")) {
+    return absl::DataLossError("stored object is not valid JSON");
+  }
+  j["metadata"]["resourceVersion"] = std::to_string(mod_revision);
+  return j;
+}
+
+std::string FormatTimestamp(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
+
+Json StatusBody(int code, absl::string_view reason, absl::string_view message,
+                const std::vector<FieldError>& causes) {
+  Json body = {{"apiVersion", "v1"},
+               {"kind", "Status"},
+               {"status", "Failure"},
+               {"code", code},
+               {"reason", std::string(reason)},
+               {"message", std::string(message)}};
+  if (!causes.empty()) {
+    Json list = Json::array();
+    for (const FieldError& e : causes) list.push_back({{"field", e.field}, {"message", e.message}});
+    body["details"] = {{"causes", list}};
+  }
+  return body;
+}
+
+}  // namespace tessera::server::api

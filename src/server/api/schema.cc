@@ -1,0 +1,170 @@
+#include "server/api/schema.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera::server::api {
+
+Schema Schema::Object(std::vector<Field> fields) {
+  Schema s(Type::kObject);
+  s.fields_ = std::move(fields);
+  return s;
+}
+Schema Schema::Array(Schema element) {
+  Schema s(Type::kArray);
+  s.element_ = std::make_shared<const Schema>(std::move(element));
+  return s;
+}
+Schema Schema::Map(Schema value) {
+  Schema s(Type::kMap);
+  s.element_ = std::make_shared<const Schema>(std::move(value));
+  return s;
+}
+Schema Schema::Min(int64_t v) && {
+  min_ = v;
+  return std::move(*this);
+}
+Schema Schema::Positive() && {
+  positive_ = true;
+  return std::move(*this);
+}
+Schema Schema::MaxLength(size_t n) && {
+  max_length_ = n;
+  return std::move(*this);
+}
+Schema Schema::OneOf(std::vector<std::string> values) && {
+  one_of_ = std::move(values);
+  return std::move(*this);
+}
+Schema Schema::DnsLabel() && {
+  dns_label_ = true;
+  return std::move(*this);
+}
+Schema Schema::MinItems(size_t n) && {
+  min_items_ = n;
+  return std::move(*this);
+}
+
+const Schema* Schema::FieldSchema(const std::string& name) const {
+  for (const Field& f : fields_) {
+    if (f.name == name) return &f.schema;
+  }
+  return nullptr;
+}
+
+bool IsDnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return s.front() != '-' && s.back() != '-';
+}
+
+namespace {
+
+const char* TypeName(Schema::Type t) {
+  switch (t) {
+    case Schema::Type::kString:
+      return "a string";
+    case Schema::Type::kInt:
+      return "an integer";
+    case Schema::Type::kNumber:
+      return "a number";
+    case Schema::Type::kBool:
+      return "a boolean";
+    case Schema::Type::kObject:
+    case Schema::Type::kMap:
+      return "an object";
+    case Schema::Type::kArray:
+      return "an array";
+    case Schema::Type::kAny:
+      return "any value";
+  }
+  return "?";
+}
+
+std::string Join(const std::string& path, const std::string& field) {
+  return path.empty() ? field : absl::StrCat(path, ".", field);
+}
+
+}  // namespace
+
+void Schema::Validate(const nlohmann::json& v, const std::string& path,
+                      std::vector<FieldError>& errors) const {
+  auto fail = [&](std::string msg) { errors.push_back({path, std::move(msg)}); };
+  switch (type_) {
+    case Type::kAny:
+      return;
+    case Type::kString: {
+      if (!v.is_string()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      const std::string& s = v.get_ref<const std::string&>();
+      if (max_length_ > 0 && s.size() > max_length_) {
+        fail(absl::StrCat("must be at most ", max_length_, " bytes"));
+      }
+      if (dns_label_ && !IsDnsLabel(s)) {
+        fail("must be a lower-case DNS label (a-z, 0-9, '-', at most 63 characters)");
+      }
+      if (!one_of_.empty() && std::find(one_of_.begin(), one_of_.end(), s) == one_of_.end()) {
+        fail(absl::StrCat("must be one of ", absl::StrJoin(one_of_, ", ")));
+      }
+      return;
+    }
+    case Type::kInt: {
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
+        return fail(absl::StrCat("must be ", TypeName(type_)));
+      }
+      int64_t n = v.get<int64_t>();
+      if (positive_ && n <= 0) fail("must be > 0");
+      if (min_ && n < *min_) fail(absl::StrCat("must be >= ", *min_));
+      return;
+    }
+    case Type::kNumber: {
+      if (!v.is_number()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (positive_ && v.get<double>() <= 0) fail("must be > 0");
+      if (min_ && v.get<double>() < static_cast<double>(*min_)) {
+        fail(absl::StrCat("must be >= ", *min_));
+      }
+      return;
+    }
+    case Type::kBool:
+      if (!v.is_boolean()) fail(absl::StrCat("must be ", TypeName(type_)));
+      return;
+    case Type::kArray: {
+      if (!v.is_array()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (v.size() < min_items_) fail(absl::StrCat("must have at least ", min_items_, " items"));
+      for (size_t i = 0; i < v.size(); ++i) {
+        element_->Validate(v[i], absl::StrCat(path, "[", i, "]"), errors);
+      }
+      return;
+    }
+    case Type::kMap: {
+      if (!v.is_object()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        element_->Validate(it.value(),
+                           absl::StrCat(path, "[", nlohmann::json(it.key()).dump(), "]"), errors);
+      }
+      return;
+    }
+    case Type::kObject: {
+      if (!v.is_object()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      for (const Field& f : fields_) {
+        auto it = v.find(f.name);
+        if (it == v.end() || it->is_null()) {
+          if (f.required) errors.push_back({Join(path, f.name), "is required"});
+          continue;
+        }
+        f.schema.Validate(*it, Join(path, f.name), errors);
+      }
+      for (auto it = v.begin(); it != v.end(); ++it) {
+        if (FieldSchema(it.key()) == nullptr) {
+          errors.push_back({Join(path, it.key()), "unknown field"});
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace tessera::server::api

@@ -1,0 +1,89 @@
+// Schema: one declarative definition per API kind drives validation of
+// request bodies. A Schema describes a JSON value: its type, the fields of an
+// object (unknown fields are rejected), the element schema of an array or a
+// string-keyed map, and simple constraints. Validate() collects every error
+// with the field's path ("spec.groups[0].count: must be > 0").
+//
+// Schemas are immutable values built once at start-up; sharing them across
+// threads is safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace tessera::server::api {
+
+struct FieldError {
+  std::string field;  // "spec.groups[0].count"; empty for the whole body
+  std::string message;
+  std::string ToString() const { return field.empty() ? message : field + ": " + message; }
+};
+
+class Schema {
+ public:
+  enum class Type { kString, kInt, kNumber, kBool, kObject, kArray, kMap, kAny };
+  struct Field;
+
+  static Schema String() { return Schema(Type::kString); }
+  static Schema Int() { return Schema(Type::kInt); }
+  static Schema Number() { return Schema(Type::kNumber); }
+  static Schema Bool() { return Schema(Type::kBool); }
+  static Schema Object(std::vector<Field> fields);
+  static Schema Array(Schema element);
+  // A JSON object with arbitrary keys whose values follow `value`.
+  static Schema Map(Schema value);
+
+  // Constraints (chainable on a temporary).
+  Schema Min(int64_t v) &&;                          // kInt: value >= v
+  Schema Positive() &&;                              // kInt/kNumber: value > 0
+  Schema MaxLength(size_t n) &&;                     // kString
+  Schema OneOf(std::vector<std::string> values) &&;  // kString
+  Schema DnsLabel() &&;                              // kString: lower-case RFC 1123 label, <= 63
+  Schema MinItems(size_t n) &&;                      // kArray
+
+  // Appends an error per violation found in `value` at `path`.
+  void Validate(const nlohmann::json& value, const std::string& path,
+                std::vector<FieldError>& errors) const;
+
+  Type type() const { return type_; }
+  // For kObject: the field named `name`, or null.
+  const Schema* FieldSchema(const std::string& name) const;
+
+ private:
+  explicit Schema(Type t) : type_(t) {}
+
+  Type type_;
+  std::vector<Field> fields_;
+  std::shared_ptr<const Schema> element_;
+  std::optional<int64_t> min_;
+  bool positive_ = false;
+  size_t max_length_ = 0;
+  std::vector<std::string> one_of_;
+  bool dns_label_ = false;
+  size_t min_items_ = 0;
+};
+
+struct Schema::Field {
+  std::string name;
+  Schema schema;
+  bool required = false;
+};
+
+// Shorthands for declaring fields.
+inline Schema::Field Required(std::string name, Schema s) {
+  return Schema::Field{std::move(name), std::move(s), true};
+}
+inline Schema::Field Optional(std::string name, Schema s) {
+  return Schema::Field{std::move(name), std::move(s), false};
+}
+
+// True when `s` is a lower-case RFC 1123 DNS label (a-z0-9 and '-', not at
+// the ends), 1..63 characters.
+bool IsDnsLabel(const std::string& s);
+
+}  // namespace tessera::server::api

@@ -1,0 +1,115 @@
+#include "server/api/schema.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/api/kinds.h"
+#include "server/api/object_codec.h"
+
+namespace tessera::server::api {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::vector<std::string> Errors(const KindInfo& kind, const Json& obj) {
+  std::vector<std::string> out;
+  for (const FieldError& e : ValidateObject(kind, obj, "team-a", "")) out.push_back(e.ToString());
+  return out;
+}
+
+Json Job() {
+  return Json::parse(R"({
+    "apiVersion": "tessera.dev/v1", "kind": "TrainingJob",
+    "metadata": {"name": "llm-7b", "labels": {"team": "nlp"}},
+    "spec": {"queue": "research", "groups": [{"name": "workers", "count": 4, "gpusPerReplica": 8}]}
+  })");
+}
+
+TEST(SchemaTest, ValidJobPasses) {
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), Job()), IsEmpty());
+}
+
+TEST(SchemaTest, ErrorsNameTheFieldPath) {
+  Json j = Job();
+  j["spec"]["groups"][0]["count"] = 0;
+  j["spec"]["groups"].push_back({{"name", "x"}, {"count", "3"}, {"gpusPerReplica", 1}});
+  j["spec"]["bogus"] = 1;
+  j["metadata"]["name"] = "Not_A_Label";
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("metadata.name: must be a lower-case DNS label (a-z, 0-9, '-', at most "
+                          "63 characters)",
+                          "spec.groups[0].count: must be > 0",
+                          "spec.groups[1].count: must be an integer", "spec.bogus: unknown field"));
+}
+
+TEST(SchemaTest, RequiredAndTypes) {
+  Json j = Job();
+  j.erase("spec");
+  j["status"] = {{"phase", "Dancing"}};
+  j["extra"] = true;
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("spec: is required",
+                          "status.phase: must be one of Pending, Queued, Running, Suspended, "
+                          "Succeeded, Failed, Preempted",
+                          "extra: unknown field"));
+  j = Job();
+  j["spec"]["groups"][0]["count"] = 2.5;
+  j["metadata"]["labels"]["n"] = 3;
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("metadata.labels[\"n\"]: must be a string",
+                          "spec.groups[0].count: must be an integer"));
+}
+
+TEST(SchemaTest, KindAndNamespaceMustMatch) {
+  Json j = Job();
+  j["kind"] = "Queue";
+  j["metadata"]["namespace"] = "team-b";
+  auto errs = Errors(*KindByPlural("trainingjobs"), j);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0], "kind: must be one of TrainingJob");
+  j["kind"] = "TrainingJob";
+  EXPECT_THAT(
+      Errors(*KindByPlural("trainingjobs"), j),
+      ElementsAre("metadata.namespace: does not match the namespace \"team-a\" in the URL"));
+}
+
+TEST(SchemaTest, EveryKindHasASchemaAndPhases) {
+  EXPECT_EQ(AllKinds().size(), 8u);
+  for (const KindInfo& k : AllKinds()) {
+    EXPECT_FALSE(k.phases.empty()) << k.kind;
+    EXPECT_EQ(k.object_schema.type(), Schema::Type::kObject);
+  }
+  EXPECT_FALSE(KindByPlural("nodes")->namespaced);
+  EXPECT_TRUE(KindByPlural("checkpoints")->namespaced);
+}
+
+TEST(ObjectCodecTest, ParseBodyRejectsBadInput) {
+  EXPECT_TRUE(ParseBody(R"({"a": [1, {"b": "x{[["}]})").ok());
+  EXPECT_EQ(ParseBody("{\"a\": \"\xff\"}").status().message(), "request body is not valid UTF-8");
+  EXPECT_EQ(ParseBody("{\"a\": \"\xed\xa0\x80\"}").status().code(),
+            absl::StatusCode::kInvalidArgument);  // a UTF-16 surrogate
+  std::string deep = std::string(40, '[') + std::string(40, ']');
+  EXPECT_EQ(ParseBody("{\"a\":" + deep + "}").status().message(),
+            "request body nests deeper than 32 levels");
+  EXPECT_EQ(ParseBody("{").status().message(), "request body is not valid JSON");
+  EXPECT_EQ(ParseBody("[1]").status().message(), "request body must be a JSON object");
+  EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));  // overlong '/'
+}
+
+TEST(ObjectCodecTest, StoredFormDropsResourceVersion) {
+  Json j = Job();
+  j["metadata"]["resourceVersion"] = "5";
+  std::string stored = ToStored(j);
+  EXPECT_EQ(stored.find("resourceVersion"), std::string::npos);
+  auto back = FromStored(stored, 9);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ((*back)["metadata"]["resourceVersion"], "9");
+  EXPECT_EQ(FromStored("garbage", 1).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(StoreKey(*KindByPlural("trainingjobs"), "ns", "a"), "/registry/trainingjobs/ns/a");
+  EXPECT_EQ(StoreKey(*KindByPlural("nodes"), "", "n1"), "/registry/nodes/n1");
+}
+
+}  // namespace
+}  // namespace tessera::server::api

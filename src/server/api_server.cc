@@ -1,0 +1,617 @@
+#include "server/api_server.h"
+
+#include <httplib.h>
+
+#include <deque>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "server/api/kinds.h"
+#include "server/api/object_codec.h"
+#include "server/api/selector.h"
+
+namespace tessera::server {
+
+using api::Json;
+using api::KindInfo;
+
+// A parsed /api/v1 path.
+struct ApiServer::Route {
+  const KindInfo* kind = nullptr;
+  std::string ns;    // empty: cluster-scoped kind, or all namespaces
+  std::string name;  // empty: the collection
+  Resource resource() const { return Resource{kind->plural, kind->namespaced, ns, name}; }
+};
+
+namespace {
+
+void Reply(httplib::Response& res, int code, const Json& body) {
+  res.status = code;
+  res.set_content(body.dump() + "\n", "application/json");
+}
+
+void Fail(httplib::Response& res, int code, absl::string_view reason, absl::string_view message,
+          const std::vector<api::FieldError>& causes = {}) {
+  Reply(res, code, api::StatusBody(code, reason, message, causes));
+}
+
+// Maps a store error onto the HTTP status a client acts on.
+void FailStore(httplib::Response& res, const absl::Status& s, const std::string& what) {
+  switch (s.code()) {
+    case absl::StatusCode::kNotFound:
+      return Fail(res, 404, "NotFound", absl::StrCat(what, " not found"));
+    case absl::StatusCode::kAlreadyExists:
+      return Fail(res, 409, "AlreadyExists", absl::StrCat(what, " already exists"));
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted:
+      return Fail(res, 409, "Conflict",
+                  absl::StrCat("Operation cannot be fulfilled on ", what,
+                               ": the object has been modified; please apply your changes to "
+                               "the latest version and try again (",
+                               s.message(), ")"));
+    case absl::StatusCode::kOutOfRange:
+      return Fail(res, 410, "Expired", std::string(s.message()));
+    case absl::StatusCode::kInvalidArgument:
+      return Fail(res, 400, "BadRequest", std::string(s.message()));
+    default:
+      return Fail(res, 500, "InternalError", std::string(s.message()));
+  }
+}
+
+std::string Describe(const KindInfo& kind, absl::string_view ns, absl::string_view name) {
+  return ns.empty()
+             ? absl::StrCat(kind.plural, " \"", std::string(name), "\"")
+             : absl::StrCat(kind.plural, " \"", std::string(ns), "/", std::string(name), "\"");
+}
+
+// Parses an optional non-negative integer query parameter.
+bool QueryInt(const httplib::Request& req, const char* name, int64_t& out, httplib::Response& res) {
+  if (!req.has_param(name)) return true;
+  std::string v = req.get_param_value(name);
+  if (v.empty()) return true;
+  if (!absl::SimpleAtoi(v, &out) || out < 0) {
+    Fail(res, 400, "BadRequest", absl::StrCat(name, ": must be a non-negative integer"));
+    return false;
+  }
+  return true;
+}
+
+std::string EventType(const store::Event& e) {
+  if (e.type == store::Event::Type::kDelete) return "DELETED";
+  return e.kv.create_revision == e.kv.mod_revision ? "ADDED" : "MODIFIED";
+}
+
+}  // namespace
+
+ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
+                     ApiServerOptions options)
+    : store_(store),
+      clock_(clock),
+      auth_(std::move(auth)),
+      options_(options),
+      http_(std::make_unique<httplib::Server>()),
+      rng_(options.uid_seed) {
+  const int threads = options_.threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_keep_alive_max_count(100000);
+  http_->set_keep_alive_timeout(30);
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
+  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  http_->Get("/api/v1", [](const httplib::Request&, httplib::Response& res) {
+    Json resources = Json::array();
+    for (const KindInfo& k : api::AllKinds()) {
+      resources.push_back({{"name", k.plural},
+                           {"kind", k.kind},
+                           {"namespaced", k.namespaced},
+                           {"verbs", {"create", "get", "list", "update", "delete", "watch"}}});
+    }
+    Reply(res, 200,
+          {{"kind", "APIResourceList"},
+           {"groupVersion", api::kApiVersion},
+           {"resources", resources}});
+  });
+  http_->Get("/api/v1/.*", handler);
+  http_->Post("/api/v1/.*", handler);
+  http_->Put("/api/v1/.*", handler);
+  http_->Delete("/api/v1/.*", handler);
+  http_->Patch("/api/v1/.*", handler);
+  http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      Fail(res, 413, "RequestEntityTooLarge", "request body too large");
+    } else if (res.status == 404) {
+      Fail(res, 404, "NotFound", "no such path");
+    } else {
+      Fail(res, res.status, "Error", absl::StrCat("HTTP ", res.status));
+    }
+  });
+  http_->set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        Fail(res, 500, "InternalError", what);
+      });
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
+  int bound =
+      port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
+  }
+  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  return bound;
+}
+
+void ApiServer::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  stopping_ = true;
+  http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+void ApiServer::Wait() {
+  absl::MutexLock l(&mu_);
+  mu_.Await(absl::Condition(&stopped_));
+}
+
+std::string ApiServer::NewUid() {
+  uint64_t a, b;
+  {
+    absl::MutexLock l(&mu_);
+    a = rng_();
+    b = rng_();
+  }
+  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
+  a = (a & 0xffffffffffff0fffULL) | 0x4000;                 // version 4
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xffff,
+                         b >> 48, b & 0xffffffffffffULL);
+}
+
+void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
+  std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
+  if (!who) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    return Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+  }
+  absl::string_view path = req.path;
+  absl::ConsumePrefix(&path, "/api/v1/");
+  std::vector<std::string> seg = absl::StrSplit(path, '/');
+  if (!seg.empty() && seg.back().empty()) seg.pop_back();  // tolerate a trailing slash
+  if (seg.size() == 1 && seg[0] == "batch") {
+    if (req.method != "POST") return Fail(res, 405, "MethodNotAllowed", "batch takes POST");
+    return HandleBatch(*who, req, res);
+  }
+  Route r;
+  if (seg.size() >= 3 && seg.size() <= 4 && seg[0] == "namespaces") {
+    r.kind = api::KindByPlural(seg[2]);
+    if (r.kind == nullptr || !r.kind->namespaced) {
+      return Fail(res, 404, "NotFound", absl::StrCat("no namespaced resource \"", seg[2], "\""));
+    }
+    r.ns = seg[1];
+    if (seg.size() == 4) r.name = seg[3];
+  } else if (seg.size() >= 1 && seg.size() <= 2) {
+    r.kind = api::KindByPlural(seg[0]);
+    if (r.kind == nullptr) {
+      return Fail(res, 404, "NotFound", absl::StrCat("no resource \"", seg[0], "\""));
+    }
+    if (seg.size() == 2) {
+      if (r.kind->namespaced) {
+        return Fail(res, 404, "NotFound",
+                    absl::StrCat(r.kind->plural, " are namespaced: use /api/v1/namespaces/NS/",
+                                 r.kind->plural, "/NAME"));
+      }
+      r.name = seg[1];
+    }
+  } else {
+    return Fail(res, 404, "NotFound", absl::StrCat("no such path ", req.path));
+  }
+  if (r.kind->namespaced && !r.ns.empty() && !api::IsDnsLabel(r.ns)) {
+    return Fail(res, 400, "BadRequest", "namespace in the URL is not a valid DNS label");
+  }
+  if (!r.name.empty() && !api::IsDnsLabel(r.name)) {
+    return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+  }
+
+  Verb verb;
+  const bool item = !r.name.empty();
+  const bool watch = req.get_param_value("watch") == "true" || req.get_param_value("watch") == "1";
+  if (req.method == "GET") {
+    verb = item ? Verb::kGet : (watch ? Verb::kWatch : Verb::kList);
+  } else if (req.method == "POST" && !item) {
+    verb = Verb::kCreate;
+  } else if (req.method == "PUT" && item) {
+    verb = Verb::kUpdate;
+  } else if (req.method == "DELETE" && item) {
+    verb = Verb::kDelete;
+  } else {
+    return Fail(res, 405, "MethodNotAllowed",
+                absl::StrCat(req.method, " is not supported on ", req.path));
+  }
+  if (r.kind->namespaced && r.ns.empty() && verb != Verb::kList && verb != Verb::kWatch) {
+    return Fail(res, 405, "MethodNotAllowed", "only list and watch span all namespaces");
+  }
+  // A create names its object in the body; a node's create is authorized
+  // after parsing, everyone else's right away.
+  if (verb != Verb::kCreate || who->role != Principal::Role::kNode) {
+    if (std::string why = Authorize(*who, verb, r.resource()); !why.empty()) {
+      return Fail(res, 403, "Forbidden", why);
+    }
+  }
+  switch (verb) {
+    case Verb::kGet:
+      return HandleGet(r, req, res);
+    case Verb::kList:
+      return HandleList(r, req, res);
+    case Verb::kWatch:
+      return HandleWatch(r, req, res);
+    case Verb::kCreate: {
+      if (who->role == Principal::Role::kNode) {
+        absl::StatusOr<Json> body = api::ParseBody(req.body);
+        Route named = r;
+        if (body.ok() && body->contains("metadata") && (*body)["metadata"].is_object() &&
+            (*body)["metadata"].contains("name") && (*body)["metadata"]["name"].is_string()) {
+          named.name = (*body)["metadata"]["name"].get<std::string>();
+        }
+        if (std::string why = Authorize(*who, verb, named.resource()); !why.empty()) {
+          return Fail(res, 403, "Forbidden", why);
+        }
+      }
+      return HandleCreate(r, req, res);
+    }
+    case Verb::kUpdate:
+      return HandleUpdate(r, req, res);
+    case Verb::kDelete:
+      return HandleDelete(r, req, res);
+  }
+}
+
+void ApiServer::HandleGet(const Route& r, const httplib::Request&, httplib::Response& res) {
+  const std::string what = Describe(*r.kind, r.ns, r.name);
+  absl::StatusOr<store::KeyValue> kv = store_.Get(api::StoreKey(*r.kind, r.ns, r.name));
+  if (!kv.ok()) return FailStore(res, kv.status(), what);
+  absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
+  if (!obj.ok()) return FailStore(res, obj.status(), what);
+  Reply(res, 200, *obj);
+}
+
+void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  int64_t limit = 0;
+  if (!QueryInt(req, "limit", limit, res)) return;
+  absl::StatusOr<api::Selector> labels =
+      api::Selector::ParseLabels(req.get_param_value("labelSelector"));
+  if (!labels.ok()) return Fail(res, 400, "BadRequest", labels.status().message());
+  absl::StatusOr<api::Selector> fields =
+      api::Selector::ParseFields(req.get_param_value("fieldSelector"));
+  if (!fields.ok()) return Fail(res, 400, "BadRequest", fields.status().message());
+  const std::string prefix = api::StorePrefix(*r.kind, r.ns);
+  store::ListOptions opts;
+  if (std::string token = req.get_param_value("continue"); !token.empty()) {
+    std::string key;
+    if (!absl::WebSafeBase64Unescape(token, &key) || !absl::StartsWith(key, prefix)) {
+      return Fail(res, 400, "BadRequest", "continue: invalid token for this list");
+    }
+    opts.continue_after = key;
+  }
+  // Read store pages until `limit` objects matched the selectors.
+  opts.limit = limit > 0 ? std::max<int64_t>(limit, 500) : 0;
+  Json items = Json::array();
+  int64_t revision = -1;
+  std::string next;  // continue key when the response is cut at `limit`
+  while (true) {
+    absl::StatusOr<store::ListResult> page = store_.List(prefix, opts);
+    if (!page.ok()) return FailStore(res, page.status(), r.kind->plural);
+    if (revision < 0) revision = page->revision;
+    bool full = false;
+    for (const store::KeyValue& kv : page->kvs) {
+      absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
+      if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
+      if (!labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+      items.push_back(std::move(*obj));
+      if (limit > 0 && static_cast<int64_t>(items.size()) == limit) {
+        full = true;
+        // More may follow only if this was not the very last key.
+        if (&kv != &page->kvs.back() || page->more) next = kv.key;
+        break;
+      }
+    }
+    if (full || !page->more) break;
+    opts.continue_after = page->next_key;
+  }
+  Json meta = {{"resourceVersion", std::to_string(revision)}};
+  if (!next.empty()) meta["continue"] = absl::WebSafeBase64Escape(next);
+  Reply(res, 200,
+        {{"apiVersion", api::kApiVersion},
+         {"kind", r.kind->kind + "List"},
+         {"metadata", meta},
+         {"items", std::move(items)}});
+}
+
+void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<api::Selector> labels =
+      api::Selector::ParseLabels(req.get_param_value("labelSelector"));
+  if (!labels.ok()) return Fail(res, 400, "BadRequest", labels.status().message());
+  absl::StatusOr<api::Selector> fields =
+      api::Selector::ParseFields(req.get_param_value("fieldSelector"));
+  if (!fields.ok()) return Fail(res, 400, "BadRequest", fields.status().message());
+  int64_t since = 0, timeout_s = 0;
+  if (!QueryInt(req, "resourceVersion", since, res)) return;
+  if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;
+  const bool bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
+  const std::string prefix = api::StorePrefix(*r.kind, r.ns);
+
+  struct State {
+    int64_t since = 0;
+    std::deque<std::string> initial;  // synthetic ADDED events (watch without resourceVersion)
+    absl::Time deadline;
+    absl::Time last_write;
+    bool done = false;
+  };
+  auto st = std::make_shared<State>();
+  if (since == 0) {
+    // No resourceVersion: the current objects as ADDED events, then changes.
+    absl::StatusOr<store::ListResult> list = store_.List(prefix, {});
+    if (!list.ok()) return FailStore(res, list.status(), r.kind->plural);
+    st->since = list->revision;
+    for (const store::KeyValue& kv : list->kvs) {
+      absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
+      if (!obj.ok() || !labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+      st->initial.push_back(Json{{"type", "ADDED"}, {"object", std::move(*obj)}}.dump() + "\n");
+    }
+  } else {
+    // Fail before the stream starts when the history is gone or in the future.
+    absl::StatusOr<store::EventsResult> probe = store_.Events(prefix, since, 1);
+    if (!probe.ok()) {
+      if (absl::IsOutOfRange(probe.status())) {
+        return Fail(
+            res, 410, "Expired",
+            absl::StrCat("too old resource version: ", since, " (", probe.status().message(), ")"));
+      }
+      return FailStore(res, probe.status(), r.kind->plural);
+    }
+    st->since = since;
+  }
+  absl::Duration limit = options_.max_watch;
+  if (timeout_s > 0) limit = std::min(limit, absl::Seconds(timeout_s));
+  st->deadline = absl::Now() + limit;
+  st->last_write = absl::Now();
+  const KindInfo* kind = r.kind;
+  api::Selector lsel = *labels, fsel = *fields;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "application/json",
+      [this, st, prefix, kind, lsel, fsel, bookmarks](size_t, httplib::DataSink& sink) -> bool {
+        auto write = [&](const std::string& line) {
+          st->last_write = absl::Now();
+          return sink.write(line.data(), line.size());
+        };
+        if (st->done) {
+          sink.done();
+          return true;
+        }
+        while (!st->initial.empty()) {
+          if (!write(st->initial.front())) return false;
+          st->initial.pop_front();
+        }
+        if (stopping_ || absl::Now() >= st->deadline) {
+          st->done = true;
+          sink.done();
+          return true;
+        }
+        absl::StatusOr<store::EventsResult> evs = store_.Events(prefix, st->since, 1000);
+        if (!evs.ok()) {
+          int code = absl::IsOutOfRange(evs.status()) ? 410 : 500;
+          Json err = {{"type", "ERROR"},
+                      {"object", api::StatusBody(code, code == 410 ? "Expired" : "InternalError",
+                                                 evs.status().message())}};
+          write(err.dump() + "\n");
+          st->done = true;
+          sink.done();
+          return true;
+        }
+        for (const store::Event& e : evs->events) {
+          absl::StatusOr<Json> obj = api::FromStored(e.kv.value, e.revision);
+          if (!obj.ok() || !lsel.Matches(*obj) || !fsel.Matches(*obj)) continue;
+          Json ev = {{"type", EventType(e)}, {"object", std::move(*obj)}};
+          if (!write(ev.dump() + "\n")) return false;
+        }
+        st->since = evs->revision;
+        if (evs->events.empty()) {
+          absl::Time now = absl::Now();
+          if (now - st->last_write >= options_.watch_heartbeat) {
+            std::string beat = "\n";  // a blank line is a keep-alive
+            if (bookmarks) {
+              beat = Json{{"type", "BOOKMARK"},
+                          {"object",
+                           {{"apiVersion", api::kApiVersion},
+                            {"kind", kind->kind},
+                            {"metadata", {{"resourceVersion", std::to_string(st->since)}}}}}}
+                         .dump() +
+                     "\n";
+            }
+            if (!write(beat)) return false;
+          }
+          absl::Time until = std::min({now + absl::Milliseconds(200), st->deadline,
+                                       st->last_write + options_.watch_heartbeat});
+          store_.WaitForRevision(st->since + 1, until).IgnoreError();
+        }
+        return true;
+      });
+}
+
+void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<Json> body = api::ParseBody(req.body);
+  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
+  std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, "");
+  if (!errors.empty()) {
+    return Fail(res, 422, "Invalid",
+                absl::StrCat(r.kind->kind, " is invalid: ", errors.front().ToString()), errors);
+  }
+  Json obj = std::move(*body);
+  Json& meta = obj["metadata"];
+  const std::string name = meta["name"].get<std::string>();
+  if (r.kind->namespaced) meta["namespace"] = r.ns;
+  meta["uid"] = NewUid();
+  meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
+  meta.erase("resourceVersion");
+  if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = Json::object();
+  if (!obj["status"].contains("phase")) obj["status"]["phase"] = r.kind->phases.front();
+  const std::string what = Describe(*r.kind, r.ns, name);
+  absl::StatusOr<int64_t> rev =
+      store_.Create(api::StoreKey(*r.kind, r.ns, name), api::ToStored(obj));
+  if (!rev.ok()) return FailStore(res, rev.status(), what);
+  meta["resourceVersion"] = std::to_string(*rev);
+  Reply(res, 201, obj);
+}
+
+void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<Json> body = api::ParseBody(req.body);
+  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
+  std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
+  int64_t expected = 0;
+  Json& meta = (*body)["metadata"];
+  if (errors.empty() && meta.contains("resourceVersion") && !meta["resourceVersion"].is_null()) {
+    if (!absl::SimpleAtoi(meta["resourceVersion"].get<std::string>(), &expected) || expected <= 0) {
+      errors.push_back({"metadata.resourceVersion", "must be a positive integer string"});
+    }
+  }
+  if (!errors.empty()) {
+    return Fail(res, 422, "Invalid",
+                absl::StrCat(r.kind->kind, " is invalid: ", errors.front().ToString()), errors);
+  }
+  const std::string key = api::StoreKey(*r.kind, r.ns, r.name);
+  const std::string what = Describe(*r.kind, r.ns, r.name);
+  absl::StatusOr<store::KeyValue> cur = store_.Get(key);
+  if (!cur.ok()) return FailStore(res, cur.status(), what);
+  absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
+  if (!old.ok()) return FailStore(res, old.status(), what);
+  if (expected == 0) expected = cur->mod_revision;  // unconditional, but atomic with this read
+  Json obj = std::move(*body);
+  // Server-owned fields are kept from the stored object; a PUT without a
+  // status keeps the current status.
+  obj["metadata"]["uid"] = (*old)["metadata"]["uid"];
+  obj["metadata"]["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
+  if (r.kind->namespaced) obj["metadata"]["namespace"] = r.ns;
+  if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = (*old)["status"];
+  absl::StatusOr<int64_t> rev = store_.Put(key, api::ToStored(obj), expected);
+  if (!rev.ok()) return FailStore(res, rev.status(), what);
+  obj["metadata"]["resourceVersion"] = std::to_string(*rev);
+  Reply(res, 200, obj);
+}
+
+void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  int64_t precondition = 0;
+  if (!QueryInt(req, "resourceVersion", precondition, res)) return;
+  const std::string key = api::StoreKey(*r.kind, r.ns, r.name);
+  const std::string what = Describe(*r.kind, r.ns, r.name);
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<store::KeyValue> cur = store_.Get(key);
+    if (!cur.ok()) return FailStore(res, cur.status(), what);
+    const int64_t expected = precondition > 0 ? precondition : cur->mod_revision;
+    absl::StatusOr<int64_t> rev = store_.Delete(key, expected);
+    if (rev.ok()) {
+      absl::StatusOr<Json> obj = api::FromStored(cur->value, *rev);
+      if (!obj.ok()) return FailStore(res, obj.status(), what);
+      return Reply(res, 200, *obj);
+    }
+    // Without a precondition a concurrent write is retried, not reported.
+    if (precondition > 0 || !absl::IsFailedPrecondition(rev.status()) || attempt >= 10) {
+      return FailStore(res, rev.status(), what);
+    }
+  }
+}
+
+// POST /api/v1/batch {"items": [object, ...]}: creates every object in one
+// store Txn -- all or nothing, one resourceVersion for all.
+void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
+                            httplib::Response& res) {
+  absl::StatusOr<Json> body = api::ParseBody(req.body);
+  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
+  if (body->size() != 1 || !body->contains("items") || !(*body)["items"].is_array() ||
+      (*body)["items"].empty()) {
+    return Fail(res, 422, "Invalid", "batch: body must be {\"items\": [object, ...]}",
+                {{"items", "must be a non-empty array of objects"}});
+  }
+  Json& items = (*body)["items"];
+  std::vector<store::Op> ops;
+  std::vector<api::FieldError> errors;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Json& obj = items[i];
+    const std::string path = absl::StrCat("items[", i, "]");
+    const KindInfo* kind = nullptr;
+    if (obj.is_object() && obj.contains("kind") && obj["kind"].is_string()) {
+      for (const KindInfo& k : api::AllKinds()) {
+        if (k.kind == obj["kind"].get<std::string>()) kind = &k;
+      }
+    }
+    if (kind == nullptr) {
+      errors.push_back({path + ".kind", "must name a known kind"});
+      continue;
+    }
+    std::string ns;
+    if (kind->namespaced && obj.contains("metadata") && obj["metadata"].is_object() &&
+        obj["metadata"].contains("namespace") && obj["metadata"]["namespace"].is_string()) {
+      ns = obj["metadata"]["namespace"].get<std::string>();
+    }
+    if (kind->namespaced && ns.empty()) {
+      errors.push_back({path + ".metadata.namespace", "is required in a batch"});
+      continue;
+    }
+    std::vector<api::FieldError> item_errors = api::ValidateObject(*kind, obj, ns, "");
+    for (api::FieldError& e : item_errors) {
+      errors.push_back({absl::StrCat(path, e.field.empty() ? "" : ".", e.field), e.message});
+    }
+    if (!item_errors.empty()) continue;
+    const std::string name = obj["metadata"]["name"].get<std::string>();
+    if (std::string why =
+            Authorize(p, Verb::kCreate,
+                      Resource{kind->plural, kind->namespaced, kind->namespaced ? ns : "", name});
+        !why.empty()) {
+      return Fail(res, 403, "Forbidden", absl::StrCat(path, ": ", why));
+    }
+    Json& meta = obj["metadata"];
+    meta["uid"] = NewUid();
+    meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
+    meta.erase("resourceVersion");
+    if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = Json::object();
+    if (!obj["status"].contains("phase")) obj["status"]["phase"] = kind->phases.front();
+    ops.push_back(store::Op::Create(api::StoreKey(*kind, ns, name), api::ToStored(obj)));
+  }
+  if (!errors.empty()) {
+    return Fail(res, 422, "Invalid", absl::StrCat("batch is invalid: ", errors.front().ToString()),
+                errors);
+  }
+  absl::StatusOr<int64_t> rev = store_.Txn(ops);
+  if (!rev.ok()) {
+    if (absl::IsInvalidArgument(rev.status())) {
+      return Fail(res, 422, "Invalid", absl::StrCat("batch: ", rev.status().message()));
+    }
+    return FailStore(res, rev.status(), "an object of the batch");
+  }
+  for (Json& obj : items) obj["metadata"]["resourceVersion"] = std::to_string(*rev);
+  Reply(res, 201,
+        {{"apiVersion", api::kApiVersion},
+         {"kind", "List"},
+         {"metadata", {{"resourceVersion", std::to_string(*rev)}}},
+         {"items", std::move(items)}});
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,89 @@
+// ApiServer: the control plane's HTTP/JSON API (/api/v1, Kubernetes-shaped
+// objects) over a Store. See docs/api.md for the routes and semantics.
+//
+// Every object lives at one store key; its resourceVersion is the key's
+// mod_revision, so optimistic concurrency (PUT with a stale resourceVersion ->
+// 409) is the store's compare-and-swap, and watch is the store's event history
+// (resumable from any resourceVersion still retained; 410 Gone otherwise).
+// The server keeps no state of its own beyond the store: restarting it on the
+// same store loses nothing that was acknowledged.
+//
+// Time: creationTimestamp comes from the injected Clock; network deadlines
+// (watch timeouts, keep-alive heartbeats) are real time.
+//
+// Ownership: the server does not own the Store or the Clock; both must
+// outlive it. Thread safety: Start/Stop from one thread; requests are served
+// concurrently by a thread pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "server/auth.h"
+#include "store/store.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace tessera::server {
+
+struct ApiServerOptions {
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  int threads = 128;                // request threads; each open watch holds one
+  absl::Duration max_watch = absl::Minutes(30);
+  absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
+  uint64_t uid_seed = 1;                               // seeds metadata.uid generation
+};
+
+class ApiServer {
+ public:
+  ApiServer(store::Store& store, Clock& clock, Authenticator auth, ApiServerOptions options = {});
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds host:port (port 0 picks a free port) and serves on background
+  // threads. Returns the bound port.
+  absl::StatusOr<int> Start(const std::string& host, int port);
+  // Stops accepting, ends open watches, joins the threads. Idempotent.
+  void Stop();
+  // Blocks until Stop() is called from another thread (or a signal handler
+  // thread).
+  void Wait();
+
+ private:
+  struct Route;
+  void Handle(const httplib::Request& req, httplib::Response& res);
+  void HandleGet(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleList(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
+  std::string NewUid();
+
+  store::Store& store_;
+  Clock& clock_;
+  const Authenticator auth_;
+  const ApiServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  std::atomic<bool> stopping_{false};
+  absl::Mutex mu_;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tessera::server

@@ -1,0 +1,409 @@
+// ApiServer over real HTTP on loopback: the server runs in-process on a free
+// port on a SqliteStore in a temporary directory.
+#include "server/api_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "store/sqlite_store.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr char kAdmin[] = "admin-token-1";
+constexpr char kTeamA[] = "team-a-token";
+constexpr char kTeamB[] = "team-b-token";
+constexpr char kNode1[] = "node-gpu-01-token";
+
+struct Resp {
+  int status = 0;
+  Json body;
+};
+
+Json Job(const std::string& name, int count = 2, Json labels = Json::object()) {
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"labels", labels}}},
+          {"spec",
+           {{"queue", "research"},
+            {"groups", {{{"name", "workers"}, {"count", count}, {"gpusPerReplica", 8}}}}}}};
+}
+
+Json Node(const std::string& name) {
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"gpuType", "H100"}, {"gpuCount", 8}}}};
+}
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(tmp ? tmp : "/tmp", "/tessera_api_XXXXXX");
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    auto store = store::SqliteStore::Open(dir_ + "/data");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    auto auth =
+        Authenticator::Parse(absl::StrCat(kAdmin, " * admin\n", kTeamA, " team-a user\n", kTeamB,
+                                          " team-b user\n", kNode1, " - node:gpu-01\n"));
+    ASSERT_TRUE(auth.ok()) << auth.status();
+    ApiServerOptions opts;
+    opts.threads = 16;
+    opts.watch_heartbeat = absl::Milliseconds(300);
+    server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
+    auto port = server_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
+  }
+  void TearDown() override {
+    server_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Resp Do(const std::string& method, const std::string& path, const Json& body = nullptr,
+          const std::string& token = kAdmin) {
+    return DoRaw(method, path, body.is_null() ? "" : body.dump(), token);
+  }
+  Resp DoRaw(const std::string& method, const std::string& path, const std::string& body,
+             const std::string& token = kAdmin) {
+    httplib::Client cli("127.0.0.1", port_);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", absl::StrCat("Bearer ", token));
+    httplib::Result r = method == "GET"    ? cli.Get(path, headers)
+                        : method == "POST" ? cli.Post(path, headers, body, "application/json")
+                        : method == "PUT"  ? cli.Put(path, headers, body, "application/json")
+                                           : cli.Delete(path, headers);
+    Resp out;
+    if (!r) {
+      ADD_FAILURE() << method << " " << path << ": " << httplib::to_string(r.error());
+      return out;
+    }
+    out.status = r->status;
+    out.body = Json::parse(r->body, nullptr, false);
+    return out;
+  }
+  // Reads watch events until `n` arrived or the stream ends.
+  std::vector<Json> Watch(const std::string& path, size_t n, const std::string& token = kAdmin,
+                          int* status = nullptr) {
+    httplib::Client cli("127.0.0.1", port_);
+    cli.set_read_timeout(10, 0);
+    std::vector<Json> events;
+    std::string buf;
+    int code = 0;
+    auto r = cli.Get(
+        path, {{"Authorization", absl::StrCat("Bearer ", token)}},
+        [&](const httplib::Response& head) {
+          code = head.status;
+          return true;
+        },
+        [&](const char* data, size_t len) {
+          buf.append(data, len);
+          size_t nl;
+          while ((nl = buf.find('\n')) != std::string::npos) {
+            std::string line = buf.substr(0, nl);
+            buf.erase(0, nl + 1);
+            if (line.empty()) continue;  // keep-alive
+            events.push_back(Json::parse(line));
+          }
+          return events.size() < n;
+        });
+    if (status != nullptr) *status = code;
+    return events;
+  }
+
+  std::string dir_;
+  ManualClock clock_{absl::FromUnixSeconds(1767225600)};  // 2026-01-01T00:00:00Z
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<ApiServer> server_;
+  int port_ = 0;
+};
+
+const char kJobs[] = "/api/v1/namespaces/team-a/trainingjobs";
+
+TEST_F(ApiServerTest, CreateGetDelete) {
+  Resp r = Do("POST", kJobs, Job("llm"));
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  const Json& meta = r.body["metadata"];
+  EXPECT_EQ(meta["namespace"], "team-a");
+  EXPECT_EQ(meta["resourceVersion"], "1");
+  EXPECT_EQ(meta["creationTimestamp"], "2026-01-01T00:00:00Z");
+  EXPECT_EQ(meta["uid"].get<std::string>().size(), 36u);
+  EXPECT_EQ(r.body["status"]["phase"], "Pending");
+
+  Resp got = Do("GET", absl::StrCat(kJobs, "/llm"));
+  ASSERT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, r.body);
+
+  Resp dup = Do("POST", kJobs, Job("llm"));
+  EXPECT_EQ(dup.status, 409);
+  EXPECT_EQ(dup.body["reason"], "AlreadyExists");
+
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/nope")).status, 404);
+  Resp del = Do("DELETE", absl::StrCat(kJobs, "/llm"));
+  ASSERT_EQ(del.status, 200);
+  EXPECT_EQ(del.body["metadata"]["resourceVersion"], "2");
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/llm")).status, 404);
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/llm")).status, 404);
+}
+
+TEST_F(ApiServerTest, UpdateUsesOptimisticConcurrency) {
+  Resp c = Do("POST", kJobs, Job("j"));
+  ASSERT_EQ(c.status, 201);
+  Json v1 = c.body;
+  v1["spec"]["groups"][0]["count"] = 4;
+  v1["metadata"]["uid"] = "forged";
+  Resp u = Do("PUT", absl::StrCat(kJobs, "/j"), v1);
+  ASSERT_EQ(u.status, 200) << u.body.dump();
+  EXPECT_EQ(u.body["metadata"]["resourceVersion"], "2");
+  EXPECT_EQ(u.body["metadata"]["uid"], c.body["metadata"]["uid"]) << "uid is server-owned";
+  EXPECT_EQ(u.body["spec"]["groups"][0]["count"], 4);
+
+  // v1 still carries resourceVersion 1: stale.
+  Resp stale = Do("PUT", absl::StrCat(kJobs, "/j"), v1);
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_EQ(stale.body["reason"], "Conflict");
+  EXPECT_EQ(store_->CurrentRevision(), 2);
+
+  // No resourceVersion: last writer wins; status is kept when omitted.
+  Json v2 = Job("j", 6);
+  Resp w = Do("PUT", absl::StrCat(kJobs, "/j"), v2);
+  ASSERT_EQ(w.status, 200);
+  EXPECT_EQ(w.body["status"]["phase"], "Pending");
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/other"), Job("other")).status, 404);
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), Job("k")).status, 422) << "name mismatch";
+  // Delete with a stale precondition.
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=1")).status, 409);
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=3")).status, 200);
+}
+
+TEST_F(ApiServerTest, ValidationErrorsNameFieldsAndChangeNothing) {
+  Json bad = Job("j");
+  bad["spec"]["groups"][0]["count"] = 0;
+  bad["spec"]["colour"] = "blue";
+  bad["spec"]["groups"][0]["gpusPerReplica"] = "eight";
+  Resp r = Do("POST", kJobs, bad);
+  ASSERT_EQ(r.status, 422);
+  EXPECT_EQ(r.body["reason"], "Invalid");
+  std::set<std::string> fields;
+  for (const Json& c : r.body["details"]["causes"]) {
+    fields.insert(c["field"].get<std::string>() + ": " + c["message"].get<std::string>());
+  }
+  EXPECT_EQ(fields, (std::set<std::string>{"spec.groups[0].count: must be > 0",
+                                           "spec.groups[0].gpusPerReplica: must be an integer",
+                                           "spec.colour: unknown field"}));
+  EXPECT_THAT(r.body["message"].get<std::string>(), HasSubstr("spec.groups[0].count"));
+
+  Json other_ns = Job("j");
+  other_ns["metadata"]["namespace"] = "team-b";
+  EXPECT_EQ(Do("POST", kJobs, other_ns).status, 422);
+  EXPECT_EQ(store_->CurrentRevision(), 0);
+}
+
+TEST_F(ApiServerTest, HostileBodiesAreRejected) {
+  std::string big = Job("j").dump();
+  big.insert(big.size() - 1, absl::StrCat(",\"pad\":\"", std::string(1100000, 'x'), "\""));
+  EXPECT_EQ(DoRaw("POST", kJobs, big).status, 413);
+  std::string deep = absl::StrCat("{\"a\":", std::string(100, '['), std::string(100, ']'), "}");
+  Resp d = DoRaw("POST", kJobs, deep);
+  EXPECT_EQ(d.status, 400);
+  EXPECT_THAT(d.body["message"].get<std::string>(), HasSubstr("nests deeper"));
+  std::string utf = Job("j").dump();
+  utf.replace(utf.find("research"), 8, "res\xc3\x28rch");
+  Resp u = DoRaw("POST", kJobs, utf);
+  EXPECT_EQ(u.status, 400);
+  EXPECT_THAT(u.body["message"].get<std::string>(), HasSubstr("UTF-8"));
+  EXPECT_EQ(DoRaw("POST", kJobs, "{\"apiVersion\":").status, 400);
+  EXPECT_EQ(DoRaw("POST", kJobs, "[]").status, 400);
+  EXPECT_EQ(Do("GET", "/api/v1/namespaces/Bad_NS/trainingjobs").status, 400);
+  EXPECT_EQ(Do("GET", "/api/v1/widgets").status, 404);
+  EXPECT_EQ(Do("GET", "/api/v1/namespaces/team-a/queues").status, 404);
+  EXPECT_EQ(Do("POST", "/api/v1/trainingjobs", Job("x")).status, 405);
+  EXPECT_EQ(store_->CurrentRevision(), 0);
+}
+
+TEST_F(ApiServerTest, ListWithSelectorsAndPagination) {
+  for (int i = 0; i < 25; ++i) {
+    Json labels = {{"team", i % 2 ? "nlp" : "cv"}, {"idx", std::to_string(i)}};
+    ASSERT_EQ(Do("POST", kJobs, Job(absl::StrCat("job-", 100 + i), 1, labels)).status, 201);
+  }
+  ASSERT_EQ(Do("POST", "/api/v1/namespaces/team-b/trainingjobs", Job("b-job")).status, 201);
+
+  Resp all = Do("GET", kJobs);
+  ASSERT_EQ(all.status, 200);
+  EXPECT_EQ(all.body["kind"], "TrainingJobList");
+  EXPECT_EQ(all.body["items"].size(), 25u);
+  EXPECT_EQ(all.body["metadata"]["resourceVersion"], "26");
+  EXPECT_FALSE(all.body["metadata"].contains("continue"));
+
+  std::vector<std::string> names;
+  std::string cont;
+  int pages = 0;
+  do {
+    std::string path = absl::StrCat(kJobs, "?limit=10&labelSelector=team%3Dnlp");
+    if (!cont.empty()) path += "&continue=" + cont;
+    Resp page = Do("GET", path);
+    ASSERT_EQ(page.status, 200) << page.body.dump();
+    for (const Json& item : page.body["items"]) {
+      EXPECT_EQ(item["metadata"]["labels"]["team"], "nlp");
+      names.push_back(item["metadata"]["name"]);
+    }
+    cont = page.body["metadata"].value("continue", "");
+    ++pages;
+  } while (!cont.empty());
+  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(pages, 2);
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), 12u);
+
+  Resp f = Do("GET", absl::StrCat(kJobs, "?fieldSelector=metadata.name%3Djob-103"));
+  ASSERT_EQ(f.body["items"].size(), 1u);
+  Resp notin = Do("GET", absl::StrCat(kJobs, "?labelSelector=team%3Dcv,idx%20notin%20(0,2)"));
+  EXPECT_EQ(notin.body["items"].size(), 11u);
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "?labelSelector=a%20in%20b")).status, 400);
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "?continue=!!!")).status, 400);
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "?limit=-1")).status, 400);
+  EXPECT_EQ(Do("GET", "/api/v1/trainingjobs").body["items"].size(), 26u);
+}
+
+TEST_F(ApiServerTest, ClusterScopedKinds) {
+  Json q = {{"apiVersion", "tessera.dev/v1"},
+            {"kind", "Queue"},
+            {"metadata", {{"name", "research"}}},
+            {"spec", {{"weight", 2.5}, {"gpuQuota", {{"H100", 64}}}}}};
+  Resp r = Do("POST", "/api/v1/queues", q);
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_FALSE(r.body["metadata"].contains("namespace"));
+  EXPECT_EQ(r.body["status"]["phase"], "Active");
+  EXPECT_EQ(Do("GET", "/api/v1/queues/research").status, 200);
+  q["spec"]["gpuQuota"]["H100"] = -1;
+  Resp bad = Do("POST", "/api/v1/queues", q);
+  EXPECT_EQ(bad.status, 422);
+  EXPECT_EQ(bad.body["details"]["causes"][0]["field"], "spec.gpuQuota[\"H100\"]");
+  Json pc = {{"apiVersion", "tessera.dev/v1"},
+             {"kind", "PriorityClass"},
+             {"metadata", {{"name", "high"}}},
+             {"spec", {{"value", 1000}, {"preemptionPolicy", "Never"}}}};
+  EXPECT_EQ(Do("POST", "/api/v1/priorityclasses", pc).status, 201);
+  EXPECT_EQ(Do("GET", "/api/v1/priorityclasses").body["items"].size(), 1u);
+}
+
+TEST_F(ApiServerTest, AuthenticationAndAuthorization) {
+  EXPECT_EQ(Do("GET", kJobs, nullptr, "").status, 401);
+  EXPECT_EQ(Do("GET", kJobs, nullptr, "wrong-token").status, 401);
+  EXPECT_EQ(Do("POST", kJobs, Job("mine"), kTeamA).status, 201);
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/mine"), nullptr, kTeamA).status, 200);
+  Resp cross = Do("GET", absl::StrCat(kJobs, "/mine"), nullptr, kTeamB);
+  EXPECT_EQ(cross.status, 403);
+  EXPECT_EQ(cross.body["reason"], "Forbidden");
+  EXPECT_EQ(Do("POST", kJobs, Job("theirs"), kTeamB).status, 403);
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/mine"), nullptr, kTeamB).status, 403);
+  EXPECT_EQ(Do("GET", "/api/v1/trainingjobs", nullptr, kTeamA).status, 403);
+  EXPECT_EQ(Do("GET", "/api/v1/queues", nullptr, kTeamA).status, 200);
+  EXPECT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-02"), kTeamA).status, 403);
+
+  // A node token touches only its own Node.
+  EXPECT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-02"), kNode1).status, 403);
+  Resp n = Do("POST", "/api/v1/nodes", Node("gpu-01"), kNode1);
+  ASSERT_EQ(n.status, 201) << n.body.dump();
+  n.body["status"] = {{"phase", "Ready"}};
+  EXPECT_EQ(Do("PUT", "/api/v1/nodes/gpu-01", n.body, kNode1).status, 200);
+  EXPECT_EQ(Do("GET", "/api/v1/nodes/gpu-01", nullptr, kNode1).body["status"]["phase"], "Ready");
+  EXPECT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-02")).status, 201);
+  EXPECT_EQ(Do("GET", "/api/v1/nodes/gpu-02", nullptr, kNode1).status, 403);
+  EXPECT_EQ(Do("GET", "/api/v1/nodes", nullptr, kNode1).status, 403);
+  EXPECT_EQ(Do("GET", kJobs, nullptr, kNode1).status, 403);
+  EXPECT_EQ(Do("DELETE", "/api/v1/nodes/gpu-01", nullptr, kNode1).status, 403);
+}
+
+TEST_F(ApiServerTest, WatchStreamsChangesAndResumes) {
+  ASSERT_EQ(Do("POST", kJobs, Job("a")).status, 201);  // rv 1
+  ASSERT_EQ(Do("POST", kJobs, Job("b")).status, 201);  // rv 2
+
+  // Without a resourceVersion: the current objects as ADDED, then changes.
+  std::thread writer([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    Json a = Do("GET", absl::StrCat(kJobs, "/a")).body;
+    a["spec"]["groups"][0]["count"] = 3;
+    EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/a"), a).status, 200);                         // rv 3
+    EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/b")).status, 200);                         // rv 4
+    EXPECT_EQ(Do("POST", "/api/v1/namespaces/team-b/trainingjobs", Job("x")).status, 201);  // 5
+    EXPECT_EQ(Do("POST", kJobs, Job("c")).status, 201);                                     // rv 6
+  });
+  std::vector<Json> evs = Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=10"), 5);
+  writer.join();
+  ASSERT_EQ(evs.size(), 5u);
+  std::vector<std::string> got;
+  for (const Json& e : evs) {
+    got.push_back(absl::StrCat(e["type"].get<std::string>(), " ",
+                               e["object"]["metadata"]["name"].get<std::string>(), " ",
+                               e["object"]["metadata"]["resourceVersion"].get<std::string>()));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"ADDED a 1", "ADDED b 2", "MODIFIED a 3", "DELETED b 4",
+                                           "ADDED c 6"}));
+
+  // Resume from a resourceVersion: exactly the later events.
+  evs = Watch(absl::StrCat(kJobs, "?watch=true&resourceVersion=3&timeoutSeconds=1"), 100);
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[0]["type"], "DELETED");
+  EXPECT_EQ(evs[1]["object"]["metadata"]["name"], "c");
+
+  // Label-selected, all namespaces.
+  evs = Watch("/api/v1/trainingjobs?watch=true&resourceVersion=4&timeoutSeconds=1", 100);
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[0]["object"]["metadata"]["namespace"], "team-b");
+
+  // Bookmarks carry the revision forward when nothing matches.
+  evs = Watch(absl::StrCat(
+                  kJobs, "?watch=true&resourceVersion=6&allowWatchBookmarks=true&timeoutSeconds=5"),
+              1);
+  ASSERT_EQ(evs.size(), 1u);
+  EXPECT_EQ(evs[0]["type"], "BOOKMARK");
+  EXPECT_EQ(evs[0]["object"]["metadata"]["resourceVersion"], "6");
+
+  // A compacted resourceVersion is 410 Gone.
+  ASSERT_TRUE(store_->Compact(4).ok());
+  int status = 0;
+  Watch(absl::StrCat(kJobs, "?watch=true&resourceVersion=2"), 1, kAdmin, &status);
+  EXPECT_EQ(status, 410);
+  Resp gone = Do("GET", absl::StrCat(kJobs, "?watch=true&resourceVersion=2"));
+  EXPECT_EQ(gone.body["reason"], "Expired");
+  // Watching is authorized like listing.
+  Watch(absl::StrCat(kJobs, "?watch=true&resourceVersion=5"), 1, kTeamB, &status);
+  EXPECT_EQ(status, 403);
+}
+
+TEST_F(ApiServerTest, BatchCreateIsAllOrNothing) {
+  Json a = Job("a"), b = Job("b"), bad = Job("c", 0);
+  a["metadata"]["namespace"] = b["metadata"]["namespace"] = bad["metadata"]["namespace"] = "team-a";
+  Resp r = Do("POST", "/api/v1/batch", {{"items", {a, b, bad}}});
+  ASSERT_EQ(r.status, 422);
+  EXPECT_EQ(r.body["details"]["causes"][0]["field"], "items[2].spec.groups[0].count");
+  EXPECT_EQ(store_->CurrentRevision(), 0);
+  r = Do("POST", "/api/v1/batch", {{"items", {a, b}}});
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_EQ(r.body["items"][1]["metadata"]["resourceVersion"], "1");
+  EXPECT_EQ(Do("GET", kJobs).body["items"].size(), 2u);
+  Json c = Job("c");
+  c["metadata"]["namespace"] = "team-a";
+  r = Do("POST", "/api/v1/batch", {{"items", {c, a}}});
+  EXPECT_EQ(r.status, 409) << "a exists: c must not be created either";
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/c")).status, 404);
+  EXPECT_EQ(Do("POST", "/api/v1/batch", {{"items", {c}}}, kTeamB).status, 403);
+}
+
+}  // namespace
+}  // namespace tessera::server

@@ -1,0 +1,94 @@
+#include "server/auth.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace tessera::server {
+
+absl::StatusOr<Authenticator> Authenticator::Parse(absl::string_view text) {
+  Authenticator a;
+  a.enabled_ = true;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (parts.size() == 1) parts = absl::StrSplit(line, '\t', absl::SkipWhitespace());
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("tokens file line ", line_no, ": ", why));
+    };
+    if (parts.size() != 3) return bad("expected TOKEN NAMESPACE ROLE");
+    Principal p;
+    std::string role(parts[2]);
+    if (role == "admin") {
+      p.role = Principal::Role::kAdmin;
+    } else if (role == "user") {
+      p.role = Principal::Role::kUser;
+      p.name_space = std::string(parts[1]);
+      if (p.name_space == "*") return bad("a user needs one namespace, not *");
+    } else if (absl::StartsWith(role, "node:") && role.size() > 5) {
+      p.role = Principal::Role::kNode;
+      p.node = role.substr(5);
+    } else {
+      return bad(absl::StrCat("unknown role \"", role, "\" (admin, user, node:NAME)"));
+    }
+    if (parts[0].size() < 8) return bad("token shorter than 8 characters");
+    if (!a.tokens_.emplace(std::string(parts[0]), p).second) return bad("duplicate token");
+  }
+  return a;
+}
+
+absl::StatusOr<Authenticator> Authenticator::LoadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("tokens file ", path, ": cannot read"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  absl::StatusOr<Authenticator> a = Parse(ss.str());
+  if (!a.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", a.status().message()));
+  }
+  return a;
+}
+
+std::optional<Principal> Authenticator::Authenticate(absl::string_view header) const {
+  if (!enabled_) return Principal{Principal::Role::kAdmin, "", ""};
+  if (!absl::ConsumePrefix(&header, "Bearer ")) return std::nullopt;
+  header = absl::StripAsciiWhitespace(header);
+  auto it = tokens_.find(header);
+  if (it == tokens_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Authorize(const Principal& p, Verb verb, const Resource& r) {
+  const bool read = verb == Verb::kGet || verb == Verb::kList || verb == Verb::kWatch;
+  switch (p.role) {
+    case Principal::Role::kAdmin:
+      return "";
+    case Principal::Role::kUser:
+      if (!r.namespaced) {
+        return read ? "" : absl::StrCat("users may not modify cluster-scoped ", r.plural);
+      }
+      if (r.name_space.empty()) return "users may only list their own namespace";
+      if (r.name_space != p.name_space) {
+        return absl::StrCat("namespace \"", r.name_space, "\" belongs to another tenant");
+      }
+      return "";
+    case Principal::Role::kNode:
+      if (r.plural != "nodes" || r.name != p.node) {
+        return absl::StrCat("node \"", p.node, "\" may only access its own Node object");
+      }
+      if (verb == Verb::kDelete || verb == Verb::kList || verb == Verb::kWatch) {
+        return "nodes may not delete, list or watch";
+      }
+      return "";
+  }
+  return "unknown role";
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,61 @@
+// Bearer-token authentication and the authorization rules of the API.
+//
+// Tokens file: one principal per line, `TOKEN NAMESPACE ROLE`, separated by
+// whitespace; blank lines and lines starting with '#' are ignored.
+//   ROLE admin          everything; NAMESPACE is ignored (write "*")
+//   ROLE user           every verb on namespaced kinds in NAMESPACE only;
+//                       read-only (get/list/watch) on cluster-scoped kinds
+//   ROLE node:NAME      get/create/update of the Node object NAME only
+// Unknown token or none: 401. Known token, action not allowed: 403.
+//
+// Immutable after loading; thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace tessera::server {
+
+struct Principal {
+  enum class Role { kAdmin, kUser, kNode };
+  Role role = Role::kUser;
+  std::string name_space;  // kUser: the tenant namespace
+  std::string node;        // kNode: the node's name
+};
+
+enum class Verb { kGet, kList, kWatch, kCreate, kUpdate, kDelete };
+
+// What a request addresses: kind plural, namespace (empty for cluster-scoped
+// kinds and for all-namespace lists) and name (empty for collections).
+struct Resource {
+  std::string plural;
+  bool namespaced = true;
+  std::string name_space;
+  std::string name;
+};
+
+class Authenticator {
+ public:
+  // No tokens: authentication disabled, every request acts as admin.
+  static Authenticator AllowAll() { return Authenticator(); }
+  // Parses a tokens file's text; errors name the line.
+  static absl::StatusOr<Authenticator> Parse(absl::string_view text);
+  static absl::StatusOr<Authenticator> LoadFile(const std::string& path);
+
+  bool enabled() const { return enabled_; }
+  // The principal for an `Authorization` header value, or nullopt (401).
+  std::optional<Principal> Authenticate(absl::string_view authorization_header) const;
+
+ private:
+  bool enabled_ = false;
+  std::map<std::string, Principal, std::less<>> tokens_;
+};
+
+// An empty string when allowed, else why not (for the 403 message).
+std::string Authorize(const Principal& p, Verb verb, const Resource& r);
+
+}  // namespace tessera::server

@@ -1,0 +1,110 @@
+#include "server/server_command.h"
+
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "common/clock.h"
+#include "server/api_server.h"
+#include "server/auth.h"
+#include "store/metered_store.h"
+#include "store/sqlite_store.h"
+
+namespace tessera::server {
+namespace {
+
+struct ServerFlags {
+  std::string data_dir;
+  std::string listen = "127.0.0.1:7420";
+  std::string tokens_file;
+  int64_t retain_revisions = 100000;
+  int threads = 128;
+};
+
+int RunServer(const ServerFlags& f) {
+  size_t colon = f.listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(f.listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    std::cerr << "tessera server: --listen " << f.listen << ": expected HOST:PORT\n";
+    return 2;
+  }
+  const std::string host = f.listen.substr(0, colon);
+  Authenticator auth = Authenticator::AllowAll();
+  if (!f.tokens_file.empty()) {
+    absl::StatusOr<Authenticator> a = Authenticator::LoadFile(f.tokens_file);
+    if (!a.ok()) {
+      std::cerr << "tessera server: " << a.status().message() << "\n";
+      return 2;
+    }
+    auth = *std::move(a);
+  } else {
+    std::cerr << "tessera server: no --tokens-file: authentication is DISABLED\n";
+  }
+
+  // Signals go to one waiting thread, never to a request thread.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::Time t0 = absl::Now();
+  store::SqliteStoreOptions opts;
+  opts.retain_revisions = f.retain_revisions;
+  absl::StatusOr<std::unique_ptr<store::SqliteStore>> db =
+      store::SqliteStore::Open(f.data_dir, opts);
+  if (!db.ok()) {
+    std::cerr << "tessera server: " << db.status().message() << "\n";
+    return 1;
+  }
+  RealClock clock;
+  store::MeteredStore metered(**db, clock);
+  ApiServerOptions so;
+  so.threads = f.threads;
+  so.uid_seed = std::random_device{}();
+  ApiServer server(metered, clock, std::move(auth), so);
+  absl::StatusOr<int> bound = server.Start(host, port);
+  if (!bound.ok()) {
+    std::cerr << "tessera server: " << bound.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "listening on " << host << ":" << *bound << " (revision "
+            << metered.CurrentRevision() << ", opened in "
+            << absl::ToDoubleMilliseconds(absl::Now() - t0) << " ms)" << std::endl;
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    server.Stop();
+  });
+  server.Wait();
+  // Wake the waiter if the server stopped by itself.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  std::cerr << "tessera server: stopped\n";
+  return 0;
+}
+
+}  // namespace
+
+void RegisterServerCommands(CLI::App& app) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* cmd = app.add_subcommand("server", "Run the control-plane API server");
+  cmd->add_option("--data-dir", flags->data_dir, "Directory of the durable store")->required();
+  cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
+  cmd->add_option("--tokens-file", flags->tokens_file,
+                  "Bearer tokens: lines of TOKEN NAMESPACE admin|user|node:NAME");
+  cmd->add_option("--retain-revisions", flags->retain_revisions,
+                  "Watch history kept, in revisions (older: 410 Gone)");
+  cmd->add_option("--threads", flags->threads, "Request threads (each open watch holds one)");
+  cmd->callback([flags] {
+    if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace tessera::server

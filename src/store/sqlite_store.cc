@@ -1,0 +1,600 @@
+#include "store/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "store/txn_check.h"
+
+namespace tessera::store {
+namespace {
+
+constexpr int64_t kSchemaVersion = 1;
+
+// One prepared statement, reset after each use. Not thread-safe; each is used
+// under the mutex of its connection.
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() { sqlite3_finalize(stmt_); }
+
+  absl::Status Prepare(sqlite3* db, const char* sql) {
+    db_ = db;
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+      return absl::InternalError(
+          absl::StrCat("sqlite prepare \"", sql, "\": ", sqlite3_errmsg(db)));
+    }
+    return absl::OkStatus();
+  }
+  // Binds and returns *this so calls chain; bind errors surface at Step().
+  Stmt& Bind(int i, std::string_view blob) {
+    sqlite3_bind_blob64(stmt_, i, blob.data(), blob.size(), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& BindText(int i, std::string_view text) {
+    sqlite3_bind_text64(stmt_, i, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  // SQLITE_ROW -> true, SQLITE_DONE -> false, otherwise an error.
+  absl::StatusOr<bool> Step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return absl::InternalError(absl::StrCat("sqlite: ", sqlite3_errmsg(db_)));
+  }
+  absl::Status Run() {
+    absl::StatusOr<bool> r = Step();
+    Reset();
+    return r.status();
+  }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string Blob(int col) {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+  }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+absl::Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("sqlite \"", sql, "\": ", err ? err : "?"));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+// The smallest string greater than every string with prefix `p`, or nullopt
+// when there is none (empty or all-0xff prefix).
+std::optional<std::string> PrefixEnd(std::string_view p) {
+  std::string end(p);
+  while (!end.empty()) {
+    unsigned char c = static_cast<unsigned char>(end.back());
+    if (c != 0xff) {
+      end.back() = static_cast<char>(c + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct SqliteStore::Impl {
+  SqliteStoreOptions options;
+  std::string dir;
+  int lock_fd = -1;
+
+  // Writer connection: only the group-commit leader (or Compact) uses it.
+  absl::Mutex write_mu;
+  sqlite3* wdb ABSL_GUARDED_BY(write_mu) = nullptr;
+  std::unique_ptr<Stmt> w_get_kv, w_upsert_kv, w_delete_kv, w_insert_event, w_set_meta,
+      w_delete_events, w_begin, w_commit, w_rollback;
+  int64_t committed ABSL_GUARDED_BY(write_mu) = 0;  // last revision in the database
+  int64_t compacted_w ABSL_GUARDED_BY(write_mu) = 0;
+
+  // Reader connection.
+  absl::Mutex read_mu;
+  sqlite3* rdb ABSL_GUARDED_BY(read_mu) = nullptr;
+  std::unique_ptr<Stmt> r_get_kv, r_list_from, r_list_range, r_events, r_get_meta, r_begin,
+      r_commit;
+
+  // Published state: what readers and waiters may rely on.
+  absl::Mutex rev_mu;
+  int64_t revision ABSL_GUARDED_BY(rev_mu) = 0;
+  int64_t compacted ABSL_GUARDED_BY(rev_mu) = 0;
+
+  // Group commit queue.
+  struct Pending {
+    const std::vector<Op>* ops;
+    absl::StatusOr<int64_t> result = absl::InternalError("not committed");
+    bool done = false;
+  };
+  absl::Mutex queue_mu;
+  std::deque<Pending*> queue ABSL_GUARDED_BY(queue_mu);
+  bool leader_active ABSL_GUARDED_BY(queue_mu) = false;
+
+  ~Impl() {
+    // Finalize statements before closing their connections.
+    w_get_kv.reset(), w_upsert_kv.reset(), w_delete_kv.reset(), w_insert_event.reset();
+    w_set_meta.reset(), w_delete_events.reset(), w_begin.reset(), w_commit.reset();
+    w_rollback.reset();
+    r_get_kv.reset(), r_list_from.reset(), r_list_range.reset(), r_events.reset();
+    r_get_meta.reset(), r_begin.reset(), r_commit.reset();
+    {
+      absl::MutexLock l(&write_mu);
+      if (wdb) sqlite3_close_v2(wdb);
+    }
+    {
+      absl::MutexLock l(&read_mu);
+      if (rdb) sqlite3_close_v2(rdb);
+    }
+    if (lock_fd >= 0) close(lock_fd);  // releases the flock
+  }
+
+  static absl::StatusOr<std::unique_ptr<Stmt>> Prep(sqlite3* db, const char* sql) {
+    auto s = std::make_unique<Stmt>();
+    if (absl::Status st = s->Prepare(db, sql); !st.ok()) return st;
+    return s;
+  }
+
+  absl::Status OpenFiles();
+  absl::Status CommitBatch(std::vector<Pending*>& batch);
+  absl::Status ApplyOne(const std::vector<Op>& ops, int64_t rev)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu);
+  absl::StatusOr<std::optional<KeyValue>> WriterGet(const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu);
+  // Reads meta `name` on the reader connection.
+  absl::StatusOr<int64_t> ReadMeta(const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu);
+  absl::Status WriteMeta(const char* name, int64_t v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu) {
+    return w_set_meta->BindText(1, name).Bind(2, v).Run();
+  }
+  void Publish(int64_t rev, int64_t comp) {
+    absl::MutexLock l(&rev_mu);
+    if (rev > revision) revision = rev;
+    if (comp > compacted) compacted = comp;
+  }
+};
+
+absl::Status SqliteStore::Impl::OpenFiles() {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("data dir ", dir, ": ", std::strerror(errno)));
+    }
+    if (!options.create_if_missing) {
+      return absl::NotFoundError(absl::StrCat("data dir ", dir, " does not exist"));
+    }
+    if (mkdir(dir.c_str(), 0755) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("data dir ", dir, ": cannot create: ", std::strerror(errno)));
+    }
+  } else if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("data dir ", dir, " is not a directory"));
+  }
+  std::string lock_path = dir + "/LOCK";
+  lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir ", dir, ": cannot open LOCK: ", std::strerror(errno)));
+  }
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data dir ", dir, " is in use by another tessera process"));
+  }
+  std::string db_path = dir + "/store.db";
+  bool exists = access(db_path.c_str(), F_OK) == 0;
+  if (!exists && !options.create_if_missing) {
+    return absl::NotFoundError(absl::StrCat("data dir ", dir, " has no store.db"));
+  }
+  absl::MutexLock wl(&write_mu);
+  absl::MutexLock rl(&read_mu);
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(db_path.c_str(), &wdb, flags, nullptr) != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(wdb)));
+  }
+  sqlite3_extended_result_codes(wdb, 1);
+  sqlite3_busy_timeout(wdb, 10000);
+  // The first statement reads the header: a garbage file fails here.
+  char* err = nullptr;
+  if (sqlite3_exec(wdb, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::DataLossError(absl::StrCat(
+        "data dir ", dir, ": store.db is not a usable SQLite database: ", err ? err : "?"));
+    sqlite3_free(err);
+    return s;
+  }
+  if (absl::Status s = Exec(wdb,
+                            "PRAGMA synchronous=FULL;"
+                            "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value INTEGER);"
+                            "CREATE TABLE IF NOT EXISTS kv(key BLOB PRIMARY KEY, value BLOB,"
+                            " create_rev INTEGER, mod_rev INTEGER) WITHOUT ROWID;"
+                            "CREATE TABLE IF NOT EXISTS events(rev INTEGER, idx INTEGER,"
+                            " type INTEGER, key BLOB, value BLOB, create_rev INTEGER,"
+                            " prev_mod_rev INTEGER, PRIMARY KEY(rev, idx)) WITHOUT ROWID;"
+                            "INSERT OR IGNORE INTO meta VALUES('schema_version', 1);"
+                            "INSERT OR IGNORE INTO meta VALUES('revision', 0);"
+                            "INSERT OR IGNORE INTO meta VALUES('compacted', 0);");
+      !s.ok()) {
+    return absl::DataLossError(absl::StrCat("data dir ", dir, ": ", s.message()));
+  }
+  if (sqlite3_open_v2(db_path.c_str(), &rdb, flags, nullptr) != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(rdb)));
+  }
+  sqlite3_busy_timeout(rdb, 10000);
+
+#define PREP(var, db, sql)            \
+  do {                                \
+    auto _s = Prep(db, sql);          \
+    if (!_s.ok()) return _s.status(); \
+    var = std::move(*_s);             \
+  } while (0)
+  PREP(w_get_kv, wdb, "SELECT value, create_rev, mod_rev FROM kv WHERE key=?1");
+  PREP(w_upsert_kv, wdb, "INSERT OR REPLACE INTO kv VALUES(?1, ?2, ?3, ?4)");
+  PREP(w_delete_kv, wdb, "DELETE FROM kv WHERE key=?1");
+  PREP(w_insert_event, wdb, "INSERT INTO events VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  PREP(w_set_meta, wdb, "INSERT OR REPLACE INTO meta VALUES(?1, ?2)");
+  PREP(w_delete_events, wdb, "DELETE FROM events WHERE rev <= ?1");
+  PREP(w_begin, wdb, "BEGIN IMMEDIATE");
+  PREP(w_commit, wdb, "COMMIT");
+  PREP(w_rollback, wdb, "ROLLBACK");
+  PREP(r_get_kv, rdb, "SELECT value, create_rev, mod_rev FROM kv WHERE key=?1");
+  PREP(r_list_from, rdb,
+       "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
+       " ORDER BY key LIMIT ?3");
+  PREP(r_list_range, rdb,
+       "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
+       " AND key < ?4 ORDER BY key LIMIT ?3");
+  PREP(r_events, rdb,
+       "SELECT rev, type, key, value, create_rev, prev_mod_rev FROM events WHERE rev > ?1"
+       " ORDER BY rev, idx");
+  PREP(r_get_meta, rdb, "SELECT value FROM meta WHERE name=?1");
+  PREP(r_begin, rdb, "BEGIN");
+  PREP(r_commit, rdb, "COMMIT");
+#undef PREP
+
+  absl::StatusOr<int64_t> version = ReadMeta("schema_version");
+  if (!version.ok()) return version.status();
+  if (*version != kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data dir ", dir, ": schema version ", *version, ", this binary reads ", kSchemaVersion));
+  }
+  absl::StatusOr<int64_t> rev = ReadMeta("revision");
+  if (!rev.ok()) return rev.status();
+  absl::StatusOr<int64_t> comp = ReadMeta("compacted");
+  if (!comp.ok()) return comp.status();
+  committed = *rev;
+  compacted_w = *comp;
+  Publish(*rev, *comp);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<KeyValue>> SqliteStore::Impl::WriterGet(const std::string& key) {
+  w_get_kv->Bind(1, key);
+  absl::StatusOr<bool> row = w_get_kv->Step();
+  std::optional<KeyValue> kv;
+  if (row.ok() && *row) {
+    kv = KeyValue{key, w_get_kv->Blob(0), w_get_kv->Int(1), w_get_kv->Int(2)};
+  }
+  w_get_kv->Reset();
+  if (!row.ok()) return row.status();
+  return kv;
+}
+
+absl::Status SqliteStore::Impl::ApplyOne(const std::vector<Op>& ops, int64_t rev) {
+  int64_t idx = 0;
+  for (const Op& op : ops) {
+    absl::StatusOr<std::optional<KeyValue>> cur = WriterGet(op.key);
+    if (!cur.ok()) return cur.status();
+    Event::Type type = op.kind == Op::Kind::kPut ? Event::Type::kPut : Event::Type::kDelete;
+    int64_t prev_mod = *cur ? (*cur)->mod_revision : 0;
+    int64_t create_rev = *cur ? (*cur)->create_revision : rev;
+    std::string_view value = op.value;
+    if (type == Event::Type::kPut) {
+      if (absl::Status s =
+              w_upsert_kv->Bind(1, op.key).Bind(2, op.value).Bind(3, create_rev).Bind(4, rev).Run();
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      value = (*cur)->value;
+      if (absl::Status s = w_delete_kv->Bind(1, op.key).Run(); !s.ok()) return s;
+    }
+    if (absl::Status s = w_insert_event->Bind(1, rev)
+                             .Bind(2, idx++)
+                             .Bind(3, static_cast<int64_t>(type))
+                             .Bind(4, op.key)
+                             .Bind(5, value)
+                             .Bind(6, create_rev)
+                             .Bind(7, prev_mod)
+                             .Run();
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteStore::Impl::ReadMeta(const char* name) {
+  r_get_meta->BindText(1, name);
+  absl::StatusOr<bool> row = r_get_meta->Step();
+  int64_t v = row.ok() && *row ? r_get_meta->Int(0) : -1;
+  r_get_meta->Reset();
+  if (!row.ok()) return row.status();
+  if (v < 0)
+    return absl::DataLossError(absl::StrCat("data dir ", dir, ": meta ", name, " missing"));
+  return v;
+}
+
+// Commits every request of `batch` in one SQLite transaction. Each request
+// gets its own CAS check (against the state left by the requests before it)
+// and its own revision. On an SQLite error nothing of the batch is kept and
+// every request fails with that error.
+absl::Status SqliteStore::Impl::CommitBatch(std::vector<Pending*>& batch) {
+  absl::MutexLock l(&write_mu);
+  auto fail_all = [&](const absl::Status& s) {
+    w_rollback->Run().IgnoreError();
+    for (Pending* p : batch) p->result = s;
+    return s;
+  };
+  if (absl::Status s = w_begin->Run(); !s.ok()) return fail_all(s);
+  int64_t rev = committed;
+  for (Pending* p : batch) {
+    absl::Status check = absl::OkStatus();
+    for (const Op& op : *p->ops) {
+      absl::StatusOr<std::optional<KeyValue>> cur = WriterGet(op.key);
+      if (!cur.ok()) return fail_all(cur.status());
+      check = CheckOp(op, *cur ? &**cur : nullptr);
+      if (!check.ok()) break;
+    }
+    if (!check.ok()) {
+      p->result = check;
+      continue;
+    }
+    if (absl::Status s = ApplyOne(*p->ops, rev + 1); !s.ok()) return fail_all(s);
+    p->result = ++rev;
+  }
+  if (rev == committed) {  // every request failed its check: nothing to write
+    w_rollback->Run().IgnoreError();
+    return absl::OkStatus();
+  }
+  if (absl::Status s = WriteMeta("revision", rev); !s.ok()) return fail_all(s);
+  int64_t comp = compacted_w;
+  int64_t retain = options.retain_revisions;
+  // Compact in steps of ~10% of the window so the delete is amortized.
+  if (retain > 0 && rev - compacted_w > retain + retain / 10) {
+    comp = rev - retain;
+    if (absl::Status s = w_delete_events->Bind(1, comp).Run(); !s.ok()) return fail_all(s);
+    if (absl::Status s = WriteMeta("compacted", comp); !s.ok()) return fail_all(s);
+  }
+  if (absl::Status s = w_commit->Run(); !s.ok()) return fail_all(s);
+  committed = rev;
+  compacted_w = comp;
+  Publish(rev, comp);
+  return absl::OkStatus();
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SqliteStore::~SqliteStore() = default;
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& dir,
+                                                               SqliteStoreOptions options) {
+  if (dir.empty()) return absl::InvalidArgumentError("data dir: empty path");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->dir = dir;
+  if (absl::Status s = impl->OpenFiles(); !s.ok()) return s;
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(impl)));
+}
+
+absl::StatusOr<KeyValue> SqliteStore::Get(std::string_view key) {
+  absl::MutexLock l(&impl_->read_mu);
+  Stmt& s = *impl_->r_get_kv;
+  s.Bind(1, key);
+  absl::StatusOr<bool> row = s.Step();
+  std::optional<KeyValue> kv;
+  if (row.ok() && *row) kv = KeyValue{std::string(key), s.Blob(0), s.Int(1), s.Int(2)};
+  s.Reset();
+  if (!row.ok()) return row.status();
+  if (!kv) return absl::NotFoundError(absl::StrCat("key ", std::string(key), " not found"));
+  return *std::move(kv);
+}
+
+absl::StatusOr<ListResult> SqliteStore::List(std::string_view prefix, const ListOptions& options) {
+  if (options.limit < 0) return absl::InvalidArgumentError("list: negative limit");
+  std::optional<std::string> end = PrefixEnd(prefix);
+  absl::MutexLock l(&impl_->read_mu);
+  Impl& m = *impl_;
+  // A read transaction pins one WAL snapshot for the revision and the rows.
+  if (absl::Status s = m.r_begin->Run(); !s.ok()) return s;
+  ListResult result;
+  absl::Status status = absl::OkStatus();
+  if (absl::StatusOr<int64_t> rev = m.ReadMeta("revision"); rev.ok()) {
+    result.revision = *rev;
+  } else {
+    status = rev.status();
+  }
+  Stmt& s = end ? *m.r_list_range : *m.r_list_from;
+  if (!status.ok()) {
+    m.r_commit->Run().IgnoreError();
+    return status;
+  }
+  s.Bind(1, std::string_view(options.continue_after)).Bind(2, prefix);
+  s.Bind(3, options.limit > 0 ? options.limit + 1 : int64_t{-1});
+  if (end) s.Bind(4, std::string_view(*end));
+  while (true) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) {
+      status = row.status();
+      break;
+    }
+    if (!*row) break;
+    if (options.limit > 0 && static_cast<int64_t>(result.kvs.size()) == options.limit) {
+      result.more = true;
+      result.next_key = result.kvs.back().key;
+      break;
+    }
+    result.kvs.push_back(KeyValue{s.Blob(0), s.Blob(1), s.Int(2), s.Int(3)});
+  }
+  s.Reset();
+  m.r_commit->Run().IgnoreError();
+  if (!status.ok()) return status;
+  return result;
+}
+
+absl::StatusOr<int64_t> SqliteStore::Txn(const std::vector<Op>& ops) {
+  if (absl::Status s = ValidateTxnShape(ops); !s.ok()) return s;
+  Impl& m = *impl_;
+  Impl::Pending self{&ops};
+  if (!m.options.group_commit) {
+    std::vector<Impl::Pending*> batch{&self};
+    m.CommitBatch(batch).IgnoreError();  // the error is in self.result
+    return self.result;
+  }
+  absl::MutexLock l(&m.queue_mu);
+  m.queue.push_back(&self);
+  while (!self.done) {
+    if (!m.leader_active) {
+      // Lead: take everything queued so far and commit it with one fsync.
+      m.leader_active = true;
+      std::vector<Impl::Pending*> batch(m.queue.begin(), m.queue.end());
+      m.queue.clear();
+      m.queue_mu.Unlock();
+      m.CommitBatch(batch).IgnoreError();
+      m.queue_mu.Lock();
+      for (Impl::Pending* p : batch) p->done = true;
+      m.leader_active = false;
+    } else {
+      auto ready = [&]() ABSL_SHARED_LOCKS_REQUIRED(m.queue_mu) {
+        return self.done || !m.leader_active;
+      };
+      m.queue_mu.Await(absl::Condition(&ready));
+    }
+  }
+  return self.result;
+}
+
+absl::StatusOr<EventsResult> SqliteStore::Events(std::string_view prefix, int64_t since_revision,
+                                                 int64_t limit) {
+  Impl& m = *impl_;
+  absl::MutexLock l(&m.read_mu);
+  if (absl::Status s = m.r_begin->Run(); !s.ok()) return s;
+  auto finish = [&](absl::StatusOr<EventsResult> r) {
+    m.r_commit->Run().IgnoreError();
+    return r;
+  };
+  absl::StatusOr<int64_t> rev_or = m.ReadMeta("revision");
+  if (!rev_or.ok()) return finish(rev_or.status());
+  absl::StatusOr<int64_t> comp_or = m.ReadMeta("compacted");
+  if (!comp_or.ok()) return finish(comp_or.status());
+  const int64_t rev = *rev_or, comp = *comp_or;
+  if (since_revision < 0 || since_revision > rev) {
+    return finish(absl::InvalidArgumentError(
+        absl::StrCat("events: revision ", since_revision, " is not in [0, ", rev, "]")));
+  }
+  if (since_revision < comp) {
+    return finish(
+        absl::OutOfRangeError(absl::StrCat("required revision ", since_revision,
+                                           " has been compacted (compacted revision ", comp, ")")));
+  }
+  EventsResult result;
+  result.revision = rev;
+  Stmt& s = *m.r_events;
+  s.Bind(1, since_revision);
+  absl::Status status = absl::OkStatus();
+  while (true) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) {
+      status = row.status();
+      break;
+    }
+    if (!*row) break;
+    int64_t ev_rev = s.Int(0);
+    if (limit > 0 && static_cast<int64_t>(result.events.size()) >= limit &&
+        ev_rev != result.events.back().revision) {
+      result.revision = ev_rev - 1;
+      break;
+    }
+    std::string key = s.Blob(2);
+    if (!HasPrefix(key, prefix)) continue;
+    Event e;
+    e.revision = ev_rev;
+    e.type = s.Int(1) == static_cast<int64_t>(Event::Type::kPut) ? Event::Type::kPut
+                                                                 : Event::Type::kDelete;
+    e.kv = KeyValue{std::move(key), s.Blob(3), s.Int(4), ev_rev};
+    e.prev_mod_revision = s.Int(5);
+    result.events.push_back(std::move(e));
+  }
+  s.Reset();
+  if (!status.ok()) return finish(status);
+  return finish(std::move(result));
+}
+
+absl::Status SqliteStore::WaitForRevision(int64_t revision, absl::Time deadline) {
+  absl::MutexLock l(&impl_->rev_mu);
+  auto reached = [this, revision]() ABSL_SHARED_LOCKS_REQUIRED(impl_->rev_mu) {
+    return impl_->revision >= revision;
+  };
+  if (impl_->rev_mu.AwaitWithDeadline(absl::Condition(&reached), deadline)) {
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(absl::StrCat("revision ", revision, " not reached"));
+}
+
+int64_t SqliteStore::CurrentRevision() {
+  absl::MutexLock l(&impl_->rev_mu);
+  return impl_->revision;
+}
+
+int64_t SqliteStore::CompactedRevision() {
+  absl::MutexLock l(&impl_->rev_mu);
+  return impl_->compacted;
+}
+
+absl::Status SqliteStore::Compact(int64_t revision) {
+  Impl& m = *impl_;
+  absl::MutexLock l(&m.write_mu);
+  if (revision > m.committed) {
+    return absl::OutOfRangeError(
+        absl::StrCat("compact: revision ", revision, " is above current revision ", m.committed));
+  }
+  if (revision <= m.compacted_w) return absl::OkStatus();
+  if (absl::Status s = m.w_begin->Run(); !s.ok()) return s;
+  absl::Status s = m.w_delete_events->Bind(1, revision).Run();
+  if (s.ok()) s = m.WriteMeta("compacted", revision);
+  if (s.ok()) s = m.w_commit->Run();
+  if (!s.ok()) {
+    m.w_rollback->Run().IgnoreError();
+    return s;
+  }
+  m.compacted_w = revision;
+  m.Publish(m.committed, revision);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::store

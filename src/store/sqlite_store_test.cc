@@ -1,0 +1,85 @@
+// SqliteStore specifics beyond the conformance suite: opening bad directories.
+#include "store/sqlite_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::store {
+namespace {
+
+using ::testing::HasSubstr;
+
+SqliteStoreOptions NoCreate() {
+  SqliteStoreOptions o;
+  o.create_if_missing = false;
+  return o;
+}
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(tmp ? tmp : "/tmp", "/tessera_sqlite_XXXXXX");
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::string root_;
+};
+
+TEST_F(SqliteStoreTest, MissingDirWithoutCreateIsNotFound) {
+  auto s = SqliteStore::Open(root_ + "/nope", NoCreate());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.status().message(), HasSubstr("/nope"));
+}
+
+TEST_F(SqliteStoreTest, MissingParentIsAnError) {
+  auto s = SqliteStore::Open(root_ + "/a/b/c");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.status().message(), HasSubstr("cannot create"));
+}
+
+TEST_F(SqliteStoreTest, FileInsteadOfDirIsAnError) {
+  std::ofstream(root_ + "/file") << "x";
+  auto s = SqliteStore::Open(root_ + "/file");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.status().message(), HasSubstr("not a directory"));
+}
+
+TEST_F(SqliteStoreTest, CorruptDatabaseIsDataLoss) {
+  std::filesystem::create_directory(root_ + "/d");
+  std::ofstream(root_ + "/d/store.db") << std::string(8192, 'g');
+  auto s = SqliteStore::Open(root_ + "/d");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr("store.db"));
+}
+
+TEST_F(SqliteStoreTest, SecondOpenOfTheSameDirIsRefused) {
+  auto first = SqliteStore::Open(root_ + "/d");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = SqliteStore::Open(root_ + "/d");
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("in use"));
+  first->reset();
+  EXPECT_TRUE(SqliteStore::Open(root_ + "/d").ok()) << "the lock goes with the store";
+}
+
+TEST_F(SqliteStoreTest, ReopenWithoutCreateFindsExistingData) {
+  {
+    auto s = SqliteStore::Open(root_ + "/d");
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->Create("/k", "v").ok());
+  }
+  auto s = SqliteStore::Open(root_ + "/d", NoCreate());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->Get("/k")->value, "v");
+}
+
+}  // namespace
+}  // namespace tessera::store
