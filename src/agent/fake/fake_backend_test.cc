@@ -1,6 +1,8 @@
 #include "agent/fake/fake_backend.h"
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/discovery.h"
@@ -309,6 +311,37 @@ TEST(FakeConfigTest, AllExamplesLoad) {
     absl::StatusOr<FakeConfig> cfg = LoadFakeConfig(Example(name));
     EXPECT_TRUE(cfg.ok()) << name << ": " << cfg.status();
   }
+}
+
+}  // namespace
+}  // namespace tessera::agent
+
+namespace tessera::agent {
+namespace {
+
+TEST(FakeBackendTest, ConcurrentWaiterAndQueries) {
+  ManualClock clock(kStart);
+  auto b = Load("h100-nvswitch-8.yaml", clock);
+  ASSERT_NE(b, nullptr);
+  HealthTracker health;
+  std::atomic<int> events{0};
+  std::thread waiter([&] {
+    while (clock.Now() < kStart + absl::Seconds(100)) {
+      absl::StatusOr<std::optional<GpuEvent>> ev = b->WaitForEvent(absl::Seconds(1));
+      if (ev.ok() && ev->has_value()) {
+        health.OnEvent(**ev);
+        ++events;
+      }
+    }
+  });
+  for (int i = 0; i < 200; ++i) {
+    absl::StatusOr<NodeSnapshot> snap = Discover(*b);
+    ASSERT_TRUE(snap.ok());
+    for (const GpuSnapshot& g : snap->gpus) health.OnMetrics(g.info.uuid, g.metrics, clock.Now());
+    (void)health.Uuids();
+  }
+  waiter.join();
+  EXPECT_EQ(events.load(), 4);  // xid 13, xid 79, ecc, reset
 }
 
 }  // namespace
