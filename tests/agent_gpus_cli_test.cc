@@ -49,6 +49,13 @@ TEST(GpusCliTest, StubNvmlTable) {
   EXPECT_THAT(o.out, HasSubstr("GPU-5d1f0e2a-0000-4000-8000-000000000007"));
 }
 
+TEST(GpusCliTest, WatchWithCommaSeparatedIgnoreList) {
+  Output o = Tessera(std::string("gpus --backend fake --fake-config ") + TESSERA_SOURCE_DIR +
+                     "/deploy/fake-gpus/pcie-4.yaml --watch 1s --ignore-xid 48,79");
+  ASSERT_EQ(o.status, 0) << o.out;
+  EXPECT_THAT(o.out, HasSubstr("Watching GPU events for 1s"));
+}
+
 TEST(GpusCliTest, MissingDriverFails) {
   Output o = Tessera("gpus --nvml-lib /nonexistent/libnvidia-ml.so.1");
   EXPECT_EQ(o.status, 1);

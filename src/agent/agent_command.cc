@@ -142,7 +142,9 @@ void RegisterAgentCommands(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json", "prometheus"}));
   gpus->add_option("--watch", *watch,
                    "Then watch GPU events and health for this long (e.g. 60s, 10m)");
-  gpus->add_option("--ignore-xid", options->ignore_xids, "XIDs that never affect health");
+  gpus->add_option("--ignore-xid", options->ignore_xids,
+                   "XIDs that never affect health (repeat or comma-separate: 48,79)")
+      ->delimiter(',');
   gpus->add_option("--hostname", options->hostname, "Hostname label for -o prometheus");
   gpus->callback([options, watch]() {
     if (!watch->empty() && !absl::ParseDuration(*watch, &options->watch)) {

@@ -306,6 +306,20 @@ TEST(FakeConfigTest, ErrorsNameTheField) {
   EXPECT_EQ(LoadFakeConfig("/nonexistent.yaml").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(FakeConfigTest, JsonIsAcceptedToo) {
+  absl::StatusOr<FakeConfig> cfg = ParseFakeConfig(R"({
+    "gpus": [{"model": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "numa_node": 0},
+             {"model": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "numa_node": 1}],
+    "events": [{"at": "2s", "gpu": 1, "type": "xid", "xid": 48}]
+  })");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->gpus.size(), 2u);
+  EXPECT_EQ(cfg->gpus[1].info.memory->total_bytes, 40960 * kMiB);
+  EXPECT_EQ(cfg->levels[0][1], TopologyLevel::kSystem);
+  ASSERT_EQ(cfg->events.size(), 1u);
+  EXPECT_EQ(cfg->events[0].at, absl::Seconds(2));
+}
+
 TEST(FakeConfigTest, AllExamplesLoad) {
   for (const char* name : {"h100-nvswitch-8.yaml", "pcie-4.yaml", "a100-mig.yaml"}) {
     absl::StatusOr<FakeConfig> cfg = LoadFakeConfig(Example(name));
