@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "bench/sched_bench.h"
 #include "server/server_command.h"
+#include "agent/agent_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   tessera::bench::RegisterBenchSchedCommands(*bench);
   tessera::server::RegisterServerCommands(app);
   (void)sim;
+  tessera::agent::RegisterAgentCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

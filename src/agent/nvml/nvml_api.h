@@ -1,0 +1,144 @@
+// The small subset of NVML's C API that Tessera uses, declared from NVIDIA's NVML API reference
+// so that nothing at build time depends on NVML headers or libraries. Layouts and numeric values
+// must match the driver's ABI exactly; only add what is used, with the documented types.
+//
+// The stub library in testdata/ implements these same declarations.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+typedef int nvmlReturn_t;  // an enum in nvml.h; int-sized in the C ABI
+
+enum : int {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_ALREADY_INITIALIZED = 5,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_INSUFFICIENT_POWER = 8,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_IRQ_ISSUE = 11,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_CORRUPTED_INFOROM = 14,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_RESET_REQUIRED = 16,
+  NVML_ERROR_OPERATING_SYSTEM = 17,
+  NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_MEMORY = 20,
+  NVML_ERROR_NO_DATA = 21,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+// Buffer sizes (NVML_DEVICE_*_V2_BUFFER_SIZE and friends).
+enum : unsigned {
+  NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96,
+  NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96,
+  NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32,
+  NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16,
+  NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80,
+  NVML_NVLINK_MAX_LINKS = 18,
+};
+
+typedef struct {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+// nvmlPciInfo_t as of the _v2/_v3 entry points.
+typedef struct {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
+
+typedef struct {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// nvmlEventData_t as filled by nvmlEventSetWait_v2 (the v1 call fills the first three fields).
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+typedef int nvmlEnableState_t;  // NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1
+typedef int nvmlGpuTopologyLevel_t;
+typedef int nvmlTemperatureSensors_t;
+typedef int nvmlClockType_t;
+typedef int nvmlMemoryErrorType_t;
+typedef int nvmlEccCounterType_t;
+
+enum : int {
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+  NVML_TEMPERATURE_GPU = 0,
+  NVML_CLOCK_GRAPHICS = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_CLOCK_MEM = 2,
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+  NVML_VOLATILE_ECC = 0,
+  NVML_AGGREGATE_ECC = 1,
+  NVML_DEVICE_MIG_DISABLE = 0,
+  NVML_DEVICE_MIG_ENABLE = 1,
+};
+
+// nvmlEventType* bits.
+inline constexpr unsigned long long nvmlEventTypeSingleBitEccError = 0x1ULL;
+inline constexpr unsigned long long nvmlEventTypeDoubleBitEccError = 0x2ULL;
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
+
+// Function pointer types, one per entry point used.
+typedef nvmlReturn_t (*nvmlInit_fn)(void);
+typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
+typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);
+typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
+typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int, nvmlDevice_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int);  // UUID, Name
+typedef nvmlReturn_t (*nvmlDeviceGetUInt_fn)(nvmlDevice_t, unsigned int*);  // minor, power, NUMA
+typedef nvmlReturn_t (*nvmlDeviceGetULL_fn)(nvmlDevice_t, unsigned long long*);  // energy, throttle
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nvmlPciInfo_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, nvmlEnableState_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_fn)(nvmlDevice_t, unsigned int,
+                                                            nvmlPciInfo_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetTopologyCommonAncestor_fn)(nvmlDevice_t, nvmlDevice_t,
+                                                               nvmlGpuTopologyLevel_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int,
+                                                               nvmlDevice_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, nvmlTemperatureSensors_t,
+                                                    unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t, nvmlClockType_t, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, nvmlMemoryErrorType_t,
+                                                       nvmlEccCounterType_t, unsigned long long*);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int*, unsigned int*,
+                                                     unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t*);
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
+                                                    nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
+
+}  // extern "C"
