@@ -27,13 +27,13 @@ absl::Status ValidateProfile(const Profile& p, const PluginRegistry& registry) {
   {
     auto qs = registry.Create(p.queue_sort, {});
     if (!qs.ok() || dynamic_cast<QueueSortPlugin*>(qs->get()) == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("profile.queueSort: plugin \"", p.queue_sort, "\" is not a QueueSort plugin"));
+      return absl::InvalidArgumentError(absl::StrCat("profile.queueSort: plugin \"", p.queue_sort,
+                                                     "\" is not a QueueSort plugin"));
     }
     auto gc = registry.Create(p.gpu_chooser, {});
     if (!gc.ok() || dynamic_cast<GpuChooserPlugin*>(gc->get()) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "profile.gpuChooser: plugin \"", p.gpu_chooser, "\" is not a GpuChooser plugin"));
+      return absl::InvalidArgumentError(absl::StrCat("profile.gpuChooser: plugin \"", p.gpu_chooser,
+                                                     "\" is not a GpuChooser plugin"));
     }
   }
   absl::flat_hash_set<std::string> seen;

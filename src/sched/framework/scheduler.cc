@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -153,6 +154,8 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
   std::map<std::string, int> rejections;  // "reason" -> nodes; filled only on rejection
   std::string first_plugin;
   int64_t short_of_gpus = 0;  // domain nodes skipped by the index-level check
+  const absl::Time filter_start = Now();
+  const int64_t evaluated_before = *evaluated;
   const bool whole = g.resources.gpus > 0 && !g.resources.fractional();
   ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
     const NodeState& st = state_->state(id);
@@ -177,8 +180,13 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
     return limit == 0 || static_cast<int>(feasible_.size()) < limit;
   });
 
+  filter_phase_.time += Now() - filter_start;
+  filter_phase_.candidates += *evaluated - evaluated_before + short_of_gpus;
+  filter_phase_.feasible += static_cast<int64_t>(feasible_.size());
+
   absl::InlinedVector<GpuGrant, 8> grants;
   while (!feasible_.empty()) {
+    const absl::Time score_start = Now();
     // Score the feasible nodes and pick the best (first in candidate order on ties).
     size_t best = 0;
     if (feasible_.size() > 1 && !scorers_.empty()) {
@@ -198,6 +206,9 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
         if (totals_[i] > totals_[best]) best = i;
       }
     }
+    const absl::Time reserve_start = Now();
+    score_phase_.time += reserve_start - score_start;
+    score_phase_.candidates += static_cast<int64_t>(feasible_.size());
     NodeId id = feasible_[best];
     NodeView nv{id, state_->node(id), state_->state(id)};
     grants.clear();
@@ -234,6 +245,8 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
         return false;
       }
     }
+    reserve_phase_.time += Now() - reserve_start;
+    ++reserve_phase_.feasible;
     return true;
   }
   // Explain, Kubernetes style: "0/N nodes fit: 5 reason-a; 3 reason-b".
@@ -300,15 +313,19 @@ bool Scheduler::TryDomain(JobContext& ctx, ScheduleResult* result, FailureSummar
     Rollback(ctx);
     return false;
   }
+  const absl::Time permit_start = Now();
   for (auto& [pp, named] : permits_) {
     PluginStatus s = pp->Permit(cycle_, ctx, cycle_.placed());
     if (!s.ok()) {
       failure->reason = s.reason();
       failure->plugin = std::string(named.name);
+      permit_phase_.time += Now() - permit_start;
       Rollback(ctx);
       return false;
     }
   }
+  permit_phase_.time += Now() - permit_start;
+  ++permit_phase_.feasible;
   return true;
 }
 
@@ -316,8 +333,34 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
   ++stats_.cycles;
   ScheduleResult result;
   cycle_.Clear();
+  prefilter_phase_ = filter_phase_ = score_phase_ = reserve_phase_ = permit_phase_ = bind_phase_ =
+      Phase{};
+  const absl::Time cycle_start = Now();
+  Domain won;
   auto finish = [&](ScheduleResult::Outcome o) {
     result.outcome = o;
+    absl::Time t = cycle_start;
+    auto span = [&](const char* name, const Phase& p) {
+      result.trace.spans.push_back(TraceSpan{name, t, p.time, p.candidates, p.feasible});
+      t += p.time;
+    };
+    span("prefilter", prefilter_phase_);
+    span("filter", filter_phase_);
+    span("score", score_phase_);
+    span("reserve", reserve_phase_);
+    span("permit", permit_phase_);
+    span("bind", bind_phase_);
+    if (!explain_) {
+      // Explanations are opt-in (set_explain); spans are always recorded.
+    } else if (o == ScheduleResult::Outcome::kPlaced) {
+      Explain(job, won, &result);
+    } else {
+      result.trace.explanation = absl::StrCat(
+          o == ScheduleResult::Outcome::kError ? "error: " : "waiting: ", result.reason,
+          result.victims.empty() ? ""
+                                 : absl::StrCat(" (preemption of ", result.victims.size(),
+                                                " job(s) would make room)"));
+    }
     stats_.nodes_evaluated += result.nodes_evaluated;
     if (o == ScheduleResult::Outcome::kPlaced) ++stats_.placed;
     if (o == ScheduleResult::Outcome::kUnschedulable) ++stats_.unschedulable;
@@ -344,11 +387,13 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
   }
 
   PreFilterResult pre;
+  const absl::Time prefilter_start = Now();
   for (auto& [pf, named] : pre_filters_) {
     PreFilterResult one;
     PluginStatus s = pf->PreFilter(cycle_, ctx, &one);
     if (s.skipped()) continue;
     if (!s.ok()) {
+      prefilter_phase_.time = Now() - prefilter_start;
       result.reason = s.reason();
       result.plugin = std::string(named.name);
       result.unresolvable = s.code() == PluginStatus::Code::kUnschedulableAndUnresolvable;
@@ -367,6 +412,8 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
     }
     if (!one.domains.empty() && pre.domains.empty()) pre = std::move(one);
   }
+  prefilter_phase_.time = Now() - prefilter_start;
+  prefilter_phase_.feasible = static_cast<int64_t>(pre.domains.size());
 
   std::vector<Domain> attempts = pre.domains;
   if (attempts.size() > static_cast<size_t>(profile_.max_domains)) {
@@ -382,6 +429,7 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
     ++result.domains_tried;
     if (TryDomain(ctx, &result, &failure)) {
       ok = true;
+      won = d;
       break;
     }
   }
@@ -405,6 +453,7 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
     Rollback(ctx);
     return finish(ScheduleResult::Outcome::kPlaced);
   }
+  const absl::Time bind_start = Now();
   for (auto& [bp, named] : binders_) {
     PluginStatus s = bp->Bind(ctx, result.placement);
     if (s.skipped()) continue;
@@ -413,6 +462,7 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
       result.reason = absl::StrCat("bind failed: ", s.reason());
       result.plugin = std::string(named.name);
       result.placement.members.clear();
+      bind_phase_.time = Now() - bind_start;
       return finish(ScheduleResult::Outcome::kError);
     }
     break;
@@ -422,10 +472,66 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
     Rollback(ctx);
     result.reason = std::string(b.message());
     result.placement.members.clear();
+    bind_phase_.time = Now() - bind_start;
     return finish(ScheduleResult::Outcome::kError);
   }
   cycle_.mutable_placed().clear();
+  bind_phase_.time = Now() - bind_start;
   return finish(ScheduleResult::Outcome::kPlaced);
+}
+
+}  // namespace tessera::sched
+
+namespace tessera::sched {
+
+void Scheduler::Explain(const model::Job& job, const Domain& won, ScheduleResult* r) const {
+  const ClusterState& cs = *state_;
+  std::vector<std::string> names;
+  absl::flat_hash_set<int> racks, blocks;
+  model::LinkClass worst = model::LinkClass::kSelf;
+  for (const MemberPlacement& m : r->placement.members) {
+    names.push_back(cs.node(m.node).name);
+    racks.insert(cs.state(m.node).rack);
+    blocks.insert(cs.state(m.node).block);
+    const model::NodeTopology& t = cs.node(m.node).topology;
+    for (size_t i = 0; i < m.gpus.size(); ++i) {
+      for (size_t j = i + 1; j < m.gpus.size(); ++j) {
+        worst = std::max(worst, t.link(m.gpus[i].gpu, m.gpus[j].gpu));
+      }
+    }
+  }
+  std::string where;
+  if (racks.size() == 1) {
+    int rack = *racks.begin();
+    where = absl::StrCat("rack ", cs.rack_name(rack), " (block ",
+                         cs.block_name(cs.rack_block(rack)), ")");
+  } else if (blocks.size() == 1) {
+    where = absl::StrCat(racks.size(), " racks of block ", cs.block_name(*blocks.begin()));
+  } else {
+    where = absl::StrCat(racks.size(), " racks in ", blocks.size(), " blocks");
+  }
+  std::vector<std::string> why;
+  const model::TopologyLevel level = job.topology.level;
+  const bool pack = job.placement == model::PlacementPreference::kPack;
+  if (level != model::TopologyLevel::kNone) {
+    std::string lv(model::TopologyLevelName(level));
+    if (won.level != model::TopologyLevel::kNone) {
+      why.push_back(absl::StrCat("topology ", job.topology.required ? "required" : "preferred", " ",
+                                 lv, "; ", pack ? "tightest" : "emptiest", " of ",
+                                 prefilter_phase_.feasible, " ", lv, "s that fit"));
+    } else {
+      why.push_back(absl::StrCat("topology preferred ", lv, "; no single ", lv,
+                                 " had room, so the gang spans several"));
+    }
+  }
+  why.push_back(pack ? "pack: fullest feasible nodes first" : "spread: emptiest nodes first");
+  if (worst != model::LinkClass::kSelf) {
+    why.push_back(
+        absl::StrCat("each member's GPUs linked by ", model::LinkClassName(worst), " or better"));
+  }
+  r->trace.explanation =
+      absl::StrCat("placed ", r->placement.members.size(), " member(s) on ", where, ": nodes ",
+                   CompressNodeNames(names), "; because ", absl::StrJoin(why, "; "));
 }
 
 }  // namespace tessera::sched
