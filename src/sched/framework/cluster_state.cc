@@ -271,11 +271,11 @@ void ClusterState::Forget(const MemberPlacement& m) {
 }
 
 absl::Status ClusterState::Bind(Placement p) {
-  if (bound_.contains(p.job_key)) {
+  auto [it, inserted] = bound_.try_emplace(p.job_key);
+  if (!inserted) {
     return absl::AlreadyExistsError(absl::StrCat("job ", p.job_key, " is already bound"));
   }
-  std::string key = p.job_key;
-  bound_.emplace(std::move(key), std::move(p));
+  it->second = std::move(p);
   ++generation_;
   return absl::OkStatus();
 }

@@ -81,7 +81,7 @@ class ClusterState {
   // --- GPU models and domains --------------------------------------------
   ModelId FindModel(absl::string_view name) const;  // kNoModel if unknown
   const std::string& model_name(ModelId m) const { return model_names_[m]; }
-  int num_models() const { return static_cast<int>(model_names_.size()); }
+  ModelId num_models() const { return static_cast<ModelId>(model_names_.size()); }
   int num_racks() const { return static_cast<int>(rack_names_.size()); }
   int num_blocks() const { return static_cast<int>(block_names_.size()); }
   const std::string& rack_name(int r) const { return rack_names_[r]; }
