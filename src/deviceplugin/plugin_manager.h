@@ -1,0 +1,94 @@
+// DevicePluginManager: the running device plugin of one node.
+//
+// Start(): discovers the GPUs once (agent::Discover), builds the resources (inventory.h), feeds
+// a HealthTracker (the agent's health logic) from the backend's events and periodic metrics on a
+// thread of its own, and for each resource serves a ResourceServer on
+// <plugin_dir>/<socket_name> and then registers it with kubelet (serve first, then register).
+// Every health transition, recovery included, refreshes the servers, which resend ListAndWatch.
+// A watcher re-serves every resource on a fresh socket and registers again whenever kubelet.sock
+// is (re)created, which is what a kubelet restart does after deleting all sockets. A failed
+// registration (kubelet not up yet) is logged and retried on kubelet.sock's next creation.
+// The backend must be initialized and stays owned by the caller; the manager never shuts it down.
+// Start runs once per manager. Thread safety: Start and Stop from one thread; health(), resources()
+// and the accessors are safe from any thread once Start returned.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/gpu_backend.h"
+#include "agent/health.h"
+#include "agent/topology.h"
+#include "common/clock.h"
+#include "deviceplugin/allocate.h"
+#include "deviceplugin/inventory.h"
+#include "deviceplugin/kubelet_watcher.h"
+#include "deviceplugin/plugin_server.h"
+
+namespace tessera::deviceplugin {
+
+struct PluginOptions {
+  std::string plugin_dir = "/var/lib/kubelet/device-plugins/";
+  MigStrategy mig_strategy = MigStrategy::kMixed;
+  AllocateOptions allocate;
+  agent::HealthPolicy health;
+  absl::Duration metrics_every = absl::Seconds(10);     // health sampling of metrics (clock time)
+  absl::Duration event_poll = absl::Milliseconds(500);  // longest event wait; bounds Stop()
+  absl::Duration register_timeout = absl::Seconds(5);   // real time
+  // Diagnostics, one line per call, from any thread (must be thread-safe); default: stderr.
+  std::function<void(absl::string_view)> log;
+};
+
+class DevicePluginManager {
+ public:
+  // `backend` and `clock` must outlive the manager.
+  DevicePluginManager(agent::GpuBackend& backend, Clock& clock, PluginOptions options);
+  ~DevicePluginManager();
+
+  DevicePluginManager(const DevicePluginManager&) = delete;
+  DevicePluginManager& operator=(const DevicePluginManager&) = delete;
+
+  // Fails when discovery fails, the directory cannot be watched or a socket cannot be served.
+  absl::Status Start();
+  void Stop();  // idempotent
+
+  agent::HealthTracker& health() { return health_; }
+  const std::vector<Resource>& resources() const { return resources_; }
+  std::string SocketPath(const Resource& resource) const;
+  // Successful registrations so far (all resources).
+  int registrations() const { return registrations_.load(); }
+
+ private:
+  // Serves (again) every resource and registers it. Serialized by lifecycle_mu_.
+  void ServeAndRegisterAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_);
+  // Registers one served resource; failures are logged (kubelet may not be up yet).
+  void RegisterOne(const ResourceServer& server);
+  void EventLoop();
+  void SampleMetrics();
+  void Log(absl::string_view line) const;
+
+  agent::GpuBackend& backend_;
+  Clock& clock_;
+  const PluginOptions options_;
+  agent::HealthTracker health_;
+  std::vector<Resource> resources_;
+  std::vector<agent::GpuInfo> gpus_;
+  std::vector<std::unique_ptr<ResourceServer>> servers_;  // fixed after Start
+  std::unique_ptr<FileCreationWatcher> watcher_;
+  std::thread events_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> registrations_{0};
+  absl::Mutex lifecycle_mu_;
+  bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
+};
+
+}  // namespace tessera::deviceplugin
