@@ -25,6 +25,10 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
     std::cerr << "--metrics-interval: must be positive\n";
     return 2;
   }
+  if (flags.rescan_interval < absl::ZeroDuration()) {
+    std::cerr << "--rescan-interval: must not be negative\n";
+    return 2;
+  }
   RealClock clock;
   std::unique_ptr<agent::GpuBackend> backend;
   if (flags.backend == "nvml") {
@@ -64,6 +68,7 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
   options.allocate.cdi = flags.cdi;
   options.health.ignored_xids.insert(flags.ignore_xids.begin(), flags.ignore_xids.end());
   options.metrics_every = flags.metrics_interval;
+  options.rescan_every = flags.rescan_interval;
   int code = 0;
   {
     DevicePluginManager manager(*backend, clock, options);
@@ -84,6 +89,7 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
 void RegisterDevicePluginCommands(CLI::App& app) {
   auto flags = std::make_shared<DevicePluginFlags>();
   auto interval = std::make_shared<std::string>();
+  auto rescan = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "device-plugin", "Kubernetes device plugin: advertise this node's GPUs to kubelet");
   cmd->add_option("--backend", flags->backend, "GPU backend: nvml or fake")
@@ -103,10 +109,16 @@ void RegisterDevicePluginCommands(CLI::App& app) {
   cmd->add_option("--ignore-xid", flags->ignore_xids, "XIDs that never affect health");
   cmd->add_option("--metrics-interval", *interval,
                   "How often metrics are read for health (temperature, ECC), e.g. 10s");
-  cmd->callback([flags, interval]() {
+  cmd->add_option("--rescan-interval", *rescan,
+                  "How often GPUs and MIG layout are rediscovered, e.g. 30s; 0 never");
+  cmd->callback([flags, interval, rescan]() {
     if (!interval->empty() && !absl::ParseDuration(*interval, &flags->metrics_interval)) {
       throw CLI::ValidationError("--metrics-interval",
                                  "expected a duration such as 10s, got '" + *interval + "'");
+    }
+    if (!rescan->empty() && !absl::ParseDuration(*rescan, &flags->rescan_interval)) {
+      throw CLI::ValidationError("--rescan-interval",
+                                 "expected a duration such as 30s, got '" + *rescan + "'");
     }
     int code = RunDevicePlugin(*flags);
     if (code != 0) throw CLI::RuntimeError(code);

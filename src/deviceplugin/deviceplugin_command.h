@@ -3,6 +3,7 @@
 //   tessera device-plugin [--backend nvml|fake] [--fake-config FILE] [--nvml-lib PATH]
 //                         [--plugin-dir DIR] [--mig-strategy none|mixed] [--cdi=false]
 //                         [--ignore-xid N ...] [--metrics-interval DURATION]
+//                         [--rescan-interval DURATION]
 //
 // Serves kubelet's device plugin API v1beta1 for nvidia.com/gpu (and, with MIG,
 // nvidia.com/mig-<profile>) until SIGINT or SIGTERM. See docs/device-plugin.md.
@@ -29,6 +30,7 @@ struct DevicePluginFlags {
   bool cdi = true;
   std::vector<uint64_t> ignore_xids;
   absl::Duration metrics_interval = absl::Seconds(10);
+  absl::Duration rescan_interval = absl::Seconds(30);  // 0: never rediscover
 };
 
 // Runs until SIGINT/SIGTERM; returns the exit code (0 clean stop, 1 failure, 2 bad usage).

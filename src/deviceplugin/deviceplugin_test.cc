@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,47 @@ using testing::TestKubelet;
 
 constexpr absl::Duration kWait = absl::Seconds(10);
 
+// A backend whose MIG layout the test changes while the plugin runs (FakeBackend scripts have no
+// MIG reconfiguration); everything else comes from the wrapped FakeBackend.
+class ReconfigurableBackend final : public agent::GpuBackend {
+ public:
+  explicit ReconfigurableBackend(agent::GpuBackend& inner) : inner_(inner) {}
+
+  void SetMig(int index, std::vector<agent::MigInstance> instances) {
+    absl::MutexLock l(&mu_);
+    mig_[index] = std::move(instances);
+  }
+
+  absl::Status Init() override { return inner_.Init(); }
+  absl::Status Shutdown() override { return inner_.Shutdown(); }
+  std::string BackendName() const override { return inner_.BackendName(); }
+  std::string DriverVersion() override { return inner_.DriverVersion(); }
+  absl::StatusOr<int> DeviceCount() override { return inner_.DeviceCount(); }
+  absl::StatusOr<agent::GpuInfo> GetDeviceInfo(int index) override {
+    absl::StatusOr<agent::GpuInfo> info = inner_.GetDeviceInfo(index);
+    absl::MutexLock l(&mu_);
+    if (info.ok() && mig_.count(index) > 0) {
+      info->mig_mode = agent::MigMode{true, true};
+      info->mig_instances = mig_[index];
+    }
+    return info;
+  }
+  absl::StatusOr<agent::GpuMetrics> GetMetrics(int index) override {
+    return inner_.GetMetrics(index);
+  }
+  absl::StatusOr<agent::TopologyLevel> GetTopologyLevel(int a, int b) override {
+    return inner_.GetTopologyLevel(a, b);
+  }
+  absl::StatusOr<std::optional<agent::GpuEvent>> WaitForEvent(absl::Duration timeout) override {
+    return inner_.WaitForEvent(timeout);
+  }
+
+ private:
+  agent::GpuBackend& inner_;
+  absl::Mutex mu_;
+  std::map<int, std::vector<agent::MigInstance>> mig_ ABSL_GUARDED_BY(mu_);
+};
+
 // Fake node + plugin + test kubelet in a fresh temporary directory.
 class PluginTest : public ::testing::Test {
  protected:
@@ -56,6 +98,7 @@ class PluginTest : public ::testing::Test {
     ASSERT_TRUE(config.ok()) << config.status();
     backend_ = std::make_unique<agent::FakeBackend>(*std::move(config), clock_);
     ASSERT_TRUE(backend_->Init().ok());
+    reconfigurable_ = std::make_unique<ReconfigurableBackend>(*backend_);
     PluginOptions options;
     options.plugin_dir = dir_;
     options.mig_strategy = strategy;
@@ -63,7 +106,7 @@ class PluginTest : public ::testing::Test {
       absl::MutexLock l(&log_mu_);
       log_.push_back(std::string(line));
     };
-    plugin_ = std::make_unique<DevicePluginManager>(*backend_, clock_, options);
+    plugin_ = std::make_unique<DevicePluginManager>(*reconfigurable_, clock_, options);
     absl::Status st = plugin_->Start();
     ASSERT_TRUE(st.ok()) << st;
   }
@@ -91,6 +134,7 @@ class PluginTest : public ::testing::Test {
   std::string dir_;
   testing::GatedClock clock_;
   std::unique_ptr<agent::FakeBackend> backend_;
+  std::unique_ptr<ReconfigurableBackend> reconfigurable_;
   std::unique_ptr<TestKubelet> kubelet_;
   std::unique_ptr<DevicePluginManager> plugin_;
   absl::Mutex log_mu_;
@@ -269,6 +313,61 @@ TEST_F(PluginTest, MigMixedStrategyServesOneSocketPerResource) {
   ASSERT_TRUE(down.has_value());
   EXPECT_EQ(HealthById(*down)["MIG-a-1"], "Unhealthy");
   EXPECT_EQ(gpu->lists().size(), 1u) << "nvidia.com/gpu has no device on GPU-mig-0";
+}
+
+// A MIG reconfiguration is picked up by the periodic rediscovery, without a restart: changed
+// and new resources are served and registered, vanished ones stop, unchanged ones stay.
+TEST_F(PluginTest, MigReconfigurationWithoutRestart) {
+  std::unique_ptr<PluginClient> old_mig =
+      StartAndWatch(testing::kMigMixed2, "nvidia.com/mig-1g.10gb", 3);
+  ASSERT_NE(old_mig, nullptr);
+  std::unique_ptr<PluginClient> gpu = kubelet_->Connect("tessera-gpu.sock");
+  gpu->StartWatch();
+  ASSERT_TRUE(gpu->WaitForList(AllHealthy, 0, kWait).has_value());
+
+  auto instance = [](std::string profile, std::string uuid) {
+    agent::MigInstance m;
+    m.profile = std::move(profile);
+    m.uuid = std::move(uuid);
+    return m;
+  };
+  reconfigurable_->SetMig(0, {instance("2g.20gb", "MIG-b-0"), instance("2g.20gb", "MIG-b-1"),
+                              instance("2g.20gb", "MIG-b-2")});
+  clock_.Advance(absl::Seconds(30));  // the rescan interval
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(4, kWait));
+  EXPECT_EQ(kubelet_->registrations()[3].resource_name(), "nvidia.com/mig-2g.20gb");
+  EXPECT_EQ(kubelet_->registrations()[3].endpoint(), "tessera-mig-2g.20gb.sock");
+  EXPECT_TRUE(old_mig->WaitForStreamEnd(kWait));
+  EXPECT_NE(access((dir_ + "/tessera-mig-1g.10gb.sock").c_str(), F_OK), 0);
+  EXPECT_NE(access((dir_ + "/tessera-mig-3g.40gb.sock").c_str(), F_OK), 0);
+  std::vector<std::string> names;
+  for (const Resource& r : plugin_->resources()) names.push_back(r.name);
+  EXPECT_THAT(names, ElementsAre("nvidia.com/gpu", "nvidia.com/mig-2g.20gb"));
+
+  std::unique_ptr<PluginClient> mig = kubelet_->Connect("tessera-mig-2g.20gb.sock");
+  mig->StartWatch();
+  std::optional<v1beta1::ListAndWatchResponse> list = mig->WaitForList(AllHealthy, 0, kWait);
+  ASSERT_TRUE(list.has_value());
+  EXPECT_THAT(HealthById(*list), ElementsAre(Pair("MIG-b-0", "Healthy"), Pair("MIG-b-1", "Healthy"),
+                                             Pair("MIG-b-2", "Healthy")));
+
+  // One instance fewer: the same resource is served anew and registered again.
+  reconfigurable_->SetMig(0, {instance("2g.20gb", "MIG-b-0"), instance("2g.20gb", "MIG-b-1")});
+  clock_.Advance(absl::Seconds(30));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(5, kWait));
+  EXPECT_EQ(kubelet_->registrations()[4].resource_name(), "nvidia.com/mig-2g.20gb");
+  std::unique_ptr<PluginClient> mig2 = kubelet_->Connect("tessera-mig-2g.20gb.sock");
+  mig2->StartWatch();
+  list = mig2->WaitForList([](const auto& l) { return l.devices_size() == 2; }, 0, kWait);
+  ASSERT_TRUE(list.has_value());
+
+  // nvidia.com/gpu never changed: not re-registered, its stream still open with one list.
+  const std::vector<v1beta1::RegisterRequest> regs = kubelet_->registrations();
+  for (size_t i = 3; i < regs.size(); ++i) {
+    EXPECT_NE(regs[i].resource_name(), "nvidia.com/gpu");
+  }
+  EXPECT_FALSE(gpu->WaitForStreamEnd(absl::ZeroDuration()));
+  EXPECT_EQ(gpu->lists().size(), 1u);
 }
 
 TEST_F(PluginTest, PreferredAllocationOverGrpc) {

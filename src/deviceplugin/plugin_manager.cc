@@ -2,15 +2,40 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agent/discovery.h"
 #include "common/status_macros.h"
 #include "deviceplugin/registration.h"
 
 namespace tessera::deviceplugin {
+namespace {
+
+bool SameDevice(const PluginDevice& a, const PluginDevice& b) {
+  return a.id == b.id && a.gpu_uuid == b.gpu_uuid && a.gpu_index == b.gpu_index &&
+         a.minor == b.minor && a.numa_node == b.numa_node && a.mig_profile == b.mig_profile;
+}
+
+bool SameResource(const Resource& a, const Resource& b) {
+  if (a.name != b.name || a.socket_name != b.socket_name) return false;
+  if (a.devices.size() != b.devices.size()) return false;
+  for (size_t i = 0; i < a.devices.size(); ++i) {
+    if (!SameDevice(a.devices[i], b.devices[i])) return false;
+  }
+  return true;
+}
+
+std::string Describe(const std::vector<Resource>& resources) {
+  std::vector<std::string> names;
+  for (const Resource& r : resources) {
+    names.push_back(absl::StrCat(r.name, " (", r.devices.size(), " devices)"));
+  }
+  return names.empty() ? "none" : absl::StrJoin(names, ", ");
+}
+
+}  // namespace
 
 DevicePluginManager::DevicePluginManager(agent::GpuBackend& backend, Clock& clock,
                                          PluginOptions options)
@@ -32,10 +57,32 @@ std::string DevicePluginManager::SocketPath(const Resource& resource) const {
   return dir + resource.socket_name;
 }
 
+std::vector<Resource> DevicePluginManager::resources() const {
+  absl::ReaderMutexLock l(&servers_mu_);
+  std::vector<Resource> out;
+  for (const auto& s : servers_) out.push_back(s->resource());
+  return out;
+}
+
+std::unique_ptr<ResourceServer> DevicePluginManager::MakeServer(
+    const Resource& resource, const agent::TopologyMatrix& topology) {
+  return std::make_unique<ResourceServer>(
+      resource, topology, options_.allocate,
+      [this](const std::string& uuid) { return health_.IsHealthy(uuid); });
+}
+
+void DevicePluginManager::RefreshAll() {
+  absl::ReaderMutexLock l(&servers_mu_);
+  for (auto& s : servers_) s->Refresh();
+}
+
 absl::Status DevicePluginManager::Start() {
   absl::MutexLock l(&lifecycle_mu_);
-  if (started_ || !servers_.empty()) {
-    return absl::FailedPreconditionError("device plugin already started (Start runs once)");
+  {
+    absl::ReaderMutexLock s(&servers_mu_);
+    if (started_ || !servers_.empty()) {
+      return absl::FailedPreconditionError("device plugin already started (Start runs once)");
+    }
   }
   ASSIGN_OR_RETURN(agent::NodeSnapshot node, agent::Discover(backend_));
   for (const agent::GpuSnapshot& g : node.gpus) {
@@ -52,24 +99,17 @@ absl::Status DevicePluginManager::Start() {
       health_.OnEvent(lost);
     }
   }
-  resources_ = BuildInventory(node, options_.mig_strategy);
-  for (const Resource& r : resources_) {
-    servers_.push_back(std::make_unique<ResourceServer>(
-        r, node.topology, options_.allocate,
-        [this](const std::string& uuid) { return health_.IsHealthy(uuid); }));
-  }
+  const std::vector<Resource> resources = BuildInventory(node, options_.mig_strategy);
+  std::vector<std::unique_ptr<ResourceServer>> servers;
+  for (const Resource& r : resources) servers.push_back(MakeServer(r, node.topology));
   health_.AddListener([this](const agent::HealthTransition& t) {
     const std::string_view from = agent::HealthName(t.from);
     const std::string_view to = agent::HealthName(t.to);
     Log(absl::StrCat(t.uuid, " ", absl::string_view(from.data(), from.size()), " -> ",
                      absl::string_view(to.data(), to.size()), ": ", t.reason));
-    for (auto& s : servers_) s->Refresh();
+    RefreshAll();
   });
-  std::vector<std::string> names;
-  for (const Resource& r : resources_) {
-    names.push_back(absl::StrCat(r.name, " (", r.devices.size(), " devices)"));
-  }
-  Log(absl::StrCat("resources: ", names.empty() ? "none" : absl::StrJoin(names, ", ")));
+  Log(absl::StrCat("resources: ", Describe(resources)));
 
   // Watch before the first registration so that a kubelet starting in between is not missed.
   ASSIGN_OR_RETURN(watcher_,
@@ -79,22 +119,30 @@ absl::Status DevicePluginManager::Start() {
                      Log("kubelet.sock created: serving and registering again");
                      ServeAndRegisterAll();
                    }));
-  for (auto& s : servers_) {
+  for (auto& s : servers) {
     absl::Status st = s->Start(SocketPath(s->resource()));
     if (!st.ok()) {
-      for (auto& started : servers_) started->Stop();
+      for (auto& started : servers) started->Stop();
       watcher_.reset();
       return st;
     }
   }
+  {
+    absl::MutexLock s(&servers_mu_);
+    servers_ = std::move(servers);
+  }
   started_ = true;
-  for (auto& s : servers_) RegisterOne(*s);
+  {
+    absl::ReaderMutexLock s(&servers_mu_);
+    for (auto& server : servers_) RegisterOne(*server);
+  }
   stop_ = false;
   events_ = std::thread([this] { EventLoop(); });
   return absl::OkStatus();
 }
 
 void DevicePluginManager::ServeAndRegisterAll() {
+  absl::ReaderMutexLock l(&servers_mu_);
   for (auto& s : servers_) {
     s->Stop();
     absl::Status st = s->Start(SocketPath(s->resource()));
@@ -127,6 +175,63 @@ void DevicePluginManager::RegisterOne(const ResourceServer& server) {
   }
 }
 
+void DevicePluginManager::Rescan() {
+  absl::StatusOr<agent::NodeSnapshot> node = agent::Discover(backend_);
+  if (!node.ok()) {
+    Log(absl::StrCat("rediscovery: ", node.status().message()));
+    return;
+  }
+  gpus_.clear();
+  for (const agent::GpuSnapshot& g : node->gpus) {
+    gpus_.push_back(g.info);
+    if (!g.info.uuid.empty()) health_.AddGpu(g.info.uuid);
+  }
+  const std::vector<Resource> next = BuildInventory(*node, options_.mig_strategy);
+
+  absl::MutexLock l(&lifecycle_mu_);
+  if (!started_) return;
+  std::vector<std::unique_ptr<ResourceServer>> keep, retire, fresh;
+  {
+    absl::MutexLock s(&servers_mu_);
+    for (auto& server : servers_) {
+      bool unchanged = false;
+      for (const Resource& r : next) unchanged |= SameResource(r, server->resource());
+      (unchanged ? keep : retire).push_back(std::move(server));
+    }
+    if (retire.empty() && keep.size() == next.size()) {
+      servers_ = std::move(keep);
+      return;
+    }
+    for (const Resource& r : next) {
+      bool known = false;
+      for (const auto& k : keep) known |= SameResource(r, k->resource());
+      if (!known) fresh.push_back(MakeServer(r, node->topology));
+    }
+    servers_ = std::move(keep);
+  }
+  Log(absl::StrCat("GPU inventory changed; resources now: ", Describe(next)));
+  // Stop before starting: a changed resource keeps its socket name.
+  for (auto& server : retire) {
+    Log(absl::StrCat("stopped serving ", server->resource().name));
+    server->Stop();
+  }
+  for (auto& server : fresh) {
+    absl::Status st = server->Start(SocketPath(server->resource()));
+    if (!st.ok()) {
+      Log(absl::StrCat("serving ", server->resource().name, ": ", st.message()));
+      continue;  // kept, so that the next kubelet restart or rescan tries again
+    }
+    RegisterOne(*server);
+  }
+  absl::MutexLock s(&servers_mu_);
+  for (auto& server : fresh) {
+    server->Refresh();  // health may have changed since it was built
+    servers_.push_back(std::move(server));
+  }
+  std::sort(servers_.begin(), servers_.end(),
+            [](const auto& a, const auto& b) { return a->resource().name < b->resource().name; });
+}
+
 void DevicePluginManager::Stop() {
   {
     absl::MutexLock l(&lifecycle_mu_);
@@ -138,7 +243,8 @@ void DevicePluginManager::Stop() {
   stop_ = true;
   if (events_.joinable()) events_.join();
   absl::MutexLock l(&lifecycle_mu_);
-  for (auto& s : servers_) s->Stop();
+  absl::ReaderMutexLock s(&servers_mu_);
+  for (auto& server : servers_) server->Stop();
 }
 
 void DevicePluginManager::SampleMetrics() {
@@ -151,13 +257,20 @@ void DevicePluginManager::SampleMetrics() {
 
 void DevicePluginManager::EventLoop() {
   absl::Time next_sample = clock_.Now();
+  const bool rescan = options_.rescan_every > absl::ZeroDuration();
+  absl::Time next_rescan = clock_.Now() + options_.rescan_every;
   while (!stop_) {
+    if (rescan && clock_.Now() >= next_rescan) {
+      Rescan();
+      next_rescan = clock_.Now() + options_.rescan_every;
+    }
     if (clock_.Now() >= next_sample) {
       SampleMetrics();
       next_sample = clock_.Now() + options_.metrics_every;
     }
-    const absl::Duration wait =
-        std::max(absl::ZeroDuration(), std::min(options_.event_poll, next_sample - clock_.Now()));
+    absl::Duration wait = std::min(options_.event_poll, next_sample - clock_.Now());
+    if (rescan) wait = std::min(wait, next_rescan - clock_.Now());
+    wait = std::max(absl::ZeroDuration(), wait);
     absl::StatusOr<std::optional<agent::GpuEvent>> ev = backend_.WaitForEvent(wait);
     if (!ev.ok()) {
       Log(absl::StrCat("GPU event wait: ", ev.status().message()));

@@ -1,16 +1,20 @@
 // DevicePluginManager: the running device plugin of one node.
 //
-// Start(): discovers the GPUs once (agent::Discover), builds the resources (inventory.h), feeds
-// a HealthTracker (the agent's health logic) from the backend's events and periodic metrics on a
+// Start(): discovers the GPUs (agent::Discover), builds the resources (inventory.h), feeds a
+// HealthTracker (the agent's health logic) from the backend's events and periodic metrics on a
 // thread of its own, and for each resource serves a ResourceServer on
 // <plugin_dir>/<socket_name> and then registers it with kubelet (serve first, then register).
 // Every health transition, recovery included, refreshes the servers, which resend ListAndWatch.
 // A watcher re-serves every resource on a fresh socket and registers again whenever kubelet.sock
 // is (re)created, which is what a kubelet restart does after deleting all sockets. A failed
 // registration (kubelet not up yet) is logged and retried on kubelet.sock's next creation.
+// Every `rescan_every` the GPUs are discovered again, so a MIG reconfiguration needs no restart:
+// a resource whose devices changed is served anew on its socket and registered again, a new
+// resource is served and registered, and a resource that vanished stops serving (kubelet then
+// marks its devices unhealthy and drops them). Unchanged resources are left alone.
 // The backend must be initialized and stays owned by the caller; the manager never shuts it down.
-// Start runs once per manager. Thread safety: Start and Stop from one thread; health(), resources()
-// and the accessors are safe from any thread once Start returned.
+// Start runs once per manager. Thread safety: Start and Stop from one thread; health() and the
+// accessors are safe from any thread.
 #pragma once
 
 #include <atomic>
@@ -25,9 +29,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/discovery.h"
 #include "agent/gpu_backend.h"
 #include "agent/health.h"
-#include "agent/topology.h"
 #include "common/clock.h"
 #include "deviceplugin/allocate.h"
 #include "deviceplugin/inventory.h"
@@ -42,6 +46,7 @@ struct PluginOptions {
   AllocateOptions allocate;
   agent::HealthPolicy health;
   absl::Duration metrics_every = absl::Seconds(10);     // health sampling of metrics (clock time)
+  absl::Duration rescan_every = absl::Seconds(30);      // rediscovery (clock time); 0: never
   absl::Duration event_poll = absl::Milliseconds(500);  // longest event wait; bounds Stop()
   absl::Duration register_timeout = absl::Seconds(5);   // real time
   // Diagnostics, one line per call, from any thread (must be thread-safe); default: stderr.
@@ -62,16 +67,22 @@ class DevicePluginManager {
   void Stop();  // idempotent
 
   agent::HealthTracker& health() { return health_; }
-  const std::vector<Resource>& resources() const { return resources_; }
+  // The resources served now.
+  std::vector<Resource> resources() const;
   std::string SocketPath(const Resource& resource) const;
   // Successful registrations so far (all resources).
   int registrations() const { return registrations_.load(); }
 
  private:
-  // Serves (again) every resource and registers it. Serialized by lifecycle_mu_.
+  std::unique_ptr<ResourceServer> MakeServer(const Resource& resource,
+                                             const agent::TopologyMatrix& topology);
+  // Serves (again) every resource and registers it.
   void ServeAndRegisterAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_);
   // Registers one served resource; failures are logged (kubelet may not be up yet).
   void RegisterOne(const ResourceServer& server);
+  // Discovers again and applies a changed inventory. Event thread only.
+  void Rescan();
+  void RefreshAll();
   void EventLoop();
   void SampleMetrics();
   void Log(absl::string_view line) const;
@@ -80,15 +91,19 @@ class DevicePluginManager {
   Clock& clock_;
   const PluginOptions options_;
   agent::HealthTracker health_;
-  std::vector<Resource> resources_;
-  std::vector<agent::GpuInfo> gpus_;
-  std::vector<std::unique_ptr<ResourceServer>> servers_;  // fixed after Start
+  std::vector<agent::GpuInfo> gpus_;  // written by Start, then only by the event thread
   std::unique_ptr<FileCreationWatcher> watcher_;
   std::thread events_;
   std::atomic<bool> stop_{false};
   std::atomic<int> registrations_{0};
+
+  // Lifecycle (start, stop, re-serve, rescan) is serialized by lifecycle_mu_; changing the set
+  // of servers takes servers_mu_ too, which alone suffices to read it (health listener).
+  // Order: lifecycle_mu_, then servers_mu_.
   absl::Mutex lifecycle_mu_;
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
+  mutable absl::Mutex servers_mu_;
+  std::vector<std::unique_ptr<ResourceServer>> servers_ ABSL_GUARDED_BY(servers_mu_);
 };
 
 }  // namespace tessera::deviceplugin
