@@ -137,7 +137,8 @@ absl::Status DevicePluginManager::Start() {
     for (auto& server : servers_) RegisterOne(*server);
   }
   stop_ = false;
-  events_ = std::thread([this] { EventLoop(); });
+  // Timers start now, not whenever the thread gets going.
+  events_ = std::thread([this, start = clock_.Now()] { EventLoop(start); });
   return absl::OkStatus();
 }
 
@@ -215,21 +216,27 @@ void DevicePluginManager::Rescan() {
     Log(absl::StrCat("stopped serving ", server->resource().name));
     server->Stop();
   }
+  std::vector<ResourceServer*> serving;
   for (auto& server : fresh) {
     absl::Status st = server->Start(SocketPath(server->resource()));
-    if (!st.ok()) {
+    if (st.ok()) {
+      serving.push_back(server.get());
+    } else {
+      // Kept, so that the next kubelet restart tries again.
       Log(absl::StrCat("serving ", server->resource().name, ": ", st.message()));
-      continue;  // kept, so that the next kubelet restart or rescan tries again
     }
-    RegisterOne(*server);
   }
-  absl::MutexLock s(&servers_mu_);
-  for (auto& server : fresh) {
-    server->Refresh();  // health may have changed since it was built
-    servers_.push_back(std::move(server));
+  {
+    absl::MutexLock s(&servers_mu_);
+    for (auto& server : fresh) {
+      server->Refresh();  // health may have changed since it was built
+      servers_.push_back(std::move(server));
+    }
+    std::sort(servers_.begin(), servers_.end(),
+              [](const auto& a, const auto& b) { return a->resource().name < b->resource().name; });
   }
-  std::sort(servers_.begin(), servers_.end(),
-            [](const auto& a, const auto& b) { return a->resource().name < b->resource().name; });
+  // Registered once listed: kubelet may call back at once. lifecycle_mu_ keeps them alive.
+  for (ResourceServer* server : serving) RegisterOne(*server);
 }
 
 void DevicePluginManager::Stop() {
@@ -255,18 +262,19 @@ void DevicePluginManager::SampleMetrics() {
   }
 }
 
-void DevicePluginManager::EventLoop() {
-  absl::Time next_sample = clock_.Now();
+void DevicePluginManager::EventLoop(absl::Time start) {
+  absl::Time next_sample = start;
   const bool rescan = options_.rescan_every > absl::ZeroDuration();
-  absl::Time next_rescan = clock_.Now() + options_.rescan_every;
+  absl::Time next_rescan = start + options_.rescan_every;
   while (!stop_) {
-    if (rescan && clock_.Now() >= next_rescan) {
+    // Schedule from the time the work was due to start, not from when it ended.
+    if (const absl::Time now = clock_.Now(); rescan && now >= next_rescan) {
+      next_rescan = now + options_.rescan_every;
       Rescan();
-      next_rescan = clock_.Now() + options_.rescan_every;
     }
-    if (clock_.Now() >= next_sample) {
+    if (const absl::Time now = clock_.Now(); now >= next_sample) {
+      next_sample = now + options_.metrics_every;
       SampleMetrics();
-      next_sample = clock_.Now() + options_.metrics_every;
     }
     absl::Duration wait = std::min(options_.event_poll, next_sample - clock_.Now());
     if (rescan) wait = std::min(wait, next_rescan - clock_.Now());

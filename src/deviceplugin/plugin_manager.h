@@ -83,7 +83,7 @@ class DevicePluginManager {
   // Discovers again and applies a changed inventory. Event thread only.
   void Rescan();
   void RefreshAll();
-  void EventLoop();
+  void EventLoop(absl::Time start);
   void SampleMetrics();
   void Log(absl::string_view line) const;
 
