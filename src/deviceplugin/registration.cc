@@ -8,8 +8,14 @@ namespace tessera::deviceplugin {
 
 absl::Status RegisterWithKubelet(const std::string& kubelet_socket,
                                  const v1beta1::RegisterRequest& request, absl::Duration timeout) {
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
-      absl::StrCat("unix:", kubelet_socket), grpc::InsecureChannelCredentials());
+  // kubelet.sock may exist a moment before kubelet listens on it: retry the connection quickly
+  // rather than after gRPC's default 1 s backoff.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      absl::StrCat("unix:", kubelet_socket), grpc::InsecureChannelCredentials(), args);
   std::unique_ptr<v1beta1::Registration::Stub> stub = v1beta1::Registration::NewStub(channel);
   grpc::ClientContext context;
   context.set_wait_for_ready(true);
