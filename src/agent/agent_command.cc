@@ -14,13 +14,12 @@
 #include "agent/fake/fake_backend.h"
 #include "agent/gpus_report.h"
 #include "agent/health.h"
+#include "agent/health_monitor.h"
 #include "agent/nvml/nvml_backend.h"
 #include "common/clock.h"
 
 namespace tessera::agent {
 namespace {
-
-constexpr absl::Duration kSampleEvery = absl::Seconds(5);
 
 std::string Hostname() {
   char buf[256] = {};
@@ -32,41 +31,18 @@ std::string Stamp(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
 }
 
-// Waits for events until `options.watch` has passed on `clock`, feeding a HealthTracker and
-// sampling metrics every kSampleEvery.
-int Watch(GpuBackend& backend, const NodeSnapshot& snap, const GpusOptions& options, Clock& clock,
-          std::ostream& out) {
+// Watches events and health for `options.watch` on `clock`, printing each event and every
+// health transition.
+int Watch(GpuBackend& backend, const GpusOptions& options, Clock& clock, std::ostream& out) {
   HealthPolicy policy;
   policy.ignored_xids.insert(options.ignore_xids.begin(), options.ignore_xids.end());
   HealthTracker health(policy);
-  for (const GpuSnapshot& g : snap.gpus) {
-    if (!g.info.uuid.empty()) health.AddGpu(g.info.uuid);
-  }
   health.AddListener([&out](const HealthTransition& t) {
     out << Stamp(t.time) << "  " << t.uuid << "  " << HealthName(t.from) << " -> "
         << HealthName(t.to) << ": " << t.reason << "\n";
   });
-  out << "Watching GPU events for " << absl::FormatDuration(options.watch) << "...\n";
-  const absl::Time end = clock.Now() + options.watch;
-  absl::Time next_sample = clock.Now();
-  int exit_code = 0;
-  while (clock.Now() < end) {
-    if (clock.Now() >= next_sample) {
-      for (const GpuSnapshot& g : snap.gpus) {
-        absl::StatusOr<GpuMetrics> m = backend.GetMetrics(g.info.index);
-        if (m.ok() && !g.info.uuid.empty()) health.OnMetrics(g.info.uuid, *m, clock.Now());
-      }
-      next_sample = clock.Now() + kSampleEvery;
-    }
-    absl::Duration wait = std::min(end, next_sample) - clock.Now();
-    absl::StatusOr<std::optional<GpuEvent>> ev = backend.WaitForEvent(wait);
-    if (!ev.ok()) {
-      out << "event wait unavailable: " << ev.status() << "\n";
-      exit_code = 1;
-      break;
-    }
-    if (!ev->has_value()) continue;
-    const GpuEvent& e = **ev;
+  HealthMonitor monitor(backend, health, clock);
+  monitor.SetEventCallback([&out, &policy](const GpuEvent& e) {
     out << Stamp(e.time) << "  " << (e.gpu_uuid.empty() ? "(all GPUs)" : e.gpu_uuid) << "  event "
         << GpuEventKindName(e.kind);
     if (e.kind == GpuEventKind::kXid) {
@@ -76,11 +52,15 @@ int Watch(GpuBackend& backend, const NodeSnapshot& snap, const GpusOptions& opti
     }
     if (!e.detail.empty()) out << ": " << e.detail;
     out << "\n";
-    health.OnEvent(e);
-    if (e.kind == GpuEventKind::kEventWaitFailed) {
-      // A broken wait usually fails at once; do not spin on it.
-      clock.Sleep(std::min(absl::Seconds(1), end - clock.Now()));
-    }
+  });
+  if (absl::Status st = monitor.Start(); !st.ok()) {
+    out << "cannot watch: " << st.message() << "\n";
+    return 1;
+  }
+  out << "Watching GPU events for " << absl::FormatDuration(options.watch) << "...\n";
+  monitor.RunUntil(clock.Now() + options.watch);
+  if (!monitor.events_supported()) {
+    out << "note: this backend delivers no events; only metrics were watched\n";
   }
   out << "Health:\n";
   for (const std::string& uuid : health.Uuids()) {
@@ -89,7 +69,7 @@ int Watch(GpuBackend& backend, const NodeSnapshot& snap, const GpusOptions& opti
     out << "  " << uuid << "  " << HealthName(h->health)
         << (h->reason.empty() ? "" : absl::StrCat("  (", h->reason, ")")) << "\n";
   }
-  return exit_code;
+  return 0;
 }
 
 }  // namespace
@@ -142,7 +122,7 @@ int RunGpusCommand(const GpusOptions& options, Clock& clock, std::ostream& out, 
     out << RenderSnapshotTable(*snap);
   }
   int code = 0;
-  if (options.watch > absl::ZeroDuration()) code = Watch(*backend, *snap, options, clock, out);
+  if (options.watch > absl::ZeroDuration()) code = Watch(*backend, options, clock, out);
   backend->Shutdown().IgnoreError();
   return code;
 }
@@ -162,7 +142,9 @@ void RegisterAgentCommands(CLI::App& app) {
       ->check(CLI::IsMember({"table", "json", "prometheus"}));
   gpus->add_option("--watch", *watch,
                    "Then watch GPU events and health for this long (e.g. 60s, 10m)");
-  gpus->add_option("--ignore-xid", options->ignore_xids, "XIDs that never affect health");
+  gpus->add_option("--ignore-xid", options->ignore_xids,
+                   "XIDs that never affect health (repeat or comma-separate: 48,79)")
+      ->delimiter(',');
   gpus->add_option("--hostname", options->hostname, "Hostname label for -o prometheus");
   gpus->callback([options, watch]() {
     if (!watch->empty() && !absl::ParseDuration(*watch, &options->watch)) {

@@ -122,6 +122,7 @@ void HealthTracker::OnEvent(const GpuEvent& event) {
     };
     switch (event.kind) {
       case GpuEventKind::kXid: {
+        if (!event.gpu_uuid.empty()) StateLocked(event.gpu_uuid).last_xid = event.xid;
         if (ClassifyXid(event.xid, policy_) != XidClass::kHardware) break;
         std::string reason = absl::StrCat("XID ", event.xid, ": ", XidDescription(event.xid));
         if (event.gpu_uuid.empty()) {
@@ -215,6 +216,7 @@ absl::StatusOr<GpuHealth> HealthTracker::Get(const std::string& uuid) const {
   GpuHealth h;
   h.health = s.health;
   h.since = s.since;
+  h.last_xid = s.last_xid;
   if (s.sticky) {
     h.reason = *s.sticky;
   } else if (s.ecc) {

@@ -54,8 +54,9 @@ std::string_view HealthName(Health h);  // "healthy" / "unhealthy"
 
 struct GpuHealth {
   Health health = Health::kHealthy;
-  std::string reason;  // why it is unhealthy; empty when healthy
-  absl::Time since;    // time of the last verdict change (InfinitePast at registration)
+  std::string reason;     // why it is unhealthy; empty when healthy
+  absl::Time since;       // time of the last verdict change (InfinitePast at registration)
+  uint64_t last_xid = 0;  // the last XID seen, of any class (DCGM_FI_DEV_XID_ERRORS); 0: none
 };
 
 struct HealthTransition {
@@ -95,6 +96,7 @@ class HealthTracker {
     std::optional<std::string> ecc;
     Health health = Health::kHealthy;
     absl::Time since = absl::InfinitePast();
+    uint64_t last_xid = 0;
   };
   // Re-derives the verdict; appends a transition when it changed.
   void UpdateLocked(const std::string& uuid, State& s, absl::Time time,

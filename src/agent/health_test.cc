@@ -58,9 +58,11 @@ TEST(ClassifyXidTest, DefaultClasses) {
 }
 
 TEST_F(HealthTrackerTest, ApplicationXidsLeaveGpuHealthy) {
+  EXPECT_EQ(tracker_.Get(kA)->last_xid, 0u);
   for (uint64_t xid : {13, 31, 43, 45, 68, 109}) tracker_.OnEvent(Xid(kA, xid));
   EXPECT_TRUE(tracker_.IsHealthy(kA));
   EXPECT_TRUE(transitions_.empty());
+  EXPECT_EQ(tracker_.Get(kA)->last_xid, 109u);
 }
 
 TEST_F(HealthTrackerTest, HardwareXidsMarkUnhealthyWithReason) {

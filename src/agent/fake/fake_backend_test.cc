@@ -1,6 +1,8 @@
 #include "agent/fake/fake_backend.h"
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/discovery.h"
@@ -304,11 +306,56 @@ TEST(FakeConfigTest, ErrorsNameTheField) {
   EXPECT_EQ(LoadFakeConfig("/nonexistent.yaml").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(FakeConfigTest, JsonIsAcceptedToo) {
+  absl::StatusOr<FakeConfig> cfg = ParseFakeConfig(R"({
+    "gpus": [{"model": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "numa_node": 0},
+             {"model": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "numa_node": 1}],
+    "events": [{"at": "2s", "gpu": 1, "type": "xid", "xid": 48}]
+  })");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ASSERT_EQ(cfg->gpus.size(), 2u);
+  EXPECT_EQ(cfg->gpus[1].info.memory->total_bytes, 40960 * kMiB);
+  EXPECT_EQ(cfg->levels[0][1], TopologyLevel::kSystem);
+  ASSERT_EQ(cfg->events.size(), 1u);
+  EXPECT_EQ(cfg->events[0].at, absl::Seconds(2));
+}
+
 TEST(FakeConfigTest, AllExamplesLoad) {
   for (const char* name : {"h100-nvswitch-8.yaml", "pcie-4.yaml", "a100-mig.yaml"}) {
     absl::StatusOr<FakeConfig> cfg = LoadFakeConfig(Example(name));
     EXPECT_TRUE(cfg.ok()) << name << ": " << cfg.status();
   }
+}
+
+}  // namespace
+}  // namespace tessera::agent
+
+namespace tessera::agent {
+namespace {
+
+TEST(FakeBackendTest, ConcurrentWaiterAndQueries) {
+  ManualClock clock(kStart);
+  auto b = Load("h100-nvswitch-8.yaml", clock);
+  ASSERT_NE(b, nullptr);
+  HealthTracker health;
+  std::atomic<int> events{0};
+  std::thread waiter([&] {
+    while (clock.Now() < kStart + absl::Seconds(100)) {
+      absl::StatusOr<std::optional<GpuEvent>> ev = b->WaitForEvent(absl::Seconds(1));
+      if (ev.ok() && ev->has_value()) {
+        health.OnEvent(**ev);
+        ++events;
+      }
+    }
+  });
+  for (int i = 0; i < 50; ++i) {
+    absl::StatusOr<NodeSnapshot> snap = Discover(*b);
+    ASSERT_TRUE(snap.ok());
+    for (const GpuSnapshot& g : snap->gpus) health.OnMetrics(g.info.uuid, g.metrics, clock.Now());
+    (void)health.Uuids();
+  }
+  waiter.join();
+  EXPECT_EQ(events.load(), 4);  // xid 13, xid 79, ecc, reset
 }
 
 }  // namespace

@@ -276,13 +276,16 @@ absl::Status NvmlBackend::InitLocked() {
   unsigned int count = 0;
   RETURN_IF_ERROR(ToStatus(api_->device_count(&count), "nvmlDeviceGetCount"));
   for (unsigned int i = 0; i < count; ++i) {
+    // A GPU that does not answer (fallen off the bus: "Unable to determine the device handle")
+    // keeps its index with an empty UUID and its queries fail with the error; the rest of the
+    // node stays usable.
     nvmlDevice_t dev = nullptr;
-    RETURN_IF_ERROR(ToStatus(api_->handle_by_index(i, &dev),
-                             absl::StrCat("nvmlDeviceGetHandleByIndex(", i, ")")));
-    // A GPU that does not answer (lost) keeps its index with an empty UUID; its queries fail.
+    absl::Status handle = ToStatus(api_->handle_by_index(i, &dev),
+                                   absl::StrCat("nvmlDeviceGetHandleByIndex(", i, ")"));
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    api_->uuid(dev, uuid, sizeof(uuid));
-    devices_.push_back(dev);
+    if (handle.ok()) api_->uuid(dev, uuid, sizeof(uuid));
+    devices_.push_back(handle.ok() ? dev : nullptr);
+    device_errors_.push_back(handle);
     uuids_.emplace_back(uuid, strnlen(uuid, sizeof(uuid)));
   }
 
@@ -292,6 +295,7 @@ absl::Status NvmlBackend::InitLocked() {
     if (a.event_set_create(&set) == NVML_SUCCESS) {
       event_set_ = set;
       for (void* d : devices_) {
+        if (d == nullptr) continue;
         nvmlDevice_t dev = static_cast<nvmlDevice_t>(d);
         unsigned long long want = nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError;
         unsigned long long supported = want;
@@ -325,6 +329,7 @@ void NvmlBackend::ShutdownLocked() {
   if (api_ && initialized_ && api_->shutdown) api_->shutdown();
   initialized_ = false;
   devices_.clear();
+  device_errors_.clear();
   uuids_.clear();
   api_.reset();
   if (dl_ != nullptr) dlclose(dl_);
@@ -351,6 +356,7 @@ absl::StatusOr<void*> NvmlBackend::DeviceLocked(int index) {
     return absl::InvalidArgumentError(
         absl::StrCat("gpu index ", index, " out of range [0, ", devices_.size(), ")"));
   }
+  if (devices_[index] == nullptr) return device_errors_[index];
   return devices_[index];
 }
 

@@ -64,7 +64,8 @@ class NvmlBackend final : public GpuBackend {
   void* dl_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<Api> api_;  // written under mu_ in Init/Shutdown only
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<void*> devices_ ABSL_GUARDED_BY(mu_);  // nvmlDevice_t by index
+  std::vector<void*> devices_ ABSL_GUARDED_BY(mu_);  // nvmlDevice_t by index; null: no handle
+  std::vector<absl::Status> device_errors_ ABSL_GUARDED_BY(mu_);  // why a handle is null
   std::vector<std::string> uuids_ ABSL_GUARDED_BY(mu_);
   void* event_set_ ABSL_GUARDED_BY(mu_) = nullptr;  // nvmlEventSet_t
   std::vector<std::string> missing_ ABSL_GUARDED_BY(mu_);

@@ -23,7 +23,7 @@ class NvmlBackendTest : public ::testing::Test {
     for (const char* v :
          {"TESSERA_STUB_NVML_GPUS", "TESSERA_STUB_NVML_MIG_GPU", "TESSERA_STUB_NVML_XID",
           "TESSERA_STUB_NVML_WAIT_ERROR", "TESSERA_STUB_NVML_INIT_ERROR",
-          "TESSERA_STUB_NVML_LOST_GPU", "TESSERA_NVML_LIB"}) {
+          "TESSERA_STUB_NVML_LOST_GPU", "TESSERA_STUB_NVML_NO_HANDLE", "TESSERA_NVML_LIB"}) {
       unsetenv(v);
     }
   }
@@ -163,6 +163,29 @@ TEST_F(NvmlBackendTest, LostGpuFailsItsQueriesOnly) {
   EXPECT_THAT(snap->gpus[2].error, HasSubstr("GPU is lost"));
   EXPECT_TRUE(snap->gpus[1].error.empty());
   EXPECT_EQ(snap->topology.Link(1, 2), LinkClass::kUnknown);
+}
+
+TEST_F(NvmlBackendTest, GpuWithoutHandleDoesNotFailInit) {
+  setenv("TESSERA_STUB_NVML_NO_HANDLE", "5", 1);
+  setenv("TESSERA_STUB_NVML_XID", "6:79", 1);
+  NvmlBackend nvml(clock_, STUB_NVML_PATH);
+  ASSERT_TRUE(nvml.Init().ok());
+  EXPECT_EQ(*nvml.DeviceCount(), 8);
+  absl::StatusOr<GpuInfo> info = nvml.GetDeviceInfo(5);
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(info.status().message()),
+              HasSubstr("nvmlDeviceGetHandleByIndex(5): GPU is lost"));
+  EXPECT_EQ(nvml.GetMetrics(5).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(nvml.GetTopologyLevel(4, 5).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(nvml.GetDeviceInfo(6).ok());
+  absl::StatusOr<NodeSnapshot> snap = Discover(nvml);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_THAT(snap->gpus[5].error, HasSubstr("GPU is lost"));
+  EXPECT_EQ(snap->topology.Link(4, 6), LinkClass::kNvLink);
+  // The other GPUs are still watched.
+  absl::StatusOr<std::optional<GpuEvent>> ev = nvml.WaitForEvent(absl::Milliseconds(10));
+  ASSERT_TRUE(ev.ok() && ev->has_value());
+  EXPECT_EQ((*ev)->gpu_uuid, "GPU-5d1f0e2a-0000-4000-8000-000000000006");
 }
 
 TEST_F(NvmlBackendTest, InitErrorCarriesNvmlErrorString) {

@@ -15,6 +15,7 @@
 //  TESSERA_STUB_NVML_WAIT_ERROR=code   nvmlEventSetWait returns `code` once the XIDs are delivered
 //  TESSERA_STUB_NVML_INIT_ERROR=code   nvmlInit fails with `code`
 //  TESSERA_STUB_NVML_LOST_GPU=i        queries on GPU i return NVML_ERROR_GPU_IS_LOST
+//  TESSERA_STUB_NVML_NO_HANDLE=i       nvmlDeviceGetHandleByIndex(i) returns NVML_ERROR_GPU_IS_LOST
 // Test-only code: the process-wide state below is what a real driver library has too.
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +52,7 @@ struct State {
   int gpus = kMaxGpus;
   int mig_gpu = -1;
   int lost_gpu = -1;
+  int no_handle_gpu = -1;
   int wait_error = 0;
   std::deque<std::pair<int, unsigned long long>> xids;
   nvmlDevice_st devices[kMaxGpus];
@@ -105,6 +107,7 @@ int DoInit() {
   if (s.gpus < 0 || s.gpus > kMaxGpus) s.gpus = kMaxGpus;
   s.mig_gpu = EnvInt("TESSERA_STUB_NVML_MIG_GPU", -1);
   s.lost_gpu = EnvInt("TESSERA_STUB_NVML_LOST_GPU", -1);
+  s.no_handle_gpu = EnvInt("TESSERA_STUB_NVML_NO_HANDLE", -1);
   s.wait_error = EnvInt("TESSERA_STUB_NVML_WAIT_ERROR", 0);
   s.xids.clear();
   if (const char* v = std::getenv("TESSERA_STUB_NVML_XID"); v && *v) {
@@ -143,6 +146,7 @@ int DoGetHandle(unsigned int index, nvmlDevice_t* device) {
   if (device == nullptr || index >= static_cast<unsigned int>(s.gpus)) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
+  if (static_cast<int>(index) == s.no_handle_gpu) return NVML_ERROR_GPU_IS_LOST;
   *device = &s.devices[index];
   return NVML_SUCCESS;
 }
