@@ -6,7 +6,8 @@
 //                         [--rescan-interval DURATION]
 //
 // Serves kubelet's device plugin API v1beta1 for nvidia.com/gpu (and, with MIG,
-// nvidia.com/mig-<profile>) until SIGINT or SIGTERM. See docs/device-plugin.md.
+// nvidia.com/mig-<profile>) until SIGINT or SIGTERM, then stops within --metrics-interval (the
+// health monitor finishes its event wait) and removes its sockets. See docs/device-plugin.md.
 #pragma once
 
 #include <cstdint>

@@ -78,7 +78,9 @@ TEST_F(DevicePluginCommandTest, RegistersServesAndStopsOnSigterm) {
   testing::TestKubelet kubelet(dir_);
   ASSERT_TRUE(kubelet.Start().ok());
   Spawn({"device-plugin", "--backend", "fake", "--fake-config", dir_ + "/node.yaml", "--plugin-dir",
-         dir_, "--cdi", "false"});
+         dir_, "--cdi", "false",
+         // Stopping waits for the health monitor's event wait, bounded by this interval.
+         "--metrics-interval", "200ms"});
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, absl::Seconds(20))) << Output();
   const v1beta1::RegisterRequest reg = kubelet.registrations()[0];
   EXPECT_EQ(reg.resource_name(), "nvidia.com/gpu");

@@ -85,19 +85,10 @@ absl::Status DevicePluginManager::Start() {
     }
   }
   ASSIGN_OR_RETURN(agent::NodeSnapshot node, agent::Discover(backend_));
+  // GPUs that do not answer now are reported lost by the monitor's first sample.
   for (const agent::GpuSnapshot& g : node.gpus) {
-    gpus_.push_back(g.info);
-    if (g.info.uuid.empty()) continue;
-    health_.AddGpu(g.info.uuid);
-    if (!g.error.empty()) {
-      // A GPU that does not answer at start is not fit for workloads until it is reset.
-      agent::GpuEvent lost;
-      lost.kind = agent::GpuEventKind::kGpuLost;
-      lost.gpu_uuid = g.info.uuid;
-      lost.time = clock_.Now();
-      lost.detail = g.error;
-      health_.OnEvent(lost);
-    }
+    gpu_uuids_.push_back(g.info.uuid);
+    if (!g.info.uuid.empty()) health_.AddGpu(g.info.uuid);
   }
   const std::vector<Resource> resources = BuildInventory(node, options_.mig_strategy);
   std::vector<std::unique_ptr<ResourceServer>> servers;
@@ -136,7 +127,6 @@ absl::Status DevicePluginManager::Start() {
     absl::ReaderMutexLock s(&servers_mu_);
     for (auto& server : servers_) RegisterOne(*server);
   }
-  stop_ = false;
   // Timers start now, not whenever the thread gets going.
   events_ = std::thread([this, start = clock_.Now()] { EventLoop(start); });
   return absl::OkStatus();
@@ -176,21 +166,21 @@ void DevicePluginManager::RegisterOne(const ResourceServer& server) {
   }
 }
 
-void DevicePluginManager::Rescan() {
+std::vector<std::string> DevicePluginManager::Rescan() {
   absl::StatusOr<agent::NodeSnapshot> node = agent::Discover(backend_);
   if (!node.ok()) {
     Log(absl::StrCat("rediscovery: ", node.status().message()));
-    return;
+    return gpu_uuids_;
   }
-  gpus_.clear();
+  std::vector<std::string> uuids;
   for (const agent::GpuSnapshot& g : node->gpus) {
-    gpus_.push_back(g.info);
+    uuids.push_back(g.info.uuid);
     if (!g.info.uuid.empty()) health_.AddGpu(g.info.uuid);
   }
   const std::vector<Resource> next = BuildInventory(*node, options_.mig_strategy);
 
   absl::MutexLock l(&lifecycle_mu_);
-  if (!started_) return;
+  if (!started_) return uuids;
   std::vector<std::unique_ptr<ResourceServer>> keep, retire, fresh;
   {
     absl::MutexLock s(&servers_mu_);
@@ -201,7 +191,7 @@ void DevicePluginManager::Rescan() {
     }
     if (retire.empty() && keep.size() == next.size()) {
       servers_ = std::move(keep);
-      return;
+      return uuids;
     }
     for (const Resource& r : next) {
       bool known = false;
@@ -237,6 +227,7 @@ void DevicePluginManager::Rescan() {
   }
   // Registered once listed: kubelet may call back at once. lifecycle_mu_ keeps them alive.
   for (ResourceServer* server : serving) RegisterOne(*server);
+  return uuids;
 }
 
 void DevicePluginManager::Stop() {
@@ -248,46 +239,48 @@ void DevicePluginManager::Stop() {
   // The watcher's callback takes lifecycle_mu_; stop it without holding the lock.
   if (watcher_) watcher_->Stop();
   stop_ = true;
+  {
+    absl::MutexLock l(&monitor_mu_);
+    if (monitor_ != nullptr) monitor_->Stop();
+  }
   if (events_.joinable()) events_.join();
   absl::MutexLock l(&lifecycle_mu_);
   absl::ReaderMutexLock s(&servers_mu_);
   for (auto& server : servers_) server->Stop();
 }
 
-void DevicePluginManager::SampleMetrics() {
-  for (const agent::GpuInfo& g : gpus_) {
-    if (g.uuid.empty()) continue;
-    absl::StatusOr<agent::GpuMetrics> m = backend_.GetMetrics(g.index);
-    if (m.ok()) health_.OnMetrics(g.uuid, *m, clock_.Now());
-  }
-}
-
 void DevicePluginManager::EventLoop(absl::Time start) {
-  absl::Time next_sample = start;
+  agent::HealthMonitor::Options mo;
+  mo.sample_every = options_.metrics_every;
+  mo.wait_failure_backoff = options_.wait_failure_backoff;
   const bool rescan = options_.rescan_every > absl::ZeroDuration();
-  absl::Time next_rescan = start + options_.rescan_every;
+  absl::Time next_rescan = rescan ? start + options_.rescan_every : absl::InfiniteFuture();
+  std::vector<std::string> uuids = gpu_uuids_;
   while (!stop_) {
-    // Schedule from the time the work was due to start, not from when it ended.
-    if (const absl::Time now = clock_.Now(); rescan && now >= next_rescan) {
-      next_rescan = now + options_.rescan_every;
-      Rescan();
+    // A fresh monitor whenever the set of GPUs changed (it registers them at its Start).
+    agent::HealthMonitor monitor(backend_, health_, clock_, mo);
+    if (absl::Status st = monitor.Start(); !st.ok()) {
+      Log(absl::StrCat("health monitor: ", st.message()));
     }
-    if (const absl::Time now = clock_.Now(); now >= next_sample) {
-      next_sample = now + options_.metrics_every;
-      SampleMetrics();
+    {
+      absl::MutexLock l(&monitor_mu_);
+      monitor_ = &monitor;
     }
-    absl::Duration wait = std::min(options_.event_poll, next_sample - clock_.Now());
-    if (rescan) wait = std::min(wait, next_rescan - clock_.Now());
-    wait = std::max(absl::ZeroDuration(), wait);
-    absl::StatusOr<std::optional<agent::GpuEvent>> ev = backend_.WaitForEvent(wait);
-    if (!ev.ok()) {
-      Log(absl::StrCat("GPU event wait: ", ev.status().message()));
-      clock_.Sleep(options_.event_poll);  // do not spin on a backend that keeps failing
-      continue;
+    while (!stop_) {
+      monitor.RunUntil(next_rescan);
+      if (stop_) break;
+      // Schedule from the time the rescan was due to start, not from when it ended.
+      next_rescan = clock_.Now() + options_.rescan_every;
+      std::vector<std::string> now = Rescan();
+      if (now != uuids) {
+        Log("the set of GPUs changed; restarting the health monitor");
+        uuids = std::move(now);
+        gpu_uuids_ = uuids;
+        break;
+      }
     }
-    if (!ev->has_value()) continue;
-    health_.OnEvent(**ev);
-    if ((*ev)->kind == agent::GpuEventKind::kEventWaitFailed) clock_.Sleep(options_.event_poll);
+    absl::MutexLock l(&monitor_mu_);
+    monitor_ = nullptr;
   }
 }
 

@@ -1,8 +1,9 @@
 // DevicePluginManager: the running device plugin of one node.
 //
-// Start(): discovers the GPUs (agent::Discover), builds the resources (inventory.h), feeds a
-// HealthTracker (the agent's health logic) from the backend's events and periodic metrics on a
-// thread of its own, and for each resource serves a ResourceServer on
+// Start(): discovers the GPUs (agent::Discover), builds the resources (inventory.h), keeps a
+// HealthTracker (the agent's health logic) current with the agent's HealthMonitor (backend
+// events, periodic metrics, loss by query) on a thread of its own, and for each resource serves
+// a ResourceServer on
 // <plugin_dir>/<socket_name> and then registers it with kubelet (serve first, then register).
 // Every health transition, recovery included, refreshes the servers, which resend ListAndWatch.
 // A watcher re-serves every resource on a fresh socket and registers again whenever kubelet.sock
@@ -13,8 +14,10 @@
 // resource is served and registered, and a resource that vanished stops serving (kubelet then
 // marks its devices unhealthy and drops them). Unchanged resources are left alone.
 // The backend must be initialized and stays owned by the caller; the manager never shuts it down.
-// Start runs once per manager. Thread safety: Start and Stop from one thread; health() and the
-// accessors are safe from any thread.
+// Start runs once per manager. Stop() returns after the monitor's event wait in progress, so
+// within `metrics_every` of clock time.
+// Thread safety: Start and Stop from one thread; health() and the accessors are safe from any
+// thread.
 #pragma once
 
 #include <atomic>
@@ -32,6 +35,7 @@
 #include "agent/discovery.h"
 #include "agent/gpu_backend.h"
 #include "agent/health.h"
+#include "agent/health_monitor.h"
 #include "common/clock.h"
 #include "deviceplugin/allocate.h"
 #include "deviceplugin/inventory.h"
@@ -45,10 +49,10 @@ struct PluginOptions {
   MigStrategy mig_strategy = MigStrategy::kMixed;
   AllocateOptions allocate;
   agent::HealthPolicy health;
-  absl::Duration metrics_every = absl::Seconds(10);     // health sampling of metrics (clock time)
-  absl::Duration rescan_every = absl::Seconds(30);      // rediscovery (clock time); 0: never
-  absl::Duration event_poll = absl::Milliseconds(500);  // longest event wait; bounds Stop()
-  absl::Duration register_timeout = absl::Seconds(5);   // real time
+  absl::Duration metrics_every = absl::Seconds(10);  // health sampling of metrics (clock time)
+  absl::Duration rescan_every = absl::Seconds(30);   // rediscovery (clock time); 0: never
+  absl::Duration wait_failure_backoff = absl::Seconds(1);  // after a failed event wait
+  absl::Duration register_timeout = absl::Seconds(5);      // real time
   // Diagnostics, one line per call, from any thread (must be thread-safe); default: stderr.
   std::function<void(absl::string_view)> log;
 };
@@ -80,18 +84,18 @@ class DevicePluginManager {
   void ServeAndRegisterAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_);
   // Registers one served resource; failures are logged (kubelet may not be up yet).
   void RegisterOne(const ResourceServer& server);
-  // Discovers again and applies a changed inventory. Event thread only.
-  void Rescan();
+  // Discovers again and applies a changed inventory; returns the GPU UUIDs by index.
+  // Event thread only.
+  std::vector<std::string> Rescan();
   void RefreshAll();
   void EventLoop(absl::Time start);
-  void SampleMetrics();
   void Log(absl::string_view line) const;
 
   agent::GpuBackend& backend_;
   Clock& clock_;
   const PluginOptions options_;
   agent::HealthTracker health_;
-  std::vector<agent::GpuInfo> gpus_;  // written by Start, then only by the event thread
+  std::vector<std::string> gpu_uuids_;  // by index; written by Start, then the event thread
   std::unique_ptr<FileCreationWatcher> watcher_;
   std::thread events_;
   std::atomic<bool> stop_{false};
@@ -103,6 +107,9 @@ class DevicePluginManager {
   absl::Mutex lifecycle_mu_;
   bool started_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
   mutable absl::Mutex servers_mu_;
+  // The event thread's monitor, so that Stop() can interrupt it.
+  absl::Mutex monitor_mu_;
+  agent::HealthMonitor* monitor_ ABSL_GUARDED_BY(monitor_mu_) = nullptr;
   std::vector<std::unique_ptr<ResourceServer>> servers_ ABSL_GUARDED_BY(servers_mu_);
 };
 
