@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,65 @@ TEST_F(DevicePluginCommandTest, RegistersServesAndStopsOnSigterm) {
   EXPECT_EQ(Wait(), 0) << Output();
   EXPECT_TRUE(client->WaitForStreamEnd(absl::Seconds(10)));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/" + reg.endpoint()));
+}
+
+// The NVML backend against the agent's stub libnvidia-ml: 8 NVSwitch GPUs, GPU 1 in MIG mode
+// (two 3g.40gb instances), XID 79 on GPU 3 delivered by the event wait.
+TEST_F(DevicePluginCommandTest, NvmlBackendWithStubDriver) {
+  testing::TestKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  setenv("TESSERA_STUB_NVML_MIG_GPU", "1", 1);
+  setenv("TESSERA_STUB_NVML_XID", "3:79", 1);
+  Spawn({"device-plugin", "--backend", "nvml", "--nvml-lib", STUB_NVML_PATH, "--plugin-dir", dir_,
+         "--metrics-interval", "200ms"});
+  unsetenv("TESSERA_STUB_NVML_MIG_GPU");
+  unsetenv("TESSERA_STUB_NVML_XID");
+  ASSERT_TRUE(kubelet.WaitForRegistrations(2, absl::Seconds(20))) << Output();
+  std::map<std::string, std::string> endpoints;
+  for (const auto& r : kubelet.registrations()) endpoints[r.resource_name()] = r.endpoint();
+  ASSERT_EQ(endpoints.size(), 2u) << Output();
+  ASSERT_EQ(endpoints.count("nvidia.com/gpu"), 1u) << Output();
+  ASSERT_EQ(endpoints.count("nvidia.com/mig-3g.40gb"), 1u) << Output();
+
+  std::unique_ptr<testing::PluginClient> gpu = kubelet.Connect(endpoints["nvidia.com/gpu"]);
+  gpu->StartWatch();
+  const std::string gpu3 = "GPU-5d1f0e2a-0000-4000-8000-000000000003";
+  std::optional<v1beta1::ListAndWatchResponse> list = gpu->WaitForList(
+      [&](const auto& l) {
+        auto h = testing::HealthById(l);
+        return h.size() == 7 && h[gpu3] == "Unhealthy";
+      },
+      0, absl::Seconds(20));
+  ASSERT_TRUE(list.has_value()) << Output();
+
+  // 4..7 are NVSwitch peers on NUMA node 1; (4,5) also share a PCIe switch.
+  v1beta1::PreferredAllocationRequest preq;
+  auto* c = preq.add_container_requests();
+  for (int i : {4, 5, 6, 7}) {
+    c->add_available_deviceids("GPU-5d1f0e2a-0000-4000-8000-00000000000" + std::to_string(i));
+  }
+  c->set_allocation_size(2);
+  v1beta1::PreferredAllocationResponse presp;
+  ASSERT_TRUE(gpu->GetPreferredAllocation(preq, &presp).ok());
+  ASSERT_EQ(presp.container_responses(0).deviceids_size(), 2);
+  EXPECT_EQ(presp.container_responses(0).deviceids(0), "GPU-5d1f0e2a-0000-4000-8000-000000000004");
+  EXPECT_EQ(presp.container_responses(0).deviceids(1), "GPU-5d1f0e2a-0000-4000-8000-000000000005");
+
+  std::unique_ptr<testing::PluginClient> mig = kubelet.Connect(endpoints["nvidia.com/mig-3g.40gb"]);
+  mig->StartWatch();
+  list =
+      mig->WaitForList([](const auto& l) { return l.devices_size() == 2; }, 0, absl::Seconds(20));
+  ASSERT_TRUE(list.has_value());
+  v1beta1::AllocateRequest req;
+  req.add_container_requests()->add_devices_ids(list->devices(0).id());
+  v1beta1::AllocateResponse resp;
+  grpc::Status s = mig->Allocate(req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), list->devices(0).id());
+  EXPECT_EQ(resp.container_responses(0).devices(0).host_path(), "/dev/nvidia1");
+
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  EXPECT_EQ(Wait(), 0) << Output();
 }
 
 TEST_F(DevicePluginCommandTest, BadUsage) {
