@@ -29,6 +29,14 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
     std::cerr << "--rescan-interval: must not be negative\n";
     return 2;
   }
+  // Block the stop signals before any thread exists (every later thread, the driver's included,
+  // inherits the mask) and take them synchronously below, with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   RealClock clock;
   std::unique_ptr<agent::GpuBackend> backend;
   if (flags.backend == "nvml") {
@@ -53,14 +61,6 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
     std::cerr << "GPU backend " << flags.backend << ": " << st.message() << "\n";
     return 1;
   }
-
-  // Block the stop signals in every thread (the ones started below inherit the mask) and take
-  // them synchronously here.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   PluginOptions options;
   options.plugin_dir = flags.plugin_dir;
