@@ -1,0 +1,128 @@
+#include "deviceplugin/deviceplugin_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "agent/fake/fake_backend.h"
+#include "agent/nvml/nvml_backend.h"
+#include "common/clock.h"
+#include "deviceplugin/plugin_manager.h"
+
+namespace tessera::deviceplugin {
+
+int RunDevicePlugin(const DevicePluginFlags& flags) {
+  absl::StatusOr<MigStrategy> strategy = ParseMigStrategy(flags.mig_strategy);
+  if (!strategy.ok()) {
+    std::cerr << "--mig-strategy: expected none or mixed, got '" << flags.mig_strategy << "'\n";
+    return 2;
+  }
+  if (flags.metrics_interval <= absl::ZeroDuration()) {
+    std::cerr << "--metrics-interval: must be positive\n";
+    return 2;
+  }
+  if (flags.rescan_interval < absl::ZeroDuration()) {
+    std::cerr << "--rescan-interval: must not be negative\n";
+    return 2;
+  }
+  // Block the stop signals before any thread exists (every later thread, the driver's included,
+  // inherits the mask) and take them synchronously below, with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  RealClock clock;
+  std::unique_ptr<agent::GpuBackend> backend;
+  if (flags.backend == "nvml") {
+    backend = std::make_unique<agent::NvmlBackend>(clock, flags.nvml_lib);
+  } else if (flags.backend == "fake") {
+    if (flags.fake_config.empty()) {
+      std::cerr << "--fake-config: required with --backend fake (see deploy/fake-gpus/)\n";
+      return 2;
+    }
+    absl::StatusOr<std::unique_ptr<agent::FakeBackend>> fake =
+        agent::FakeBackend::FromFile(flags.fake_config, clock);
+    if (!fake.ok()) {
+      std::cerr << "--fake-config: " << fake.status().message() << "\n";
+      return 2;
+    }
+    backend = *std::move(fake);
+  } else {
+    std::cerr << "--backend: expected nvml or fake, got '" << flags.backend << "'\n";
+    return 2;
+  }
+  if (absl::Status st = backend->Init(); !st.ok()) {
+    std::cerr << "GPU backend " << flags.backend << ": " << st.message() << "\n";
+    return 1;
+  }
+
+  PluginOptions options;
+  options.plugin_dir = flags.plugin_dir;
+  options.mig_strategy = *strategy;
+  options.allocate.cdi = flags.cdi;
+  options.health.ignored_xids.insert(flags.ignore_xids.begin(), flags.ignore_xids.end());
+  options.metrics_every = flags.metrics_interval;
+  options.rescan_every = flags.rescan_interval;
+  int code = 0;
+  {
+    DevicePluginManager manager(*backend, clock, options);
+    if (absl::Status st = manager.Start(); !st.ok()) {
+      std::cerr << "device-plugin: " << st.message() << "\n";
+      code = 1;
+    } else {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      std::cerr << "device-plugin: signal " << sig << ", stopping\n";
+      manager.Stop();
+    }
+  }
+  backend->Shutdown().IgnoreError();
+  return code;
+}
+
+void RegisterDevicePluginCommands(CLI::App& app) {
+  auto flags = std::make_shared<DevicePluginFlags>();
+  auto interval = std::make_shared<std::string>();
+  auto rescan = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "device-plugin", "Kubernetes device plugin: advertise this node's GPUs to kubelet");
+  cmd->add_option("--backend", flags->backend, "GPU backend: nvml or fake")
+      ->check(CLI::IsMember({"nvml", "fake"}));
+  cmd->add_option("--fake-config", flags->fake_config,
+                  "YAML node description for --backend fake (see deploy/fake-gpus/)");
+  cmd->add_option("--nvml-lib", flags->nvml_lib,
+                  "NVML library to load (default: $TESSERA_NVML_LIB or libnvidia-ml.so.1)");
+  cmd->add_option("--plugin-dir", flags->plugin_dir,
+                  "kubelet's device plugin directory (kubelet.sock and the plugin sockets)");
+  cmd->add_option("--mig-strategy", flags->mig_strategy,
+                  "none: every GPU is nvidia.com/gpu; mixed: MIG instances of MIG-enabled GPUs "
+                  "are nvidia.com/mig-<profile>")
+      ->check(CLI::IsMember({"none", "mixed"}));
+  cmd->add_option("--cdi", flags->cdi,
+                  "Return CDI device names (nvidia.com/gpu=<UUID>) from Allocate (true/false)");
+  cmd->add_option("--ignore-xid", flags->ignore_xids, "XIDs that never affect health");
+  cmd->add_option("--metrics-interval", *interval,
+                  "How often metrics are read for health (temperature, ECC), e.g. 10s");
+  cmd->add_option("--rescan-interval", *rescan,
+                  "How often GPUs and MIG layout are rediscovered, e.g. 30s; 0 never");
+  cmd->callback([flags, interval, rescan]() {
+    if (!interval->empty() && !absl::ParseDuration(*interval, &flags->metrics_interval)) {
+      throw CLI::ValidationError("--metrics-interval",
+                                 "expected a duration such as 10s, got '" + *interval + "'");
+    }
+    if (!rescan->empty() && !absl::ParseDuration(*rescan, &flags->rescan_interval)) {
+      throw CLI::ValidationError("--rescan-interval",
+                                 "expected a duration such as 30s, got '" + *rescan + "'");
+    }
+    int code = RunDevicePlugin(*flags);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace tessera::deviceplugin
