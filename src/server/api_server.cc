@@ -1,6 +1,7 @@
 #include "server/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <deque>
 
@@ -98,6 +99,14 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // Remember the listening socket: this cpp-httplib listens with a backlog of
+  // 5, which drops connections when many clients connect at once; Start()
+  // raises it.
+  http_->set_socket_options([this](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
+  });
   http_->set_keep_alive_max_count(100000);
   http_->set_keep_alive_timeout(30);
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
@@ -153,6 +162,7 @@ absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
   if (bound <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
   }
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   return bound;
 }

@@ -81,6 +81,7 @@ class ApiServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> listen_fd_{-1};
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

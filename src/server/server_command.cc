@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "server/api_server.h"
 #include "server/auth.h"
+#include "server/bench_api.h"
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
 
@@ -105,6 +106,7 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });
+  RegisterApiBenchCommand(app);
 }
 
 }  // namespace tessera::server
