@@ -108,7 +108,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     listen_fd_ = sock;
   });
   http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(30);
+  http_->set_keep_alive_timeout(5);  // also bounds how long Stop() waits for idle clients
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
@@ -498,7 +498,8 @@ void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httpli
   std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
   int64_t expected = 0;
   Json& meta = (*body)["metadata"];
-  if (errors.empty() && meta.contains("resourceVersion") && !meta["resourceVersion"].is_null()) {
+  if (errors.empty() && meta.contains("resourceVersion") && !meta["resourceVersion"].is_null() &&
+      !meta["resourceVersion"].get<std::string>().empty()) {
     if (!absl::SimpleAtoi(meta["resourceVersion"].get<std::string>(), &expected) || expected <= 0) {
       errors.push_back({"metadata.resourceVersion", "must be a positive integer string"});
     }

@@ -184,11 +184,15 @@ TEST_F(ApiServerTest, UpdateUsesOptimisticConcurrency) {
   Resp w = Do("PUT", absl::StrCat(kJobs, "/j"), v2);
   ASSERT_EQ(w.status, 200);
   EXPECT_EQ(w.body["status"]["phase"], "Pending");
+  v2["metadata"]["resourceVersion"] = "";  // empty: also unconditional
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), v2).status, 200);
+  v2["metadata"]["resourceVersion"] = "abc";
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), v2).status, 422);
   EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/other"), Job("other")).status, 404);
   EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), Job("k")).status, 422) << "name mismatch";
   // Delete with a stale precondition.
   EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=1")).status, 409);
-  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=3")).status, 200);
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=4")).status, 200);
 }
 
 TEST_F(ApiServerTest, ValidationErrorsNameFieldsAndChangeNothing) {

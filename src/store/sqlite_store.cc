@@ -231,6 +231,7 @@ absl::Status SqliteStore::Impl::OpenFiles() {
   }
   if (absl::Status s = Exec(wdb,
                             "PRAGMA synchronous=FULL;"
+                            "BEGIN IMMEDIATE;"
                             "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value INTEGER);"
                             "CREATE TABLE IF NOT EXISTS kv(key BLOB PRIMARY KEY, value BLOB,"
                             " create_rev INTEGER, mod_rev INTEGER) WITHOUT ROWID;"
@@ -239,7 +240,8 @@ absl::Status SqliteStore::Impl::OpenFiles() {
                             " prev_mod_rev INTEGER, PRIMARY KEY(rev, idx)) WITHOUT ROWID;"
                             "INSERT OR IGNORE INTO meta VALUES('schema_version', 1);"
                             "INSERT OR IGNORE INTO meta VALUES('revision', 0);"
-                            "INSERT OR IGNORE INTO meta VALUES('compacted', 0);");
+                            "INSERT OR IGNORE INTO meta VALUES('compacted', 0);"
+                            "COMMIT;");
       !s.ok()) {
     return absl::DataLossError(absl::StrCat("data dir ", dir, ": ", s.message()));
   }
