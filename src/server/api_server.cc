@@ -375,6 +375,22 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
     absl::Time last_write;
     bool done = false;
   };
+  const int max_watches = options_.max_watches > 0 ? options_.max_watches : options_.threads / 2;
+  if (open_watches_.fetch_add(1) >= max_watches) {
+    open_watches_--;
+    res.set_header("Retry-After", "1");
+    return Fail(res, 429, "TooManyRequests",
+                absl::StrCat("too many open watches (", max_watches, "); retry later"));
+  }
+  // Frees the watch slot when the last copy of the stream's provider goes.
+  struct Slot {
+    explicit Slot(std::atomic<int>* o) : open(o) {}
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { (*open)--; }
+    std::atomic<int>* open;
+  };
+  auto slot = std::make_shared<Slot>(&open_watches_);
   auto st = std::make_shared<State>();
   if (since == 0) {
     // No resourceVersion: the current objects as ADDED events, then changes.
@@ -408,7 +424,8 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "application/json",
-      [this, st, prefix, kind, lsel, fsel, bookmarks](size_t, httplib::DataSink& sink) -> bool {
+      [this, st, slot, prefix, kind, lsel, fsel, bookmarks](size_t,
+                                                            httplib::DataSink& sink) -> bool {
         auto write = [&](const std::string& line) {
           st->last_write = absl::Now();
           return sink.write(line.data(), line.size());

@@ -43,7 +43,10 @@ struct ApiServerOptions {
   int threads = 128;                // request threads; each open watch holds one
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
-  uint64_t uid_seed = 1;                               // seeds metadata.uid generation
+  // Open watches beyond this get 429, so that watches cannot take every
+  // request thread. 0 = threads / 2.
+  int max_watches = 0;
+  uint64_t uid_seed = 1;  // seeds metadata.uid generation
 };
 
 class ApiServer {
@@ -82,6 +85,7 @@ class ApiServer {
   std::thread listener_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> listen_fd_{-1};
+  std::atomic<int> open_watches_{0};
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

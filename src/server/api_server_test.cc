@@ -64,6 +64,7 @@ class ApiServerTest : public ::testing::Test {
     ApiServerOptions opts;
     opts.threads = 16;
     opts.watch_heartbeat = absl::Milliseconds(300);
+    opts.max_watches = 3;
     server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
     auto port = server_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.ok()) << port.status();
@@ -388,6 +389,22 @@ TEST_F(ApiServerTest, WatchStreamsChangesAndResumes) {
   // Watching is authorized like listing.
   Watch(absl::StrCat(kJobs, "?watch=true&resourceVersion=5"), 1, kTeamB, &status);
   EXPECT_EQ(status, 403);
+}
+
+TEST_F(ApiServerTest, OpenWatchesAreCapped) {
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < 3; ++i) {
+    watchers.emplace_back([&] { Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 100); });
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  int status = 0;
+  Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 1, kAdmin, &status);
+  EXPECT_EQ(status, 429);
+  EXPECT_EQ(Do("GET", kJobs).status, 200) << "other requests are still served";
+  for (auto& t : watchers) t.join();
+  absl::SleepFor(absl::Milliseconds(100));
+  Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 100, kAdmin, &status);
+  EXPECT_EQ(status, 200) << "slots are freed when streams end";
 }
 
 TEST_F(ApiServerTest, BatchCreateIsAllOrNothing) {
