@@ -443,7 +443,11 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
           sink.done();
           return true;
         }
-        absl::StatusOr<store::EventsResult> evs = store_.Events(prefix, st->since, 1000);
+        // Nothing new: skip the store read (an idle watch polls every 200 ms).
+        absl::StatusOr<store::EventsResult> evs =
+            store_.CurrentRevision() <= st->since
+                ? absl::StatusOr<store::EventsResult>(store::EventsResult{{}, st->since})
+                : store_.Events(prefix, st->since, 1000);
         if (!evs.ok()) {
           int code = absl::IsOutOfRange(evs.status()) ? 410 : 500;
           Json err = {{"type", "ERROR"},

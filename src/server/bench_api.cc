@@ -121,6 +121,13 @@ int RunBench(const BenchFlags& f) {
       return 1;
     }
     dir = tmpl;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::cerr << "bench api: --dir " << dir << ": " << ec.message() << "\n";
+      return 1;
+    }
   }
   const std::string data = dir + "/data";
   RealClock clock;
