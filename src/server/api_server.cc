@@ -113,6 +113,27 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
+  http_->set_logger([this](const httplib::Request&, const httplib::Response& res) {
+    int cls = res.status / 100;
+    if (cls >= 1 && cls <= 5) responses_[cls]++;
+  });
+  // Prometheus text; admin only when authentication is on.
+  http_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
+    if (!who) return Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+    if (who->role != Principal::Role::kAdmin) {
+      return Fail(res, 403, "Forbidden", "metrics are for admins");
+    }
+    std::string out = "# TYPE tessera_api_responses_total counter\n";
+    for (int cls = 1; cls <= 5; ++cls) {
+      absl::StrAppend(&out, "tessera_api_responses_total{code=\"", cls, "xx\"} ",
+                      responses_[cls].load(), "\n");
+    }
+    absl::StrAppend(&out, "# TYPE tessera_api_open_watches gauge\ntessera_api_open_watches ",
+                    open_watches_.load(), "\n");
+    if (options_.extra_metrics) out += options_.extra_metrics();
+    res.set_content(out, "text/plain; version=0.0.4");
+  });
   http_->Get("/api/v1", [](const httplib::Request&, httplib::Response& res) {
     Json resources = Json::array();
     for (const KindInfo& k : api::AllKinds()) {

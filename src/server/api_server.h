@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -47,6 +48,8 @@ struct ApiServerOptions {
   // request thread. 0 = threads / 2.
   int max_watches = 0;
   uint64_t uid_seed = 1;  // seeds metadata.uid generation
+  // Appended to GET /metrics (Prometheus text), e.g. the store's metrics.
+  std::function<std::string()> extra_metrics;
 };
 
 class ApiServer {
@@ -86,6 +89,7 @@ class ApiServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int> listen_fd_{-1};
   std::atomic<int> open_watches_{0};
+  std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

@@ -407,6 +407,17 @@ TEST_F(ApiServerTest, OpenWatchesAreCapped) {
   EXPECT_EQ(status, 200) << "slots are freed when streams end";
 }
 
+TEST_F(ApiServerTest, MetricsAreForAdmins) {
+  ASSERT_EQ(Do("POST", kJobs, Job("m")).status, 201);
+  EXPECT_EQ(Do("GET", "/metrics", nullptr, kTeamA).status, 403);
+  httplib::Client cli("127.0.0.1", port_);
+  auto r = cli.Get("/metrics", {{"Authorization", absl::StrCat("Bearer ", kAdmin)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("tessera_api_responses_total{code=\"2xx\"} "));
+  EXPECT_THAT(r->body, HasSubstr("tessera_api_open_watches 0"));
+}
+
 TEST_F(ApiServerTest, BatchCreateIsAllOrNothing) {
   Json a = Job("a"), b = Job("b"), bad = Job("c", 0);
   a["metadata"]["namespace"] = b["metadata"]["namespace"] = bad["metadata"]["namespace"] = "team-a";

@@ -69,6 +69,7 @@ int RunServer(const ServerFlags& f) {
   ApiServerOptions so;
   so.threads = f.threads;
   so.uid_seed = std::random_device{}();
+  so.extra_metrics = [&metered] { return store::FormatPrometheus(metered.Metrics()); };
   ApiServer server(metered, clock, std::move(auth), so);
   absl::StatusOr<int> bound = server.Start(host, port);
   if (!bound.ok()) {
