@@ -229,6 +229,24 @@ absl::Status SqliteStore::Impl::OpenFiles() {
     sqlite3_free(err);
     return s;
   }
+  // Someone else's SQLite database is not ours to add tables to. (An empty
+  // one is: a crash during the very first open leaves no tables.)
+  {
+    sqlite3_stmt* q = nullptr;
+    sqlite3_prepare_v2(
+        wdb, "SELECT count(*), sum(name = 'meta') FROM sqlite_master WHERE type = 'table'", -1, &q,
+        nullptr);
+    int64_t tables = 0, meta = 0;
+    if (q != nullptr && sqlite3_step(q) == SQLITE_ROW) {
+      tables = sqlite3_column_int64(q, 0);
+      meta = sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (tables > 0 && meta == 0) {
+      return absl::DataLossError(
+          absl::StrCat("data dir ", dir, ": store.db is an SQLite database but not Tessera's"));
+    }
+  }
   if (absl::Status s = Exec(wdb,
                             "PRAGMA synchronous=FULL;"
                             "BEGIN IMMEDIATE;"
