@@ -233,10 +233,16 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWrite) {
     }
     if (round == kills) break;  // the last start is for checking
     std::atomic<bool> stop{false};
+    const int acks_before = acks.load();
     std::vector<std::thread> clients;
     for (int c = 0; c < kClients; ++c) {
       clients.emplace_back(ClientLoop, c, round, p, std::ref(stop), std::ref(model),
                            std::ref(acks));
+    }
+    // Kill only once writes are flowing (at least one acknowledged), at a
+    // random instant after that.
+    for (int i = 0; i < 5000 && acks.load() == acks_before; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 30000));
     port = 0;
