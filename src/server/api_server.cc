@@ -344,7 +344,11 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
   }
   // Read store pages until `limit` objects matched the selectors.
   opts.limit = limit > 0 ? std::max<int64_t>(limit, 500) : 0;
-  Json items = Json::array();
+  // Items are spliced as text (no parse/dump per object) unless a selector
+  // needs to look inside them.
+  const bool filter = !labels->empty() || !fields->empty();
+  std::string items;
+  int64_t count = 0;
   int64_t revision = -1;
   std::string next;  // continue key when the response is cut at `limit`
   while (true) {
@@ -353,11 +357,16 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
     if (revision < 0) revision = page->revision;
     bool full = false;
     for (const store::KeyValue& kv : page->kvs) {
-      absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
-      if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
-      if (!labels->Matches(*obj) || !fields->Matches(*obj)) continue;
-      items.push_back(std::move(*obj));
-      if (limit > 0 && static_cast<int64_t>(items.size()) == limit) {
+      if (filter) {
+        absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
+        if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
+        if (!labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+      }
+      absl::StatusOr<std::string> text = api::StoredToApiText(kv.value, kv.mod_revision);
+      if (!text.ok()) return FailStore(res, text.status(), kv.key);
+      if (count++ > 0) items.push_back(',');
+      items.append(*text);
+      if (limit > 0 && count == limit) {
         full = true;
         // More may follow only if this was not the very last key.
         if (&kv != &page->kvs.back() || page->more) next = kv.key;
@@ -369,11 +378,11 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
   }
   Json meta = {{"resourceVersion", std::to_string(revision)}};
   if (!next.empty()) meta["continue"] = absl::WebSafeBase64Escape(next);
-  Reply(res, 200,
-        {{"apiVersion", api::kApiVersion},
-         {"kind", r.kind->kind + "List"},
-         {"metadata", meta},
-         {"items", std::move(items)}});
+  res.status = 200;
+  res.set_content(absl::StrCat("{\"apiVersion\":", Json(api::kApiVersion).dump(), ",\"items\":[",
+                               items, "],\"kind\":", Json(r.kind->kind + "List").dump(),
+                               ",\"metadata\":", meta.dump(), "}\n"),
+                  "application/json");
 }
 
 void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res) {

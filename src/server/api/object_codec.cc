@@ -192,6 +192,25 @@ absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision) {
   return j;
 }
 
+absl::StatusOr<std::string> StoredToApiText(std::string_view value, int64_t mod_revision) {
+  // ToStored dumps keys in sorted order, so the top-level "metadata" key comes
+  // after "apiVersion" and "kind" (fixed, validated strings) and is the first
+  // place this unescaped text occurs; inside string values quotes are escaped.
+  static constexpr std::string_view kMeta = "\"metadata\":{";
+  size_t at = value.find(kMeta);
+  if (at == std::string_view::npos || value.size() < at + kMeta.size() + 1) {
+    return absl::DataLossError("stored object has no metadata");
+  }
+  at += kMeta.size();
+  std::string out;
+  out.reserve(value.size() + 40);
+  out.append(value.substr(0, at));
+  out.append("\"resourceVersion\":\"").append(std::to_string(mod_revision)).append("\"");
+  if (value[at] != '}') out.push_back(',');
+  out.append(value.substr(at));
+  return out;
+}
+
 std::string FormatTimestamp(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }

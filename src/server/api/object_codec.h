@@ -54,6 +54,11 @@ std::string ToStored(const Json& obj);
 // The API object for stored bytes at `mod_revision`.
 absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision);
 
+// The same object as FromStored, as JSON text, without parsing: splices
+// "resourceVersion" into the stored text (fast path for large lists). The
+// stored text must come from ToStored (DataLoss otherwise).
+absl::StatusOr<std::string> StoredToApiText(std::string_view value, int64_t mod_revision);
+
 // RFC 3339 in UTC, seconds precision: "2026-01-02T03:04:05Z".
 std::string FormatTimestamp(absl::Time t);
 

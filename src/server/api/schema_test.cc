@@ -120,6 +120,16 @@ TEST(ObjectCodecTest, StoredFormDropsResourceVersion) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ((*back)["metadata"]["resourceVersion"], "9");
   EXPECT_EQ(FromStored("garbage", 1).status().code(), absl::StatusCode::kDataLoss);
+  // The splicing fast path gives the same object, also for tricky values.
+  j["metadata"]["annotations"] = {{"note", "\"metadata\":{ in a string"}};
+  j["metadata"]["labels"] = Json::object();
+  stored = ToStored(j);
+  auto text = StoredToApiText(stored, 9);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(Json::parse(*text), *FromStored(stored, 9));
+  Json bare = {{"apiVersion", "v"}, {"kind", "K"}, {"metadata", Json::object()}};
+  EXPECT_EQ(Json::parse(*StoredToApiText(bare.dump(), 3)), *FromStored(bare.dump(), 3));
+  EXPECT_FALSE(StoredToApiText("{}", 1).ok());
   EXPECT_EQ(StoreKey(*KindByPlural("trainingjobs"), "ns", "a"), "/registry/trainingjobs/ns/a");
   EXPECT_EQ(StoreKey(*KindByPlural("nodes"), "", "n1"), "/registry/nodes/n1");
 }
