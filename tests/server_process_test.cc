@@ -87,5 +87,24 @@ TEST_F(ServerProcessTest, BadFlagsFailClearly) {
   EXPECT_LT(s3.Start({"--data-dir", dir_ + "/plainfile"}), 0);
 }
 
+TEST_F(ServerProcessTest, BenchApiPrintsJson) {
+  std::string cmd = TesseraBin();
+  cmd.append(" bench api --seconds 0.2 --clients 4 --batch 5 --restart-jobs 50 --dir ");
+  cmd.append(dir_).append("/bench");
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  Json j = Json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_GT(j["one_per_request"]["submissions_per_s"].get<double>(), 0);
+  EXPECT_EQ(j["one_per_request"]["errors"], 0);
+  EXPECT_GT(j["batched"]["submissions_per_s"].get<double>(), 0);
+  EXPECT_EQ(j["restart"]["jobs_stored"], 50);
+}
+
 }  // namespace
 }  // namespace tessera::testing

@@ -1,6 +1,7 @@
 #include "server/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <deque>
 
@@ -98,11 +99,40 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  // Remember the listening socket: this cpp-httplib listens with a backlog of
+  // 5, which drops connections when many clients connect at once; Start()
+  // raises it.
+  http_->set_socket_options([this](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = sock;
+  });
   http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(30);
+  http_->set_keep_alive_timeout(5);  // also bounds how long Stop() waits for idle clients
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
+  });
+  http_->set_logger([this](const httplib::Request&, const httplib::Response& res) {
+    int cls = res.status / 100;
+    if (cls >= 1 && cls <= 5) responses_[cls]++;
+  });
+  // Prometheus text; admin only when authentication is on.
+  http_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
+    if (!who) return Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+    if (who->role != Principal::Role::kAdmin) {
+      return Fail(res, 403, "Forbidden", "metrics are for admins");
+    }
+    std::string out = "# TYPE tessera_api_responses_total counter\n";
+    for (int cls = 1; cls <= 5; ++cls) {
+      absl::StrAppend(&out, "tessera_api_responses_total{code=\"", cls, "xx\"} ",
+                      responses_[cls].load(), "\n");
+    }
+    absl::StrAppend(&out, "# TYPE tessera_api_open_watches gauge\ntessera_api_open_watches ",
+                    open_watches_.load(), "\n");
+    if (options_.extra_metrics) out += options_.extra_metrics();
+    res.set_content(out, "text/plain; version=0.0.4");
   });
   http_->Get("/api/v1", [](const httplib::Request&, httplib::Response& res) {
     Json resources = Json::array();
@@ -153,6 +183,7 @@ absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
   if (bound <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
   }
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   return bound;
 }
@@ -313,7 +344,11 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
   }
   // Read store pages until `limit` objects matched the selectors.
   opts.limit = limit > 0 ? std::max<int64_t>(limit, 500) : 0;
-  Json items = Json::array();
+  // Items are spliced as text (no parse/dump per object) unless a selector
+  // needs to look inside them.
+  const bool filter = !labels->empty() || !fields->empty();
+  std::string items;
+  int64_t count = 0;
   int64_t revision = -1;
   std::string next;  // continue key when the response is cut at `limit`
   while (true) {
@@ -322,11 +357,16 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
     if (revision < 0) revision = page->revision;
     bool full = false;
     for (const store::KeyValue& kv : page->kvs) {
-      absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
-      if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
-      if (!labels->Matches(*obj) || !fields->Matches(*obj)) continue;
-      items.push_back(std::move(*obj));
-      if (limit > 0 && static_cast<int64_t>(items.size()) == limit) {
+      if (filter) {
+        absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
+        if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
+        if (!labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+      }
+      absl::StatusOr<std::string> text = api::StoredToApiText(kv.value, kv.mod_revision);
+      if (!text.ok()) return FailStore(res, text.status(), kv.key);
+      if (count++ > 0) items.push_back(',');
+      items.append(*text);
+      if (limit > 0 && count == limit) {
         full = true;
         // More may follow only if this was not the very last key.
         if (&kv != &page->kvs.back() || page->more) next = kv.key;
@@ -338,11 +378,11 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
   }
   Json meta = {{"resourceVersion", std::to_string(revision)}};
   if (!next.empty()) meta["continue"] = absl::WebSafeBase64Escape(next);
-  Reply(res, 200,
-        {{"apiVersion", api::kApiVersion},
-         {"kind", r.kind->kind + "List"},
-         {"metadata", meta},
-         {"items", std::move(items)}});
+  res.status = 200;
+  res.set_content(absl::StrCat("{\"apiVersion\":", Json(api::kApiVersion).dump(), ",\"items\":[",
+                               items, "],\"kind\":", Json(r.kind->kind + "List").dump(),
+                               ",\"metadata\":", meta.dump(), "}\n"),
+                  "application/json");
 }
 
 void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res) {
@@ -365,6 +405,22 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
     absl::Time last_write;
     bool done = false;
   };
+  const int max_watches = options_.max_watches > 0 ? options_.max_watches : options_.threads / 2;
+  if (open_watches_.fetch_add(1) >= max_watches) {
+    open_watches_--;
+    res.set_header("Retry-After", "1");
+    return Fail(res, 429, "TooManyRequests",
+                absl::StrCat("too many open watches (", max_watches, "); retry later"));
+  }
+  // Frees the watch slot when the last copy of the stream's provider goes.
+  struct Slot {
+    explicit Slot(std::atomic<int>* o) : open(o) {}
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { (*open)--; }
+    std::atomic<int>* open;
+  };
+  auto slot = std::make_shared<Slot>(&open_watches_);
   auto st = std::make_shared<State>();
   if (since == 0) {
     // No resourceVersion: the current objects as ADDED events, then changes.
@@ -398,7 +454,8 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "application/json",
-      [this, st, prefix, kind, lsel, fsel, bookmarks](size_t, httplib::DataSink& sink) -> bool {
+      [this, st, slot, prefix, kind, lsel, fsel, bookmarks](size_t,
+                                                            httplib::DataSink& sink) -> bool {
         auto write = [&](const std::string& line) {
           st->last_write = absl::Now();
           return sink.write(line.data(), line.size());
@@ -416,7 +473,11 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
           sink.done();
           return true;
         }
-        absl::StatusOr<store::EventsResult> evs = store_.Events(prefix, st->since, 1000);
+        // Nothing new: skip the store read (an idle watch polls every 200 ms).
+        absl::StatusOr<store::EventsResult> evs =
+            store_.CurrentRevision() <= st->since
+                ? absl::StatusOr<store::EventsResult>(store::EventsResult{{}, st->since})
+                : store_.Events(prefix, st->since, 1000);
         if (!evs.ok()) {
           int code = absl::IsOutOfRange(evs.status()) ? 410 : 500;
           Json err = {{"type", "ERROR"},
@@ -488,7 +549,8 @@ void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httpli
   std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
   int64_t expected = 0;
   Json& meta = (*body)["metadata"];
-  if (errors.empty() && meta.contains("resourceVersion") && !meta["resourceVersion"].is_null()) {
+  if (errors.empty() && meta.contains("resourceVersion") && !meta["resourceVersion"].is_null() &&
+      !meta["resourceVersion"].get<std::string>().empty()) {
     if (!absl::SimpleAtoi(meta["resourceVersion"].get<std::string>(), &expected) || expected <= 0) {
       errors.push_back({"metadata.resourceVersion", "must be a positive integer string"});
     }

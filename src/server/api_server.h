@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -43,7 +44,12 @@ struct ApiServerOptions {
   int threads = 128;                // request threads; each open watch holds one
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
-  uint64_t uid_seed = 1;                               // seeds metadata.uid generation
+  // Open watches beyond this get 429, so that watches cannot take every
+  // request thread. 0 = threads / 2.
+  int max_watches = 0;
+  uint64_t uid_seed = 1;  // seeds metadata.uid generation
+  // Appended to GET /metrics (Prometheus text), e.g. the store's metrics.
+  std::function<std::string()> extra_metrics;
 };
 
 class ApiServer {
@@ -81,6 +87,9 @@ class ApiServer {
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> listen_fd_{-1};
+  std::atomic<int> open_watches_{0};
+  std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

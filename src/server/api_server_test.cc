@@ -64,6 +64,7 @@ class ApiServerTest : public ::testing::Test {
     ApiServerOptions opts;
     opts.threads = 16;
     opts.watch_heartbeat = absl::Milliseconds(300);
+    opts.max_watches = 3;
     server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
     auto port = server_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.ok()) << port.status();
@@ -184,11 +185,15 @@ TEST_F(ApiServerTest, UpdateUsesOptimisticConcurrency) {
   Resp w = Do("PUT", absl::StrCat(kJobs, "/j"), v2);
   ASSERT_EQ(w.status, 200);
   EXPECT_EQ(w.body["status"]["phase"], "Pending");
+  v2["metadata"]["resourceVersion"] = "";  // empty: also unconditional
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), v2).status, 200);
+  v2["metadata"]["resourceVersion"] = "abc";
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), v2).status, 422);
   EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/other"), Job("other")).status, 404);
   EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/j"), Job("k")).status, 422) << "name mismatch";
   // Delete with a stale precondition.
   EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=1")).status, 409);
-  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=3")).status, 200);
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/j?resourceVersion=4")).status, 200);
 }
 
 TEST_F(ApiServerTest, ValidationErrorsNameFieldsAndChangeNothing) {
@@ -384,6 +389,33 @@ TEST_F(ApiServerTest, WatchStreamsChangesAndResumes) {
   // Watching is authorized like listing.
   Watch(absl::StrCat(kJobs, "?watch=true&resourceVersion=5"), 1, kTeamB, &status);
   EXPECT_EQ(status, 403);
+}
+
+TEST_F(ApiServerTest, OpenWatchesAreCapped) {
+  std::vector<std::thread> watchers;
+  for (int i = 0; i < 3; ++i) {
+    watchers.emplace_back([&] { Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 100); });
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  int status = 0;
+  Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 1, kAdmin, &status);
+  EXPECT_EQ(status, 429);
+  EXPECT_EQ(Do("GET", kJobs).status, 200) << "other requests are still served";
+  for (auto& t : watchers) t.join();
+  absl::SleepFor(absl::Milliseconds(100));
+  Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 100, kAdmin, &status);
+  EXPECT_EQ(status, 200) << "slots are freed when streams end";
+}
+
+TEST_F(ApiServerTest, MetricsAreForAdmins) {
+  ASSERT_EQ(Do("POST", kJobs, Job("m")).status, 201);
+  EXPECT_EQ(Do("GET", "/metrics", nullptr, kTeamA).status, 403);
+  httplib::Client cli("127.0.0.1", port_);
+  auto r = cli.Get("/metrics", {{"Authorization", absl::StrCat("Bearer ", kAdmin)}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("tessera_api_responses_total{code=\"2xx\"} "));
+  EXPECT_THAT(r->body, HasSubstr("tessera_api_open_watches 0"));
 }
 
 TEST_F(ApiServerTest, BatchCreateIsAllOrNothing) {

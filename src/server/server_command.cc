@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "server/api_server.h"
 #include "server/auth.h"
+#include "server/bench_api.h"
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
 
@@ -68,6 +69,7 @@ int RunServer(const ServerFlags& f) {
   ApiServerOptions so;
   so.threads = f.threads;
   so.uid_seed = std::random_device{}();
+  so.extra_metrics = [&metered] { return store::FormatPrometheus(metered.Metrics()); };
   ApiServer server(metered, clock, std::move(auth), so);
   absl::StatusOr<int> bound = server.Start(host, port);
   if (!bound.ok()) {
@@ -105,6 +107,7 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });
+  RegisterApiBenchCommand(app);
 }
 
 }  // namespace tessera::server

@@ -10,7 +10,9 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "store/store.h"
@@ -42,6 +44,36 @@ struct StoreMetrics {
     return absl::ZeroDuration();
   }
 };
+
+// The metrics in Prometheus' text exposition format (tessera_store_*).
+inline std::string FormatPrometheus(const StoreMetrics& m) {
+  std::string out;
+  auto counter = [&](const char* name, int64_t v) {
+    absl::StrAppend(&out, "# TYPE tessera_store_", name, " counter\ntessera_store_", name, " ", v,
+                    "\n");
+  };
+  counter("gets_total", m.gets);
+  counter("lists_total", m.lists);
+  counter("txns_total", m.txns);
+  counter("txn_ops_total", m.txn_ops);
+  counter("txn_errors_total", m.txn_errors);
+  counter("events_calls_total", m.events_calls);
+  counter("compactions_total", m.compactions);
+  out += "# TYPE tessera_store_commit_latency_seconds histogram\n";
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < StoreMetrics::kLatencyBucketsUs.size(); ++i) {
+    cumulative += m.commit_latency_buckets[i];
+    std::string le = i + 1 == StoreMetrics::kLatencyBucketsUs.size()
+                         ? "+Inf"
+                         : absl::StrCat(StoreMetrics::kLatencyBucketsUs[i] / 1e6);
+    absl::StrAppend(&out, "tessera_store_commit_latency_seconds_bucket{le=\"", le, "\"} ",
+                    cumulative, "\n");
+  }
+  absl::StrAppend(&out, "tessera_store_commit_latency_seconds_sum ",
+                  absl::ToDoubleSeconds(m.commit_latency_sum), "\n",
+                  "tessera_store_commit_latency_seconds_count ", m.commit_count, "\n");
+  return out;
+}
 
 class MeteredStore final : public Store {
  public:

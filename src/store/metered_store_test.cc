@@ -30,6 +30,11 @@ TEST(MeteredStoreTest, CountsAndForwardsUnchanged) {
   // The manual clock never moved, so every commit took zero time.
   EXPECT_EQ(m.commit_latency_buckets[0], 3);
   EXPECT_EQ(m.CommitLatencyQuantile(0.99), absl::Microseconds(50));
+  std::string text = FormatPrometheus(m);
+  EXPECT_NE(text.find("tessera_store_txns_total 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tessera_store_commit_latency_seconds_bucket{le=\"+Inf\"} 3\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -229,8 +229,27 @@ absl::Status SqliteStore::Impl::OpenFiles() {
     sqlite3_free(err);
     return s;
   }
+  // Someone else's SQLite database is not ours to add tables to. (An empty
+  // one is: a crash during the very first open leaves no tables.)
+  {
+    sqlite3_stmt* q = nullptr;
+    sqlite3_prepare_v2(
+        wdb, "SELECT count(*), sum(name = 'meta') FROM sqlite_master WHERE type = 'table'", -1, &q,
+        nullptr);
+    int64_t tables = 0, meta = 0;
+    if (q != nullptr && sqlite3_step(q) == SQLITE_ROW) {
+      tables = sqlite3_column_int64(q, 0);
+      meta = sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (tables > 0 && meta == 0) {
+      return absl::DataLossError(
+          absl::StrCat("data dir ", dir, ": store.db is an SQLite database but not Tessera's"));
+    }
+  }
   if (absl::Status s = Exec(wdb,
                             "PRAGMA synchronous=FULL;"
+                            "BEGIN IMMEDIATE;"
                             "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value INTEGER);"
                             "CREATE TABLE IF NOT EXISTS kv(key BLOB PRIMARY KEY, value BLOB,"
                             " create_rev INTEGER, mod_rev INTEGER) WITHOUT ROWID;"
@@ -239,7 +258,8 @@ absl::Status SqliteStore::Impl::OpenFiles() {
                             " prev_mod_rev INTEGER, PRIMARY KEY(rev, idx)) WITHOUT ROWID;"
                             "INSERT OR IGNORE INTO meta VALUES('schema_version', 1);"
                             "INSERT OR IGNORE INTO meta VALUES('revision', 0);"
-                            "INSERT OR IGNORE INTO meta VALUES('compacted', 0);");
+                            "INSERT OR IGNORE INTO meta VALUES('compacted', 0);"
+                            "COMMIT;");
       !s.ok()) {
     return absl::DataLossError(absl::StrCat("data dir ", dir, ": ", s.message()));
   }

@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -58,6 +59,18 @@ TEST_F(SqliteStoreTest, CorruptDatabaseIsDataLoss) {
   auto s = SqliteStore::Open(root_ + "/d");
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr("store.db"));
+}
+
+TEST_F(SqliteStoreTest, ForeignSqliteDatabaseIsDataLoss) {
+  std::filesystem::create_directory(root_ + "/d");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((root_ + "/d/store.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE photos(id INTEGER)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto s = SqliteStore::Open(root_ + "/d");
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr("not Tessera's"));
 }
 
 TEST_F(SqliteStoreTest, SecondOpenOfTheSameDirIsRefused) {

@@ -1,5 +1,7 @@
 #include "server/api/object_codec.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -66,11 +68,57 @@ absl::StatusOr<Json> ParseBody(std::string_view body, int max_depth) {
       --depth;
     }
   }
-  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // Duplicate keys would otherwise be resolved silently (last one wins), so
+  // two readers of the same body could disagree on what it says.
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto check = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        keys.emplace_back();
+        break;
+      case Json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+            duplicate.empty()) {
+          duplicate = parsed.get<std::string>();
+        }
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  Json j = Json::parse(body, check, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("request body is not valid JSON");
+  if (!duplicate.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request body repeats the field \"", duplicate, "\""));
+  }
   if (!j.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
   return j;
 }
+
+namespace {
+
+bool LabelChars(const std::string& s, bool allow_slash) {
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-' || (allow_slash && c == '/'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsLabelKey(const std::string& s) {
+  return !s.empty() && s.size() <= 253 && LabelChars(s, true);
+}
+bool IsLabelValue(const std::string& s) { return s.size() <= 63 && LabelChars(s, false); }
 
 std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
                                        std::string_view url_namespace, std::string_view url_name) {
@@ -91,6 +139,18 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
   if (!url_name.empty() && meta["name"].get<std::string>() != url_name) {
     errors.push_back({"metadata.name", absl::StrCat("does not match the name \"",
                                                     std::string(url_name), "\" in the URL")});
+  }
+  if (meta.contains("labels") && meta["labels"].is_object()) {
+    for (auto it = meta["labels"].begin(); it != meta["labels"].end(); ++it) {
+      const std::string path = absl::StrCat("metadata.labels[", Json(it.key()).dump(), "]");
+      if (!IsLabelKey(it.key())) {
+        errors.push_back(
+            {path, "key must be 1-253 characters of a-z, A-Z, 0-9, '.', '_', '-', '/'"});
+      }
+      if (!IsLabelValue(it.value().get<std::string>())) {
+        errors.push_back({path, "value must be 0-63 characters of a-z, A-Z, 0-9, '.', '_', '-'"});
+      }
+    }
   }
   if (kind.kind == "InferenceService") {
     const Json& r = obj["spec"]["replicas"];
@@ -130,6 +190,25 @@ absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision) {
   }
   j["metadata"]["resourceVersion"] = std::to_string(mod_revision);
   return j;
+}
+
+absl::StatusOr<std::string> StoredToApiText(std::string_view value, int64_t mod_revision) {
+  // ToStored dumps keys in sorted order, so the top-level "metadata" key comes
+  // after "apiVersion" and "kind" (fixed, validated strings) and is the first
+  // place this unescaped text occurs; inside string values quotes are escaped.
+  static constexpr std::string_view kMeta = "\"metadata\":{";
+  size_t at = value.find(kMeta);
+  if (at == std::string_view::npos || value.size() < at + kMeta.size() + 1) {
+    return absl::DataLossError("stored object has no metadata");
+  }
+  at += kMeta.size();
+  std::string out;
+  out.reserve(value.size() + 40);
+  out.append(value.substr(0, at));
+  out.append("\"resourceVersion\":\"").append(std::to_string(mod_revision)).append("\"");
+  if (value[at] != '}') out.push_back(',');
+  out.append(value.substr(at));
+  return out;
 }
 
 std::string FormatTimestamp(absl::Time t) {

@@ -26,11 +26,17 @@ inline constexpr int kMaxJsonDepth = 32;
 
 // Parses a request body that must be one JSON object: rejects invalid UTF-8,
 // nesting deeper than `max_depth` (checked before parsing, so a hostile body
-// cannot make the parser recurse) and malformed JSON, with InvalidArgument.
+// cannot make the parser recurse), malformed JSON and an object that repeats
+// a key, with InvalidArgument.
 absl::StatusOr<Json> ParseBody(std::string_view body, int max_depth = kMaxJsonDepth);
 
 // True when `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
 bool IsValidUtf8(std::string_view s);
+
+// Label keys: 1-253 of [A-Za-z0-9._/-]; values: 0-63 of [A-Za-z0-9._-]
+// (what selectors can address).
+bool IsLabelKey(const std::string& s);
+bool IsLabelValue(const std::string& s);
 
 // Validates `obj` as an object of `kind` addressed by the URL's namespace
 // (empty for cluster-scoped kinds) and, for an update, the URL's name.
@@ -47,6 +53,11 @@ std::string StorePrefix(const KindInfo& kind, std::string_view ns);
 std::string ToStored(const Json& obj);
 // The API object for stored bytes at `mod_revision`.
 absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision);
+
+// The same object as FromStored, as JSON text, without parsing: splices
+// "resourceVersion" into the stored text (fast path for large lists). The
+// stored text must come from ToStored (DataLoss otherwise).
+absl::StatusOr<std::string> StoredToApiText(std::string_view value, int64_t mod_revision);
 
 // RFC 3339 in UTC, seconds precision: "2026-01-02T03:04:05Z".
 std::string FormatTimestamp(absl::Time t);

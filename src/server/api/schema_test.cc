@@ -61,6 +61,16 @@ TEST(SchemaTest, RequiredAndTypes) {
                           "spec.groups[0].count: must be an integer"));
 }
 
+TEST(SchemaTest, LabelsMustBeSelectable) {
+  Json j = Job();
+  j["metadata"]["labels"] = {{"ok.example/key", "v-1"}, {"bad key", "x"}, {"k", "no spaces"}};
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("metadata.labels[\"bad key\"]: key must be 1-253 characters of a-z, "
+                          "A-Z, 0-9, '.', '_', '-', '/'",
+                          "metadata.labels[\"k\"]: value must be 0-63 characters of a-z, A-Z, "
+                          "0-9, '.', '_', '-'"));
+}
+
 TEST(SchemaTest, KindAndNamespaceMustMatch) {
   Json j = Job();
   j["kind"] = "Queue";
@@ -94,6 +104,9 @@ TEST(ObjectCodecTest, ParseBodyRejectsBadInput) {
             "request body nests deeper than 32 levels");
   EXPECT_EQ(ParseBody("{").status().message(), "request body is not valid JSON");
   EXPECT_EQ(ParseBody("[1]").status().message(), "request body must be a JSON object");
+  EXPECT_EQ(ParseBody(R"({"a": {"b": 1, "b": 2}})").status().message(),
+            "request body repeats the field \"b\"");
+  EXPECT_TRUE(ParseBody(R"({"a": {"b": 1}, "c": {"b": 2}})").ok()) << "same key, other objects";
   EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));  // overlong '/'
 }
@@ -107,6 +120,16 @@ TEST(ObjectCodecTest, StoredFormDropsResourceVersion) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ((*back)["metadata"]["resourceVersion"], "9");
   EXPECT_EQ(FromStored("garbage", 1).status().code(), absl::StatusCode::kDataLoss);
+  // The splicing fast path gives the same object, also for tricky values.
+  j["metadata"]["annotations"] = {{"note", "\"metadata\":{ in a string"}};
+  j["metadata"]["labels"] = Json::object();
+  stored = ToStored(j);
+  auto text = StoredToApiText(stored, 9);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(Json::parse(*text), *FromStored(stored, 9));
+  Json bare = {{"apiVersion", "v"}, {"kind", "K"}, {"metadata", Json::object()}};
+  EXPECT_EQ(Json::parse(*StoredToApiText(bare.dump(), 3)), *FromStored(bare.dump(), 3));
+  EXPECT_FALSE(StoredToApiText("{}", 1).ok());
   EXPECT_EQ(StoreKey(*KindByPlural("trainingjobs"), "ns", "a"), "/registry/trainingjobs/ns/a");
   EXPECT_EQ(StoreKey(*KindByPlural("nodes"), "", "n1"), "/registry/nodes/n1");
 }

@@ -1,0 +1,262 @@
+// `tessera bench api`: durable submission throughput and latency of the API
+// server, and its restart time with many stored jobs. Prints one JSON object.
+//
+// The server runs in-process on a SqliteStore (WAL, synchronous=FULL: every
+// acknowledged submission is fsynced) in a temporary directory, on a loopback
+// port; clients are real HTTP clients on keep-alive connections.
+#include "server/bench_api.h"
+
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/clock.h"
+#include "nlohmann/json.hpp"
+#include "server/api_server.h"
+#include "store/metered_store.h"
+#include "store/sqlite_store.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::json;
+
+struct BenchFlags {
+  int clients = 100;
+  double seconds = 3;
+  int batch = 50;
+  int restart_jobs = 50000;
+  bool no_group_commit = false;
+  std::string dir;
+};
+
+Json Job(const std::string& name) {
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"namespace", "bench"}, {"labels", {{"team", "bench"}}}}},
+          {"spec",
+           {{"queue", "research"},
+            {"groups", {{{"name", "workers"}, {"count", 4}, {"gpusPerReplica", 8}}}}}}};
+}
+
+double Percentile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+  return v[i];
+}
+
+// Runs `clients` threads for `seconds`, each POSTing `batch` jobs per request
+// (batch 1: one job per request to the collection; else /api/v1/batch).
+Json Submit(int port, int clients, double seconds, int batch, const std::string& tag) {
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> jobs{0}, requests{0}, errors{0};
+  std::vector<std::vector<double>> lat(clients);
+  std::vector<std::thread> threads;
+  absl::Time start = absl::Now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_keep_alive(true);
+      cli.set_read_timeout(30, 0);
+      for (int seq = 0; !stop; ++seq) {
+        std::string body;
+        if (batch == 1) {
+          body = Job(absl::StrCat(tag, "-", c, "-", seq)).dump();
+        } else {
+          Json items = Json::array();
+          for (int i = 0; i < batch; ++i)
+            items.push_back(Job(absl::StrCat(tag, "-", c, "-", seq, "-", i)));
+          body = Json{{"items", items}}.dump();
+        }
+        absl::Time t0 = absl::Now();
+        auto r = batch == 1
+                     ? cli.Post("/api/v1/namespaces/bench/trainingjobs", body, "application/json")
+                     : cli.Post("/api/v1/batch", body, "application/json");
+        lat[c].push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+        requests++;
+        if (r && r->status == 201) {
+          jobs += batch;
+        } else {
+          if (errors++ < 3) {
+            std::cerr << "bench api: request failed: "
+                      << (r ? absl::StrCat("HTTP ", r->status, " ", r->body)
+                            : httplib::to_string(r.error()))
+                      << "\n";
+          }
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<double> all;
+  for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+  return {{"batch_size", batch},
+          {"submissions_per_s", jobs.load() / elapsed},
+          {"requests_per_s", requests.load() / elapsed},
+          {"requests", requests.load()},
+          {"errors", errors.load()},
+          {"p50_ms", Percentile(all, 0.50)},
+          {"p99_ms", Percentile(all, 0.99)}};
+}
+
+int RunBench(const BenchFlags& f) {
+  std::string dir = f.dir;
+  bool temp = dir.empty();
+  if (temp) {
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(tmp ? tmp : "/tmp", "/tessera_bench_XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::cerr << "bench api: cannot create a temporary directory\n";
+      return 1;
+    }
+    dir = tmpl;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::cerr << "bench api: --dir " << dir << ": " << ec.message() << "\n";
+      return 1;
+    }
+  }
+  const std::string data = dir + "/data";
+  RealClock clock;
+  Json out = {{"benchmark", "api"},
+              {"clients", f.clients},
+              {"seconds_per_phase", f.seconds},
+              {"group_commit", !f.no_group_commit}};
+  {
+    store::SqliteStoreOptions opts;
+    opts.group_commit = !f.no_group_commit;
+    auto db = store::SqliteStore::Open(data, opts);
+    if (!db.ok()) {
+      std::cerr << "bench api: " << db.status().message() << "\n";
+      return 1;
+    }
+    store::MeteredStore metered(**db, clock);
+    ApiServerOptions so;
+    so.threads = f.clients + 8;
+    ApiServer server(metered, clock, Authenticator::AllowAll(), so);
+    auto port = server.Start("127.0.0.1", 0);
+    if (!port.ok()) {
+      std::cerr << "bench api: " << port.status().message() << "\n";
+      return 1;
+    }
+    out["one_per_request"] = Submit(*port, f.clients, f.seconds, 1, "single");
+    out["batched"] = Submit(*port, f.clients, f.seconds, f.batch, "batch");
+    store::StoreMetrics m = metered.Metrics();
+    out["store"] = {
+        {"txns", m.txns},
+        {"commit_p50_us_bucket", absl::ToInt64Microseconds(m.CommitLatencyQuantile(0.5))},
+        {"commit_p99_us_bucket", absl::ToInt64Microseconds(m.CommitLatencyQuantile(0.99))},
+        {"commit_max_us", absl::ToInt64Microseconds(m.commit_latency_max)}};
+    server.Stop();
+  }
+  // Restart: a store with exactly restart_jobs jobs (filled with batches of
+  // 1000), closed, then reopened and served; then one full re-list as a
+  // controller would do after a restart.
+  const std::string restart_data = dir + "/restart";
+  {
+    auto db = store::SqliteStore::Open(restart_data);
+    if (!db.ok()) {
+      std::cerr << "bench api: " << db.status().message() << "\n";
+      return 1;
+    }
+    ApiServer server(**db, clock, Authenticator::AllowAll(), {});
+    auto port = server.Start("127.0.0.1", 0);
+    if (!port.ok()) return 1;
+    httplib::Client cli("127.0.0.1", *port);
+    cli.set_read_timeout(60, 0);
+    int64_t have = 0;
+    for (int seq = 0; have < f.restart_jobs; ++seq) {
+      Json items = Json::array();
+      for (int i = 0; i < 1000 && have < f.restart_jobs; ++i, ++have) {
+        items.push_back(Job(absl::StrCat("fill-", seq, "-", i)));
+      }
+      auto r = cli.Post("/api/v1/batch", Json{{"items", items}}.dump(), "application/json");
+      if (!r || r->status != 201) {
+        std::cerr << "bench api: filling the store failed\n";
+        return 1;
+      }
+    }
+    server.Stop();
+  }
+  absl::Time t0 = absl::Now();
+  auto db = store::SqliteStore::Open(restart_data);
+  if (!db.ok()) {
+    std::cerr << "bench api: reopen: " << db.status().message() << "\n";
+    return 1;
+  }
+  ApiServer server(**db, clock, Authenticator::AllowAll(), {});
+  auto port = server.Start("127.0.0.1", 0);
+  if (!port.ok()) return 1;
+  double open_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+  httplib::Client cli("127.0.0.1", *port);
+  cli.set_read_timeout(120, 0);
+  auto first = cli.Get("/api/v1/namespaces/bench/trainingjobs/fill-0-0");
+  double first_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+  if (!first || first->status != 200) {
+    std::cerr << "bench api: the restarted server lost a job\n";
+    return 1;
+  }
+  absl::Time t1 = absl::Now();
+  int64_t listed = 0;
+  std::string cont;
+  do {
+    std::string path = "/api/v1/namespaces/bench/trainingjobs?limit=5000";
+    if (!cont.empty()) path += "&continue=" + cont;
+    auto r = cli.Get(path);
+    if (!r || r->status != 200) break;
+    Json page = Json::parse(r->body);
+    listed += page["items"].size();
+    cont = page["metadata"].value("continue", "");
+  } while (!cont.empty());
+  double list_ms = absl::ToDoubleMilliseconds(absl::Now() - t1);
+  out["restart"] = {{"jobs_stored", listed},
+                    {"revision", (*db)->CurrentRevision()},
+                    {"open_and_listen_ms", open_ms},
+                    {"first_get_after_open_ms", first_ms},
+                    {"full_relist_ms", list_ms}};
+  server.Stop();
+  db->reset();
+  if (temp) std::filesystem::remove_all(dir);
+  std::cout << out.dump(2) << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void RegisterApiBenchCommand(CLI::App& app) {
+  // `bench` may already exist (other modules add their own benchmarks).
+  CLI::App* bench = nullptr;
+  try {
+    bench = app.get_subcommand("bench");
+  } catch (const CLI::OptionNotFound&) {
+    bench = app.add_subcommand("bench", "Benchmarks that print JSON");
+    bench->require_subcommand(1);
+  }
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App* cmd = bench->add_subcommand("api", "API server: durable submissions/s, p99, restart");
+  cmd->add_option("--clients", flags->clients, "Concurrent HTTP clients");
+  cmd->add_option("--seconds", flags->seconds, "Duration of each submission phase");
+  cmd->add_option("--batch", flags->batch, "Jobs per request in the batched phase");
+  cmd->add_option("--restart-jobs", flags->restart_jobs, "Jobs stored for the restart test");
+  cmd->add_flag("--no-group-commit", flags->no_group_commit,
+                "One SQLite transaction (one fsync) per write, for comparison");
+  cmd->add_option("--dir", flags->dir, "Data directory (default: a temporary one, removed)");
+  cmd->callback([flags] {
+    if (int rc = RunBench(*flags); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace tessera::server

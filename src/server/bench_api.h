@@ -1,0 +1,12 @@
+// `tessera bench api`: benchmark of the API server on its durable store.
+#pragma once
+
+#include "CLI/CLI.hpp"
+
+namespace tessera::server {
+
+// Adds `bench api` to `app` (creating `bench` if no other module has).
+// Called by RegisterServerCommands.
+void RegisterApiBenchCommand(CLI::App& app);
+
+}  // namespace tessera::server
