@@ -97,8 +97,9 @@ struct Event {
   double t;
   uint8_t kind;
   uint64_t seq;
-  int64_t a;   // job index or node
-  uint32_t b;  // epoch or GPU mask
+  int64_t a;             // job index or node
+  uint32_t b;            // epoch or GPU mask
+  double repair_s = -1;  // failures: scripted repair time (< 0: none, random failure)
   bool operator>(const Event& o) const {
     if (t != o.t) return t > o.t;
     if (kind != o.kind) return kind > o.kind;
@@ -134,8 +135,8 @@ class Sim final : public JobFactsSource {
   };
 
   absl::Status BuildCluster();
-  void Push(double t, uint8_t kind, int64_t a, uint32_t b) {
-    events_.push({t, kind, seq_++, a, b});
+  void Push(double t, uint8_t kind, int64_t a, uint32_t b, double repair_s = -1) {
+    events_.push({t, kind, seq_++, a, b, repair_s});
   }
   void Advance(double t);
   void Arrive(int32_t i);
@@ -146,7 +147,7 @@ class Sim final : public JobFactsSource {
   void Start(int32_t i);
   void Stop(int32_t i, Cause cause);
   void Complete(int32_t i);
-  void Fail(sched::NodeId node, uint32_t mask, bool node_failure);
+  void Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s);
   void Repair(sched::NodeId node, uint32_t mask);
   void Demote(int32_t i);
   void TakeSample();
@@ -397,7 +398,9 @@ void Sim::Stop(int32_t i, Cause cause) {
   loss_total_ += g * (overhead + lost);
   r.facts.attained_gpu_s += g * seg;
   running_gpus_by_band_[r.facts.band] -= sj.gpus;
-  r.facts.band = opt_.las.Band(r.facts.attained_gpu_s);
+  // Bands never go back: a demotion decided at a threshold crossing must
+  // survive floating-point rounding of the attained service.
+  r.facts.band = std::max(r.facts.band, opt_.las.Band(r.facts.attained_gpu_s));
   r.progress0 = kept;
   r.restart_cause = cause;
   ++r.epoch;
@@ -430,9 +433,10 @@ void Sim::Complete(int32_t i) {
 void Sim::Demote(int32_t i) {
   JobRt& r = rt_[i];
   const SimJob& sj = w_.jobs[i];
-  double attained = r.facts.attained_gpu_s + sj.gpus * (now_ - r.seg_start);
-  int32_t band = opt_.las.Band(attained + 1e-6);
-  if (band == r.facts.band) return;
+  // The event was scheduled at the crossing of this band's end.
+  const int32_t last_band = static_cast<int32_t>(opt_.las.thresholds_gpu_s.size());
+  if (r.facts.band >= last_band) return;
+  const int32_t band = r.facts.band + 1;
   running_gpus_by_band_[r.facts.band] -= sj.gpus;
   // The band is recorded for victim selection only; attained service itself
   // is settled when the segment stops. The job is running, so it is not in
@@ -449,7 +453,7 @@ void Sim::Demote(int32_t i) {
   }
 }
 
-void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure) {
+void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s) {
   node_failure ? ++res_.node_failures : ++res_.gpu_failures;
   uint32_t newly = 0;
   std::vector<std::string> affected;
@@ -485,8 +489,9 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure) {
     swapped_[node] = 1;
     ++res_.spare_swaps;
   }
-  Push(now_ + (node_failure ? opt_.failures.node_repair_s : opt_.failures.gpu_repair_s), kRepair,
-       node, newly);
+  if (repair_s < 0)
+    repair_s = node_failure ? opt_.failures.node_repair_s : opt_.failures.gpu_repair_s;
+  Push(now_ + repair_s, kRepair, node, newly);
   capacity_changed_ = true;
 }
 
@@ -620,6 +625,19 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   Push(first, kSample, 0, 0);
   ScheduleNextFailure(false);
   ScheduleNextFailure(true);
+  const uint32_t all_gpus = (1u << gpn_) - 1;
+  for (const ScriptedFailure& f : opt_.scripted_failures) {
+    if (f.node < 0 || f.node >= total_nodes_ || f.gpu >= gpn_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scripted failure: node ", f.node, " gpu ", f.gpu, " is not in the fleet"));
+    }
+    // A scripted repair time of 0 would read as "random"; keep it positive.
+    double repair = f.repair_s >= 0 ? std::max(f.repair_s, 1e-9)
+                    : f.gpu < 0     ? opt_.failures.node_repair_s
+                                    : opt_.failures.gpu_repair_s;
+    Push(f.t_s, f.gpu < 0 ? kNodeFailure : kFailure, f.node, f.gpu < 0 ? all_gpus : 1u << f.gpu,
+         repair);
+  }
 
   int64_t next_arrival = 0;
   int64_t pending_repairs = 0;
@@ -653,9 +671,9 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
         case kNodeFailure: {
           bool node = e.kind == kNodeFailure;
           uint64_t seq_before = seq_;
-          Fail(static_cast<sched::NodeId>(e.a), e.b, node);
+          Fail(static_cast<sched::NodeId>(e.a), e.b, node, e.repair_s);
           if (seq_ != seq_before) ++pending_repairs;
-          ScheduleNextFailure(node);
+          if (e.repair_s < 0) ScheduleNextFailure(node);
           break;
         }
         case kSample:

@@ -54,10 +54,19 @@ struct FailureSpec {
   double node_repair_s = 12 * 3600.0;
 };
 
+// A failure at a fixed time (tests, what-if studies), besides the random ones.
+struct ScriptedFailure {
+  double t_s = 0;
+  int32_t node = 0;      // node index (spares follow the --nodes regular nodes)
+  int32_t gpu = -1;      // -1: the whole node
+  double repair_s = -1;  // < 0: FailureSpec's repair time
+};
+
 struct SimOptions {
   model::SyntheticClusterSpec cluster;  // nodes, GPUs per node, racks, blocks, layout
   int32_t hot_spare_nodes = 0;          // extra nodes held idle for failures
   FailureSpec failures;
+  std::vector<ScriptedFailure> scripted_failures;
   LasConfig las;
   uint64_t seed = 1;
   double sample_interval_s = 0;  // 0: the submit span / 400
