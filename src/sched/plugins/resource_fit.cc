@@ -12,11 +12,15 @@ PluginStatus ResourceFit::PreFilter(CycleState&, const JobContext& ctx, PreFilte
     return PluginStatus::Unresolvable(
         absl::StrCat("no node has a GPU of model ", absl::StrJoin(job.gpu_models, " or ")));
   }
+  // The scan stops at the first node big enough for every member, so it is
+  // O(1) in the usual case rather than O(nodes) per scheduling cycle.
+  int needed = 0;
+  for (const model::MemberGroup& g : job.groups) needed = std::max<int>(needed, g.resources.gpus);
   int largest = 0;
   for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
     const NodeState& st = cs.state(id);
     if (st.present && ctx.AllowsModel(st.model)) largest = std::max<int>(largest, st.num_gpus);
-    if (largest == model::kMaxGpusPerNode) break;
+    if (largest == model::kMaxGpusPerNode || (needed > 0 && largest >= needed)) break;
   }
   for (const model::MemberGroup& g : job.groups) {
     if (g.resources.gpus > largest) {
