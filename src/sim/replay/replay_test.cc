@@ -137,11 +137,15 @@ TEST(ReplayFailure, HotSpareTakesOverAtOnce) {
   SimOptions o = Fleet(1, 8);
   o.scripted_failures = {{.t_s = 4000, .node = 0, .gpu = 3, .repair_s = 1000}};
   // No spare: the gang waits for the repair (5000) then needs 300 + 6400.
-  EXPECT_DOUBLE_EQ(RunOne(w, o, "fifo").jct_by_job[0], 11700);
+  PolicyResult none = RunOne(w, o, "fifo");
+  EXPECT_DOUBLE_EQ(none.jct_by_job[0], 11700);
+  EXPECT_DOUBLE_EQ(none.mean_restart_wait_s, 1000);
+  EXPECT_DOUBLE_EQ(none.restart_wait_gpu_s, 8 * 1000.0);
   o.hot_spare_nodes = 1;
   PolicyResult r = RunOne(w, o, "fifo");
   EXPECT_DOUBLE_EQ(r.jct_by_job[0], 10700);
   EXPECT_EQ(r.spare_swaps, 1);
+  EXPECT_DOUBLE_EQ(r.mean_restart_wait_s, 0);
 }
 
 Workload SmallSynthetic(uint64_t seed) {

@@ -53,10 +53,13 @@ nlohmann::json PolicyJson(const PolicyResult& p) {
                   {"bound_from_checkpoint_and_restart", p.goodput_bound},
                   {"gap_points", 100 * (p.goodput_bound - p.goodput)}};
   j["utilization"] = p.utilization;
+  j["effective_utilization"] = p.effective_utilization;
   j["failures"] = {{"gpu_failures", p.gpu_failures},
                    {"node_failures", p.node_failures},
                    {"gang_kills", p.gang_kills},
-                   {"spare_swaps", p.spare_swaps}};
+                   {"spare_swaps", p.spare_swaps},
+                   {"mean_restart_wait_s", p.mean_restart_wait_s},
+                   {"restart_wait_gpu_hours", p.restart_wait_gpu_s / 3600}};
   j["preemptions"] = p.preemptions;
   j["makespan"] = {{"makespan_s", p.makespan_s},
                    {"lower_bound_s", p.lower_bound_s},
@@ -171,9 +174,11 @@ std::string TextSummary(const ReplayReport& r) {
     if (p.gpu_failures + p.node_failures > 0) {
       absl::StrAppendFormat(&s,
                             "%s: goodput %.3f%%; bound from checkpoint interval and restart "
-                            "overhead %.3f%%; gap %.3f points\n",
+                            "overhead %.3f%%; gap %.3f points; restart wait after a kill "
+                            "%.2f min mean (%.1f GPU-h idle); useful work %.2f%% of capacity\n",
                             p.policy, 100 * p.goodput, 100 * p.goodput_bound,
-                            100 * (p.goodput_bound - p.goodput));
+                            100 * (p.goodput_bound - p.goodput), p.mean_restart_wait_s / 60,
+                            p.restart_wait_gpu_s / 3600, 100 * p.effective_utilization);
     }
   }
   absl::StrAppendFormat(&s, "total wall %.2f s\n", r.total_wall_s);

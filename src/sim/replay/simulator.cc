@@ -91,6 +91,7 @@ struct JobRt {
   double progress0 = 0;
   double first_start = -1;
   double finish = -1;
+  double killed_at = -1;
 };
 
 struct Event {
@@ -201,6 +202,8 @@ class Sim final : public JobFactsSource {
   int64_t jain_n_ = 0;
   int64_t done_ = 0;
   double last_finish_ = 0;
+  double restart_wait_sum_ = 0;
+  int64_t restart_wait_n_ = 0;
 };
 
 absl::Status Sim::BuildCluster() {
@@ -352,6 +355,12 @@ void Sim::Start(int32_t i) {
   r.seg_start = now_;
   r.seg_overhead = r.restart_cause != Cause::kNone ? sj.restart_s : 0;
   if (r.first_start < 0) r.first_start = now_;
+  if (r.killed_at >= 0) {
+    restart_wait_sum_ += now_ - r.killed_at;
+    ++restart_wait_n_;
+    res_.restart_wait_gpu_s += sj.gpus * (now_ - r.killed_at);
+    r.killed_at = -1;
+  }
   double end = now_ + r.seg_overhead + (sj.duration_s - r.progress0);
   Push(end, kComplete, i, r.epoch);
   r.running_pos = static_cast<int32_t>(running_.size());
@@ -472,6 +481,7 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
     int64_t idx = SimJobIndex(absl::string_view(key).substr(slash + 1));
     if (idx < 0 || rt_[idx].status != Status::kRunning) continue;
     Stop(static_cast<int32_t>(idx), Cause::kFailure);
+    rt_[idx].killed_at = now_;
     ++res_.gang_kills;
     AddPending(static_cast<int32_t>(idx));
   }
@@ -778,6 +788,11 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   res_.utilization =
       res_.makespan_s > 0
           ? res_.allocated_gpu_s / (static_cast<double>(capacity_gpus_) * res_.makespan_s)
+          : 0;
+  res_.mean_restart_wait_s = restart_wait_n_ > 0 ? restart_wait_sum_ / restart_wait_n_ : 0;
+  res_.effective_utilization =
+      res_.makespan_s > 0
+          ? res_.useful_gpu_s / (static_cast<double>(capacity_gpus_) * res_.makespan_s)
           : 0;
   res_.wall_s = absl::ToDoubleSeconds(wall->Now() - wall0);
   res_.decisions_per_s = res_.wall_s > 0 ? res_.schedule_calls / res_.wall_s : 0;

@@ -139,6 +139,12 @@ struct PolicyResult {
   int64_t gang_kills = 0;
   int64_t preemptions = 0;
   int64_t spare_swaps = 0;
+  // After a failure kill: time until the gang runs again (waiting for
+  // capacity or a repair; hot spares shorten it), and GPUs x that time.
+  double mean_restart_wait_s = 0;
+  double restart_wait_gpu_s = 0;
+  // Useful GPU time over capacity x makespan.
+  double effective_utilization = 0;
 
   double makespan_s = 0;  // last finish - first submit
   double lower_bound_s = 0;
