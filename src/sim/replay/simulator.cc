@@ -474,6 +474,7 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
   if (newly == 0) return;  // already down: the draw hit a failed GPU
   down_mask_[node] |= newly;
   unhealthy_gpus_ += __builtin_popcount(newly);
+  std::vector<int32_t> killed;
   std::sort(affected.begin(), affected.end());
   affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
   for (const std::string& key : affected) {
@@ -484,6 +485,7 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
     rt_[idx].killed_at = now_;
     ++res_.gang_kills;
     AddPending(static_cast<int32_t>(idx));
+    killed.push_back(static_cast<int32_t>(idx));
   }
   if (is_spare_[node]) {
     // An idle spare failed: out of the pool until repaired.
@@ -498,6 +500,16 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
     (void)state_.SetSchedulable(spare, true);
     swapped_[node] = 1;
     ++res_.spare_swaps;
+  }
+  // The job controller recreates a killed gang's pods at once: it is tried
+  // before the queue, on the spare if one took over.
+  if (opt_.restart_killed_first) {
+    for (int32_t i : killed) {
+      if (rt_[i].status == Status::kPending && FreeGpus() >= w_.jobs[i].gpus) {
+        ++res_.schedule_calls;
+        if (scheduler_->Schedule(*rt_[i].job).placed()) Start(i);
+      }
+    }
   }
   if (repair_s < 0)
     repair_s = node_failure ? opt_.failures.node_repair_s : opt_.failures.gpu_repair_s;

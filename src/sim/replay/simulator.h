@@ -24,9 +24,9 @@
 // its segment started) and first pays restart_s. Allocated GPU-seconds are
 // exactly runtime + lost work + restart overhead, per job. With hot spares,
 // a node that fails is cordoned and an idle spare node takes its place at
-// once; the repaired node becomes a spare. Preemption (LAS) checkpoints the
-// victim (no lost work unless disabled) and it pays restart_s when it runs
-// again.
+// once; the repaired node becomes a spare. A killed gang is retried at once,
+// ahead of the queue (restart_killed_first), as a job controller would. Preemption (LAS)
+// checkpoints the victim (no lost work unless disabled) and it pays restart_s when it runs again.
 //
 // Deterministic: the same workload, options and seed give the same result
 // (failures draw from their own seeded std::mt19937_64, identical across
@@ -72,6 +72,8 @@ struct SimOptions {
   double sample_interval_s = 0;  // 0: the submit span / 400
   double reserve_after_s = 6 * 3600.0;
   bool preemption_checkpoints = true;
+  // A gang killed by a failure is tried again at once, ahead of the queue.
+  bool restart_killed_first = true;
   // Multi-node gangs prefer one rack (or block when larger than a rack).
   bool topology_aware = true;
   bool keep_job_jcts = true;  // PolicyResult::jct_by_job
