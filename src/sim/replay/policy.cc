@@ -120,15 +120,17 @@ PolicyRegistry PolicyRegistry::Builtin() {
   PolicyRegistry r;
   (void)r.Register(WithSort("fifo", "sim-fifo", /*backfill=*/false,
                             "first come first served, strict (a blocked head waits)"));
-  (void)r.Register(WithSort("sjf", "sim-sjf", /*backfill=*/true,
-                            "shortest job first with oracle durations, backfill"));
+  PolicySpec sjf = WithSort("sjf", "sim-sjf", /*backfill=*/true,
+                            "shortest job first with oracle durations, backfill (6 h guard)");
+  sjf.reserve_after_s = 6 * 3600.0;
+  (void)r.Register(std::move(sjf));
   PolicySpec las = WithSort("las", "sim-las", /*backfill=*/true,
                             "Tiresias-like discretized 2D-LAS with preemption of worse bands");
   las.preempt_lower_bands = true;
   las.uses_las_bands = true;
   (void)r.Register(std::move(las));
   PolicySpec def = WithSort("default", "priority", /*backfill=*/true,
-                            "the server's default profile (priority queue sort), backfill");
+                            "the server's default profile (priority queue sort), greedy backfill");
   (void)r.Register(std::move(def));
   return r;
 }

@@ -17,7 +17,9 @@
 //             band. Running jobs are demoted as they cross a threshold, and a
 //             blocked job preempts running jobs of strictly worse bands.
 //   default   the server's profile unchanged ("priority" queue sort: higher
-//             priority, then earlier creation), with backfill.
+//             priority, then earlier creation), greedy backfill without a
+//             reservation, as the server's scheduling loop does.
+// sjf stops backfilling behind a head blocked for 6 h (starvation guard).
 // The sim-* sorts need facts model::Job does not carry (oracle duration,
 // attained service); they read them through a JobFactsSource that the
 // simulator implements, keyed by the job's name ("j<index>").
@@ -25,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -76,6 +79,9 @@ struct PolicySpec {
   bool backfill = true;
   bool preempt_lower_bands = false;
   bool uses_las_bands = false;  // the simulator tracks demotions
+  // With backfill: a blocked head that has waited this long stops the
+  // backfill behind it (a starvation guard); infinity: never.
+  double reserve_after_s = std::numeric_limits<double>::infinity();
 };
 
 class PolicyRegistry {

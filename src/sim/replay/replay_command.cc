@@ -57,7 +57,7 @@ struct Flags {
   std::string node_repair = "12h";
   std::string checkpoint = "30m";
   std::string restart = "5m";
-  std::string reserve_after = "6h";
+  std::string reserve_after;  // empty: each policy's own
   std::string las_thresholds = "3600,36000";
   std::string sample_interval = "0";
   bool no_preempt_checkpoint = false;
@@ -119,11 +119,13 @@ absl::Status Run(const Flags& f) {
       {"--node-repair", &f.node_repair, &opt.failures.node_repair_s},
       {"--checkpoint", &f.checkpoint, &checkpoint},
       {"--restart", &f.restart, &restart},
-      {"--reserve-after", &f.reserve_after, &opt.reserve_after_s},
       {"--sample-interval", &f.sample_interval, &opt.sample_interval_s},
   };
   for (auto& d : durations) {
     if (auto s = sec(d.flag, *d.value, d.out); !s.ok()) return s;
+  }
+  if (!f.reserve_after.empty()) {
+    if (auto s = sec("--reserve-after", f.reserve_after, &opt.reserve_after_s); !s.ok()) return s;
   }
   opt.las.thresholds_gpu_s.clear();
   for (absl::string_view t : absl::StrSplit(f.las_thresholds, ',', absl::SkipEmpty())) {
@@ -272,8 +274,8 @@ void RegisterSimReplayCommands(CLI::App& sim) {
   c->add_option("--restart", f.restart, "restart overhead after a failure or preemption")
       ->capture_default_str();
   c->add_option("--reserve-after", f.reserve_after,
-                "a blocked head waiting this long stops backfill")
-      ->capture_default_str();
+                "for every policy: a blocked head waiting this long stops backfill "
+                "(default: each policy's own; sjf 6h, default never)");
   c->add_option("--las-thresholds", f.las_thresholds, "LAS band limits in GPU-seconds")
       ->capture_default_str();
   c->add_flag("--no-preempt-checkpoint", f.no_preempt_checkpoint,

@@ -176,6 +176,7 @@ class Sim final : public JobFactsSource {
   std::set<int32_t, PendingLess> pending_{PendingLess{this}};
   std::map<int32_t, int64_t> pending_sizes_;
   std::vector<int32_t> new_arrivals_;
+  double reserve_after_ = INFINITY;
   bool capacity_changed_ = false;
   std::vector<int32_t> running_;
   std::vector<int64_t> running_gpus_by_band_;
@@ -583,7 +584,7 @@ void Sim::Pass(bool full) {
   if (!full) {
     // Only new jobs can change anything: capacity did not grow.
     const int32_t head = *pending_.begin();
-    const bool head_reserved = now_ - w_.jobs[head].submit_s >= opt_.reserve_after_s;
+    const bool head_reserved = now_ - w_.jobs[head].submit_s >= reserve_after_;
     std::vector<int32_t> arrivals;
     arrivals.swap(new_arrivals_);
     std::sort(arrivals.begin(), arrivals.end(), PendingLess{this});
@@ -611,7 +612,7 @@ void Sim::Pass(bool full) {
     if (TryPlace(i)) continue;
     min_failed = g;
     if (!policy_.backfill) break;
-    if (!blocked_seen && now_ - w_.jobs[i].submit_s >= opt_.reserve_after_s) break;
+    if (!blocked_seen && now_ - w_.jobs[i].submit_s >= reserve_after_) break;
     blocked_seen = true;
   }
 }
@@ -627,6 +628,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   if (!sch.ok()) return sch.status();
   scheduler_ = std::move(*sch);
   sort_ = &scheduler_->queue_sort();
+  reserve_after_ = opt_.reserve_after_s >= 0 ? opt_.reserve_after_s : policy_.reserve_after_s;
 
   const int64_t n = static_cast<int64_t>(w_.jobs.size());
   q_running_.assign(w_.queues.size(), 0);

@@ -14,7 +14,7 @@
 // that already failed in this pass and stopping when the free GPUs (from the
 // cluster's free histograms) cannot hold the smallest pending job. Without
 // backfill the pass stops at the first blocked job; with backfill it stops
-// at a blocked head that has waited longer than `reserve_after_s` (so large
+// at a blocked head that has waited longer than the policy's reserve_after_s (so large
 // gangs are not starved forever).
 //
 // Failures and checkpoints: a GPU failure picks a uniformly random GPU of the
@@ -70,7 +70,8 @@ struct SimOptions {
   LasConfig las;
   uint64_t seed = 1;
   double sample_interval_s = 0;  // 0: the submit span / 400
-  double reserve_after_s = 6 * 3600.0;
+  // Overrides PolicySpec::reserve_after_s when >= 0.
+  double reserve_after_s = -1;
   bool preemption_checkpoints = true;
   // A gang killed by a failure is tried again at once, ahead of the queue.
   bool restart_killed_first = true;
