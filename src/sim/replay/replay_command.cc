@@ -1,5 +1,6 @@
 #include "sim/replay/replay_command.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
@@ -64,7 +65,7 @@ struct Flags {
   uint64_t seed = 1;
   bool json = false;
   std::string out;
-  int parallel = 1;
+  int parallel = 0;  // 0: one thread per run, up to the hardware's threads
   // Synthetic.
   int64_t jobs = 10000;
   std::string span = "7d";
@@ -209,7 +210,9 @@ absl::Status Run(const Flags& f) {
       results[k] = RunReplay(w, runs[k].opt, runs[k].policy, registry, &clock);
     }
   };
-  int threads = std::max(1, std::min<int>(f.parallel, static_cast<int>(runs.size())));
+  int want = f.parallel > 0 ? f.parallel
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = std::max(1, std::min<int>(want, static_cast<int>(runs.size())));
   std::vector<std::thread> pool;
   for (int k = 1; k < threads; ++k) pool.emplace_back(worker);
   worker();
@@ -284,7 +287,8 @@ void RegisterSimReplayCommands(CLI::App& sim) {
   c->add_option("--seed", f.seed)->capture_default_str();
   c->add_flag("--json", f.json, "print one JSON object (a section per policy)");
   c->add_option("--out", f.out, "directory for SVG charts, timeseries.csv and result.json");
-  c->add_option("--parallel", f.parallel, "policies simulated at once (threads)")
+  c->add_option("--parallel", f.parallel,
+                "policies simulated at once (threads; 0: up to the hardware's threads)")
       ->capture_default_str();
   c->add_option("--jobs", f.jobs, "synthetic: number of jobs")->capture_default_str();
   c->add_option("--span", f.span, "synthetic: arrival window")->capture_default_str();
