@@ -601,9 +601,16 @@ void Sim::Pass(bool full) {
   bool blocked_seen = false;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (pending_sizes_.empty() || min_failed <= pending_sizes_.begin()->first) break;
-    if (!policy_.preempt_lower_bands && FreeGpus() < pending_sizes_.begin()->first) break;
     const int32_t i = *it;
     const int32_t g = w_.jobs[i].gpus;
+    if (FreeGpus() < pending_sizes_.begin()->first) {
+      if (!policy_.preempt_lower_bands) break;
+      // LAS order is by band: once no running job has a worse band than this
+      // one, nothing later can preempt either.
+      int32_t worst = static_cast<int32_t>(running_gpus_by_band_.size()) - 1;
+      while (worst >= 0 && running_gpus_by_band_[worst] == 0) --worst;
+      if (rt_[i].facts.band >= worst) break;
+    }
     if (g >= min_failed) {
       ++it;
       continue;
