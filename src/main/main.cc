@@ -10,6 +10,7 @@
 #include "server/server_command.h"
 #include "agent/agent_command.h"
 #include "deviceplugin/deviceplugin_command.h"
+#include "sim/replay/replay_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -22,9 +23,10 @@ int main(int argc, char** argv) {
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
   tessera::server::RegisterServerCommands(app);
-  (void)sim;
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
+  (void)bench;
+  tessera::sim::replay::RegisterSimReplayCommands(*sim);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,298 @@
+// Tests of the replay simulator: hand-computed JCTs per policy, checkpoint
+// restarts after a failure, hot spares, conservation of GPU time and
+// determinism.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/clock.h"
+#include "sched/plugins/default_registry.h"
+#include "sim/replay/policy.h"
+#include "sim/replay/replay_command.h"
+#include "sim/replay/simulator.h"
+#include "sim/replay/synthetic_workload.h"
+
+namespace tessera::sim::replay {
+namespace {
+
+SimJob J(double submit, double duration, int gpus, int priority = 0) {
+  SimJob j;
+  j.submit_s = submit;
+  j.duration_s = duration;
+  j.gpus = gpus;
+  j.priority = priority;
+  return j;
+}
+
+SimOptions Fleet(int nodes, int gpus_per_node) {
+  SimOptions o;
+  o.cluster.nodes = nodes;
+  o.cluster.gpus_per_node = gpus_per_node;
+  return o;
+}
+
+PolicyResult RunOne(const Workload& w, const SimOptions& o, const std::string& policy) {
+  auto spec = PolicyRegistry::Builtin().Lookup(policy);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  ManualClock wall;
+  auto r = RunReplay(w, o, *spec, sched::DefaultRegistry(), &wall);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return std::move(*r);
+}
+
+// One node of 4 GPUs. j0: 4 GPUs x 100 s at 0; j1: 2 x 50 at 10; j2: 2 x 10
+// at 20; j3: 1 x 20 at 30 with a higher priority.
+Workload Tiny() {
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 100, 4), J(10, 50, 2), J(20, 10, 2), J(30, 20, 1, /*priority=*/10)};
+  return w;
+}
+
+void ExpectJcts(const PolicyResult& r, std::vector<double> want) {
+  ASSERT_EQ(r.jct_by_job.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_DOUBLE_EQ(r.jct_by_job[i], want[i]) << r.policy << " job " << i;
+  }
+}
+
+TEST(ReplayTinyTrace, FifoIsStrictArrivalOrder) {
+  // j0 0-100; at 100 j1 (100-150) and j2 (100-110) start, j3 waits: 110-130.
+  ExpectJcts(RunOne(Tiny(), Fleet(1, 4), "fifo"), {100, 140, 90, 100});
+}
+
+TEST(ReplayTinyTrace, SjfRunsShortestFirst) {
+  // At 100: j2 (10 s) 100-110, j3 (20 s) 100-120; j1 needs 2, 1 free: 110-160.
+  ExpectJcts(RunOne(Tiny(), Fleet(1, 4), "sjf"), {100, 150, 90, 90});
+}
+
+TEST(ReplayTinyTrace, DefaultHonoursPriority) {
+  // At 100: j3 (priority 10) 100-120, j1 100-150; j2 waits for j3: 120-130.
+  ExpectJcts(RunOne(Tiny(), Fleet(1, 4), "default"), {100, 140, 110, 90});
+}
+
+TEST(ReplayTinyTrace, LasPreemptsDemotedJob) {
+  // Band limit 100 GPU-s. j0 reaches it at t=25 and is demoted; j1 (band 0)
+  // preempts it (checkpointed at 25 s of progress) and runs 25-75; j2 25-35;
+  // j3 35-55; j0 resumes at 75 with its 75 s left: done at 150.
+  SimOptions o = Fleet(1, 4);
+  o.las.thresholds_gpu_s = {100};
+  PolicyResult r = RunOne(Tiny(), o, "las");
+  ExpectJcts(r, {150, 65, 15, 25});
+  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_DOUBLE_EQ(r.preempt_lost_gpu_s, 0);
+}
+
+TEST(ReplayFailure, GangRestartsFromLastCheckpoint) {
+  // 8-GPU gang, 10000 s, checkpoint every 1800 s, restart overhead 300 s.
+  // GPU 3 of node 0 fails at 4000: checkpoints at 1800 and 3600, so 400 s of
+  // work are lost; the gang restarts on node 1 at once and finishes at
+  // 4000 + 300 + (10000 - 3600) = 10700.
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 10000, 8)};
+  w.jobs[0].checkpoint_s = 1800;
+  w.jobs[0].restart_s = 300;
+  SimOptions o = Fleet(2, 8);
+  o.scripted_failures = {{.t_s = 4000, .node = 0, .gpu = 3}};
+  for (std::string p : {"fifo", "sjf", "las", "default"}) {
+    PolicyResult r = RunOne(w, o, p);
+    ASSERT_EQ(r.completed, 1) << p;
+    EXPECT_DOUBLE_EQ(r.jct_by_job[0], 10700) << p;
+    EXPECT_EQ(r.gang_kills, 1) << p;
+    EXPECT_DOUBLE_EQ(r.failure_lost_gpu_s, 8 * 400.0) << p;
+    EXPECT_DOUBLE_EQ(r.failure_restart_gpu_s, 8 * 300.0) << p;
+    EXPECT_DOUBLE_EQ(r.allocated_gpu_s, 8 * 10700.0) << p;
+    EXPECT_DOUBLE_EQ(r.useful_gpu_s, 8 * 10000.0) << p;
+  }
+}
+
+TEST(ReplayFailure, FailureDuringRestartLosesOnlyOverhead) {
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 1000, 8)};
+  w.jobs[0].checkpoint_s = 600;
+  w.jobs[0].restart_s = 100;
+  SimOptions o = Fleet(2, 8);
+  // Node 0 fails at 700 (lost 100) and is repaired at 710; the gang restarts
+  // on node 1 at 700, which fails at 750, inside the restart overhead (lost
+  // 0, overhead 50); it restarts on node 0 at 750.
+  o.scripted_failures = {{.t_s = 700, .node = 0, .gpu = 0, .repair_s = 10},
+                         {.t_s = 750, .node = 1, .gpu = 0}};
+  PolicyResult r = RunOne(w, o, "fifo");
+  ASSERT_EQ(r.completed, 1);
+  // Restart at 750: 100 overhead + 400 left -> 1250.
+  EXPECT_DOUBLE_EQ(r.jct_by_job[0], 1250);
+  EXPECT_DOUBLE_EQ(r.failure_lost_gpu_s, 8 * 100.0);
+  EXPECT_DOUBLE_EQ(r.failure_restart_gpu_s, 8 * (50.0 + 100.0));
+  EXPECT_DOUBLE_EQ(r.useful_gpu_s, 8 * 1000.0);
+}
+
+TEST(ReplayFailure, HotSpareTakesOverAtOnce) {
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 10000, 8)};
+  w.jobs[0].checkpoint_s = 1800;
+  w.jobs[0].restart_s = 300;
+  SimOptions o = Fleet(1, 8);
+  o.scripted_failures = {{.t_s = 4000, .node = 0, .gpu = 3, .repair_s = 1000}};
+  // No spare: the gang waits for the repair (5000) then needs 300 + 6400.
+  PolicyResult none = RunOne(w, o, "fifo");
+  EXPECT_DOUBLE_EQ(none.jct_by_job[0], 11700);
+  EXPECT_DOUBLE_EQ(none.mean_restart_wait_s, 1000);
+  EXPECT_DOUBLE_EQ(none.restart_wait_gpu_s, 8 * 1000.0);
+  o.hot_spare_nodes = 1;
+  PolicyResult r = RunOne(w, o, "fifo");
+  EXPECT_DOUBLE_EQ(r.jct_by_job[0], 10700);
+  EXPECT_EQ(r.spare_swaps, 1);
+  EXPECT_DOUBLE_EQ(r.mean_restart_wait_s, 0);
+}
+
+Workload SmallSynthetic(uint64_t seed) {
+  SyntheticWorkloadSpec s;
+  s.jobs = 1500;
+  s.span_s = 2 * 86400.0;
+  s.size_mix = {{1, 0.5}, {2, 0.1}, {4, 0.1}, {8, 0.2}, {32, 0.1}};
+  s.duration_median_s = 1800;
+  s.checkpoint_s = 900;
+  s.restart_s = 120;
+  s.seed = seed;
+  auto w = GenerateSyntheticWorkload(s);
+  EXPECT_TRUE(w.ok());
+  return std::move(*w);
+}
+
+SimOptions FailingFleet() {
+  SimOptions o = Fleet(16, 8);
+  o.cluster.nodes_per_rack = 4;
+  o.failures.gpu_failure_interval_s = 1800;
+  o.failures.node_failure_interval_s = 6 * 3600;
+  o.failures.gpu_repair_s = 3600;
+  o.hot_spare_nodes = 1;
+  return o;
+}
+
+TEST(ReplayConservation, AllocatedEqualsRuntimePlusLostPlusOverhead) {
+  Workload w = SmallSynthetic(7);
+  for (std::string p : {"fifo", "sjf", "las", "default"}) {
+    PolicyResult r = RunOne(w, FailingFleet(), p);
+    ASSERT_EQ(r.completed, static_cast<int64_t>(w.jobs.size())) << p;
+    EXPECT_GT(r.gang_kills, 0) << p;
+    double demand = w.GpuSeconds();
+    double losses = r.failure_lost_gpu_s + r.failure_restart_gpu_s + r.preempt_lost_gpu_s +
+                    r.preempt_restart_gpu_s;
+    EXPECT_NEAR(r.allocated_gpu_s, demand + losses, 1e-6 * demand) << p;
+    EXPECT_NEAR(r.demand_gpu_s, demand, 1e-6 * demand) << p;
+    EXPECT_LE(r.goodput, 1.0);
+    // JCT is never below the run time.
+    for (size_t i = 0; i < w.jobs.size(); ++i) {
+      EXPECT_GE(r.jct_by_job[i] + 1e-9, w.jobs[i].duration_s) << p << " job " << i;
+    }
+  }
+}
+
+TEST(ReplayDeterminism, SameSeedSameResult) {
+  Workload w1 = SmallSynthetic(11), w2 = SmallSynthetic(11);
+  ASSERT_EQ(w1.jobs.size(), w2.jobs.size());
+  for (std::string p : {"las", "default"}) {
+    PolicyResult a = RunOne(w1, FailingFleet(), p);
+    PolicyResult b = RunOne(w2, FailingFleet(), p);
+    EXPECT_EQ(a.jct_by_job, b.jct_by_job) << p;
+    EXPECT_EQ(a.gang_kills, b.gang_kills);
+    EXPECT_EQ(a.preemptions, b.preemptions);
+    EXPECT_EQ(a.allocated_gpu_s, b.allocated_gpu_s);
+  }
+  SimOptions other = FailingFleet();
+  other.seed = 2;
+  EXPECT_NE(RunOne(w1, other, "fifo").jct_by_job, RunOne(w1, FailingFleet(), "fifo").jct_by_job);
+}
+
+TEST(ReplayMetrics, LowerBoundAndDistributions) {
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 100, 4), J(10, 100, 4)};
+  // Capacity 4: max(a+p)=110; t=0: 0 + 800/4 = 200; t=10: 10 + 400/4 = 110.
+  EXPECT_DOUBLE_EQ(MakespanLowerBound(w, 4), 200);
+  Dist d = MakeDist({5, 1, 3, 2, 4});
+  EXPECT_DOUBLE_EQ(d.mean, 3);
+  EXPECT_DOUBLE_EQ(d.p50, 3);
+  EXPECT_DOUBLE_EQ(d.max, 5);
+  PolicyResult r = RunOne(w, Fleet(1, 4), "fifo");
+  EXPECT_DOUBLE_EQ(r.makespan_s, 200);
+  EXPECT_DOUBLE_EQ(r.makespan_ratio, 1);
+  EXPECT_DOUBLE_EQ(r.utilization, 1);
+}
+
+TEST(ReplayMetrics, GoodputBoundFollowsCheckpointModel) {
+  // One 8-GPU job on an 8-GPU fleet, a failure per 10000 s, C=1000, R=100:
+  // loss fraction = (8 / (10000 * 8)) * (500 + 100) = 0.06.
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 100000, 8)};
+  w.jobs[0].checkpoint_s = 1000;
+  w.jobs[0].restart_s = 100;
+  SimOptions o = Fleet(1, 8);
+  o.failures.gpu_failure_interval_s = 10000;
+  EXPECT_NEAR(GoodputBound(w, o), 0.94, 1e-12);
+}
+
+TEST(ReplayPolicies, RegistryAndErrors) {
+  PolicyRegistry r = PolicyRegistry::Builtin();
+  EXPECT_EQ(r.Names(), (std::vector<std::string>{"default", "fifo", "las", "sjf"}));
+  EXPECT_FALSE(r.Lookup("nope").ok());
+  PolicySpec dup;
+  dup.name = "fifo";
+  EXPECT_FALSE(r.Register(dup).ok());
+  EXPECT_EQ(SimJobIndex("j42"), 42);
+  EXPECT_EQ(SimJobIndex("x42"), -1);
+  LasConfig las;
+  las.thresholds_gpu_s = {10, 100};
+  EXPECT_EQ(las.Band(0), 0);
+  EXPECT_EQ(las.Band(10), 1);
+  EXPECT_EQ(las.Band(1000), 2);
+}
+
+TEST(ReplayCommand, ParseSeconds) {
+  EXPECT_DOUBLE_EQ(*ParseSeconds("--x", "90"), 90);
+  EXPECT_DOUBLE_EQ(*ParseSeconds("--x", "2.5h"), 9000);
+  EXPECT_DOUBLE_EQ(*ParseSeconds("--x", "30m"), 1800);
+  EXPECT_DOUBLE_EQ(*ParseSeconds("--x", "1d"), 86400);
+  auto bad = ParseSeconds("--checkpoint", "soon");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--checkpoint"), std::string::npos);
+}
+
+TEST(ReplayWorkload, ShapesAndValidation) {
+  EXPECT_EQ(ShapeFor(4, 8).members, 1);
+  EXPECT_EQ(ShapeFor(64, 8).members, 8);
+  EXPECT_EQ(ShapeFor(12, 8).per_member, 6);
+  EXPECT_EQ(ShapeFor(4096, 8).members, 512);
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 10, 0)};
+  auto s = ValidateWorkload(w);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("jobs[0].gpus"), std::string::npos);
+}
+
+TEST(ReplayWorkload, SyntheticIsDeterministicAndShaped) {
+  SyntheticWorkloadSpec s;
+  s.jobs = 2000;
+  s.size_mix = {{1, 1}, {4096, 1}};
+  auto a = GenerateSyntheticWorkload(s);
+  auto b = GenerateSyntheticWorkload(s);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int big = 0;
+  for (size_t i = 0; i < a->jobs.size(); ++i) {
+    EXPECT_EQ(a->jobs[i].submit_s, b->jobs[i].submit_s);
+    EXPECT_EQ(a->jobs[i].duration_s, b->jobs[i].duration_s);
+    big += a->jobs[i].gpus == 4096;
+  }
+  EXPECT_GT(big, 800);
+  EXPECT_LT(big, 1200);
+  EXPECT_TRUE(ValidateWorkload(*a).ok());
+  EXPECT_FALSE(ParseSizeMix("1:0.5,x").ok());
+}
+
+}  // namespace
+}  // namespace tessera::sim::replay

@@ -1,0 +1,780 @@
+#include "sim/replay/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/framework/scheduler.h"
+
+namespace tessera::sim::replay {
+
+namespace {
+
+enum class Status : uint8_t { kFuture, kPending, kRunning, kDone, kRejected };
+enum class Cause : uint8_t { kNone, kFailure, kPreempt };
+enum EventKind : uint8_t {
+  kComplete = 0,
+  kRepair = 1,
+  kFailure = 2,
+  kNodeFailure = 3,
+  kDemote = 4,
+  kSample = 5
+};
+
+struct JobRt {
+  std::unique_ptr<model::Job> job;
+  JobFacts facts;
+  Status status = Status::kFuture;
+  Cause restart_cause = Cause::kNone;
+  uint32_t epoch = 0;
+  int32_t running_pos = -1;
+  double seg_start = 0;
+  double seg_overhead = 0;
+  double progress0 = 0;
+  double first_start = -1;
+  double finish = -1;
+  double killed_at = -1;
+};
+
+struct Event {
+  double t;
+  uint8_t kind;
+  uint64_t seq;
+  int64_t a;             // job index or node
+  uint32_t b;            // epoch or GPU mask
+  double repair_s = -1;  // failures: scripted repair time (< 0: none, random failure)
+  bool operator>(const Event& o) const {
+    if (t != o.t) return t > o.t;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+class Sim final : public JobFactsSource {
+ public:
+  Sim(const Workload& w, const SimOptions& opt, const PolicySpec& policy)
+      : w_(w),
+        opt_(opt),
+        policy_(policy),
+        rt_(w.jobs.size()),
+        fail_rng_(opt.seed ^ 0x9e3779b97f4a7c15ULL) {}
+
+  const JobFacts& Facts(const model::Job& job) const override {
+    return rt_[SimJobIndex(job.name)].facts;
+  }
+
+  absl::StatusOr<PolicyResult> Run(const sched::PluginRegistry& base, Clock* wall);
+
+ private:
+  struct PendingLess {
+    const Sim* sim;
+    bool operator()(int32_t a, int32_t b) const {
+      const model::Job& ja = *sim->rt_[a].job;
+      const model::Job& jb = *sim->rt_[b].job;
+      if (sim->sort_->Less(ja, jb)) return true;
+      if (sim->sort_->Less(jb, ja)) return false;
+      return a < b;
+    }
+  };
+
+  absl::Status BuildCluster();
+  void Push(double t, uint8_t kind, int64_t a, uint32_t b, double repair_s = -1) {
+    events_.push({t, kind, seq_++, a, b, repair_s});
+  }
+  void Advance(double t);
+  void Arrive(int32_t i);
+  void AddPending(int32_t i);
+  void RemovePending(int32_t i);
+  bool TryPlace(int32_t i);
+  bool TryPreempt(int32_t i);
+  void Start(int32_t i);
+  void Stop(int32_t i, Cause cause);
+  void Complete(int32_t i);
+  void Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s);
+  void Repair(sched::NodeId node, uint32_t mask);
+  void Demote(int32_t i);
+  void TakeSample();
+  void Pass(bool full);
+  int64_t FreeGpus() const;
+  void ScheduleNextFailure(bool node);
+
+  const Workload& w_;
+  const SimOptions& opt_;
+  const PolicySpec& policy_;
+  std::vector<JobRt> rt_;
+  std::mt19937_64 fail_rng_;
+
+  sched::ClusterState state_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  const sched::QueueSortPlugin* sort_ = nullptr;
+  ManualClock clock_;
+  absl::Time epoch_ = absl::UnixEpoch();
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t seq_ = 0;
+  double now_ = 0;
+  double last_t_ = 0;
+
+  std::set<int32_t, PendingLess> pending_{PendingLess{this}};
+  std::map<int32_t, int64_t> pending_sizes_;
+  std::vector<int32_t> new_arrivals_;
+  double reserve_after_ = INFINITY;
+  bool capacity_changed_ = false;
+  std::vector<int32_t> running_;
+  std::vector<int64_t> running_gpus_by_band_;
+
+  // Fleet.
+  int32_t gpn_ = 8;
+  int32_t total_nodes_ = 0;
+  std::vector<uint32_t> down_mask_;  // per node: GPUs failed and not repaired
+  std::vector<uint8_t> is_spare_;    // in the spare pool (cordoned, idle)
+  std::vector<uint8_t> swapped_;     // failed and replaced by a spare
+  std::vector<sched::NodeId> spare_pool_;
+  int64_t capacity_gpus_ = 0;
+  int32_t unhealthy_gpus_ = 0;
+
+  // Accounting.
+  PolicyResult res_;
+  int64_t allocated_gpus_ = 0;
+  double alloc_integral_ = 0;
+  double loss_total_ = 0;
+  double last_sample_alloc_ = 0, last_sample_loss_ = 0;
+  std::vector<int64_t> q_running_, q_demand_;
+  std::vector<double> q_alloc_;
+  double jain_sum_ = 0;
+  int64_t jain_n_ = 0;
+  int64_t done_ = 0;
+  double last_finish_ = 0;
+  double restart_wait_sum_ = 0;
+  int64_t restart_wait_n_ = 0;
+};
+
+absl::Status Sim::BuildCluster() {
+  model::SyntheticClusterSpec spec = opt_.cluster;
+  spec.nodes = opt_.cluster.nodes + opt_.hot_spare_nodes;
+  auto nodes = model::BuildSyntheticCluster(spec);
+  if (!nodes.ok()) return nodes.status();
+  gpn_ = spec.gpus_per_node;
+  total_nodes_ = spec.nodes;
+  down_mask_.assign(total_nodes_, 0);
+  is_spare_.assign(total_nodes_, 0);
+  swapped_.assign(total_nodes_, 0);
+  for (auto& n : *nodes) {
+    auto id = state_.AddNode(std::move(n));
+    if (!id.ok()) return id.status();
+  }
+  // The last nodes are the spares: spread across racks would be nicer, but
+  // any node may serve since a spare replaces a node, not a position.
+  for (int32_t k = 0; k < opt_.hot_spare_nodes; ++k) {
+    sched::NodeId id = opt_.cluster.nodes + k;
+    if (auto s = state_.SetSchedulable(id, false); !s.ok()) return s;
+    is_spare_[id] = 1;
+    spare_pool_.push_back(id);
+  }
+  capacity_gpus_ = static_cast<int64_t>(opt_.cluster.nodes) * gpn_;
+  return absl::OkStatus();
+}
+
+int64_t Sim::FreeGpus() const {
+  int64_t f = 0;
+  for (sched::ModelId m = 0; m < state_.num_models(); ++m) f += state_.cluster_free(m).free_gpus;
+  return f;
+}
+
+void Sim::Advance(double t) {
+  if (t > now_) {
+    alloc_integral_ += static_cast<double>(allocated_gpus_) * (t - now_);
+    now_ = t;
+    clock_.SetTime(epoch_ + absl::Seconds(t));
+  }
+}
+
+void Sim::AddPending(int32_t i) {
+  JobRt& r = rt_[i];
+  r.status = Status::kPending;
+  pending_.insert(i);
+  ++pending_sizes_[w_.jobs[i].gpus];
+}
+
+void Sim::RemovePending(int32_t i) {
+  pending_.erase(i);
+  auto it = pending_sizes_.find(w_.jobs[i].gpus);
+  if (--it->second == 0) pending_sizes_.erase(it);
+}
+
+void Sim::Arrive(int32_t i) {
+  const SimJob& sj = w_.jobs[i];
+  JobRt& r = rt_[i];
+  r.facts.index = i;
+  r.facts.submit_s = sj.submit_s;
+  r.facts.duration_s = sj.duration_s;
+  r.facts.band = opt_.las.Band(0);
+  if (sj.gpus > capacity_gpus_) {
+    r.status = Status::kRejected;
+    ++res_.rejected;
+    ++done_;
+    return;
+  }
+  auto job = std::make_unique<model::Job>();
+  job->name = SimJobName(i);
+  job->queue = w_.queues[sj.queue];
+  job->priority = sj.priority;
+  job->creation_time = epoch_ + absl::Seconds(sj.submit_s);
+  GangShape shape = ShapeFor(sj.gpus, gpn_);
+  model::MemberGroup g;
+  g.name = "worker";
+  g.count = shape.members;
+  g.resources.gpus = shape.per_member;
+  g.resources.gpu_milli = model::kMilliPerGpu;
+  g.resources.cpu_milli = 1000;
+  g.resources.memory_mib = 1024;
+  job->groups.push_back(std::move(g));
+  if (opt_.topology_aware && shape.members > 1) {
+    job->topology.required = false;
+    job->topology.level = shape.members <= opt_.cluster.nodes_per_rack
+                              ? model::TopologyLevel::kRack
+                              : model::TopologyLevel::kBlock;
+  }
+  r.job = std::move(job);
+  q_demand_[sj.queue] += sj.gpus;
+  AddPending(i);
+  new_arrivals_.push_back(i);
+}
+
+bool Sim::TryPlace(int32_t i) {
+  const int32_t g = w_.jobs[i].gpus;
+  if (FreeGpus() >= g) {
+    ++res_.schedule_calls;
+    sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
+    if (r.placed()) {
+      Start(i);
+      return true;
+    }
+  }
+  if (policy_.preempt_lower_bands) return TryPreempt(i);
+  return false;
+}
+
+bool Sim::TryPreempt(int32_t i) {
+  const int32_t g = w_.jobs[i].gpus;
+  const int32_t band = rt_[i].facts.band;
+  int64_t reclaimable = 0;
+  for (size_t b = band + 1; b < running_gpus_by_band_.size(); ++b)
+    reclaimable += running_gpus_by_band_[b];
+  if (reclaimable == 0 || reclaimable + FreeGpus() < g) return false;
+  // Victims: worst band first, then the most recently started.
+  std::vector<int32_t> victims;
+  for (int32_t v : running_) {
+    if (rt_[v].facts.band > band) victims.push_back(v);
+  }
+  std::sort(victims.begin(), victims.end(), [&](int32_t a, int32_t b) {
+    if (rt_[a].facts.band != rt_[b].facts.band) return rt_[a].facts.band > rt_[b].facts.band;
+    if (rt_[a].seg_start != rt_[b].seg_start) return rt_[a].seg_start > rt_[b].seg_start;
+    return a > b;
+  });
+  for (int32_t v : victims) {
+    Stop(v, Cause::kPreempt);
+    ++res_.preemptions;
+    AddPending(v);
+    capacity_changed_ = true;
+    if (FreeGpus() < g) continue;
+    ++res_.schedule_calls;
+    sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
+    if (r.placed()) {
+      Start(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Sim::Start(int32_t i) {
+  JobRt& r = rt_[i];
+  const SimJob& sj = w_.jobs[i];
+  RemovePending(i);
+  ++res_.placements;
+  r.status = Status::kRunning;
+  ++r.epoch;
+  r.seg_start = now_;
+  r.seg_overhead = r.restart_cause != Cause::kNone ? sj.restart_s : 0;
+  if (r.first_start < 0) r.first_start = now_;
+  if (r.killed_at >= 0) {
+    restart_wait_sum_ += now_ - r.killed_at;
+    ++restart_wait_n_;
+    res_.restart_wait_gpu_s += sj.gpus * (now_ - r.killed_at);
+    r.killed_at = -1;
+  }
+  double end = now_ + r.seg_overhead + (sj.duration_s - r.progress0);
+  Push(end, kComplete, i, r.epoch);
+  r.running_pos = static_cast<int32_t>(running_.size());
+  running_.push_back(i);
+  allocated_gpus_ += sj.gpus;
+  q_running_[sj.queue] += sj.gpus;
+  if (static_cast<size_t>(r.facts.band) >= running_gpus_by_band_.size()) {
+    running_gpus_by_band_.resize(r.facts.band + 1, 0);
+  }
+  running_gpus_by_band_[r.facts.band] += sj.gpus;
+  if (policy_.uses_las_bands) {
+    double band_end = opt_.las.BandEnd(r.facts.band);
+    if (std::isfinite(band_end)) {
+      double t = now_ + (band_end - r.facts.attained_gpu_s) / sj.gpus;
+      if (t < end) Push(std::max(t, now_), kDemote, i, r.epoch);
+    }
+  }
+}
+
+// Ends the running segment of `i`; accounting per the header's contract.
+void Sim::Stop(int32_t i, Cause cause) {
+  JobRt& r = rt_[i];
+  const SimJob& sj = w_.jobs[i];
+  const double seg = now_ - r.seg_start;
+  const double overhead = std::min(seg, r.seg_overhead);
+  const double run = seg - overhead;
+  double kept = r.progress0;  // progress the next segment starts from
+  if (cause == Cause::kNone) {
+    kept = sj.duration_s;
+  } else if (cause == Cause::kPreempt && opt_.preemption_checkpoints) {
+    kept = r.progress0 + run;
+  } else if (sj.checkpoint_s > 0) {
+    kept = r.progress0 + std::floor(run / sj.checkpoint_s) * sj.checkpoint_s;
+  }
+  const double lost = cause == Cause::kNone ? 0 : r.progress0 + run - kept;
+  const double g = sj.gpus;
+  res_.allocated_gpu_s += g * seg;
+  q_alloc_[sj.queue] += g * seg;
+  double* restart_acc = r.restart_cause == Cause::kPreempt ? &res_.preempt_restart_gpu_s
+                                                           : &res_.failure_restart_gpu_s;
+  *restart_acc += g * overhead;
+  if (cause == Cause::kFailure) res_.failure_lost_gpu_s += g * lost;
+  if (cause == Cause::kPreempt) res_.preempt_lost_gpu_s += g * lost;
+  loss_total_ += g * (overhead + lost);
+  r.facts.attained_gpu_s += g * seg;
+  running_gpus_by_band_[r.facts.band] -= sj.gpus;
+  // Bands never go back: a demotion decided at a threshold crossing must
+  // survive floating-point rounding of the attained service.
+  r.facts.band = std::max(r.facts.band, opt_.las.Band(r.facts.attained_gpu_s));
+  r.progress0 = kept;
+  r.restart_cause = cause;
+  ++r.epoch;
+  // Swap-remove from running_.
+  int32_t last = running_.back();
+  running_[r.running_pos] = last;
+  rt_[last].running_pos = r.running_pos;
+  running_.pop_back();
+  r.running_pos = -1;
+  allocated_gpus_ -= sj.gpus;
+  q_running_[sj.queue] -= sj.gpus;
+  (void)scheduler_->Release(r.job->key());
+  capacity_changed_ = true;
+}
+
+void Sim::Complete(int32_t i) {
+  Stop(i, Cause::kNone);
+  JobRt& r = rt_[i];
+  const SimJob& sj = w_.jobs[i];
+  r.status = Status::kDone;
+  r.finish = now_;
+  last_finish_ = std::max(last_finish_, now_);
+  q_demand_[sj.queue] -= sj.gpus;
+  res_.demand_gpu_s += sj.gpus * sj.duration_s;
+  ++res_.completed;
+  ++done_;
+  r.job.reset();
+}
+
+void Sim::Demote(int32_t i) {
+  JobRt& r = rt_[i];
+  const SimJob& sj = w_.jobs[i];
+  // The event was scheduled at the crossing of this band's end.
+  const int32_t last_band = static_cast<int32_t>(opt_.las.thresholds_gpu_s.size());
+  if (r.facts.band >= last_band) return;
+  const int32_t band = r.facts.band + 1;
+  running_gpus_by_band_[r.facts.band] -= sj.gpus;
+  // The band is recorded for victim selection only; attained service itself
+  // is settled when the segment stops. The job is running, so it is not in
+  // the pending set whose order depends on it.
+  r.facts.band = band;
+  if (static_cast<size_t>(band) >= running_gpus_by_band_.size())
+    running_gpus_by_band_.resize(band + 1, 0);
+  running_gpus_by_band_[band] += sj.gpus;
+  capacity_changed_ = true;  // pending jobs of better bands may preempt it now
+  double band_end = opt_.las.BandEnd(band);
+  if (std::isfinite(band_end)) {
+    double t = r.seg_start + (band_end - r.facts.attained_gpu_s) / sj.gpus;
+    Push(std::max(t, now_), kDemote, i, r.epoch);
+  }
+}
+
+void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s) {
+  node_failure ? ++res_.node_failures : ++res_.gpu_failures;
+  uint32_t newly = 0;
+  std::vector<std::string> affected;
+  for (int gpu = 0; gpu < gpn_; ++gpu) {
+    if (!((mask >> gpu) & 1u) || ((down_mask_[node] >> gpu) & 1u)) continue;
+    (void)state_.SetGpuHealth(node, gpu, false, &affected);
+    newly |= 1u << gpu;
+  }
+  if (newly == 0) return;  // already down: the draw hit a failed GPU
+  down_mask_[node] |= newly;
+  unhealthy_gpus_ += __builtin_popcount(newly);
+  std::vector<int32_t> killed;
+  std::sort(affected.begin(), affected.end());
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  for (const std::string& key : affected) {
+    size_t slash = key.find('/');
+    int64_t idx = SimJobIndex(absl::string_view(key).substr(slash + 1));
+    if (idx < 0 || rt_[idx].status != Status::kRunning) continue;
+    Stop(static_cast<int32_t>(idx), Cause::kFailure);
+    rt_[idx].killed_at = now_;
+    ++res_.gang_kills;
+    AddPending(static_cast<int32_t>(idx));
+    killed.push_back(static_cast<int32_t>(idx));
+  }
+  if (is_spare_[node]) {
+    // An idle spare failed: out of the pool until repaired.
+    is_spare_[node] = 0;
+    spare_pool_.erase(std::find(spare_pool_.begin(), spare_pool_.end(), node));
+    swapped_[node] = 1;
+  } else if (!swapped_[node] && !spare_pool_.empty()) {
+    sched::NodeId spare = spare_pool_.back();
+    spare_pool_.pop_back();
+    is_spare_[spare] = 0;
+    (void)state_.SetSchedulable(node, false);
+    (void)state_.SetSchedulable(spare, true);
+    swapped_[node] = 1;
+    ++res_.spare_swaps;
+  }
+  // The job controller recreates a killed gang's pods at once: it is tried
+  // before the queue, on the spare if one took over.
+  if (opt_.restart_killed_first) {
+    for (int32_t i : killed) {
+      if (rt_[i].status == Status::kPending && FreeGpus() >= w_.jobs[i].gpus) {
+        ++res_.schedule_calls;
+        if (scheduler_->Schedule(*rt_[i].job).placed()) Start(i);
+      }
+    }
+  }
+  if (repair_s < 0)
+    repair_s = node_failure ? opt_.failures.node_repair_s : opt_.failures.gpu_repair_s;
+  Push(now_ + repair_s, kRepair, node, newly);
+  capacity_changed_ = true;
+}
+
+void Sim::Repair(sched::NodeId node, uint32_t mask) {
+  for (int gpu = 0; gpu < gpn_; ++gpu) {
+    if (!((mask >> gpu) & 1u)) continue;
+    (void)state_.SetGpuHealth(node, gpu, true, nullptr);
+  }
+  down_mask_[node] &= ~mask;
+  unhealthy_gpus_ -= __builtin_popcount(mask);
+  if (down_mask_[node] == 0 && swapped_[node]) {
+    swapped_[node] = 0;
+    is_spare_[node] = 1;
+    spare_pool_.push_back(node);
+  }
+  capacity_changed_ = true;
+}
+
+void Sim::ScheduleNextFailure(bool node) {
+  double interval =
+      node ? opt_.failures.node_failure_interval_s : opt_.failures.gpu_failure_interval_s;
+  if (!(interval > 0)) return;
+  std::exponential_distribution<double> gap(1.0 / interval);
+  double t = now_ + gap(fail_rng_);
+  sched::NodeId n = static_cast<sched::NodeId>(fail_rng_() % total_nodes_);
+  uint32_t mask = node ? ((gpn_ >= 32) ? ~0u : ((1u << gpn_) - 1)) : (1u << (fail_rng_() % gpn_));
+  Push(t, node ? kNodeFailure : kFailure, n, mask);
+}
+
+void Sim::TakeSample() {
+  Sample s;
+  s.t_s = now_;
+  s.allocated_gpus = static_cast<double>(allocated_gpus_);
+  s.capacity_gpus = static_cast<double>(capacity_gpus_);
+  s.unhealthy_gpus = unhealthy_gpus_;
+  s.running = static_cast<int64_t>(running_.size());
+  s.pending = static_cast<int64_t>(pending_.size());
+  double alloc = alloc_integral_ - last_sample_alloc_;
+  double loss = loss_total_ - last_sample_loss_;
+  s.goodput = alloc > 0 ? std::clamp(1 - loss / alloc, 0.0, 1.0) : 1.0;
+  last_sample_alloc_ = alloc_integral_;
+  last_sample_loss_ = loss_total_;
+  s.cum_failure_lost_gpu_h = (res_.failure_lost_gpu_s + res_.failure_restart_gpu_s) / 3600;
+  s.cum_preempt_lost_gpu_h = (res_.preempt_lost_gpu_s + res_.preempt_restart_gpu_s) / 3600;
+  double sx = 0, sxx = 0;
+  int n = 0;
+  for (size_t q = 0; q < q_demand_.size(); ++q) {
+    if (q_demand_[q] <= 0) continue;
+    double x = static_cast<double>(q_running_[q]) / q_demand_[q];
+    sx += x;
+    sxx += x * x;
+    ++n;
+  }
+  s.jain = (n > 0 && sxx > 0) ? sx * sx / (n * sxx) : 1.0;
+  if (n > 0) {
+    jain_sum_ += s.jain;
+    ++jain_n_;
+  }
+  res_.series.push_back(s);
+}
+
+void Sim::Pass(bool full) {
+  if (pending_.empty()) {
+    new_arrivals_.clear();
+    return;
+  }
+  if (!full) {
+    // Only new jobs can change anything: capacity did not grow.
+    const int32_t head = *pending_.begin();
+    const bool head_reserved = now_ - w_.jobs[head].submit_s >= reserve_after_;
+    std::vector<int32_t> arrivals;
+    arrivals.swap(new_arrivals_);
+    std::sort(arrivals.begin(), arrivals.end(), PendingLess{this});
+    for (int32_t i : arrivals) {
+      if (rt_[i].status != Status::kPending) continue;
+      const bool is_head = i == *pending_.begin();
+      if (!is_head && (!policy_.backfill || head_reserved)) continue;
+      TryPlace(i);
+    }
+    return;
+  }
+  new_arrivals_.clear();
+  int32_t min_failed = INT32_MAX;
+  bool blocked_seen = false;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (pending_sizes_.empty() || min_failed <= pending_sizes_.begin()->first) break;
+    const int32_t i = *it;
+    const int32_t g = w_.jobs[i].gpus;
+    if (FreeGpus() < pending_sizes_.begin()->first) {
+      if (!policy_.preempt_lower_bands) break;
+      // LAS order is by band: once no running job has a worse band than this
+      // one, nothing later can preempt either.
+      int32_t worst = static_cast<int32_t>(running_gpus_by_band_.size()) - 1;
+      while (worst >= 0 && running_gpus_by_band_[worst] == 0) --worst;
+      if (rt_[i].facts.band >= worst) break;
+    }
+    if (g >= min_failed) {
+      ++it;
+      continue;
+    }
+    ++it;  // Start() erases i; victims of a preemption are inserted later in the order
+    if (TryPlace(i)) continue;
+    min_failed = g;
+    if (!policy_.backfill) break;
+    if (!blocked_seen && now_ - w_.jobs[i].submit_s >= reserve_after_) break;
+    blocked_seen = true;
+  }
+}
+
+absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* wall) {
+  absl::Time wall0 = wall->Now();
+  if (auto s = ValidateWorkload(w_); !s.ok()) return s;
+  if (opt_.cluster.nodes <= 0) return absl::InvalidArgumentError("--nodes: must be > 0");
+  if (auto s = BuildCluster(); !s.ok()) return s;
+  sched::PluginRegistry registry = base;
+  if (auto s = RegisterSimQueueSorts(this, &registry); !s.ok()) return s;
+  auto sch = sched::Scheduler::Create(policy_.profile, registry, &state_);
+  if (!sch.ok()) return sch.status();
+  scheduler_ = std::move(*sch);
+  sort_ = &scheduler_->queue_sort();
+  reserve_after_ = opt_.reserve_after_s >= 0 ? opt_.reserve_after_s : policy_.reserve_after_s;
+
+  const int64_t n = static_cast<int64_t>(w_.jobs.size());
+  q_running_.assign(w_.queues.size(), 0);
+  q_demand_.assign(w_.queues.size(), 0);
+  q_alloc_.assign(w_.queues.size(), 0);
+  res_.policy = policy_.name;
+  res_.description = policy_.description;
+  res_.jobs = n;
+  res_.capacity_gpus = capacity_gpus_;
+  res_.hot_spare_nodes = opt_.hot_spare_nodes;
+
+  const double first = w_.FirstSubmit();
+  const double last_submit = n > 0 ? w_.jobs.back().submit_s : 0;
+  double sample_every = opt_.sample_interval_s > 0 ? opt_.sample_interval_s
+                                                   : std::max(60.0, (last_submit - first) / 400);
+  now_ = first;
+  clock_.SetTime(epoch_ + absl::Seconds(std::max(0.0, first)));
+  Push(first, kSample, 0, 0);
+  ScheduleNextFailure(false);
+  ScheduleNextFailure(true);
+  const uint32_t all_gpus = (1u << gpn_) - 1;
+  for (const ScriptedFailure& f : opt_.scripted_failures) {
+    if (f.node < 0 || f.node >= total_nodes_ || f.gpu >= gpn_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("scripted failure: node ", f.node, " gpu ", f.gpu, " is not in the fleet"));
+    }
+    // A scripted repair time of 0 would read as "random"; keep it positive.
+    double repair = f.repair_s >= 0 ? std::max(f.repair_s, 1e-9)
+                    : f.gpu < 0     ? opt_.failures.node_repair_s
+                                    : opt_.failures.gpu_repair_s;
+    Push(f.t_s, f.gpu < 0 ? kNodeFailure : kFailure, f.node, f.gpu < 0 ? all_gpus : 1u << f.gpu,
+         repair);
+  }
+
+  int64_t next_arrival = 0;
+  int64_t pending_repairs = 0;
+  while (done_ < n) {
+    double t_heap = events_.empty() ? INFINITY : events_.top().t;
+    double t_arr = next_arrival < n ? w_.jobs[next_arrival].submit_s : INFINITY;
+    double t = std::min(t_heap, t_arr);
+    if (!std::isfinite(t)) break;
+    // Stuck: nothing runs, nothing arrives, nothing is being repaired.
+    if (running_.empty() && next_arrival >= n && pending_repairs == 0 && t_arr == INFINITY &&
+        !pending_.empty() && !capacity_changed_ && new_arrivals_.empty()) {
+      break;
+    }
+    Advance(t);
+    while (!events_.empty() && events_.top().t <= t) {
+      Event e = events_.top();
+      events_.pop();
+      ++res_.events;
+      switch (e.kind) {
+        case kComplete:
+          if (rt_[e.a].status == Status::kRunning && rt_[e.a].epoch == e.b) Complete(e.a);
+          break;
+        case kDemote:
+          if (rt_[e.a].status == Status::kRunning && rt_[e.a].epoch == e.b) Demote(e.a);
+          break;
+        case kRepair:
+          --pending_repairs;
+          Repair(static_cast<sched::NodeId>(e.a), e.b);
+          break;
+        case kFailure:
+        case kNodeFailure: {
+          bool node = e.kind == kNodeFailure;
+          uint64_t seq_before = seq_;
+          Fail(static_cast<sched::NodeId>(e.a), e.b, node, e.repair_s);
+          if (seq_ != seq_before) ++pending_repairs;
+          if (e.repair_s < 0) ScheduleNextFailure(node);
+          break;
+        }
+        case kSample:
+          TakeSample();
+          Push(now_ + sample_every, kSample, 0, 0);
+          break;
+      }
+    }
+    while (next_arrival < n && w_.jobs[next_arrival].submit_s <= t) {
+      ++res_.events;
+      Arrive(static_cast<int32_t>(next_arrival++));
+    }
+    if (capacity_changed_) {
+      capacity_changed_ = false;
+      Pass(/*full=*/true);
+      // Preemptions inside the pass freed and re-queued work: one more look.
+      if (capacity_changed_) {
+        capacity_changed_ = false;
+        Pass(/*full=*/true);
+        capacity_changed_ = false;
+      }
+    } else if (!new_arrivals_.empty()) {
+      Pass(/*full=*/false);
+      capacity_changed_ = false;
+    }
+  }
+  TakeSample();
+  res_.unfinished = n - done_;
+
+  // Metrics.
+  std::vector<double> jct, qd, sd;
+  struct Cls {
+    const char* name;
+    int32_t lo, hi;
+    std::vector<double> jct, qd, sd;
+  };
+  std::vector<Cls> classes = {{"1", 1, 1, {}, {}, {}},
+                              {"2-8", 2, 8, {}, {}, {}},
+                              {"9-64", 9, 64, {}, {}, {}},
+                              {"65-512", 65, 512, {}, {}, {}},
+                              {"513+", 513, INT32_MAX, {}, {}, {}}};
+  std::vector<double> q_jct_sum(w_.queues.size(), 0);
+  std::vector<int64_t> q_jct_n(w_.queues.size(), 0);
+  if (opt_.keep_job_jcts) res_.jct_by_job.assign(n, NAN);
+  jct.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const JobRt& r = rt_[i];
+    if (r.status != Status::kDone) continue;
+    const SimJob& sj = w_.jobs[i];
+    double c = r.finish - sj.submit_s;
+    double q = r.first_start - sj.submit_s;
+    double s = c / std::max(sj.duration_s, 1.0);
+    jct.push_back(c);
+    qd.push_back(q);
+    sd.push_back(s);
+    if (opt_.keep_job_jcts) res_.jct_by_job[i] = c;
+    q_jct_sum[sj.queue] += c;
+    ++q_jct_n[sj.queue];
+    for (Cls& k : classes) {
+      if (sj.gpus >= k.lo && sj.gpus <= k.hi) {
+        k.jct.push_back(c);
+        k.qd.push_back(q);
+        k.sd.push_back(s);
+      }
+    }
+  }
+  res_.jct = MakeDist(jct);
+  res_.queue_delay = MakeDist(qd);
+  res_.slowdown = MakeDist(sd);
+  for (Cls& k : classes) {
+    if (k.jct.empty()) continue;
+    res_.by_size.push_back(
+        {k.name, MakeDist(std::move(k.jct)), MakeDist(std::move(k.qd)), MakeDist(std::move(k.sd))});
+  }
+  std::sort(jct.begin(), jct.end());
+  const size_t points = 2000;
+  if (jct.size() <= points) {
+    res_.jct_sorted = jct;
+  } else {
+    for (size_t k = 0; k < points; ++k)
+      res_.jct_sorted.push_back(jct[k * (jct.size() - 1) / (points - 1)]);
+  }
+  double total_alloc = 0;
+  for (double a : q_alloc_) total_alloc += a;
+  for (size_t q = 0; q < w_.queues.size(); ++q) {
+    QueueShare s;
+    s.queue = w_.queues[q];
+    s.gpu_hours = q_alloc_[q] / 3600;
+    s.share = total_alloc > 0 ? q_alloc_[q] / total_alloc : 0;
+    s.entitlement = 1.0 / w_.queues.size();
+    s.mean_jct_s = q_jct_n[q] > 0 ? q_jct_sum[q] / q_jct_n[q] : 0;
+    res_.queues.push_back(s);
+  }
+  res_.jain_mean = jain_n_ > 0 ? jain_sum_ / jain_n_ : 1;
+  res_.useful_gpu_s = res_.allocated_gpu_s - res_.failure_lost_gpu_s - res_.failure_restart_gpu_s -
+                      res_.preempt_lost_gpu_s - res_.preempt_restart_gpu_s;
+  res_.goodput = res_.allocated_gpu_s > 0 ? res_.useful_gpu_s / res_.allocated_gpu_s : 1;
+  res_.goodput_bound = GoodputBound(w_, opt_);
+  res_.makespan_s = res_.completed > 0 ? last_finish_ - first : 0;
+  res_.lower_bound_s = MakespanLowerBound(w_, capacity_gpus_);
+  res_.makespan_ratio = res_.lower_bound_s > 0 ? res_.makespan_s / res_.lower_bound_s : 0;
+  res_.utilization =
+      res_.makespan_s > 0
+          ? res_.allocated_gpu_s / (static_cast<double>(capacity_gpus_) * res_.makespan_s)
+          : 0;
+  res_.mean_restart_wait_s = restart_wait_n_ > 0 ? restart_wait_sum_ / restart_wait_n_ : 0;
+  res_.effective_utilization =
+      res_.makespan_s > 0
+          ? res_.useful_gpu_s / (static_cast<double>(capacity_gpus_) * res_.makespan_s)
+          : 0;
+  res_.wall_s = absl::ToDoubleSeconds(wall->Now() - wall0);
+  res_.decisions_per_s = res_.wall_s > 0 ? res_.schedule_calls / res_.wall_s : 0;
+  return std::move(res_);
+}
+
+}  // namespace
+
+absl::StatusOr<PolicyResult> RunReplay(const Workload& w, const SimOptions& opt,
+                                       const PolicySpec& policy,
+                                       const sched::PluginRegistry& registry, Clock* wall) {
+  Sim sim(w, opt, policy);
+  return sim.Run(registry, wall);
+}
+
+}  // namespace tessera::sim::replay

@@ -1,0 +1,59 @@
+// Workload: the jobs a replay feeds to the scheduler, independent of where
+// they came from (a trace reader or the synthetic generator).
+//
+// Times are seconds from the start of the workload (the first submit is not
+// necessarily 0). A job asks for `gpus` whole GPUs as one gang; the simulator
+// turns that into members of at most one node each (GangShape).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace tessera::sim::replay {
+
+struct SimJob {
+  double submit_s = 0;
+  double duration_s = 0;  // run time on its GPUs without failures (the oracle)
+  int32_t gpus = 1;
+  int32_t priority = 0;
+  int32_t queue = 0;        // index into Workload::queues
+  double checkpoint_s = 0;  // a checkpoint every this many seconds of run; 0: never
+  double restart_s = 0;     // restart overhead after a failure or preemption
+};
+
+struct Workload {
+  std::string source;               // "philly:<path>", "synthetic", ...
+  std::vector<std::string> queues;  // at least one
+  std::vector<SimJob> jobs;         // sorted by submit_s (stable)
+
+  // Total demand, sum of gpus * duration.
+  double GpuSeconds() const;
+  double FirstSubmit() const { return jobs.empty() ? 0 : jobs.front().submit_s; }
+};
+
+// Checks every job (field names in messages) and that queues cover them.
+absl::Status ValidateWorkload(const Workload& w);
+// Sorts jobs by submit time, keeping the input order among equal times.
+void SortBySubmit(Workload* w);
+
+// How a gang of `gpus` GPUs is split on nodes of `gpus_per_node`: `members`
+// members of `per_member` GPUs each (members * per_member == gpus). A gang
+// up to a node is one member; larger gangs take whole nodes when the size
+// divides, else the largest divisor that fits on a node.
+struct GangShape {
+  int32_t members = 1;
+  int32_t per_member = 1;
+};
+GangShape ShapeFor(int32_t gpus, int32_t gpus_per_node);
+
+// Workload-wide overrides applied after reading a trace.
+struct JobDefaults {
+  double checkpoint_s = 1800;
+  double restart_s = 300;
+};
+void ApplyDefaults(const JobDefaults& d, Workload* w);
+
+}  // namespace tessera::sim::replay
