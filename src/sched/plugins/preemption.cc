@@ -39,7 +39,8 @@ class Search {
       if (g.resources.gpus <= 0) continue;
       all.push_back({g.resources.fractional() ? 1 : g.resources.gpus, g.count});
     }
-    std::sort(all.begin(), all.end(), [](const Group& a, const Group& b) { return a.gpus < b.gpus; });
+    std::sort(all.begin(), all.end(),
+              [](const Group& a, const Group& b) { return a.gpus < b.gpus; });
     int left = job.effective_min_member();
     for (Group g : all) {
       int take = std::min(left, g.count);
@@ -73,9 +74,8 @@ class Search {
       plan.reason = "no running job may be preempted for it";
       return plan;
     }
-    std::sort(eligible.begin(), eligible.end(), [&](int32_t a, int32_t b) {
-      return rs_.at(a).priority < rs_.at(b).priority;
-    });
+    std::sort(eligible.begin(), eligible.end(),
+              [&](int32_t a, int32_t b) { return rs_.at(a).priority < rs_.at(b).priority; });
     bool capped = false;
     size_t end = 0;
     while (end < eligible.size()) {
@@ -315,8 +315,8 @@ class Search {
   }
 
   void Greedy(int dom, const std::vector<std::pair<int64_t, int32_t>>& useful,
-              const std::vector<int64_t>& base_fit, int64_t base_free,
-              std::vector<int32_t>* chosen, Cost* cost) {
+              const std::vector<int64_t>& base_fit, int64_t base_free, std::vector<int32_t>* chosen,
+              Cost* cost) {
     std::vector<int32_t> set;
     std::vector<std::tuple<int, int64_t, double, int32_t>> keyed;
     for (auto& [freed, s] : useful) {
@@ -385,10 +385,10 @@ VictimPlan FindVictims(AdmissionEnv& env, const model::Job& job, const JobContex
   return s.Run();
 }
 
-PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx,
-                                        const FailureSummary&) {
+PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx, const FailureSummary&) {
   PostFilterResult r;
   last_ = VictimPlan();
+  ran_ = true;
   if (!env_->allow_preemption || env_->running == nullptr) {
     r.status = PluginStatus::Unschedulable("preemption not attempted");
     return r;
@@ -401,9 +401,9 @@ PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx,
   }
   for (int32_t s : last_.slots) r.victims.push_back(env_->running->at(s).key);
   r.status = PluginStatus::Success();
-  r.message = absl::StrCat("can run after preempting ", last_.slots.size(), " gang(s) (",
-                           last_.evicted_milli / 1000, " GPUs) of priority <= ",
-                           last_.max_priority);
+  r.message =
+      absl::StrCat("can run after preempting ", last_.slots.size(), " gang(s) (",
+                   last_.evicted_milli / 1000, " GPUs) of priority <= ", last_.max_priority);
   return r;
 }
 

@@ -61,10 +61,17 @@ class Preemption final : public Plugin, public PostFilterPlugin {
   PostFilterResult PostFilter(CycleState& cs, const JobContext& ctx,
                               const FailureSummary& failure) override;
   const VictimPlan& last_plan() const { return last_; }
+  // Forgets the last plan (so a caller can tell whether PostFilter ran).
+  void Reset() {
+    last_ = VictimPlan();
+    ran_ = false;
+  }
+  bool ran() const { return ran_; }
 
  private:
   AdmissionEnv* env_;
   VictimPlan last_;
+  bool ran_ = false;
 };
 
 }  // namespace tessera::sched

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "sched/plugins/default_registry.h"
 #include "sched/plugins/preemption.h"
 #include "sched/plugins/quota.h"
@@ -20,10 +21,9 @@ absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c) {
           absl::StrCat("priorityClasses.", name, ": value must be in 0..1000000000, got ", value));
     }
   }
-  if (!c.default_priority_class.empty() &&
-      !c.priority_classes.contains(c.default_priority_class)) {
-    return absl::InvalidArgumentError(absl::StrCat("defaultPriorityClass: unknown priority class \"",
-                                                   c.default_priority_class, "\""));
+  if (!c.default_priority_class.empty() && !c.priority_classes.contains(c.default_priority_class)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "defaultPriorityClass: unknown priority class \"", c.default_priority_class, "\""));
   }
   const PreemptionPolicy& p = c.preemption;
   if (p.max_evicted_gpus < 0) {
@@ -54,9 +54,10 @@ absl::StatusOr<std::unique_ptr<QueueManager>> QueueManager::Create(QueueManagerC
   AdmissionEnv* env = &m->env_;
   PluginRegistry reg = DefaultRegistry();
   Preemption** pre = &m->preemption_;
-  (void)reg.Register(Quota::kName, [env](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
-    return std::unique_ptr<Plugin>(new Quota(env));
-  });
+  (void)reg.Register(Quota::kName,
+                     [env](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                       return std::unique_ptr<Plugin>(new Quota(env));
+                     });
   (void)reg.Register(ReservationFilter::kName,
                      [env](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
                        return std::unique_ptr<Plugin>(new ReservationFilter(env));
@@ -133,7 +134,9 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
   return absl::OkStatus();
 }
 
-absl::Status QueueManager::Reconfigure(QueueManagerConfig config) { return Build(std::move(config)); }
+absl::Status QueueManager::Reconfigure(QueueManagerConfig config) {
+  return Build(std::move(config));
+}
 
 ModelId QueueManager::DemandModel(const model::Job& job) const {
   for (const std::string& name : job.gpu_models) {
@@ -171,7 +174,8 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   }
   int leaf = tree_->Find(job.queue);
   if (leaf < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.queue: unknown queue \"", job.queue, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.queue: unknown queue \"", job.queue, "\""));
   }
   if (!tree_->IsLeaf(leaf)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -289,8 +293,7 @@ void QueueManager::SetEnv(const Pending& p, bool quota) {
   env_.allow_preemption = true;
 }
 
-void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
-                         CycleReport* rep) {
+void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep) {
   RunningJob rj;
   rj.key = placement.job_key;
   rj.job = p.job;
@@ -339,6 +342,21 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
   ScheduleResult r = scheduler_->Evaluate(*p.job);
   for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(*it);
   return r.placed();
+}
+
+std::string QueueManager::Shape(const Pending& p) const {
+  const model::Job& j = *p.job;
+  std::string s = absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
+                               static_cast<int>(j.topology.level), j.topology.required, "|",
+                               j.gang.min_member, "|", absl::StrJoin(j.gpu_models, ","), "|");
+  for (const auto& g : j.groups) {
+    absl::StrAppend(&s, g.count, "x", g.resources.gpus, ":", g.resources.gpu_milli, ":",
+                    g.resources.gpu_memory_mib, ":", g.resources.cpu_milli, ":",
+                    g.resources.memory_mib, ";");
+  }
+  for (const auto& [k, v] : j.node_selector) absl::StrAppend(&s, k, "=", v, ",");
+  if (!j.tolerations.empty()) return "";  // not worth keying; always tried
+  return s;
 }
 
 std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, absl::Time now) {
@@ -435,14 +453,29 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   reservation_.reset();
   env_.avoid_reserved = false;
   env_.reserved_nodes.assign(cluster_->num_node_slots(), false);
+  // A job identical in shape (queue, priority, members, constraints) to one
+  // that already failed this cycle fails the same way: skip it. This keeps a
+  // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
+  absl::flat_hash_map<std::string, std::string> failed_shapes;
   for (const std::string& key : order) {
     auto it = pending_.find(key);
     if (it == pending_.end()) continue;
     Pending& p = it->second;
     if (p.nominated && !p.victims.empty()) continue;  // waiting for its victims
+    const bool avoid = reservation_.has_value() && now + p.runtime > reservation_->start;
+    std::string shape;
+    if (p.protected_jobs.empty() && !p.nominated) shape = Shape(p);
+    if (!shape.empty()) {
+      absl::StrAppend(&shape, "|", avoid);
+      if (auto f = failed_shapes.find(shape); f != failed_shapes.end()) {
+        p.reason = f->second;
+        continue;
+      }
+    }
     SetEnv(p, true);
     bool quota_ok = tree_->Check(p.leaf, env_.demand, {}).empty();
-    env_.avoid_reserved = reservation_.has_value() && now + p.runtime > reservation_->start;
+    env_.avoid_reserved = avoid;
+    preemption_->Reset();
     ScheduleResult r = scheduler_->Schedule(*p.job);
     env_.avoid_reserved = false;
     if (r.placed()) {
@@ -471,6 +504,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       rep.events.push_back({QueueEvent::Kind::kNominated, key, "", deadline, p.reason});
       if (config_.preemption.grace_period == absl::ZeroDuration()) {
         for (const std::string& v : r.victims) Kill(v, now, &rep);
+        failed_shapes.clear();  // capacity came back
         auto again = pending_.find(key);
         if (again != pending_.end()) {
           SetEnv(again->second, true);
@@ -482,14 +516,26 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     p.nominated = false;
     p.reason = r.reason.empty() ? "does not fit" : r.reason;
+    if (preemption_->ran() && !preemption_->last_plan().reason.empty()) {
+      p.reason = absl::StrCat(p.reason, "; preemption: ", preemption_->last_plan().reason);
+    } else if (!r.victims.empty()) {
+      p.reason = absl::StrCat(p.reason, "; preemption: the planned victims would not make room");
+    }
     if (r.unresolvable) p.reason = absl::StrCat(p.reason, " (no preemption can help)");
+    bool made_reservation = false;
     if (config_.backfill && !reservation_ && quota_ok && !r.unresolvable) {
       reservation_ = ComputeReservation(p, now);
       if (reservation_) {
         for (NodeId n : reservation_->nodes) env_.reserved_nodes[n] = true;
+        made_reservation = true;
         p.reason = absl::StrCat(p.reason, "; reserved to start by ",
                                 absl::FormatTime(reservation_->start, absl::UTCTimeZone()));
       }
+    }
+    // Backfill changes what later jobs may use: only cache failures made
+    // under the same rules.
+    if (!shape.empty() && !made_reservation) {
+      failed_shapes[shape] = p.reason;
     }
   }
   rep.reservation = reservation_;

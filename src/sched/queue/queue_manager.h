@@ -154,6 +154,8 @@ class QueueManager {
   ResourceList Demand(const model::Job& job, ModelId model) const;
   ModelId DemandModel(const model::Job& job) const;
   void SetEnv(const Pending& p, bool quota);
+  // A key equal for jobs that schedule identically (same queue and priority).
+  std::string Shape(const Pending& p) const;
   void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep);
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
   void Kill(const std::string& key, absl::Time now, CycleReport* rep);

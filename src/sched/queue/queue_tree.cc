@@ -31,7 +31,8 @@ absl::Status ValidateQueueTree(const QueueTreeSpec& spec) {
   for (size_t i = 0; i < spec.queues.size(); ++i) {
     const QueueSpec& q = spec.queues[i];
     std::string f = absl::StrCat("queues[", i, "]");
-    if (q.name.empty()) return absl::InvalidArgumentError(absl::StrCat(f, ".name: must not be empty"));
+    if (q.name.empty())
+      return absl::InvalidArgumentError(absl::StrCat(f, ".name: must not be empty"));
     if (!index.emplace(q.name, static_cast<int>(i)).second) {
       return absl::InvalidArgumentError(
           absl::StrCat(f, ".name: queue \"", q.name, "\" is defined twice"));
@@ -42,10 +43,11 @@ absl::Status ValidateQueueTree(const QueueTreeSpec& spec) {
     }
     for (const auto& [res, quota] : q.quotas) {
       std::string rf = absl::StrCat(f, ".quotas[\"", res, "\"]");
-      bool known = res == "cpu" || res == "memory" || (absl::StartsWith(res, "gpu/") && res.size() > 4);
+      bool known =
+          res == "cpu" || res == "memory" || (absl::StartsWith(res, "gpu/") && res.size() > 4);
       if (!known) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            rf, ": unknown resource; use \"cpu\", \"memory\" or \"gpu/<model>\""));
+        return absl::InvalidArgumentError(
+            absl::StrCat(rf, ": unknown resource; use \"cpu\", \"memory\" or \"gpu/<model>\""));
       }
       if (quota.guaranteed < 0) {
         return absl::InvalidArgumentError(absl::StrCat(rf, ".guaranteed: must be >= 0"));
@@ -65,8 +67,7 @@ absl::Status ValidateQueueTree(const QueueTreeSpec& spec) {
     if (q.parent.empty()) continue;
     std::string f = absl::StrCat("queues[", i, "].parent");
     if (!index.contains(q.parent)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(f, ": unknown queue \"", q.parent, "\""));
+      return absl::InvalidArgumentError(absl::StrCat(f, ": unknown queue \"", q.parent, "\""));
     }
     // Walk up; a walk longer than the number of queues is a cycle.
     std::vector<std::string> path = {q.name};
@@ -261,10 +262,10 @@ std::string QueueTree::Check(int leaf, const ResourceList& demand,
       for (int t : top_) sum += nodes_[t].fp[r];
       if (sum + delta > capacity_[r]) {
         block = -1;
-        why = absl::StrCat("no ", FormatAmount(res, 0).substr(2), " left to borrow in the fleet: ",
-                           FormatAmount(res, sum), " of ", FormatAmount(res, capacity_[r]),
-                           " in use or held by guarantees; queue ", nodes_[leaf].name, " needs ",
-                           FormatAmount(res, demand[r]));
+        why = absl::StrCat("no ", FormatAmount(res, 0).substr(2),
+                           " left to borrow in the fleet: ", FormatAmount(res, sum), " of ",
+                           FormatAmount(res, capacity_[r]), " in use or held by guarantees; queue ",
+                           nodes_[leaf].name, " needs ", FormatAmount(res, demand[r]));
       }
     }
   }
@@ -273,10 +274,35 @@ std::string QueueTree::Check(int leaf, const ResourceList& demand,
   return why;
 }
 
+absl::Status QueueTree::CheckInvariants() const {
+  for (size_t r = 0; r < resources_.size(); ++r) {
+    int64_t top = 0;
+    for (int q = 0; q < num_queues(); ++q) {
+      if (nodes_[q].fp[r] != Footprint(q, r)) {
+        return absl::InternalError(absl::StrCat("queue ", nodes_[q].name, ": stale footprint"));
+      }
+      if (Agg(q, r) > Limit(q, r)) {
+        return absl::InternalError(absl::StrCat("queue ", nodes_[q].name, " exceeds its limit: ",
+                                                FormatAmount(resources_[r], Agg(q, r)), " > ",
+                                                FormatAmount(resources_[r], Limit(q, r))));
+      }
+      if (nodes_[q].usage[r] < 0) {
+        return absl::InternalError(absl::StrCat("queue ", nodes_[q].name, ": negative usage"));
+      }
+    }
+    for (int t : top_) top += nodes_[t].usage[r];
+    if (top > capacity_[r]) {
+      return absl::InternalError(absl::StrCat("fleet over capacity in ", resources_[r]));
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool QueueTree::WithinGuarantee(int q, const ResourceList& extra) const {
   const Node& n = nodes_[q];
   for (size_t r = 0; r < resources_.size(); ++r) {
-    if (extra[r] > 0 && n.limited[r] && n.usage[r] + extra[r] > n.guaranteed[r]) return false;
+    // A resource the queue names no quota for has no guarantee.
+    if (extra[r] > 0 && (!n.limited[r] || n.usage[r] + extra[r] > n.guaranteed[r])) return false;
   }
   return true;
 }

@@ -73,11 +73,11 @@ using ResourceList = std::vector<int64_t>;
 
 struct QueueStatus {
   std::string name;
-  double entitlement = 0;     // static weighted share of the fleet
-  double fair_share = 0;      // weighted share among siblings that have work now
-  double usage = 0;           // instantaneous dominant share
-  double decayed_usage = 0;   // D(q)
-  double credit = 0;          // share-seconds
+  double entitlement = 0;    // static weighted share of the fleet
+  double fair_share = 0;     // weighted share among siblings that have work now
+  double usage = 0;          // instantaneous dominant share
+  double decayed_usage = 0;  // D(q)
+  double credit = 0;         // share-seconds
   double credit_gpu_seconds = 0;
   bool borrowing = false;
 };
@@ -115,6 +115,10 @@ class QueueTree {
   bool IsAncestor(int a, int q) const;  // a == q counts
   int Lca(int a, int b) const;          // -1: the (implicit) root
 
+  // Every queue within its limit (guarantee + borrowing limit) and the
+  // top-level footprints within the fleet: the quota invariant. O(tree).
+  absl::Status CheckInvariants() const;
+
   // Fair share.
   void Advance(absl::Time now);
   void SetPending(int leaf, int count) { nodes_[leaf].pending = count; }
@@ -143,7 +147,7 @@ class QueueTree {
     double weight = 1;
     ResourceList guaranteed, borrowing, lending, usage;
     std::vector<bool> limited;  // the spec names this resource
-    ResourceList fp;  // cached footprint at the parent
+    ResourceList fp;            // cached footprint at the parent
     double entitlement = 0;
     double decayed = 0;
     double credit = 0;

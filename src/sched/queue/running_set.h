@@ -25,9 +25,9 @@ struct RunningJob {
   std::string key;
   std::shared_ptr<const model::Job> job;
   int32_t priority = 0;
-  int leaf = -1;            // QueueTree id
-  ResourceList usage;       // charged to `leaf`
-  int64_t gpu_milli = 0;    // GPUs held, milli
+  int leaf = -1;          // QueueTree id
+  ResourceList usage;     // charged to `leaf`
+  int64_t gpu_milli = 0;  // GPUs held, milli
   absl::Time start;
   absl::Time last_checkpoint = absl::InfinitePast();  // InfinitePast: never
   absl::Time expected_end;

@@ -1,0 +1,286 @@
+// QueueManager: placement-aware admission and its reasons (incl. the Kueue
+// #4329 case), backfill, fair-share convergence, burst credit, configuration.
+#include "sched/queue/queue_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "sched/queue/queue_test_util.h"
+
+namespace tessera::sched {
+namespace {
+
+using testing::GangJob;
+using testing::Q;
+using testing::SmallCluster;
+
+const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
+
+std::unique_ptr<QueueManager> Make(ClusterState* cs, QueueManagerConfig c) {
+  auto m = QueueManager::Create(std::move(c), cs);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return std::move(*m);
+}
+
+TEST(Admission, Kueue4329QuotaAllowsButNoPlacementCanHoldIt) {
+  // Two 4-GPU nodes; the queue's quota is 8 GPUs; the job is one 8-GPU pod.
+  auto cs = SmallCluster(2, 4);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team", "", 8, 0)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("one-by-eight", "team", 1, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  EXPECT_EQ(qm->Phase("default/one-by-eight"), JobPhase::kPending);
+  EXPECT_EQ(qm->WaitingReason("default/one-by-eight"),
+            "a member of group worker needs 8 GPUs on one node; the largest node has 4 (no "
+            "preemption can help)");
+  // Not admitted: no quota is held, so the 2x4 job that can run does.
+  EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 0);
+  ASSERT_TRUE(qm->Submit(GangJob("two-by-four", "team", 2, 4), {}, kT0).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  EXPECT_EQ(qm->Phase("default/two-by-four"), JobPhase::kRunning);
+}
+
+TEST(Admission, FragmentedFleetIsNotAdmittedAndSaysWhy) {
+  // 8 GPUs free in total but 4 on each node: quota and the gang bound allow
+  // it, no placement does.
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team", "", 32, 0)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("x", "team", 1, 4, 100), {}, kT0).ok());
+  model::Job z = GangJob("z", "team", 1, 4, 100);
+  z.placement = model::PlacementPreference::kSpread;
+  ASSERT_TRUE(qm->Submit(z, {.expected_runtime = absl::Hours(2)}, kT0 + absl::Seconds(1)).ok());
+  qm->Cycle(kT0);
+  ASSERT_EQ(qm->Phase("default/z"), JobPhase::kRunning);
+  ASSERT_TRUE(qm->Submit(GangJob("w", "team", 1, 8, 100), {}, kT0).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  EXPECT_EQ(qm->Phase("default/w"), JobPhase::kPending);
+  std::string why = qm->WaitingReason("default/w");
+  EXPECT_NE(why.find("member group worker: no schedulable node in the cluster has 8 free GPUs"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("reserved to start by"), std::string::npos) << why;
+  ASSERT_TRUE(qm->reservation().has_value());
+  EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(1));      // x ends (default runtime)
+  EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);  // w holds no quota
+}
+
+TEST(Admission, QuotaAndTopologyReasons) {
+  auto cs = SmallCluster(16, 8, 8);  // two racks of 64 GPUs
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team-a", "", 64, 0), Q("team-b", "")};
+  auto qm = Make(cs.get(), c);
+  model::Job a1 = GangJob("a1", "team-a", 5, 8);
+  a1.topology = {model::TopologyLevel::kRack, true};
+  ASSERT_TRUE(qm->Submit(a1, {}, kT0).ok());
+  qm->Cycle(kT0);
+  ASSERT_TRUE(qm->Submit(GangJob("a2", "team-a", 4, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  std::string want =
+      "queue team-a over quota: 40 H100 GPUs of 64 H100 GPUs guaranteed in use, job needs 32 "
+      "H100 GPUs, borrowing limit 0 H100 GPUs; preemption: ";
+  EXPECT_EQ(qm->WaitingReason("default/a2").substr(0, want.size()), want);
+  ASSERT_TRUE(qm->Finish("default/a2", kT0).ok());
+  // b1 spreads into the other rack: 24 GPUs free in one rack, 40 in the other.
+  model::Job b1 = GangJob("b1", "team-b", 3, 8);
+  b1.topology = {model::TopologyLevel::kRack, true};
+  b1.placement = model::PlacementPreference::kSpread;
+  ASSERT_TRUE(qm->Submit(b1, {}, kT0).ok());
+  model::Job rack = GangJob("rack", "team-b", 8, 8);
+  rack.topology = {model::TopologyLevel::kRack, true};
+  ASSERT_TRUE(qm->Submit(rack, {}, kT0 + absl::Seconds(1)).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  ASSERT_EQ(qm->Phase("default/b1"), JobPhase::kRunning);
+  std::string why = qm->WaitingReason("default/rack");
+  EXPECT_NE(why.find("needs 64 GPUs in one rack; largest free in any rack: 40"), std::string::npos)
+      << why;
+  auto st = qm->Queue("team-a");
+  ASSERT_TRUE(st.ok());
+  EXPECT_NEAR(st->usage, 40.0 / 128, 1e-9);
+  EXPECT_NEAR(st->entitlement, 0.5, 1e-9);
+}
+
+TEST(Admission, BadReconfigurationKeepsThePreviousOne) {
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("org", "", 16), Q("team", "org", 8)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("j", "team", 1, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  QueueManagerConfig bad = c;
+  bad.tree.queues = {Q("org", "team", 16), Q("team", "org", 8)};
+  EXPECT_FALSE(qm->Reconfigure(bad).ok());
+  bad = c;
+  bad.default_priority_class = "urgent";
+  absl::Status s = qm->Reconfigure(bad);
+  EXPECT_EQ(s.message(), "defaultPriorityClass: unknown priority class \"urgent\"");
+  bad = c;
+  bad.tree.queues = {Q("org", "", 16)};  // "team" has a running job
+  EXPECT_FALSE(qm->Reconfigure(bad).ok());
+  EXPECT_EQ(qm->tree().num_queues(), 2);
+  EXPECT_EQ(qm->config().default_priority_class, "");
+  EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);
+  // Unknown priority class on a job.
+  s = qm->Submit(GangJob("k", "team", 1, 8), {.priority_class = "urgent"}, kT0);
+  EXPECT_EQ(s.message(), "spec.priorityClassName: unknown priority class \"urgent\"");
+  EXPECT_EQ(qm->Submit(GangJob("k", "org", 1, 8), {}, kT0).message(),
+            "spec.queue: \"org\" is not a leaf queue; submit to one of its children");
+}
+
+TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("q", "")};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(
+      qm->Submit(GangJob("long", "q", 1, 8), {.expected_runtime = absl::Hours(10)}, kT0).ok());
+  ASSERT_TRUE(
+      qm->Submit(GangJob("short", "q", 1, 4), {.expected_runtime = absl::Hours(1)}, kT0).ok());
+  qm->Cycle(kT0);
+  // head needs both nodes: earliest when "short" ends... and "long" ends at +10h.
+  ASSERT_TRUE(qm->Submit(GangJob("head", "q", 2, 8), {}, kT0 + absl::Seconds(1)).ok());
+  ASSERT_TRUE(qm->Submit(GangJob("fits-before", "q", 1, 2), {.expected_runtime = absl::Minutes(30)},
+                         kT0 + absl::Seconds(2))
+                  .ok());
+  ASSERT_TRUE(qm->Submit(GangJob("too-long", "q", 1, 2), {.expected_runtime = absl::Hours(20)},
+                         kT0 + absl::Seconds(3))
+                  .ok());
+  qm->Cycle(kT0 + absl::Seconds(5));
+  ASSERT_TRUE(qm->reservation().has_value());
+  EXPECT_EQ(qm->reservation()->job, "default/head");
+  EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(10));
+  EXPECT_EQ(qm->Phase("default/fits-before"), JobPhase::kRunning);
+  EXPECT_EQ(qm->Phase("default/too-long"), JobPhase::kPending);
+  EXPECT_NE(qm->WaitingReason("default/too-long").find("reserved for the head-of-line job"),
+            std::string::npos)
+      << qm->WaitingReason("default/too-long");
+}
+
+// A tiny simulation: jobs of two teams, exact runtimes, one cycle a minute.
+struct Sim {
+  std::unique_ptr<ClusterState> cs;
+  std::unique_ptr<QueueManager> qm;
+  std::multimap<absl::Time, std::string> ends;
+  std::map<std::string, absl::Duration> runtime;
+  absl::Time now = kT0;
+
+  void Submit(const std::string& name, const std::string& team, int gpus, absl::Duration rt) {
+    ASSERT_TRUE(qm->Submit(GangJob(name, team, 1, gpus), {.expected_runtime = rt}, now).ok());
+    runtime[absl::StrCat("default/", name)] = rt;
+  }
+  CycleReport Step(absl::Duration dt) {
+    now += dt;
+    while (!ends.empty() && ends.begin()->first <= now) {
+      (void)qm->Finish(ends.begin()->second, now);
+      ends.erase(ends.begin());
+    }
+    CycleReport r = qm->Cycle(now);
+    if (getenv("TRACE2")) {
+      for (const QueueEvent& e : r.events)
+        printf("%s %d %s | ", e.job.c_str(), (int)e.kind, e.message.c_str());
+      if (r.reservation) printf(" res=%s", r.reservation->job.c_str());
+      printf("\n");
+    }
+    for (const QueueEvent& e : r.events) {
+      if (e.kind == QueueEvent::Kind::kStarted) ends.insert({now + runtime[e.job], e.job});
+    }
+    return r;
+  }
+  double Share(const std::string& q) { return qm->Queue(q)->usage; }
+};
+
+TEST(FairShare, EqualTeamsConvergeToEqualDominantShares) {
+  Sim s;
+  s.cs = SmallCluster(16, 8);  // 128 GPUs
+  QueueManagerConfig c;
+  c.tree.half_life = absl::Minutes(20);
+  c.tree.queues = {Q("team-a", ""), Q("team-b", "")};
+  c.tree.queues[0].quotas["gpu/H100"] = {};
+  s.qm = Make(s.cs.get(), c);
+  std::mt19937_64 rng(7);
+  // team-a floods first; team-b arrives a little later. Both keep a backlog.
+  for (int i = 0; i < 400; ++i) {
+    s.Submit(absl::StrCat("a", i), "team-a", 8,
+             absl::Minutes(std::uniform_int_distribution<int>(10, 30)(rng)));
+  }
+  s.Step(absl::Minutes(1));
+  for (int i = 0; i < 400; ++i) {
+    s.Submit(absl::StrCat("b", i), "team-b", 8,
+             absl::Minutes(std::uniform_int_distribution<int>(10, 30)(rng)));
+  }
+  double sum_a = 0, sum_b = 0;
+  int n = 0;
+  for (int m = 0; m < 600; ++m) {
+    s.Step(absl::Minutes(1));
+    if (m % 30 == 0 && getenv("TRACE")) {
+      auto a = *s.qm->Queue("team-a");
+      auto b = *s.qm->Queue("team-b");
+      printf("m=%d a: s=%.3f d=%.3f c=%.1f  b: s=%.3f d=%.3f c=%.1f\n", m, a.usage, a.decayed_usage,
+             a.credit, b.usage, b.decayed_usage, b.credit);
+    }
+    if (m >= 300) {
+      sum_a += s.Share("team-a");
+      sum_b += s.Share("team-b");
+      ++n;
+    }
+  }
+  EXPECT_NEAR(sum_a / n + sum_b / n, 1.0, 0.02);  // saturated
+  EXPECT_NEAR(sum_a / n, sum_b / n, 0.05) << sum_a / n << " vs " << sum_b / n;
+}
+
+TEST(FairShare, IdleTeamBurstsAboveItsShareBoundedByCredit) {
+  Sim s;
+  s.cs = SmallCluster(16, 8);
+  QueueManagerConfig c;
+  c.tree.half_life = absl::Minutes(30);
+  c.tree.queues = {Q("team-a", ""), Q("team-b", "")};
+  c.tree.queues[0].quotas["gpu/H100"] = {};
+  s.qm = Make(s.cs.get(), c);
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    s.Submit(absl::StrCat("b", i), "team-b", 8,
+             absl::Minutes(std::uniform_int_distribution<int>(5, 15)(rng)));
+  }
+  for (int m = 0; m < 180; ++m) s.Step(absl::Minutes(1));  // team-a idle for 3 h
+  double credit0 = s.qm->Queue("team-a")->credit;
+  EXPECT_NEAR(credit0, 0.5 * 1800 / std::log(2.0), 1e-6);  // full bucket
+  for (int i = 0; i < 600; ++i) {
+    s.Submit(absl::StrCat("a", i), "team-a", 8,
+             absl::Minutes(std::uniform_int_distribution<int>(5, 15)(rng)));
+  }
+  // The burst: from team-a's arrival until its share first falls back to
+  // its entitlement.
+  double burst_excess = 0, peak = 0, tail = 0;
+  bool bursting = true, above = false;
+  int tail_n = 0;
+  for (int m = 0; m < 240; ++m) {
+    double before = s.qm->Queue("team-a")->credit;
+    CycleReport r = s.Step(absl::Minutes(1));
+    double share = s.Share("team-a");
+    peak = std::max(peak, share);
+    if (share > 0.5) above = true;
+    if (bursting && above && share <= 0.5) bursting = false;
+    if (bursting) burst_excess += (share - 0.5) * 60;
+    if (m >= 120) tail += share, ++tail_n;
+    for (const QueueEvent& e : r.events) {
+      // No admission leaves team-a above its entitlement without credit
+      // while team-b has work waiting.
+      if (e.kind == QueueEvent::Kind::kStarted && e.job[8] == 'a' && share > 0.5 + 1e-9) {
+        EXPECT_GT(before, 0) << "team-a admitted above its share with no credit at minute " << m;
+      }
+    }
+  }
+  EXPECT_GT(peak, 0.9);  // it did burst, far above its half
+  EXPECT_GT(burst_excess, 0.25 * credit0);
+  EXPECT_LE(burst_excess, credit0) << burst_excess << " vs credit " << credit0;
+  EXPECT_NEAR(tail / tail_n, 0.5, 0.05);  // then back to its share
+}
+
+}  // namespace
+}  // namespace tessera::sched
