@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "bench_preempt/bench_preempt.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -16,7 +17,7 @@ int main(int argc, char** argv) {
   CLI::App* sim = app.add_subcommand("sim", "Simulators that run the real scheduler code");
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
-  (void)bench;
+  tessera::bench::RegisterBenchPreemptCommands(*bench);
   (void)sim;
   CLI11_PARSE(app, argc, argv);
   return 0;
