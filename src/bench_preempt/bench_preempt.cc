@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -45,6 +46,13 @@ model::Job MakeJob(const std::string& name, const std::string& queue, int gpus, 
   g.resources.memory_mib = 65536LL * g.resources.gpus;
   j.groups.push_back(g);
   return j;
+}
+
+// CPU time of this thread: on a shared machine wall time also counts waiting.
+double ThreadCpuUs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -104,17 +112,16 @@ int Run(const Options& o) {
     bool rack = std::uniform_int_distribution<int>(0, 1)(rng) == 0;
     model::Job j = MakeJob(absl::StrCat("run-", i), teams[i % 4], gpus, prios[prio_d(rng)], rack);
     j.creation_time = now - absl::Hours(48);
-    (void)qm.Submit(std::move(j),
-                    {.expected_runtime = absl::Hours(std::uniform_int_distribution<int>(1, 48)(rng))},
-                    now);
+    (void)qm.Submit(
+        std::move(j),
+        {.expected_runtime = absl::Hours(std::uniform_int_distribution<int>(1, 48)(rng))}, now);
   }
   qm.Cycle(now - absl::Hours(24));
   // Checkpoints at random times in the last few hours.
   for (int32_t s = 0; s < qm.running().num_slots(); ++s) {
     if (!qm.running().live(s)) continue;
-    (void)qm.ReportCheckpoint(
-        qm.running().at(s).key,
-        now - absl::Minutes(std::uniform_int_distribution<int>(1, 600)(rng)));
+    (void)qm.ReportCheckpoint(qm.running().at(s).key,
+                              now - absl::Minutes(std::uniform_int_distribution<int>(1, 600)(rng)));
   }
   int64_t running_jobs = static_cast<int64_t>(qm.running().size());
   int64_t used = cs.allocated_milli() / 1000;
@@ -125,7 +132,7 @@ int Run(const Options& o) {
   }
   double fill_s = std::chrono::duration<double>(Clock::now() - t_start).count();
 
-  std::vector<double> lat;
+  std::vector<double> lat, cpu;
   std::vector<int64_t> victims;
   int64_t evicted = 0, needed = 0, not_found = 0, started = 0;
   const int pre_sizes[] = {8, 16, 32, 64, 128};
@@ -136,9 +143,11 @@ int Run(const Options& o) {
     std::string name = absl::StrCat("urgent-", i);
     model::Job j = MakeJob(name, teams[i % 4], gpus, 500000, rack);
     if (!qm.Submit(std::move(j), {.expected_runtime = absl::Hours(1)}, now).ok()) return 1;
+    double c0 = ThreadCpuUs();
     auto t0 = Clock::now();
     sched::CycleReport r = qm.Cycle(now);
     auto t1 = Clock::now();
+    double c1 = ThreadCpuUs();
     std::string key = absl::StrCat("default/", name);
     int64_t v = 0;
     for (const auto& e : r.events) {
@@ -150,6 +159,7 @@ int Run(const Options& o) {
       ++not_found;
     } else {
       lat.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      cpu.push_back(c1 - c0);
       victims.push_back(v);
       evicted += qm.last_plan().evicted_milli / 1000;
       needed += gpus;
@@ -198,6 +208,8 @@ int Run(const Options& o) {
       {"preempt_p90_us", Percentile(lat, 0.9)},
       {"preempt_p99_us", Percentile(lat, 0.99)},
       {"preempt_max_us", Percentile(lat, 1.0)},
+      {"preempt_cpu_p50_us", Percentile(cpu, 0.5)},
+      {"preempt_cpu_p99_us", Percentile(cpu, 0.99)},
       {"victims_per_decision_mean", victims.empty() ? 0 : vsum / victims.size()},
       {"victims_per_decision_max", vmax},
       {"gpus_evicted", evicted},

@@ -103,8 +103,11 @@ class Search {
 
  private:
   bool Eligible(const RunningJob& v) {
-    if (v.terminating || v.key == job_.key()) return false;
-    if (env_.protected_jobs != nullptr && env_.protected_jobs->contains(v.key)) return false;
+    if (v.terminating || v.job.get() == &job_) return false;
+    if (env_.protected_jobs != nullptr && !env_.protected_jobs->empty() &&
+        env_.protected_jobs->contains(v.key)) {
+      return false;
+    }
     if (v.leaf == env_.leaf || env_.leaf < 0 || v.leaf < 0) {
       return env_.policy.within_queue && v.priority < job_.priority;
     }

@@ -12,11 +12,21 @@ PluginStatus ResourceFit::PreFilter(CycleState&, const JobContext& ctx, PreFilte
     return PluginStatus::Unresolvable(
         absl::StrCat("no node has a GPU of model ", absl::StrJoin(job.gpu_models, " or ")));
   }
+  if (cached_slots_ != cs.num_node_slots() || cached_live_ != cs.num_nodes() ||
+      largest_.size() != static_cast<size_t>(cs.num_models())) {
+    largest_.assign(cs.num_models(), 0);
+    for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
+      const NodeState& st = cs.state(id);
+      if (st.present && st.model != kNoModel) {
+        largest_[st.model] = std::max<int>(largest_[st.model], st.num_gpus);
+      }
+    }
+    cached_slots_ = cs.num_node_slots();
+    cached_live_ = cs.num_nodes();
+  }
   int largest = 0;
-  for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
-    const NodeState& st = cs.state(id);
-    if (st.present && ctx.AllowsModel(st.model)) largest = std::max<int>(largest, st.num_gpus);
-    if (largest == model::kMaxGpusPerNode) break;
+  for (ModelId m = 0; m < cs.num_models(); ++m) {
+    if (ctx.AllowsModel(m)) largest = std::max(largest, largest_[m]);
   }
   for (const model::MemberGroup& g : job.groups) {
     if (g.resources.gpus > largest) {

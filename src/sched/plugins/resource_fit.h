@@ -7,6 +7,8 @@
 // for a fraction one healthy GPU with that share free; CPU; memory.
 #pragma once
 
+#include <vector>
+
 #include "sched/framework/plugin.h"
 
 namespace tessera::sched {
@@ -18,6 +20,14 @@ class ResourceFit final : public Plugin, public PreFilterPlugin, public FilterPl
   PluginStatus PreFilter(CycleState& cs, const JobContext& ctx, PreFilterResult* out) override;
   PluginStatus Filter(CycleState& cs, const JobContext& ctx, const model::MemberGroup& g,
                       const NodeView& n) override;
+
+ private:
+  // Largest node (GPUs) per model, recomputed only when nodes are added or
+  // removed (keyed on node slots and live nodes), so PreFilter is O(models)
+  // rather than O(nodes).
+  std::vector<int> largest_;
+  int cached_slots_ = -1;
+  int cached_live_ = -1;
 };
 
 }  // namespace tessera::sched
