@@ -166,7 +166,7 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
   if (const YAML::Node p = root["preemption"]) {
     s = OnlyKeys(p, "preemption",
                  {"withinQueue", "reclaim", "crossQueueLowerPriority", "maxEvictedGpus",
-                  "maxEvictedRatio", "gracePeriod"});
+                  "maxEvictedRatio", "gracePeriod", "minRuntime"});
     if (!s.ok()) return s;
     auto& pp = c.preemption;
     if (p["withinQueue"] &&
@@ -188,6 +188,9 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
     if (p["maxEvictedRatio"] &&
         !(s = GetDouble(p["maxEvictedRatio"], "preemption.maxEvictedRatio", &pp.max_evicted_ratio))
              .ok())
+      return s;
+    if (p["minRuntime"] &&
+        !(s = GetDuration(p["minRuntime"], "preemption.minRuntime", &pp.min_runtime)).ok())
       return s;
     if (p["gracePeriod"] &&
         !(s = GetDuration(p["gracePeriod"], "preemption.gracePeriod", &pp.grace_period)).ok())

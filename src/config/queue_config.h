@@ -5,7 +5,8 @@
 //   priorityClasses: {production: 100000, research: 1000}  # added to the built-ins
 //   defaultPriorityClass: research
 //   preemption: {withinQueue: true, reclaim: true, crossQueueLowerPriority: false,
-//                maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 30s}
+//                maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 30s,
+//                minRuntime: 5m}
 //   backfill: {enabled: true, defaultRuntime: 1h}
 //   queues:
 //     - name: org

@@ -71,7 +71,9 @@ class Search {
       if (rs_.live(s) && Eligible(rs_.at(s))) eligible.push_back(s);
     }
     if (eligible.empty()) {
-      plan.reason = "no running job may be preempted for it";
+      plan.reason =
+          "no running job may be preempted for it (lower priority in its queue, "
+          "borrowed capacity, and running at least the minimum runtime)";
       return plan;
     }
     std::sort(eligible.begin(), eligible.end(),
@@ -104,6 +106,7 @@ class Search {
  private:
   bool Eligible(const RunningJob& v) {
     if (v.terminating || v.job.get() == &job_) return false;
+    if (env_.now - v.start < env_.policy.min_runtime) return false;
     if (env_.protected_jobs != nullptr && !env_.protected_jobs->empty() &&
         env_.protected_jobs->contains(v.key)) {
       return false;

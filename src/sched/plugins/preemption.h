@@ -6,8 +6,8 @@
 // (AdmissionEnv::policy): lower-priority jobs of the same queue; jobs of a
 // queue that borrows while the preemptor's queue stays within its guarantee
 // (reclaim); optionally lower-priority jobs of any queue. Never a job that is
-// already terminating, and never a job that preempted the preemptor (no
-// cycles).
+// already terminating, never one that has run less than the minimum runtime
+// (no thrashing), and never a job that preempted the preemptor (no cycles).
 //
 // Cost, compared lexicographically: the highest victim priority, then the
 // number of gangs, then the sum of victim priorities, then the work lost

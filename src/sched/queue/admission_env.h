@@ -31,6 +31,9 @@ struct PreemptionPolicy {
   double max_evicted_ratio = 0;
   // Victims get a checkpoint signal, then are killed after this grace period.
   absl::Duration grace_period = absl::Seconds(30);
+  // A job that has run for less than this is not preempted (stops thrashing:
+  // every run makes progress to at least one checkpoint).
+  absl::Duration min_runtime = absl::Minutes(5);
   // Per domain, candidates up to which every pair is tried (exact two-victim search).
   int32_t exhaustive_pair_limit = 48;
   // Candidate-set evaluations per decision before only greedy search is used.

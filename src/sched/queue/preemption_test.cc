@@ -143,6 +143,7 @@ TEST(Preemption, ReclaimOfLentCapacityAndNoCycle) {
   PreemptionPolicy policy;
   policy.cross_queue_lower_priority = true;
   policy.grace_period = absl::ZeroDuration();
+  policy.min_runtime = absl::ZeroDuration();
   QueueTreeSpec tree;
   tree.queues = {Q("org", "", 16), Q("qa", "org", 8), Q("qb", "org", 8)};
   Fixture f(2, policy, tree);

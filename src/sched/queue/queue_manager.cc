@@ -32,6 +32,9 @@ absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c) {
   if (p.max_evicted_ratio < 0) {
     return absl::InvalidArgumentError("preemption.maxEvictedRatio: must be >= 0 (0: no cap)");
   }
+  if (p.min_runtime < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("preemption.minRuntime: must be >= 0");
+  }
   if (p.grace_period < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("preemption.gracePeriod: must be >= 0");
   }
@@ -282,7 +285,20 @@ absl::Status QueueManager::VictimExited(absl::string_view key, absl::Time now) {
   if (rj == nullptr || !rj->terminating) {
     return absl::FailedPreconditionError(absl::StrCat("job ", key, " is not being preempted"));
   }
-  Kill(std::string(key), now, nullptr);
+  rj->exited = true;
+  // Release the plan's victims together, once all have exited: released one
+  // by one, the room could go to another job before the preemptor's turn.
+  std::vector<std::string> plan = {std::string(key)};
+  auto it = pending_.find(rj->preempted_by);
+  if (it != pending_.end()) {
+    for (const std::string& v : it->second.victims) {
+      if (v == key) continue;
+      const RunningJob* o = running_.Find(v);
+      if (o != nullptr && !o->exited) return absl::OkStatus();
+      if (o != nullptr) plan.push_back(v);
+    }
+  }
+  for (const std::string& v : plan) Kill(v, now, nullptr);
   return absl::OkStatus();
 }
 
@@ -525,6 +541,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     bool made_reservation = false;
     if (config_.backfill && !reservation_ && quota_ok && !r.unresolvable) {
       reservation_ = ComputeReservation(p, now);
+      rep.started_before_reservation = rep.started;
       if (reservation_) {
         for (NodeId n : reservation_->nodes) env_.reserved_nodes[n] = true;
         made_reservation = true;
@@ -538,6 +555,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       failed_shapes[shape] = p.reason;
     }
   }
+  if (!reservation_) rep.started_before_reservation = rep.started;
   rep.reservation = reservation_;
   return rep;
 }

@@ -100,6 +100,8 @@ struct CycleReport {
   std::vector<QueueEvent> events;
   int32_t started = 0;
   int32_t preemptions = 0;  // plans signalled
+  // Jobs started before the reservation was made (all of them when none was).
+  int32_t started_before_reservation = 0;
   std::optional<Reservation> reservation;
 };
 

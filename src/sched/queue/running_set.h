@@ -36,6 +36,9 @@ struct RunningJob {
   bool terminating = false;
   absl::Time kill_at = absl::InfiniteFuture();
   std::string preempted_by;
+  // Exited after its checkpoint signal; its resources are held until every
+  // victim of the same plan is gone, so the preemptor gets the room.
+  bool exited = false;
 
   // GPU-seconds of work since the last checkpoint (or start) at `now`.
   double WorkLost(absl::Time now) const {
