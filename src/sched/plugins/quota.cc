@@ -3,7 +3,7 @@
 namespace tessera::sched {
 
 PluginStatus Quota::PreFilter(CycleState&, const JobContext&, PreFilterResult*) {
-  if (env_->leaf < 0 || env_->tree == nullptr) return PluginStatus::Skip();
+  if (env_->leaf < 0 || env_->tree == nullptr || env_->quota_checked) return PluginStatus::Skip();
   std::string why = env_->tree->Check(env_->leaf, env_->demand, {});
   if (why.empty()) return PluginStatus::Success();
   return PluginStatus::Unschedulable(std::move(why));

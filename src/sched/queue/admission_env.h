@@ -50,6 +50,8 @@ struct AdmissionEnv {
   // The job being scheduled: its leaf queue (-1: no quota check) and demand.
   int leaf = -1;
   ResourceList demand;
+  // The caller already restricted the job to GPU models its quota admits.
+  bool quota_checked = false;
   // Preemption may be attempted for this job (false while backfilling).
   bool allow_preemption = true;
   // Jobs the current job must never preempt (those that preempted it).

@@ -152,6 +152,22 @@ ModelId QueueManager::DemandModel(const model::Job& job) const {
   return kNoModel;
 }
 
+std::vector<ModelId> QueueManager::GpuModelsOf(const model::Job& job) const {
+  std::vector<ModelId> out;
+  bool gpus = false;
+  for (const auto& g : job.groups) gpus |= g.resources.gpus > 0;
+  if (!gpus) return out;
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+    const std::string& name = cluster_->model_name(m);
+    if (name.empty()) continue;
+    if (job.gpu_models.empty() ||
+        std::find(job.gpu_models.begin(), job.gpu_models.end(), name) != job.gpu_models.end()) {
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
 ResourceList QueueManager::Demand(const model::Job& job, ModelId model) const {
   const auto& names = tree_->resources();
   ResourceList d(names.size(), 0);
@@ -490,9 +506,29 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     SetEnv(p, true);
     bool quota_ok = tree_->Check(p.leaf, env_.demand, {}).empty();
+    // A job that accepts several GPU models may only land on those whose
+    // quota admits it: schedule a copy restricted to them.
+    const model::Job* job = p.job.get();
+    model::Job restricted;
+    std::vector<ModelId> models = GpuModelsOf(*p.job);
+    if (models.size() > 1) {
+      restricted = *p.job;
+      restricted.gpu_models.clear();
+      for (ModelId m : models) {
+        if (tree_->Check(p.leaf, Demand(*p.job, m), {}).empty()) {
+          restricted.gpu_models.push_back(cluster_->model_name(m));
+        }
+      }
+      if (!restricted.gpu_models.empty()) {
+        job = &restricted;
+        quota_ok = true;
+        env_.quota_checked = true;
+      }
+    }
     env_.avoid_reserved = avoid;
     preemption_->Reset();
-    ScheduleResult r = scheduler_->Schedule(*p.job);
+    ScheduleResult r = scheduler_->Schedule(*job);
+    env_.quota_checked = false;
     env_.avoid_reserved = false;
     if (r.placed()) {
       Start(p, r.placement, now, &rep);

@@ -155,6 +155,8 @@ class QueueManager {
   absl::Status Build(QueueManagerConfig config);
   ResourceList Demand(const model::Job& job, ModelId model) const;
   ModelId DemandModel(const model::Job& job) const;
+  // GPU models of the fleet the job accepts (empty for a job without GPUs).
+  std::vector<ModelId> GpuModelsOf(const model::Job& job) const;
   void SetEnv(const Pending& p, bool quota);
   // A key equal for jobs that schedule identically (same queue and priority).
   std::string Shape(const Pending& p) const;

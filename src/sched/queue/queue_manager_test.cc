@@ -106,6 +106,40 @@ TEST(Admission, QuotaAndTopologyReasons) {
   EXPECT_NEAR(st->entitlement, 0.5, 1e-9);
 }
 
+TEST(Admission, AnyModelJobLandsOnlyOnAModelItsQuotaAdmits) {
+  auto cs = SmallCluster(2, 8);  // H100
+  model::SyntheticClusterSpec a100;
+  a100.nodes = 2;
+  a100.gpu_model = "A100";
+  a100.name_prefix = "a";
+  auto ns = model::BuildSyntheticCluster(a100);
+  ASSERT_TRUE(ns.ok());
+  for (auto& n : *ns) ASSERT_TRUE(cs->AddNode(std::move(n)).ok());
+  QueueManagerConfig c;
+  QueueSpec team = Q("team", "", 8, 0);
+  team.quotas["gpu/A100"] = {.guaranteed = 16000, .borrowing_limit = 0};
+  c.tree.queues = {team};
+  auto qm = Make(cs.get(), c);
+  model::Job h = GangJob("h", "team", 1, 8);
+  h.gpu_models = {"H100"};
+  ASSERT_TRUE(qm->Submit(h, {}, kT0).ok());
+  qm->Cycle(kT0);
+  // H100 quota is used up: the any-model jobs go to A100, then none fit.
+  for (const char* n : {"x", "y", "z"}) {
+    ASSERT_TRUE(qm->Submit(GangJob(n, "team", 1, 8), {}, kT0 + absl::Seconds(1)).ok());
+  }
+  qm->Cycle(kT0 + absl::Seconds(1));
+  for (const char* n : {"default/x", "default/y"}) {
+    ASSERT_EQ(qm->Phase(n), JobPhase::kRunning) << qm->WaitingReason(n);
+    const Placement* p = cs->FindPlacement(n);
+    EXPECT_EQ(cs->node(p->members[0].node).gpu_model(), "A100");
+  }
+  EXPECT_EQ(qm->Phase("default/z"), JobPhase::kPending);
+  EXPECT_NE(qm->WaitingReason("default/z").find("over quota"), std::string::npos)
+      << qm->WaitingReason("default/z");
+  EXPECT_TRUE(qm->tree().CheckInvariants().ok());
+}
+
 TEST(Admission, BadReconfigurationKeepsThePreviousOne) {
   auto cs = SmallCluster(2, 8);
   QueueManagerConfig c;
