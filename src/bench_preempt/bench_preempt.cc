@@ -134,6 +134,7 @@ int Run(const Options& o) {
 
   std::vector<double> lat, cpu;
   std::vector<int64_t> victims;
+  int64_t evals = 0;
   int64_t evicted = 0, needed = 0, not_found = 0, started = 0;
   const int pre_sizes[] = {8, 16, 32, 64, 128};
   for (int i = 0; i < o.preemptors; ++i) {
@@ -162,6 +163,7 @@ int Run(const Options& o) {
       cpu.push_back(c1 - c0);
       victims.push_back(v);
       evicted += qm.last_plan().evicted_milli / 1000;
+      evals += qm.last_plan().evaluations;
       needed += gpus;
     }
     // Grace period over: victims go, the preemptor runs and finishes.
@@ -212,6 +214,7 @@ int Run(const Options& o) {
       {"preempt_cpu_p99_us", Percentile(cpu, 0.99)},
       {"victims_per_decision_mean", victims.empty() ? 0 : vsum / victims.size()},
       {"victims_per_decision_max", vmax},
+      {"victim_set_evaluations_mean", lat.empty() ? 0.0 : static_cast<double>(evals) / lat.size()},
       {"gpus_evicted", evicted},
       {"gpus_needed", needed},
       {"evicted_over_needed", needed == 0 ? 0.0 : static_cast<double>(evicted) / needed},
