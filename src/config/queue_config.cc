@@ -166,7 +166,7 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
   if (const YAML::Node p = root["preemption"]) {
     s = OnlyKeys(p, "preemption",
                  {"withinQueue", "reclaim", "crossQueueLowerPriority", "maxEvictedGpus",
-                  "maxEvictedRatio", "gracePeriod", "minRuntime"});
+                  "maxEvictedRatio", "gracePeriod", "minRuntime", "order"});
     if (!s.ok()) return s;
     auto& pp = c.preemption;
     if (p["withinQueue"] &&
@@ -189,6 +189,15 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
         !(s = GetDouble(p["maxEvictedRatio"], "preemption.maxEvictedRatio", &pp.max_evicted_ratio))
              .ok())
       return s;
+    if (p["order"]) {
+      std::string order;
+      if (s = GetString(p["order"], "preemption.order", &order); !s.ok()) return s;
+      if (order != "priorityFirst" && order != "gangsFirst") {
+        return Bad("preemption.order",
+                   absl::StrCat("must be priorityFirst or gangsFirst, got \"", order, "\""));
+      }
+      pp.gangs_first = order == "gangsFirst";
+    }
     if (p["minRuntime"] &&
         !(s = GetDuration(p["minRuntime"], "preemption.minRuntime", &pp.min_runtime)).ok())
       return s;

@@ -6,7 +6,7 @@
 //   defaultPriorityClass: research
 //   preemption: {withinQueue: true, reclaim: true, crossQueueLowerPriority: false,
 //                maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 30s,
-//                minRuntime: 5m}
+//                minRuntime: 5m, order: priorityFirst}  # or gangsFirst
 //   backfill: {enabled: true, defaultRuntime: 1h}
 //   queues:
 //     - name: org

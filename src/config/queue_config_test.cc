@@ -11,7 +11,7 @@ constexpr char kGood[] = R"(
 fairShare: {halfLife: 30m}
 priorityClasses: {batch: 50}
 defaultPriorityClass: research
-preemption: {maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 45s, crossQueueLowerPriority: true}
+preemption: {maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 45s, crossQueueLowerPriority: true, order: gangsFirst}
 backfill: {defaultRuntime: 2h}
 queues:
   - name: org
@@ -34,6 +34,7 @@ TEST(QueueConfig, ParsesEveryField) {
   EXPECT_EQ(c->preemption.max_evicted_ratio, 2);
   EXPECT_EQ(c->preemption.grace_period, absl::Seconds(45));
   EXPECT_TRUE(c->preemption.cross_queue_lower_priority);
+  EXPECT_TRUE(c->preemption.gangs_first);
   EXPECT_EQ(c->default_runtime, absl::Hours(2));
   ASSERT_EQ(c->tree.queues.size(), 3u);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").guaranteed, 256000);
@@ -70,6 +71,8 @@ TEST(QueueConfig, BadConfigurationsNameTheField) {
        "queues[0].quotas.tpu: unknown resource; use \"cpu\", \"memory\" or \"gpu/<model>\""},
       {"preemption: {gracePeriod: soon}\nqueues: [{name: a}]\n",
        "preemption.gracePeriod: must be a duration such as \"30s\" or \"1h\", got \"soon\""},
+      {"preemption: {order: cheapest}\nqueues: [{name: a}]\n",
+       "preemption.order: must be priorityFirst or gangsFirst, got \"cheapest\""},
       {"queues: [{name: a}, {name: a}]\n", "queues[1].name: queue \"a\" is defined twice"},
       {"queues: [{name: a, parent: nope}]\n", "queues[0].parent: unknown queue \"nope\""},
       {"fairShare: {halfLife: 0s}\nqueues: [{name: a}]\n", "fairShare.halfLife: must be > 0"},

@@ -18,11 +18,13 @@ struct Group {
 
 struct Cost {
   int32_t k = 0;
+  int32_t max_priority = 0;
   int64_t sum_priority = 0;
   double work = 0;
   int64_t milli = 0;
   bool operator<(const Cost& o) const {
     if (k != o.k) return k < o.k;
+    if (max_priority != o.max_priority) return max_priority < o.max_priority;
     if (sum_priority != o.sum_priority) return sum_priority < o.sum_priority;
     if (std::abs(work - o.work) > 1e-6) return work < o.work;
     return milli < o.milli;
@@ -100,12 +102,13 @@ class Search {
     while (end < eligible.size()) {
       int32_t tier = rs_.at(eligible[end]).priority;
       while (end < eligible.size() && rs_.at(eligible[end]).priority == tier) ++end;
+      if (env_.policy.gangs_first) end = eligible.size();  // one pass: fewest gangs first
       std::vector<int32_t> best;
       Cost best_cost;
       SearchTier(eligible, end, &best, &best_cost, &capped);
       if (!best.empty()) {
         plan.slots = best;
-        plan.max_priority = tier;
+        plan.max_priority = best_cost.max_priority;
         plan.sum_priority = best_cost.sum_priority;
         plan.work_lost = best_cost.work;
         plan.evicted_milli = best_cost.milli;
@@ -298,6 +301,7 @@ class Search {
     for (size_t i = 0; i < n; ++i) {
       const RunningJob& v = rs_.at(set[i]);
       c.sum_priority += v.priority;
+      c.max_priority = i == 0 ? v.priority : std::max(c.max_priority, v.priority);
       c.work += v.WorkLost(env_.now);
       c.milli += v.gpu_milli;
     }
@@ -389,14 +393,14 @@ class Search {
               const std::vector<int64_t>& base_fit, int64_t base_free, std::vector<int32_t>* chosen,
               Cost* cost) {
     std::vector<int32_t> set;
-    std::vector<std::tuple<int, int64_t, double, int32_t>> keyed;
+    std::vector<std::tuple<int, int64_t, int32_t, double, int32_t>> keyed;
     for (auto& [freed, s] : useful) {
       const RunningJob& v = rs_.at(s);
-      keyed.emplace_back(HelpsQuota(v) ? 0 : 1, -freed, v.WorkLost(env_.now), s);
+      keyed.emplace_back(HelpsQuota(v) ? 0 : 1, -freed, v.priority, v.WorkLost(env_.now), s);
     }
     std::sort(keyed.begin(), keyed.end());
     bool ok = false;
-    for (auto& [h, negf, w, s] : keyed) {
+    for (auto& [h, negf, prio, w, s] : keyed) {
       if (negf == 0 && quota_why_.empty()) continue;  // frees nothing here
       set.push_back(s);
       if (Feasible(dom, base_fit, base_free, set.data(), set.size())) {

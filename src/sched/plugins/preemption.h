@@ -11,8 +11,11 @@
 //
 // Cost, compared lexicographically: the highest victim priority, then the
 // number of gangs, then the sum of victim priorities, then the work lost
-// (GPU-seconds since each victim's last checkpoint), then GPUs evicted. A set
-// evicting more GPUs than the cap is never chosen.
+// (GPU-seconds since each victim's last checkpoint), then GPUs evicted. With
+// policy.gangs_first the number of gangs comes before the highest priority
+// (the literal order; the default never evicts a higher class when a
+// lower one can make room). A set evicting more GPUs than the cap is never
+// chosen.
 //
 // Algorithm. Eligible victims are sorted by priority; for each priority tier
 // (victims at or below it) the search runs per topology domain the job needs
@@ -25,8 +28,8 @@
 // greedy (most useful GPUs first, cheapest work lost first) followed by a
 // reprieve pass that drops every victim not needed. A lower bound on the
 // gangs needed prunes domains that cannot beat the best set so far. The first
-// tier that yields a set wins. The queueing layer verifies the set with a
-// dry-run placement before signalling anyone.
+// tier that yields a set wins (gangs_first: one tier holding every victim). The queueing layer
+// verifies the set with a dry-run placement before signalling anyone.
 #pragma once
 
 #include <cstdint>

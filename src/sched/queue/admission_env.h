@@ -25,6 +25,9 @@ struct PreemptionPolicy {
   bool reclaim = true;
   // Lower-priority jobs of any queue may be evicted.
   bool cross_queue_lower_priority = false;
+  // Victim-set cost order: false (default) lowest priority class first, then
+  // fewest gangs; true fewest gangs first, then lowest priority.
+  bool gangs_first = false;
   // Cap on GPUs evicted for one preemptor (0: none), absolute and as a
   // multiple of the GPUs the preemptor needs.
   int64_t max_evicted_gpus = 0;

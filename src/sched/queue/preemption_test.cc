@@ -91,6 +91,16 @@ TEST(Preemption, LowerPriorityBeforeFewerGangs) {
             std::set<std::string>({"dev-1", "dev-2"}));
 }
 
+TEST(Preemption, GangsFirstOrderPrefersFewerGangs) {
+  PreemptionPolicy policy;
+  policy.gangs_first = true;
+  Fixture f(2, policy);
+  f.Run("prod", 1, 8, 500);
+  f.Run("dev-1", 1, 4, 100);
+  f.Run("dev-2", 1, 4, 100);
+  EXPECT_EQ(f.Preempt("p", 1, 8, 1000, kT0 + absl::Hours(1)), std::set<std::string>({"prod"}));
+}
+
 TEST(Preemption, ExactCheapestPairAcrossNodes) {
   Fixture f(4);
   f.Run("a", 1, 8, 100);
