@@ -20,12 +20,14 @@ struct Cost {
   int32_t k = 0;
   int32_t max_priority = 0;
   int64_t sum_priority = 0;
+  int64_t disruptions = 0;  // earlier preemptions of the victims
   double work = 0;
   int64_t milli = 0;
   bool operator<(const Cost& o) const {
     if (k != o.k) return k < o.k;
     if (max_priority != o.max_priority) return max_priority < o.max_priority;
     if (sum_priority != o.sum_priority) return sum_priority < o.sum_priority;
+    if (disruptions != o.disruptions) return disruptions < o.disruptions;
     if (std::abs(work - o.work) > 1e-6) return work < o.work;
     return milli < o.milli;
   }
@@ -134,23 +136,41 @@ class Search {
     if (v.leaf == env_.leaf || env_.leaf < 0 || v.leaf < 0) {
       return env_.policy.within_queue && v.priority < job_.priority;
     }
+    // Another queue's job: only from a queue that borrows (guarantees hold).
+    // Reclaim: any priority, when the preemptor's queue stays within its own
+    // guarantee. Cross-queue priority preemption (optional): lower priority.
+    QueueInfo& qi = QueueFacts(v.leaf);
+    if (!qi.borrowing) return false;
     if (env_.policy.cross_queue_lower_priority && v.priority < job_.priority) return true;
-    if (!env_.policy.reclaim || env_.tree == nullptr) return false;
-    auto it = reclaim_cache_.find(v.leaf);
-    if (it != reclaim_cache_.end()) return it->second;
-    const QueueTree& t = *env_.tree;
-    int lca = t.Lca(env_.leaf, v.leaf);
-    bool mine_ok = true;
-    for (int q = env_.leaf; q != lca && q >= 0; q = t.parent(q)) {
-      if (!t.WithinGuarantee(q, env_.demand)) mine_ok = false;
+    return env_.policy.reclaim && qi.mine_within_guarantee;
+  }
+
+  struct QueueInfo {
+    bool borrowing = false;              // the victim's side borrows below the LCA
+    bool mine_within_guarantee = false;  // the preemptor's side stays within guarantee
+  };
+  QueueInfo& QueueFacts(int victim_leaf) {
+    auto it = queue_cache_.find(victim_leaf);
+    if (it != queue_cache_.end()) return it->second;
+    QueueInfo qi;
+    bool tracked = false;
+    for (int64_t d : env_.demand) tracked |= d > 0;
+    if (env_.tree == nullptr || !tracked) {
+      // No guarantee covers what the job asks for: nothing to protect.
+      qi.borrowing = true;
+      qi.mine_within_guarantee = false;
+    } else {
+      const QueueTree& t = *env_.tree;
+      int lca = t.Lca(env_.leaf, victim_leaf);
+      qi.mine_within_guarantee = true;
+      for (int q = env_.leaf; q != lca && q >= 0; q = t.parent(q)) {
+        if (!t.WithinGuarantee(q, env_.demand)) qi.mine_within_guarantee = false;
+      }
+      for (int q = victim_leaf; q != lca && q >= 0; q = t.parent(q)) {
+        if (t.Borrowing(q, env_.demand)) qi.borrowing = true;
+      }
     }
-    bool theirs_borrow = false;
-    for (int q = v.leaf; q != lca && q >= 0; q = t.parent(q)) {
-      if (t.Borrowing(q, env_.demand)) theirs_borrow = true;
-    }
-    bool ok = mine_ok && theirs_borrow;
-    reclaim_cache_[v.leaf] = ok;
-    return ok;
+    return queue_cache_.emplace(victim_leaf, qi).first->second;
   }
 
   int DomainOf(NodeId n) const {
@@ -169,6 +189,10 @@ class Search {
   }
   bool Usable(NodeId n) const {
     const NodeState& st = cs_.state(n);
+    if (env_.avoid_reserved && n < static_cast<NodeId>(env_.reserved_nodes.size()) &&
+        env_.reserved_nodes[n]) {
+      return false;  // backfilling: room there belongs to the reservation
+    }
     return st.indexed() && ctx_.AllowsModel(st.model);
   }
 
@@ -301,6 +325,7 @@ class Search {
     for (size_t i = 0; i < n; ++i) {
       const RunningJob& v = rs_.at(set[i]);
       c.sum_priority += v.priority;
+      c.disruptions += v.times_preempted;
       c.max_priority = i == 0 ? v.priority : std::max(c.max_priority, v.priority);
       c.work += v.WorkLost(env_.now);
       c.milli += v.gpu_milli;
@@ -445,7 +470,7 @@ class Search {
   std::vector<NodeId> touched_;
   std::vector<int64_t> delta_fit_;
   std::vector<std::pair<int, const ResourceList*>> removed_;
-  absl::flat_hash_map<int, bool> reclaim_cache_;
+  absl::flat_hash_map<int, QueueInfo> queue_cache_;
   std::string quota_why_;
   int blocking_ = -2;
   int64_t cap_milli_ = INT64_MAX;

@@ -5,13 +5,18 @@
 // gangs (never part of one, so never below minMember). Eligible victims
 // (AdmissionEnv::policy): lower-priority jobs of the same queue; jobs of a
 // queue that borrows while the preemptor's queue stays within its guarantee
-// (reclaim); optionally lower-priority jobs of any queue. Never a job that is
+// (reclaim); optionally lower-priority jobs of other queues that borrow.
+// Another queue's guaranteed capacity is never taken (this also breaks the
+// reclaim/priority ping-pong between queues). Never a job that is
 // already terminating, never one that has run less than the minimum runtime
 // (no thrashing), and never a job that preempted the preemptor (no cycles).
 //
 // Cost, compared lexicographically: the highest victim priority, then the
-// number of gangs, then the sum of victim priorities, then the work lost
-// (GPU-seconds since each victim's last checkpoint), then GPUs evicted. With
+// number of gangs, then the sum of victim priorities, then how often the
+// victims were preempted before (spreads preemption: a job just restarted
+// from a checkpoint has little work to lose and would otherwise be picked
+// again and again), then the work lost (GPU-seconds since each victim's last
+// checkpoint), then GPUs evicted. With
 // policy.gangs_first the number of gangs comes before the highest priority
 // (the literal order; the default never evicts a higher class when a
 // lower one can make room). A set evicting more GPUs than the cap is never

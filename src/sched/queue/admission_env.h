@@ -21,9 +21,10 @@ struct PreemptionPolicy {
   // Lower-priority jobs of the preemptor's own queue may be evicted.
   bool within_queue = true;
   // A queue within its guarantee may evict jobs (any priority) of queues that
-  // borrow from the same parent (reclaim of lent capacity).
+  // borrow (reclaim of lent capacity).
   bool reclaim = true;
-  // Lower-priority jobs of any queue may be evicted.
+  // Lower-priority jobs of other queues may be evicted, but only from queues
+  // that borrow: another queue's guaranteed capacity is never taken.
   bool cross_queue_lower_priority = false;
   // Victim-set cost order: false (default) lowest priority class first, then
   // fewest gangs; true fewest gangs first, then lowest priority.

@@ -281,6 +281,7 @@ void QueueManager::Kill(const std::string& key, absl::Time now, CycleReport* rep
     p.runtime = config_.default_runtime;
     p.seq = ++seq_;
   }
+  p.times_preempted = rj->times_preempted + 1;
   running_.Remove(key);
   p.nominated = false;
   p.victims.clear();
@@ -344,6 +345,7 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   rj.usage = Demand(*p.job, m);
   rj.start = now;
   rj.last_checkpoint = p.last_checkpoint;
+  rj.times_preempted = p.times_preempted;
   rj.expected_end = now + p.runtime;
   rj.members = placement.members;
   tree_->Add(rj.leaf, rj.usage);
@@ -529,12 +531,15 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     preemption_->Reset();
     ScheduleResult r = scheduler_->Schedule(*job);
     env_.quota_checked = false;
-    env_.avoid_reserved = false;
     if (r.placed()) {
+      env_.avoid_reserved = false;
       Start(p, r.placement, now, &rep);
       continue;
     }
-    if (!r.victims.empty() && VerifyPlan(p, r.victims)) {
+    // The plan is verified (and, without a grace period, carried out) under
+    // the same backfill rule as the attempt.
+    const bool verified = !r.victims.empty() && VerifyPlan(p, r.victims);
+    if (verified) {
       const VictimPlan& plan = preemption_->last_plan();
       ++rep.preemptions;
       p.nominated = true;
@@ -564,8 +569,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
           if (r2.placed()) Start(again->second, r2.placement, now, &rep);
         }
       }
+      env_.avoid_reserved = false;
       continue;
     }
+    env_.avoid_reserved = false;
     p.nominated = false;
     p.reason = r.reason.empty() ? "does not fit" : r.reason;
     if (preemption_->ran() && !preemption_->last_plan().reason.empty()) {

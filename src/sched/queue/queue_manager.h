@@ -150,6 +150,7 @@ class QueueManager {
     absl::flat_hash_set<std::string> victims;  // while nominated
     absl::flat_hash_set<std::string> protected_jobs;
     absl::Time last_checkpoint = absl::InfinitePast();
+    int32_t times_preempted = 0;
   };
   QueueManager() = default;
   absl::Status Build(QueueManagerConfig config);

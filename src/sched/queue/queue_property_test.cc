@@ -202,7 +202,7 @@ TEST_P(QueuePropertyTest, InvariantsHoldAndEveryJobRuns) {
   EXPECT_GT(backfill_checks, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, QueuePropertyTest, ::testing::Values(1, 2, 3, 4, 5, 6));
+INSTANTIATE_TEST_SUITE_P(Seeds, QueuePropertyTest, ::testing::Range(1, 13));
 
 }  // namespace
 }  // namespace tessera::sched

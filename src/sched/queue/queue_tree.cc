@@ -310,7 +310,8 @@ bool QueueTree::WithinGuarantee(int q, const ResourceList& extra) const {
 bool QueueTree::Borrowing(int q, const ResourceList& mask) const {
   const Node& n = nodes_[q];
   for (size_t r = 0; r < resources_.size(); ++r) {
-    if (mask[r] > 0 && n.limited[r] && n.usage[r] > n.guaranteed[r]) return true;
+    // Without a quota for r the queue has no guarantee: all its use is borrowed.
+    if (mask[r] > 0 && n.usage[r] > (n.limited[r] ? n.guaranteed[r] : 0)) return true;
   }
   return false;
 }

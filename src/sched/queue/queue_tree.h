@@ -110,7 +110,8 @@ class QueueTree {
                     int* blocking = nullptr);
   // True when q is within its guarantee on every resource after adding `extra`.
   bool WithinGuarantee(int q, const ResourceList& extra) const;
-  // True when q uses more than its guarantee of any resource in `mask` (nonzero entries).
+  // True when q uses more than its guarantee of any resource in `mask` (nonzero
+  // entries); a queue with no quota for a resource has a guarantee of 0.
   bool Borrowing(int q, const ResourceList& mask) const;
   bool IsAncestor(int a, int q) const;  // a == q counts
   int Lca(int a, int b) const;          // -1: the (implicit) root

@@ -39,6 +39,8 @@ struct RunningJob {
   // Exited after its checkpoint signal; its resources are held until every
   // victim of the same plan is gone, so the preemptor gets the room.
   bool exited = false;
+  // Times this job was preempted before (its earlier runs).
+  int32_t times_preempted = 0;
 
   // GPU-seconds of work since the last checkpoint (or start) at `now`.
   double WorkLost(absl::Time now) const {
