@@ -71,6 +71,15 @@ TEST(Preemption, FreshlyCheckpointedVictimPreferredOverStaleOne) {
   EXPECT_EQ(f.qm->Phase("default/stale"), JobPhase::kRunning);
 }
 
+TEST(Preemption, CancelledPreemptorSparesItsVictims) {
+  Fixture f(1);
+  f.Run("low", 1, 8, 100);
+  EXPECT_EQ(f.Preempt("p", 1, 8, 1000, kT0 + absl::Hours(1)), std::set<std::string>({"low"}));
+  ASSERT_TRUE(f.qm->Finish("default/p", kT0 + absl::Hours(1)).ok());
+  f.qm->Cycle(kT0 + absl::Hours(2));
+  EXPECT_EQ(f.qm->Phase("default/low"), JobPhase::kRunning);
+}
+
 TEST(Preemption, FewestGangsWithinTheLowestPriority) {
   Fixture f(2);
   f.Run("big", 1, 8, 100);

@@ -242,6 +242,14 @@ void QueueManager::PutBack(const RunningJob& j) {
 
 absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
   if (auto it = pending_.find(key); it != pending_.end()) {
+    // A cancelled preemptor spares the victims that have not exited yet.
+    for (const std::string& v : it->second.victims) {
+      RunningJob* rj = running_.Find(v);
+      if (rj == nullptr || rj->exited) continue;
+      rj->terminating = false;
+      rj->kill_at = absl::InfiniteFuture();
+      rj->preempted_by.clear();
+    }
     pending_.erase(it);
     return absl::OkStatus();
   }
