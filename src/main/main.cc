@@ -11,6 +11,7 @@
 #include "agent/agent_command.h"
 #include "deviceplugin/deviceplugin_command.h"
 #include "sim/replay/replay_command.h"
+#include "bench_preempt/bench_preempt.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
   (void)bench;
   tessera::sim::replay::RegisterSimReplayCommands(*sim);
+  tessera::bench::RegisterBenchPreemptCommands(*bench);
+  (void)sim;
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,510 @@
+#include "sched/plugins/preemption.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace tessera::sched {
+namespace {
+
+struct Group {
+  int32_t gpus;  // whole GPUs per member (a fractional member counts as 1)
+  int32_t count;
+};
+
+struct Cost {
+  int32_t k = 0;
+  int32_t max_priority = 0;
+  int64_t sum_priority = 0;
+  int64_t disruptions = 0;  // earlier preemptions of the victims
+  double work = 0;
+  int64_t milli = 0;
+  bool operator<(const Cost& o) const {
+    if (k != o.k) return k < o.k;
+    if (max_priority != o.max_priority) return max_priority < o.max_priority;
+    if (sum_priority != o.sum_priority) return sum_priority < o.sum_priority;
+    if (disruptions != o.disruptions) return disruptions < o.disruptions;
+    if (std::abs(work - o.work) > 1e-6) return work < o.work;
+    return milli < o.milli;
+  }
+};
+
+class Search {
+ public:
+  Search(AdmissionEnv& env, const model::Job& job, const JobContext& ctx)
+      : env_(env), cs_(*env.cluster), rs_(*env.running), job_(job), ctx_(ctx) {
+    // The min_member smallest members must fit.
+    std::vector<Group> all;
+    for (const auto& g : job.groups) {
+      if (g.resources.gpus <= 0) continue;
+      all.push_back({g.resources.fractional() ? 1 : g.resources.gpus, g.count});
+    }
+    std::sort(all.begin(), all.end(),
+              [](const Group& a, const Group& b) { return a.gpus < b.gpus; });
+    int left = job.effective_min_member();
+    for (Group g : all) {
+      int take = std::min(left, g.count);
+      if (take <= 0) break;
+      groups_.push_back({g.gpus, take});
+      need_gpus_ += int64_t{take} * g.gpus;
+      left -= take;
+    }
+    level_ = job.topology.required ? job.topology.level : model::TopologyLevel::kNone;
+    scratch_.assign(cs_.num_node_slots(), {});
+    touched_mark_.assign(cs_.num_node_slots(), false);
+    if (env_.tree != nullptr && env_.leaf >= 0) {
+      quota_why_ = env_.tree->Check(env_.leaf, env_.demand, {}, &blocking_);
+    }
+    cap_milli_ = INT64_MAX;
+    if (env_.policy.max_evicted_gpus > 0) cap_milli_ = env_.policy.max_evicted_gpus * 1000;
+    if (env_.policy.max_evicted_ratio > 0) {
+      cap_milli_ = std::min<int64_t>(
+          cap_milli_, static_cast<int64_t>(env_.policy.max_evicted_ratio * need_gpus_ * 1000));
+    }
+  }
+
+  VictimPlan Run() {
+    VictimPlan plan;
+    plan.needed_milli = need_gpus_ * 1000;
+    std::vector<std::pair<int32_t, int32_t>> by_prio;  // (priority, slot)
+    for (int32_t s = 0; s < rs_.num_slots(); ++s) {
+      if (rs_.live(s) && Eligible(rs_.at(s))) by_prio.push_back({rs_.at(s).priority, s});
+    }
+    // Group by priority (few distinct values: a counting sort, not a sort).
+    std::vector<int32_t> levels;
+    for (auto [p, s] : by_prio) {
+      if (std::find(levels.begin(), levels.end(), p) == levels.end()) levels.push_back(p);
+      if (levels.size() > 64) break;
+    }
+    std::vector<int32_t> eligible;
+    eligible.reserve(by_prio.size());
+    if (levels.size() > 64) {
+      std::sort(by_prio.begin(), by_prio.end());
+      for (auto [p, s] : by_prio) eligible.push_back(s);
+    } else {
+      std::sort(levels.begin(), levels.end());
+      std::vector<std::vector<int32_t>> buckets(levels.size());
+      for (auto [p, s] : by_prio) {
+        buckets[std::lower_bound(levels.begin(), levels.end(), p) - levels.begin()].push_back(s);
+      }
+      for (const auto& b : buckets) eligible.insert(eligible.end(), b.begin(), b.end());
+    }
+    if (eligible.empty()) {
+      plan.reason =
+          "no running job may be preempted for it (lower priority in its queue, "
+          "borrowed capacity, and running at least the minimum runtime)";
+      return plan;
+    }
+    bool capped = false;
+    size_t end = 0;
+    while (end < eligible.size()) {
+      int32_t tier = rs_.at(eligible[end]).priority;
+      while (end < eligible.size() && rs_.at(eligible[end]).priority == tier) ++end;
+      if (env_.policy.gangs_first) end = eligible.size();  // one pass: fewest gangs first
+      std::vector<int32_t> best;
+      Cost best_cost;
+      SearchTier(eligible, end, &best, &best_cost, &capped);
+      if (!best.empty()) {
+        plan.slots = best;
+        plan.max_priority = best_cost.max_priority;
+        plan.sum_priority = best_cost.sum_priority;
+        plan.work_lost = best_cost.work;
+        plan.evicted_milli = best_cost.milli;
+        plan.evaluations = evals_;
+        return plan;
+      }
+    }
+    plan.evaluations = evals_;
+    plan.reason = capped ? absl::StrCat("preemption would evict more than the cap of ",
+                                        cap_milli_ / 1000, " GPUs")
+                         : "no set of preemptible jobs makes room";
+    return plan;
+  }
+
+ private:
+  bool Eligible(const RunningJob& v) {
+    if (v.terminating || v.job.get() == &job_) return false;
+    if (env_.now - v.start < env_.policy.min_runtime) return false;
+    if (env_.protected_jobs != nullptr && !env_.protected_jobs->empty() &&
+        env_.protected_jobs->contains(v.key)) {
+      return false;
+    }
+    if (v.leaf == env_.leaf || env_.leaf < 0 || v.leaf < 0) {
+      return env_.policy.within_queue && v.priority < job_.priority;
+    }
+    // Another queue's job: only from a queue that borrows (guarantees hold).
+    // Reclaim: any priority, when the preemptor's queue stays within its own
+    // guarantee. Cross-queue priority preemption (optional): lower priority.
+    QueueInfo& qi = QueueFacts(v.leaf);
+    if (!qi.borrowing) return false;
+    if (env_.policy.cross_queue_lower_priority && v.priority < job_.priority) return true;
+    return env_.policy.reclaim && qi.mine_within_guarantee;
+  }
+
+  struct QueueInfo {
+    bool borrowing = false;              // the victim's side borrows below the LCA
+    bool mine_within_guarantee = false;  // the preemptor's side stays within guarantee
+  };
+  QueueInfo& QueueFacts(int victim_leaf) {
+    auto it = queue_cache_.find(victim_leaf);
+    if (it != queue_cache_.end()) return it->second;
+    QueueInfo qi;
+    bool tracked = false;
+    for (int64_t d : env_.demand) tracked |= d > 0;
+    if (env_.tree == nullptr || !tracked) {
+      // No guarantee covers what the job asks for: nothing to protect.
+      qi.borrowing = true;
+      qi.mine_within_guarantee = false;
+    } else {
+      const QueueTree& t = *env_.tree;
+      int lca = t.Lca(env_.leaf, victim_leaf);
+      qi.mine_within_guarantee = true;
+      for (int q = env_.leaf; q != lca && q >= 0; q = t.parent(q)) {
+        if (!t.WithinGuarantee(q, env_.demand)) qi.mine_within_guarantee = false;
+      }
+      for (int q = victim_leaf; q != lca && q >= 0; q = t.parent(q)) {
+        if (t.Borrowing(q, env_.demand)) qi.borrowing = true;
+      }
+    }
+    return queue_cache_.emplace(victim_leaf, qi).first->second;
+  }
+
+  int DomainOf(NodeId n) const {
+    const NodeState& st = cs_.state(n);
+    switch (level_) {
+      case model::TopologyLevel::kRack:
+        return st.rack;
+      case model::TopologyLevel::kBlock:
+        return st.block;
+      case model::TopologyLevel::kNode:
+        return n;
+      case model::TopologyLevel::kNone:
+        break;
+    }
+    return 0;
+  }
+  bool Usable(NodeId n) const {
+    const NodeState& st = cs_.state(n);
+    if (env_.avoid_reserved && n < static_cast<NodeId>(env_.reserved_nodes.size()) &&
+        env_.reserved_nodes[n]) {
+      return false;  // backfilling: room there belongs to the reservation
+    }
+    return st.indexed() && ctx_.AllowsModel(st.model);
+  }
+
+  // Base whole-GPU fit of the domain: per group members, and free GPUs.
+  void Base(int dom, std::vector<int64_t>* fit, int64_t* free) const {
+    fit->assign(groups_.size(), 0);
+    *free = 0;
+    if (level_ == model::TopologyLevel::kNode) {
+      if (!Usable(dom)) return;
+      int w = cs_.state(dom).whole_free;
+      for (size_t i = 0; i < groups_.size(); ++i) (*fit)[i] = w / groups_[i].gpus;
+      *free = w;
+      return;
+    }
+    for (ModelId m = 0; m < cs_.num_models(); ++m) {
+      if (!ctx_.AllowsModel(m)) continue;
+      const FreeHistogram& h = level_ == model::TopologyLevel::kRack    ? cs_.rack_free(dom, m)
+                               : level_ == model::TopologyLevel::kBlock ? cs_.block_free(dom, m)
+                                                                        : cs_.cluster_free(m);
+      for (size_t i = 0; i < groups_.size(); ++i) (*fit)[i] += h.MembersThatFit(groups_[i].gpus);
+      *free += h.free_gpus;
+    }
+  }
+
+  // Whole GPUs freed in `dom` by evicting `set`; true when the job then fits
+  // (placement quick check and quota).
+  bool Feasible(int dom, const std::vector<int64_t>& base_fit, int64_t base_free,
+                const int32_t* set, size_t n, int64_t* freed_out = nullptr) {
+    ++evals_;
+    touched_.clear();
+    int64_t milli = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const RunningJob& v = rs_.at(set[i]);
+      milli += v.gpu_milli;
+      for (const MemberPlacement& m : v.members) {
+        if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
+        if (!touched_mark_[m.node]) {
+          touched_mark_[m.node] = true;
+          touched_.push_back(m.node);
+        }
+        for (const GpuGrant& g : m.gpus) scratch_[m.node][g.gpu] += g.milli;
+      }
+    }
+    delta_fit_.assign(groups_.size(), 0);
+    int64_t dfree = 0;
+    for (NodeId id : touched_) {
+      const NodeState& st = cs_.state(id);
+      int w = 0;
+      for (int g = 0; g < st.num_gpus; ++g) {
+        if (st.healthy(g) && st.free_milli[g] + scratch_[id][g] == model::kMilliPerGpu) ++w;
+      }
+      for (size_t i = 0; i < groups_.size(); ++i) {
+        delta_fit_[i] += w / groups_[i].gpus - st.whole_free / groups_[i].gpus;
+      }
+      dfree += w - st.whole_free;
+      scratch_[id] = {};
+      touched_mark_[id] = false;
+    }
+    if (freed_out) *freed_out = dfree;
+    if (milli > cap_milli_) {
+      over_cap_ = true;
+      return false;
+    }
+    if (base_free + dfree < need_gpus_) return false;
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      if (base_fit[i] + delta_fit_[i] < groups_[i].count) return false;
+    }
+    if (!quota_why_.empty()) {
+      removed_.clear();
+      for (size_t i = 0; i < n; ++i) {
+        const RunningJob& v = rs_.at(set[i]);
+        if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
+      }
+      if (!env_.tree->Check(env_.leaf, env_.demand, removed_).empty()) return false;
+    }
+    return true;
+  }
+
+  // Feasible() for one victim whose members are on distinct nodes, without
+  // the scratch bookkeeping (the common case; about half the cost).
+  bool Single(int dom, const std::vector<int64_t>& base_fit, int64_t base_free, int32_t slot,
+              int64_t* freed_out) {
+    const RunningJob& v = rs_.at(slot);
+    const size_t n = v.members.size();
+    bool distinct = n <= 16;
+    for (size_t i = 0; distinct && i < n; ++i) {
+      for (size_t j = i + 1; j < n; ++j) {
+        if (v.members[i].node == v.members[j].node) {
+          distinct = false;
+          break;
+        }
+      }
+    }
+    if (!distinct) return Feasible(dom, base_fit, base_free, &slot, 1, freed_out);
+    ++evals_;
+    delta_fit_.assign(groups_.size(), 0);
+    int64_t dfree = 0;
+    for (const MemberPlacement& m : v.members) {
+      if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
+      const NodeState& st = cs_.state(m.node);
+      int w = st.whole_free;
+      for (const GpuGrant& g : m.gpus) {
+        if (st.healthy(g.gpu) && st.free_milli[g.gpu] + g.milli == model::kMilliPerGpu) ++w;
+      }
+      for (size_t i = 0; i < groups_.size(); ++i) {
+        delta_fit_[i] += w / groups_[i].gpus - st.whole_free / groups_[i].gpus;
+      }
+      dfree += w - st.whole_free;
+    }
+    *freed_out = dfree;
+    if (v.gpu_milli > cap_milli_) {
+      over_cap_ = true;
+      return false;
+    }
+    if (base_free + dfree < need_gpus_) return false;
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      if (base_fit[i] + delta_fit_[i] < groups_[i].count) return false;
+    }
+    if (!quota_why_.empty()) {
+      removed_.clear();
+      if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
+      if (!env_.tree->Check(env_.leaf, env_.demand, removed_).empty()) return false;
+    }
+    return true;
+  }
+
+  Cost CostOf(const int32_t* set, size_t n) const {
+    Cost c;
+    c.k = static_cast<int32_t>(n);
+    for (size_t i = 0; i < n; ++i) {
+      const RunningJob& v = rs_.at(set[i]);
+      c.sum_priority += v.priority;
+      c.disruptions += v.times_preempted;
+      c.max_priority = i == 0 ? v.priority : std::max(c.max_priority, v.priority);
+      c.work += v.WorkLost(env_.now);
+      c.milli += v.gpu_milli;
+    }
+    return c;
+  }
+
+  bool HelpsQuota(const RunningJob& v) const {
+    if (quota_why_.empty()) return true;
+    if (blocking_ < 0) return true;
+    return v.leaf >= 0 && env_.tree->IsAncestor(blocking_, v.leaf);
+  }
+
+  void SearchTier(const std::vector<int32_t>& eligible, size_t end, std::vector<int32_t>* best,
+                  Cost* best_cost, bool* capped) {
+    // Candidates per domain.
+    absl::flat_hash_map<int, std::vector<int32_t>> by_dom;
+    for (size_t i = 0; i < end; ++i) {
+      int32_t s = eligible[i];
+      if (level_ == model::TopologyLevel::kNone) {
+        by_dom[0].push_back(s);
+        continue;
+      }
+      int last = -1;
+      for (const MemberPlacement& m : rs_.at(s).members) {
+        int d = DomainOf(m.node);
+        if (d == last) continue;
+        auto& v = by_dom[d];
+        if (v.empty() || v.back() != s) v.push_back(s);
+        last = d;
+      }
+    }
+    // With a quota refusal and no topology, victims anywhere may help.
+    std::vector<int64_t> base_fit;
+    int64_t base_free;
+    std::vector<std::pair<int64_t, int32_t>> useful;  // (freed GPUs, slot)
+    for (auto& [dom, cands] : by_dom) {
+      Base(dom, &base_fit, &base_free);
+      int64_t deficit = std::max<int64_t>(need_gpus_ - base_free, 0);
+      // Singles, and each candidate's usefulness.
+      useful.clear();
+      std::vector<int32_t> chosen;
+      Cost chosen_cost;
+      for (int32_t s : cands) {
+        int64_t freed = 0;
+        bool ok = Single(dom, base_fit, base_free, s, &freed);
+        useful.push_back({freed, s});
+        if (ok) {
+          Cost c = CostOf(&s, 1);
+          if (chosen.empty() || c < chosen_cost) chosen = {s}, chosen_cost = c;
+        }
+      }
+      if (chosen.empty()) {
+        // Lower bound on gangs needed.
+        std::sort(useful.begin(), useful.end(), [](auto& a, auto& b) { return a.first > b.first; });
+        int64_t acc = 0;
+        int32_t lb = 0;
+        for (auto& [f, s] : useful) {
+          if (acc >= deficit && lb >= 1) break;
+          acc += f;
+          ++lb;
+        }
+        lb = std::max(lb, 2);
+        if (acc < deficit) continue;  // even all of them do not make room
+        if (!best->empty() && lb > best_cost->k) continue;
+        if (cands.size() <= static_cast<size_t>(env_.policy.exhaustive_pair_limit) &&
+            evals_ < env_.policy.eval_budget) {
+          for (size_t i = 0; i < useful.size(); ++i) {
+            for (size_t j = i + 1; j < useful.size(); ++j) {
+              if (useful[i].first + useful[j].first < deficit) break;
+              int32_t pair[2] = {useful[i].second, useful[j].second};
+              if (Feasible(dom, base_fit, base_free, pair, 2)) {
+                Cost c = CostOf(pair, 2);
+                if (chosen.empty() || c < chosen_cost) chosen = {pair[0], pair[1]}, chosen_cost = c;
+              }
+            }
+          }
+        }
+        if (chosen.empty()) Greedy(dom, useful, base_fit, base_free, &chosen, &chosen_cost);
+      }
+      if (!chosen.empty() && (best->empty() || chosen_cost < *best_cost)) {
+        *best = chosen;
+        *best_cost = chosen_cost;
+      }
+    }
+    if (over_cap_) *capped = true;
+  }
+
+  void Greedy(int dom, const std::vector<std::pair<int64_t, int32_t>>& useful,
+              const std::vector<int64_t>& base_fit, int64_t base_free, std::vector<int32_t>* chosen,
+              Cost* cost) {
+    std::vector<int32_t> set;
+    std::vector<std::tuple<int, int64_t, int32_t, double, int32_t>> keyed;
+    for (auto& [freed, s] : useful) {
+      const RunningJob& v = rs_.at(s);
+      keyed.emplace_back(HelpsQuota(v) ? 0 : 1, -freed, v.priority, v.WorkLost(env_.now), s);
+    }
+    std::sort(keyed.begin(), keyed.end());
+    bool ok = false;
+    for (auto& [h, negf, prio, w, s] : keyed) {
+      if (negf == 0 && quota_why_.empty()) continue;  // frees nothing here
+      set.push_back(s);
+      if (Feasible(dom, base_fit, base_free, set.data(), set.size())) {
+        ok = true;
+        break;
+      }
+      if (over_cap_ && CostOf(set.data(), set.size()).milli > cap_milli_) return;
+    }
+    if (!ok) return;
+    // Reprieve: drop the most expensive victims that are not needed.
+    std::vector<int32_t> by_cost = set;
+    std::sort(by_cost.begin(), by_cost.end(), [&](int32_t a, int32_t b) {
+      const RunningJob& x = rs_.at(a);
+      const RunningJob& y = rs_.at(b);
+      if (x.priority != y.priority) return x.priority > y.priority;
+      return x.WorkLost(env_.now) > y.WorkLost(env_.now);
+    });
+    for (int32_t s : by_cost) {
+      std::vector<int32_t> without;
+      for (int32_t t : set) {
+        if (t != s) without.push_back(t);
+      }
+      if (!without.empty() && Feasible(dom, base_fit, base_free, without.data(), without.size())) {
+        set = std::move(without);
+      }
+    }
+    *chosen = set;
+    *cost = CostOf(set.data(), set.size());
+  }
+
+ private:
+  AdmissionEnv& env_;
+  const ClusterState& cs_;
+  const RunningSet& rs_;
+  const model::Job& job_;
+  const JobContext& ctx_;
+  std::vector<Group> groups_;
+  int64_t need_gpus_ = 0;
+  model::TopologyLevel level_;
+  std::vector<std::array<int16_t, model::kMaxGpusPerNode>> scratch_;
+  std::vector<bool> touched_mark_;
+  std::vector<NodeId> touched_;
+  std::vector<int64_t> delta_fit_;
+  std::vector<std::pair<int, const ResourceList*>> removed_;
+  absl::flat_hash_map<int, QueueInfo> queue_cache_;
+  std::string quota_why_;
+  int blocking_ = -2;
+  int64_t cap_milli_ = INT64_MAX;
+  bool over_cap_ = false;
+  int64_t evals_ = 0;
+};
+
+}  // namespace
+
+VictimPlan FindVictims(AdmissionEnv& env, const model::Job& job, const JobContext& ctx) {
+  Search s(env, job, ctx);
+  return s.Run();
+}
+
+PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx, const FailureSummary&) {
+  PostFilterResult r;
+  last_ = VictimPlan();
+  ran_ = true;
+  if (!env_->allow_preemption || env_->running == nullptr) {
+    r.status = PluginStatus::Unschedulable("preemption not attempted");
+    return r;
+  }
+  last_ = FindVictims(*env_, *ctx.job, ctx);
+  if (!last_.found()) {
+    r.status = PluginStatus::Unschedulable(last_.reason);
+    r.message = absl::StrCat("preemption: ", last_.reason);
+    return r;
+  }
+  for (int32_t s : last_.slots) r.victims.push_back(env_->running->at(s).key);
+  r.status = PluginStatus::Success();
+  r.message =
+      absl::StrCat("can run after preempting ", last_.slots.size(), " gang(s) (",
+                   last_.evicted_milli / 1000, " GPUs) of priority <= ", last_.max_priority);
+  return r;
+}
+
+}  // namespace tessera::sched

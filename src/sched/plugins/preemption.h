@@ -1,0 +1,85 @@
+// preemption (PostFilter): gang-aware, checkpoint-aware, minimal preemption.
+//
+// When a job cannot be placed (or its queue's quota refuses it), find the
+// cheapest set of running gangs whose eviction lets it run. Victims are whole
+// gangs (never part of one, so never below minMember). Eligible victims
+// (AdmissionEnv::policy): lower-priority jobs of the same queue; jobs of a
+// queue that borrows while the preemptor's queue stays within its guarantee
+// (reclaim); optionally lower-priority jobs of other queues that borrow.
+// Another queue's guaranteed capacity is never taken (this also breaks the
+// reclaim/priority ping-pong between queues). Never a job that is
+// already terminating, never one that has run less than the minimum runtime
+// (no thrashing), and never a job that preempted the preemptor (no cycles).
+//
+// Cost, compared lexicographically: the highest victim priority, then the
+// number of gangs, then the sum of victim priorities, then how often the
+// victims were preempted before (spreads preemption: a job just restarted
+// from a checkpoint has little work to lose and would otherwise be picked
+// again and again), then the work lost (GPU-seconds since each victim's last
+// checkpoint), then GPUs evicted. With
+// policy.gangs_first the number of gangs comes before the highest priority
+// (the literal order; the default never evicts a higher class when a
+// lower one can make room). A set evicting more GPUs than the cap is never
+// chosen.
+//
+// Algorithm. Eligible victims are sorted by priority; for each priority tier
+// (victims at or below it) the search runs per topology domain the job needs
+// (each rack/block/node for a required topology, else the whole cluster).
+// Feasibility is a quick check on whole free GPUs: for each member group of g
+// GPUs, sum over the domain's nodes of floor(free/g) after eviction must cover
+// its members (only the victims' nodes change, so each check costs the
+// victims' members), plus the quota check with the victims' usage removed.
+// Per domain: every single victim; then, for small domains, every pair; then
+// greedy (most useful GPUs first, cheapest work lost first) followed by a
+// reprieve pass that drops every victim not needed. A lower bound on the
+// gangs needed prunes domains that cannot beat the best set so far. The first
+// tier that yields a set wins (gangs_first: one tier holding every victim). The queueing layer
+// verifies the set with a dry-run placement before signalling anyone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sched/framework/plugin.h"
+#include "sched/queue/admission_env.h"
+
+namespace tessera::sched {
+
+struct VictimPlan {
+  std::vector<int32_t> slots;  // RunningSet slots
+  int32_t max_priority = 0;
+  int64_t sum_priority = 0;
+  double work_lost = 0;  // GPU-seconds
+  int64_t evicted_milli = 0;
+  int64_t needed_milli = 0;
+  int64_t evaluations = 0;
+  std::string reason;  // when empty: why no set was found
+  bool found() const { return !slots.empty(); }
+};
+
+// The search itself (pure over `env`; mutates nothing visible).
+VictimPlan FindVictims(AdmissionEnv& env, const model::Job& job, const JobContext& ctx);
+
+class Preemption final : public Plugin, public PostFilterPlugin {
+ public:
+  static constexpr absl::string_view kName = "preemption";
+  explicit Preemption(AdmissionEnv* env) : env_(env) {}
+  absl::string_view Name() const override { return kName; }
+  PostFilterResult PostFilter(CycleState& cs, const JobContext& ctx,
+                              const FailureSummary& failure) override;
+  const VictimPlan& last_plan() const { return last_; }
+  // Forgets the last plan (so a caller can tell whether PostFilter ran).
+  void Reset() {
+    last_ = VictimPlan();
+    ran_ = false;
+  }
+  bool ran() const { return ran_; }
+
+ private:
+  AdmissionEnv* env_;
+  VictimPlan last_;
+  bool ran_ = false;
+};
+
+}  // namespace tessera::sched

@@ -1,0 +1,21 @@
+#include "sched/plugins/quota.h"
+
+namespace tessera::sched {
+
+PluginStatus Quota::PreFilter(CycleState&, const JobContext&, PreFilterResult*) {
+  if (env_->leaf < 0 || env_->tree == nullptr || env_->quota_checked) return PluginStatus::Skip();
+  std::string why = env_->tree->Check(env_->leaf, env_->demand, {});
+  if (why.empty()) return PluginStatus::Success();
+  return PluginStatus::Unschedulable(std::move(why));
+}
+
+PluginStatus ReservationFilter::Filter(CycleState&, const JobContext&, const model::MemberGroup&,
+                                       const NodeView& n) {
+  if (!env_->avoid_reserved) return PluginStatus::Success();
+  if (n.id < static_cast<NodeId>(env_->reserved_nodes.size()) && env_->reserved_nodes[n.id]) {
+    return PluginStatus::Unschedulable("node reserved for the head-of-line job");
+  }
+  return PluginStatus::Success();
+}
+
+}  // namespace tessera::sched

@@ -1,0 +1,636 @@
+#include "sched/queue/queue_manager.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "sched/plugins/default_registry.h"
+#include "sched/plugins/preemption.h"
+#include "sched/plugins/quota.h"
+
+namespace tessera::sched {
+
+absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c) {
+  absl::Status s = ValidateQueueTree(c.tree);
+  if (!s.ok()) return s;
+  for (const auto& [name, value] : c.priority_classes) {
+    if (name.empty()) return absl::InvalidArgumentError("priorityClasses: a class needs a name");
+    if (value < 0 || value > 1000000000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("priorityClasses.", name, ": value must be in 0..1000000000, got ", value));
+    }
+  }
+  if (!c.default_priority_class.empty() && !c.priority_classes.contains(c.default_priority_class)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "defaultPriorityClass: unknown priority class \"", c.default_priority_class, "\""));
+  }
+  const PreemptionPolicy& p = c.preemption;
+  if (p.max_evicted_gpus < 0) {
+    return absl::InvalidArgumentError("preemption.maxEvictedGpus: must be >= 0 (0: no cap)");
+  }
+  if (p.max_evicted_ratio < 0) {
+    return absl::InvalidArgumentError("preemption.maxEvictedRatio: must be >= 0 (0: no cap)");
+  }
+  if (p.min_runtime < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("preemption.minRuntime: must be >= 0");
+  }
+  if (p.grace_period < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("preemption.gracePeriod: must be >= 0");
+  }
+  if (c.default_runtime <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("backfill.defaultRuntime: must be > 0");
+  }
+  return absl::OkStatus();
+}
+
+QueueManager::~QueueManager() = default;
+
+absl::StatusOr<std::unique_ptr<QueueManager>> QueueManager::Create(QueueManagerConfig config,
+                                                                   ClusterState* cluster) {
+  std::unique_ptr<QueueManager> m(new QueueManager());
+  m->cluster_ = cluster;
+  m->env_.cluster = cluster;
+  m->env_.running = &m->running_;
+  absl::Status s = m->Build(std::move(config));
+  if (!s.ok()) return s;
+  AdmissionEnv* env = &m->env_;
+  PluginRegistry reg = DefaultRegistry();
+  Preemption** pre = &m->preemption_;
+  (void)reg.Register(Quota::kName,
+                     [env](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                       return std::unique_ptr<Plugin>(new Quota(env));
+                     });
+  (void)reg.Register(ReservationFilter::kName,
+                     [env](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                       return std::unique_ptr<Plugin>(new ReservationFilter(env));
+                     });
+  (void)reg.Register(Preemption::kName,
+                     [env, pre](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+                       auto p = std::make_unique<Preemption>(env);
+                       *pre = p.get();
+                       return std::unique_ptr<Plugin>(std::move(p));
+                     });
+  Profile profile = Profile::Default();
+  profile.plugins.insert(profile.plugins.begin(), PluginConfig{.name = std::string(Quota::kName)});
+  profile.plugins.push_back({.name = std::string(ReservationFilter::kName)});
+  profile.plugins.push_back({.name = std::string(Preemption::kName)});
+  auto sch = Scheduler::Create(profile, reg, cluster);
+  if (!sch.ok()) return sch.status();
+  m->scheduler_ = std::move(*sch);
+  return m;
+}
+
+absl::Status QueueManager::Build(QueueManagerConfig config) {
+  absl::Status s = ValidateQueueManagerConfig(config);
+  if (!s.ok()) return s;
+  auto tree = QueueTree::Create(config.tree);
+  if (!tree.ok()) return tree.status();
+  auto t = std::make_unique<QueueTree>(std::move(*tree));
+  // Every queue with work must survive as a leaf.
+  auto check_queue = [&](const model::Job& j) -> absl::Status {
+    int q = t->Find(j.queue);
+    if (q < 0 || !t->IsLeaf(q)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "queues: queue \"", j.queue, "\" has jobs (", j.key(), ") and must stay a leaf queue"));
+    }
+    return absl::OkStatus();
+  };
+  for (int32_t sl = 0; sl < running_.num_slots(); ++sl) {
+    if (!running_.live(sl)) continue;
+    s = check_queue(*running_.at(sl).job);
+    if (!s.ok()) return s;
+  }
+  for (const auto& [k, p] : pending_) {
+    s = check_queue(*p.job);
+    if (!s.ok()) return s;
+  }
+  // Capacity of the fleet.
+  int64_t cpu = 0, mem = 0;
+  for (NodeId id = 0; id < cluster_->num_node_slots(); ++id) {
+    if (!cluster_->state(id).present) continue;
+    cpu += cluster_->node(id).cpu_milli;
+    mem += cluster_->node(id).memory_mib;
+  }
+  t->SetCapacity("cpu", cpu);
+  t->SetCapacity("memory", mem);
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+    if (cluster_->model_name(m).empty()) continue;
+    t->SetCapacity(absl::StrCat("gpu/", cluster_->model_name(m)), cluster_->total_gpus(m) * 1000);
+  }
+  // Commit: re-charge running jobs against the new tree.
+  tree_ = std::move(t);
+  config_ = std::move(config);
+  env_.tree = tree_.get();
+  env_.policy = config_.preemption;
+  for (int32_t sl = 0; sl < running_.num_slots(); ++sl) {
+    if (!running_.live(sl)) continue;
+    RunningJob& rj = running_.at(sl);
+    rj.leaf = tree_->Find(rj.job->queue);
+    ModelId m = rj.members.empty() || rj.members[0].gpus.empty()
+                    ? DemandModel(*rj.job)
+                    : cluster_->state(rj.members[0].node).model;
+    rj.usage = Demand(*rj.job, m);
+    tree_->Add(rj.leaf, rj.usage);
+  }
+  for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
+  return absl::OkStatus();
+}
+
+absl::Status QueueManager::Reconfigure(QueueManagerConfig config) {
+  return Build(std::move(config));
+}
+
+ModelId QueueManager::DemandModel(const model::Job& job) const {
+  for (const std::string& name : job.gpu_models) {
+    ModelId m = cluster_->FindModel(name);
+    if (m != kNoModel) return m;
+  }
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+    if (!cluster_->model_name(m).empty()) return m;
+  }
+  return kNoModel;
+}
+
+std::vector<ModelId> QueueManager::GpuModelsOf(const model::Job& job) const {
+  std::vector<ModelId> out;
+  bool gpus = false;
+  for (const auto& g : job.groups) gpus |= g.resources.gpus > 0;
+  if (!gpus) return out;
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+    const std::string& name = cluster_->model_name(m);
+    if (name.empty()) continue;
+    if (job.gpu_models.empty() ||
+        std::find(job.gpu_models.begin(), job.gpu_models.end(), name) != job.gpu_models.end()) {
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+ResourceList QueueManager::Demand(const model::Job& job, ModelId model) const {
+  const auto& names = tree_->resources();
+  ResourceList d(names.size(), 0);
+  std::string gpu = model == kNoModel ? "" : absl::StrCat("gpu/", cluster_->model_name(model));
+  for (size_t r = 0; r < names.size(); ++r) {
+    for (const auto& g : job.groups) {
+      if (names[r] == "cpu") d[r] += int64_t{g.count} * g.resources.cpu_milli;
+      if (names[r] == "memory") d[r] += int64_t{g.count} * g.resources.memory_mib;
+      if (names[r] == gpu) d[r] += int64_t{g.count} * g.resources.total_gpu_milli();
+    }
+  }
+  return d;
+}
+
+absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, absl::Time now) {
+  absl::flat_hash_set<std::string> models;
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) models.insert(cluster_->model_name(m));
+  absl::Status s = model::ValidateJob(job, &models);
+  if (!s.ok()) return s;
+  std::string key = job.key();
+  if (pending_.contains(key) || running_.Find(key) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("job ", key, " already exists"));
+  }
+  int leaf = tree_->Find(job.queue);
+  if (leaf < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.queue: unknown queue \"", job.queue, "\""));
+  }
+  if (!tree_->IsLeaf(leaf)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.queue: \"", job.queue, "\" is not a leaf queue; submit to one of its children"));
+  }
+  std::string cls = opts.priority_class.empty() && job.priority == 0
+                        ? config_.default_priority_class
+                        : opts.priority_class;
+  if (!cls.empty()) {
+    auto it = config_.priority_classes.find(cls);
+    if (it == config_.priority_classes.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.priorityClassName: unknown priority class \"", cls, "\""));
+    }
+    job.priority = it->second;
+  }
+  if (opts.expected_runtime < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("spec.expectedRuntime: must be >= 0");
+  }
+  if (job.creation_time == absl::UnixEpoch()) job.creation_time = now;
+  Pending p;
+  p.job = std::make_shared<const model::Job>(std::move(job));
+  p.leaf = leaf;
+  p.runtime = opts.expected_runtime > absl::ZeroDuration() ? opts.expected_runtime
+                                                           : config_.default_runtime;
+  p.seq = ++seq_;
+  p.reason = "not tried yet";
+  pending_.emplace(key, std::move(p));
+  return absl::OkStatus();
+}
+
+void QueueManager::TakeOut(const RunningJob& j) {
+  (void)cluster_->Release(j.key);
+  tree_->Remove(j.leaf, j.usage);
+}
+
+void QueueManager::PutBack(const RunningJob& j) {
+  Placement pl;
+  pl.job_key = j.key;
+  pl.members = j.members;
+  for (const MemberPlacement& m : pl.members) (void)cluster_->Assume(m);
+  (void)cluster_->Bind(std::move(pl));
+  tree_->Add(j.leaf, j.usage);
+}
+
+absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
+  if (auto it = pending_.find(key); it != pending_.end()) {
+    // A cancelled preemptor spares the victims that have not exited yet.
+    for (const std::string& v : it->second.victims) {
+      RunningJob* rj = running_.Find(v);
+      if (rj == nullptr || rj->exited) continue;
+      rj->terminating = false;
+      rj->kill_at = absl::InfiniteFuture();
+      rj->preempted_by.clear();
+    }
+    pending_.erase(it);
+    return absl::OkStatus();
+  }
+  RunningJob* rj = running_.Find(key);
+  if (rj == nullptr) return absl::NotFoundError(absl::StrCat("job ", key, " not found"));
+  tree_->Advance(now);
+  std::string k(key);
+  std::string by = rj->preempted_by;
+  TakeOut(*rj);
+  running_.Remove(k);
+  running_meta_.erase(k);
+  if (!by.empty()) {
+    if (auto it = pending_.find(by); it != pending_.end()) it->second.victims.erase(k);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QueueManager::ReportCheckpoint(absl::string_view key, absl::Time at) {
+  RunningJob* rj = running_.Find(key);
+  if (rj == nullptr) return absl::NotFoundError(absl::StrCat("job ", key, " is not running"));
+  rj->last_checkpoint = std::max(rj->last_checkpoint, at);
+  return absl::OkStatus();
+}
+
+void QueueManager::Kill(const std::string& key, absl::Time now, CycleReport* rep) {
+  RunningJob* rj = running_.Find(key);
+  if (rj == nullptr) return;
+  std::string by = rj->preempted_by;
+  TakeOut(*rj);
+  Pending p;
+  if (auto it = running_meta_.find(key); it != running_meta_.end()) {
+    p = std::move(it->second);
+    running_meta_.erase(it);
+  } else {
+    p.job = rj->job;
+    p.leaf = rj->leaf;
+    p.runtime = config_.default_runtime;
+    p.seq = ++seq_;
+  }
+  p.times_preempted = rj->times_preempted + 1;
+  running_.Remove(key);
+  p.nominated = false;
+  p.victims.clear();
+  if (!by.empty()) p.protected_jobs.insert(by);
+  p.reason = absl::StrCat("preempted by ", by, "; waiting to run again");
+  pending_[key] = std::move(p);
+  if (!by.empty()) {
+    if (auto it = pending_.find(by); it != pending_.end()) it->second.victims.erase(key);
+  }
+  if (rep) {
+    rep->events.push_back(
+        {QueueEvent::Kind::kKilled, key, by, now, "grace period over or victim exited"});
+  }
+}
+
+absl::Status QueueManager::VictimExited(absl::string_view key, absl::Time now) {
+  RunningJob* rj = running_.Find(key);
+  if (rj == nullptr || !rj->terminating) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", key, " is not being preempted"));
+  }
+  rj->exited = true;
+  // Release the plan's victims together, once all have exited: released one
+  // by one, the room could go to another job before the preemptor's turn.
+  std::vector<std::string> plan = {std::string(key)};
+  auto it = pending_.find(rj->preempted_by);
+  if (it != pending_.end()) {
+    for (const std::string& v : it->second.victims) {
+      if (v == key) continue;
+      const RunningJob* o = running_.Find(v);
+      if (o != nullptr && !o->exited) return absl::OkStatus();
+      if (o != nullptr) plan.push_back(v);
+    }
+  }
+  for (const std::string& v : plan) Kill(v, now, nullptr);
+  return absl::OkStatus();
+}
+
+void QueueManager::SetEnv(const Pending& p, bool quota) {
+  env_.leaf = quota ? p.leaf : -1;
+  env_.demand = Demand(*p.job, DemandModel(*p.job));
+  env_.protected_jobs = &p.protected_jobs;
+  env_.allow_preemption = true;
+}
+
+void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep) {
+  RunningJob rj;
+  rj.key = placement.job_key;
+  rj.job = p.job;
+  rj.priority = p.job->priority;
+  rj.leaf = p.leaf;
+  ModelId m = DemandModel(*p.job);
+  for (const MemberPlacement& mp : placement.members) {
+    if (!mp.gpus.empty()) {
+      m = cluster_->state(mp.node).model;
+      break;
+    }
+  }
+  for (const MemberPlacement& mp : placement.members) {
+    for (const GpuGrant& g : mp.gpus) rj.gpu_milli += g.milli;
+  }
+  rj.usage = Demand(*p.job, m);
+  rj.start = now;
+  rj.last_checkpoint = p.last_checkpoint;
+  rj.times_preempted = p.times_preempted;
+  rj.expected_end = now + p.runtime;
+  rj.members = placement.members;
+  tree_->Add(rj.leaf, rj.usage);
+  std::string key = rj.key;
+  running_.Add(std::move(rj));
+  Pending meta = std::move(p);
+  pending_.erase(key);
+  meta.nominated = false;
+  meta.victims.clear();
+  meta.protected_jobs.clear();  // a new run; old preemptors are no longer special
+  meta.reason.clear();
+  running_meta_[key] = std::move(meta);
+  rep->events.push_back({QueueEvent::Kind::kStarted, key, "", absl::InfiniteFuture(),
+                         absl::StrCat("placed ", placement.members.size(), " members")});
+  ++rep->started;
+}
+
+bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& victims) {
+  std::vector<RunningJob> out;
+  for (const std::string& v : victims) {
+    const RunningJob* rj = running_.Find(v);
+    if (rj == nullptr) continue;
+    out.push_back(*rj);
+    TakeOut(*rj);
+  }
+  SetEnv(p, true);
+  env_.allow_preemption = false;
+  ScheduleResult r = scheduler_->Evaluate(*p.job);
+  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(*it);
+  return r.placed();
+}
+
+std::string QueueManager::Shape(const Pending& p) const {
+  const model::Job& j = *p.job;
+  std::string s = absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
+                               static_cast<int>(j.topology.level), j.topology.required, "|",
+                               j.gang.min_member, "|", absl::StrJoin(j.gpu_models, ","), "|");
+  for (const auto& g : j.groups) {
+    absl::StrAppend(&s, g.count, "x", g.resources.gpus, ":", g.resources.gpu_milli, ":",
+                    g.resources.gpu_memory_mib, ":", g.resources.cpu_milli, ":",
+                    g.resources.memory_mib, ";");
+  }
+  for (const auto& [k, v] : j.node_selector) absl::StrAppend(&s, k, "=", v, ",");
+  if (!j.tolerations.empty()) return "";  // not worth keying; always tried
+  return s;
+}
+
+std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, absl::Time now) {
+  std::vector<std::pair<absl::Time, int32_t>> order;
+  for (int32_t s = 0; s < running_.num_slots(); ++s) {
+    if (!running_.live(s)) continue;
+    const RunningJob& rj = running_.at(s);
+    order.push_back({rj.terminating ? rj.kill_at : rj.expected_end, s});
+  }
+  std::sort(order.begin(), order.end());
+  int64_t need = 0;
+  for (const auto& g : p.job->groups) need += int64_t{g.count} * g.resources.gpus;
+  std::vector<ModelId> models;
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+    if (p.job->gpu_models.empty() ||
+        std::find(p.job->gpu_models.begin(), p.job->gpu_models.end(), cluster_->model_name(m)) !=
+            p.job->gpu_models.end()) {
+      models.push_back(m);
+    }
+  }
+  std::optional<Reservation> res;
+  std::vector<RunningJob> out;
+  int dry_runs = 0;
+  SetEnv(p, false);
+  env_.allow_preemption = false;
+  for (size_t i = 0; i < order.size() && i < static_cast<size_t>(config_.reservation_max_releases);
+       ++i) {
+    const RunningJob& rj = running_.at(order[i].second);
+    out.push_back(rj);
+    TakeOut(rj);
+    int64_t free = 0;
+    for (ModelId m : models) free += cluster_->cluster_free(m).free_gpus;
+    if (free < need) continue;
+    // Jobs ending at the same moment are released together.
+    if (i + 1 < order.size() && order[i + 1].first == order[i].first) continue;
+    if (++dry_runs > config_.reservation_max_dry_runs) break;
+    ScheduleResult r = scheduler_->Evaluate(*p.job);
+    if (r.placed()) {
+      Reservation rv;
+      rv.job = p.job->key();
+      rv.start = std::max(now, order[i].first);
+      for (const MemberPlacement& m : r.placement.members) rv.nodes.push_back(m.node);
+      res = std::move(rv);
+      break;
+    }
+  }
+  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(*it);
+  return res;
+}
+
+CycleReport QueueManager::Cycle(absl::Time now) {
+  CycleReport rep;
+  env_.now = now;
+  tree_->Advance(now);
+  // 1. Victims whose grace period is over.
+  std::vector<std::string> to_kill;
+  for (int32_t s = 0; s < running_.num_slots(); ++s) {
+    if (running_.live(s) && running_.at(s).terminating && running_.at(s).kill_at <= now) {
+      to_kill.push_back(running_.at(s).key);
+    }
+  }
+  for (const std::string& k : to_kill) Kill(k, now, &rep);
+
+  // 2. Order.
+  std::vector<int> pending_count(tree_->num_queues(), 0);
+  for (const auto& [k, p] : pending_) ++pending_count[p.leaf];
+  std::vector<QueueTree::OrderKey> keys(tree_->num_queues());
+  for (int q = 0; q < tree_->num_queues(); ++q) {
+    tree_->SetPending(q, pending_count[q]);
+    if (tree_->IsLeaf(q)) keys[q] = tree_->Key(q);
+  }
+  std::vector<std::string> order;
+  order.reserve(pending_.size());
+  for (const auto& [k, p] : pending_) order.push_back(k);
+  auto less = [&](const std::string& a, const std::string& b) {
+    const Pending& x = pending_.at(a);
+    const Pending& y = pending_.at(b);
+    bool xr = x.nominated && x.victims.empty();
+    bool yr = y.nominated && y.victims.empty();
+    if (xr != yr) return xr;
+    if (x.job->priority != y.job->priority) return x.job->priority > y.job->priority;
+    if (x.leaf != y.leaf) {
+      if (keys[x.leaf] < keys[y.leaf]) return true;
+      if (keys[y.leaf] < keys[x.leaf]) return false;
+    }
+    if (x.job->creation_time != y.job->creation_time) {
+      return x.job->creation_time < y.job->creation_time;
+    }
+    return x.seq < y.seq;
+  };
+  std::sort(order.begin(), order.end(), less);
+
+  // 3-4. Schedule in order, with backfill behind the first job that waits.
+  reservation_.reset();
+  env_.avoid_reserved = false;
+  env_.reserved_nodes.assign(cluster_->num_node_slots(), false);
+  // A job identical in shape (queue, priority, members, constraints) to one
+  // that already failed this cycle fails the same way: skip it. This keeps a
+  // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
+  absl::flat_hash_map<std::string, std::string> failed_shapes;
+  for (const std::string& key : order) {
+    auto it = pending_.find(key);
+    if (it == pending_.end()) continue;
+    Pending& p = it->second;
+    if (p.nominated && !p.victims.empty()) continue;  // waiting for its victims
+    const bool avoid = reservation_.has_value() && now + p.runtime > reservation_->start;
+    std::string shape;
+    if (p.protected_jobs.empty() && !p.nominated) shape = Shape(p);
+    if (!shape.empty()) {
+      absl::StrAppend(&shape, "|", avoid);
+      if (auto f = failed_shapes.find(shape); f != failed_shapes.end()) {
+        p.reason = f->second;
+        continue;
+      }
+    }
+    SetEnv(p, true);
+    bool quota_ok = tree_->Check(p.leaf, env_.demand, {}).empty();
+    // A job that accepts several GPU models may only land on those whose
+    // quota admits it: schedule a copy restricted to them.
+    const model::Job* job = p.job.get();
+    model::Job restricted;
+    std::vector<ModelId> models = GpuModelsOf(*p.job);
+    if (models.size() > 1) {
+      restricted = *p.job;
+      restricted.gpu_models.clear();
+      for (ModelId m : models) {
+        if (tree_->Check(p.leaf, Demand(*p.job, m), {}).empty()) {
+          restricted.gpu_models.push_back(cluster_->model_name(m));
+        }
+      }
+      if (!restricted.gpu_models.empty()) {
+        job = &restricted;
+        quota_ok = true;
+        env_.quota_checked = true;
+      }
+    }
+    env_.avoid_reserved = avoid;
+    preemption_->Reset();
+    ScheduleResult r = scheduler_->Schedule(*job);
+    env_.quota_checked = false;
+    if (r.placed()) {
+      env_.avoid_reserved = false;
+      Start(p, r.placement, now, &rep);
+      continue;
+    }
+    // The plan is verified (and, without a grace period, carried out) under
+    // the same backfill rule as the attempt.
+    const bool verified = !r.victims.empty() && VerifyPlan(p, r.victims);
+    if (verified) {
+      const VictimPlan& plan = preemption_->last_plan();
+      ++rep.preemptions;
+      p.nominated = true;
+      p.victims.clear();
+      absl::Time deadline = now + config_.preemption.grace_period;
+      for (const std::string& v : r.victims) {
+        RunningJob* rj = running_.Find(v);
+        rj->terminating = true;
+        rj->kill_at = deadline;
+        rj->preempted_by = key;
+        p.victims.insert(v);
+        rep.events.push_back({QueueEvent::Kind::kCheckpointSignal, v, key, deadline,
+                              absl::StrCat("checkpoint now; preempted for ", key)});
+      }
+      p.reason = absl::StrFormat(
+          "admitted after preemption: waiting for %d gang(s) (%d GPUs for %d needed) to "
+          "checkpoint and exit",
+          r.victims.size(), plan.evicted_milli / 1000, plan.needed_milli / 1000);
+      rep.events.push_back({QueueEvent::Kind::kNominated, key, "", deadline, p.reason});
+      if (config_.preemption.grace_period == absl::ZeroDuration()) {
+        for (const std::string& v : r.victims) Kill(v, now, &rep);
+        failed_shapes.clear();  // capacity came back
+        auto again = pending_.find(key);
+        if (again != pending_.end()) {
+          SetEnv(again->second, true);
+          ScheduleResult r2 = scheduler_->Schedule(*again->second.job);
+          if (r2.placed()) Start(again->second, r2.placement, now, &rep);
+        }
+      }
+      env_.avoid_reserved = false;
+      continue;
+    }
+    env_.avoid_reserved = false;
+    p.nominated = false;
+    p.reason = r.reason.empty() ? "does not fit" : r.reason;
+    if (preemption_->ran() && !preemption_->last_plan().reason.empty()) {
+      p.reason = absl::StrCat(p.reason, "; preemption: ", preemption_->last_plan().reason);
+    } else if (!r.victims.empty()) {
+      p.reason = absl::StrCat(p.reason, "; preemption: the planned victims would not make room");
+    }
+    if (r.unresolvable) p.reason = absl::StrCat(p.reason, " (no preemption can help)");
+    bool made_reservation = false;
+    if (config_.backfill && !reservation_ && quota_ok && !r.unresolvable) {
+      reservation_ = ComputeReservation(p, now);
+      rep.started_before_reservation = rep.started;
+      if (reservation_) {
+        for (NodeId n : reservation_->nodes) env_.reserved_nodes[n] = true;
+        made_reservation = true;
+        p.reason = absl::StrCat(p.reason, "; reserved to start by ",
+                                absl::FormatTime(reservation_->start, absl::UTCTimeZone()));
+      }
+    }
+    // Backfill changes what later jobs may use: only cache failures made
+    // under the same rules.
+    if (!shape.empty() && !made_reservation) {
+      failed_shapes[shape] = p.reason;
+    }
+  }
+  if (!reservation_) rep.started_before_reservation = rep.started;
+  rep.reservation = reservation_;
+  return rep;
+}
+
+JobPhase QueueManager::Phase(absl::string_view key) const {
+  if (auto it = pending_.find(key); it != pending_.end()) {
+    return it->second.nominated ? JobPhase::kNominated : JobPhase::kPending;
+  }
+  const RunningJob* rj = running_.Find(key);
+  if (rj == nullptr) return JobPhase::kUnknown;
+  return rj->terminating ? JobPhase::kTerminating : JobPhase::kRunning;
+}
+
+std::string QueueManager::WaitingReason(absl::string_view key) const {
+  auto it = pending_.find(key);
+  return it == pending_.end() ? "" : it->second.reason;
+}
+
+absl::StatusOr<QueueStatus> QueueManager::Queue(absl::string_view name) const {
+  int q = tree_->Find(name);
+  if (q < 0) return absl::NotFoundError(absl::StrCat("queue ", name, " not found"));
+  return tree_->Status(q);
+}
+
+const VictimPlan& QueueManager::last_plan() const { return preemption_->last_plan(); }
+
+}  // namespace tessera::sched

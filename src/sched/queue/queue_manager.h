@@ -1,0 +1,187 @@
+// QueueManager: the queueing layer over the scheduling core. Owns the queue
+// tree (quotas, fair share), the running set, the pending jobs, and a
+// Scheduler whose profile adds three plugins over the default ones: quota
+// (PreFilter), reservation (Filter, for backfill) and preemption (PostFilter).
+//
+// One Cycle(now):
+//  1. advance fair share to `now`; kill preemption victims whose grace period
+//     has passed (they return to pending, protected from cycles);
+//  2. order pending work: jobs whose planned preemption is complete first,
+//     then by priority, then by the hierarchical fair-share key of their
+//     queue (QueueTree::Key), then by creation time;
+//  3. for each job: Schedule. Placed: it starts. Not placed but preemption
+//     found victims: the plan is verified with a dry run (victims taken out,
+//     Evaluate, victims put back); then each victim gets a checkpoint signal
+//     with a deadline (now + grace period) and the job is nominated: it runs
+//     when its victims are gone (all of a plan's victims are released
+//     together, at the deadline or once each has exited, so no other job
+//     takes the room first). Otherwise it waits with the scheduler's
+//     reason, which names the queue and quota or the topology shortfall;
+//  4. backfill: the first job that waits for placement (quota allows it) gets
+//     a reservation at its earliest start: running jobs are taken out in
+//     order of expected end (start + runtime estimate, or the configured
+//     default) until a dry run places it; the nodes of that placement are
+//     reserved. A later job starts now only if it ends before the reservation
+//     or keeps off the reserved nodes, so it never delays it.
+//
+// Admission is thus placement-aware: quota is charged only when a whole gang
+// is placed, and a job its quota allows but no placement can hold is not
+// admitted and says why (the Kueue #4329 case).
+//
+// No clock: every call takes `now`; no I/O. Outcomes come back as events for
+// the caller (server or simulator) to act on. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "model/job.h"
+#include "sched/framework/scheduler.h"
+#include "sched/queue/admission_env.h"
+#include "sched/queue/queue_tree.h"
+#include "sched/queue/running_set.h"
+
+namespace tessera::sched {
+
+class Preemption;
+
+struct QueueManagerConfig {
+  QueueTreeSpec tree;
+  // Priority class name -> value.
+  std::map<std::string, int32_t> priority_classes = {{"system-critical", 1000000},
+                                                     {"production", 100000},
+                                                     {"research", 1000},
+                                                     {"development", 100}};
+  std::string default_priority_class;  // "" : a job keeps its own priority
+  PreemptionPolicy preemption;
+  bool backfill = true;
+  absl::Duration default_runtime = absl::Hours(1);
+  // Bounds on the reservation search (releases simulated, dry runs).
+  int32_t reservation_max_releases = 4096;
+  int32_t reservation_max_dry_runs = 32;
+};
+
+// Names the field ("priorityClasses.foo: ...").
+absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c);
+
+struct SubmitOptions {
+  std::string priority_class;  // "": the default class, or the job's own priority
+  absl::Duration expected_runtime = absl::ZeroDuration();  // 0: the default
+};
+
+enum class JobPhase { kUnknown, kPending, kNominated, kRunning, kTerminating };
+
+struct QueueEvent {
+  enum class Kind {
+    kStarted,           // job: placed and bound
+    kCheckpointSignal,  // job (victim): checkpoint now; killed at `deadline`
+    kKilled,            // job (victim): resources taken back; it is pending again
+    kNominated,         // job: will run once its victims are gone
+  };
+  Kind kind;
+  std::string job;
+  std::string other;  // kCheckpointSignal/kKilled: the preemptor
+  absl::Time deadline = absl::InfiniteFuture();
+  std::string message;
+};
+
+struct Reservation {
+  std::string job;
+  absl::Time start;
+  std::vector<NodeId> nodes;
+};
+
+struct CycleReport {
+  std::vector<QueueEvent> events;
+  int32_t started = 0;
+  int32_t preemptions = 0;  // plans signalled
+  // Jobs started before the reservation was made (all of them when none was).
+  int32_t started_before_reservation = 0;
+  std::optional<Reservation> reservation;
+};
+
+class QueueManager {
+ public:
+  // `cluster` is borrowed and must outlive the manager.
+  static absl::StatusOr<std::unique_ptr<QueueManager>> Create(QueueManagerConfig config,
+                                                              ClusterState* cluster);
+  ~QueueManager();
+
+  // Replaces the configuration. On any error nothing changes.
+  absl::Status Reconfigure(QueueManagerConfig config);
+  const QueueManagerConfig& config() const { return config_; }
+
+  // A new job (validated; its queue must be a leaf queue).
+  absl::Status Submit(model::Job job, const SubmitOptions& opts, absl::Time now);
+  // The job ended (or was cancelled): its resources return.
+  absl::Status Finish(absl::string_view key, absl::Time now);
+  // The job wrote a checkpoint at `at`.
+  absl::Status ReportCheckpoint(absl::string_view key, absl::Time at);
+  // A signalled victim has exited before its deadline.
+  absl::Status VictimExited(absl::string_view key, absl::Time now);
+
+  CycleReport Cycle(absl::Time now);
+
+  // Introspection.
+  JobPhase Phase(absl::string_view key) const;
+  std::string WaitingReason(absl::string_view key) const;
+  absl::StatusOr<QueueStatus> Queue(absl::string_view name) const;
+  const RunningSet& running() const { return running_; }
+  const QueueTree& tree() const { return *tree_; }
+  ClusterState& cluster() { return *cluster_; }
+  size_t pending_size() const { return pending_.size(); }
+  const std::optional<Reservation>& reservation() const { return reservation_; }
+  // The preemption plan of the last Schedule that reached PostFilter.
+  const struct VictimPlan& last_plan() const;
+
+ private:
+  struct Pending {
+    std::shared_ptr<const model::Job> job;
+    int leaf = -1;
+    absl::Duration runtime;
+    uint64_t seq = 0;
+    std::string reason;
+    bool nominated = false;
+    absl::flat_hash_set<std::string> victims;  // while nominated
+    absl::flat_hash_set<std::string> protected_jobs;
+    absl::Time last_checkpoint = absl::InfinitePast();
+    int32_t times_preempted = 0;
+  };
+  QueueManager() = default;
+  absl::Status Build(QueueManagerConfig config);
+  ResourceList Demand(const model::Job& job, ModelId model) const;
+  ModelId DemandModel(const model::Job& job) const;
+  // GPU models of the fleet the job accepts (empty for a job without GPUs).
+  std::vector<ModelId> GpuModelsOf(const model::Job& job) const;
+  void SetEnv(const Pending& p, bool quota);
+  // A key equal for jobs that schedule identically (same queue and priority).
+  std::string Shape(const Pending& p) const;
+  void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep);
+  bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
+  void Kill(const std::string& key, absl::Time now, CycleReport* rep);
+  std::optional<Reservation> ComputeReservation(const Pending& p, absl::Time now);
+  void TakeOut(const RunningJob& j);
+  void PutBack(const RunningJob& j);
+
+  QueueManagerConfig config_;
+  ClusterState* cluster_ = nullptr;
+  std::unique_ptr<QueueTree> tree_;
+  RunningSet running_;
+  AdmissionEnv env_;
+  std::unique_ptr<Scheduler> scheduler_;
+  Preemption* preemption_ = nullptr;
+  absl::flat_hash_map<std::string, Pending> pending_;
+  // Running jobs' protected sets and runtimes survive a kill.
+  absl::flat_hash_map<std::string, Pending> running_meta_;
+  std::optional<Reservation> reservation_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace tessera::sched

@@ -1,0 +1,200 @@
+// QueueManager: placement-aware admission and its reasons (incl. the Kueue
+// #4329 case), multi-model quota, backfill, configuration.
+#include "sched/queue/queue_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "sched/queue/queue_test_util.h"
+
+namespace tessera::sched {
+namespace {
+
+using testing::GangJob;
+using testing::Q;
+using testing::SmallCluster;
+
+const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
+
+std::unique_ptr<QueueManager> Make(ClusterState* cs, QueueManagerConfig c) {
+  auto m = QueueManager::Create(std::move(c), cs);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return std::move(*m);
+}
+
+TEST(Admission, Kueue4329QuotaAllowsButNoPlacementCanHoldIt) {
+  // Two 4-GPU nodes; the queue's quota is 8 GPUs; the job is one 8-GPU pod.
+  auto cs = SmallCluster(2, 4);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team", "", 8, 0)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("one-by-eight", "team", 1, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  EXPECT_EQ(qm->Phase("default/one-by-eight"), JobPhase::kPending);
+  EXPECT_EQ(qm->WaitingReason("default/one-by-eight"),
+            "a member of group worker needs 8 GPUs on one node; the largest node has 4 (no "
+            "preemption can help)");
+  // Not admitted: no quota is held, so the 2x4 job that can run does.
+  EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 0);
+  ASSERT_TRUE(qm->Submit(GangJob("two-by-four", "team", 2, 4), {}, kT0).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  EXPECT_EQ(qm->Phase("default/two-by-four"), JobPhase::kRunning);
+}
+
+TEST(Admission, FragmentedFleetIsNotAdmittedAndSaysWhy) {
+  // 8 GPUs free in total but 4 on each node: quota and the gang bound allow
+  // it, no placement does.
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team", "", 32, 0)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("x", "team", 1, 4, 100), {}, kT0).ok());
+  model::Job z = GangJob("z", "team", 1, 4, 100);
+  z.placement = model::PlacementPreference::kSpread;
+  ASSERT_TRUE(qm->Submit(z, {.expected_runtime = absl::Hours(2)}, kT0 + absl::Seconds(1)).ok());
+  qm->Cycle(kT0);
+  ASSERT_EQ(qm->Phase("default/z"), JobPhase::kRunning);
+  ASSERT_TRUE(qm->Submit(GangJob("w", "team", 1, 8, 100), {}, kT0).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  EXPECT_EQ(qm->Phase("default/w"), JobPhase::kPending);
+  std::string why = qm->WaitingReason("default/w");
+  EXPECT_NE(why.find("member group worker: no schedulable node in the cluster has 8 free GPUs"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("reserved to start by"), std::string::npos) << why;
+  ASSERT_TRUE(qm->reservation().has_value());
+  EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(1));      // x ends (default runtime)
+  EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);  // w holds no quota
+}
+
+TEST(Admission, QuotaAndTopologyReasons) {
+  auto cs = SmallCluster(16, 8, 8);  // two racks of 64 GPUs
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team-a", "", 64, 0), Q("team-b", "")};
+  auto qm = Make(cs.get(), c);
+  model::Job a1 = GangJob("a1", "team-a", 5, 8);
+  a1.topology = {model::TopologyLevel::kRack, true};
+  ASSERT_TRUE(qm->Submit(a1, {}, kT0).ok());
+  qm->Cycle(kT0);
+  ASSERT_TRUE(qm->Submit(GangJob("a2", "team-a", 4, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  std::string want =
+      "queue team-a over quota: 40 H100 GPUs of 64 H100 GPUs guaranteed in use, job needs 32 "
+      "H100 GPUs, borrowing limit 0 H100 GPUs; preemption: ";
+  EXPECT_EQ(qm->WaitingReason("default/a2").substr(0, want.size()), want);
+  ASSERT_TRUE(qm->Finish("default/a2", kT0).ok());
+  // b1 spreads into the other rack: 24 GPUs free in one rack, 40 in the other.
+  model::Job b1 = GangJob("b1", "team-b", 3, 8);
+  b1.topology = {model::TopologyLevel::kRack, true};
+  b1.placement = model::PlacementPreference::kSpread;
+  ASSERT_TRUE(qm->Submit(b1, {}, kT0).ok());
+  model::Job rack = GangJob("rack", "team-b", 8, 8);
+  rack.topology = {model::TopologyLevel::kRack, true};
+  ASSERT_TRUE(qm->Submit(rack, {}, kT0 + absl::Seconds(1)).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  ASSERT_EQ(qm->Phase("default/b1"), JobPhase::kRunning);
+  std::string why = qm->WaitingReason("default/rack");
+  EXPECT_NE(why.find("needs 64 GPUs in one rack; largest free in any rack: 40"), std::string::npos)
+      << why;
+  auto st = qm->Queue("team-a");
+  ASSERT_TRUE(st.ok());
+  EXPECT_NEAR(st->usage, 40.0 / 128, 1e-9);
+  EXPECT_NEAR(st->entitlement, 0.5, 1e-9);
+}
+
+TEST(Admission, AnyModelJobLandsOnlyOnAModelItsQuotaAdmits) {
+  auto cs = SmallCluster(2, 8);  // H100
+  model::SyntheticClusterSpec a100;
+  a100.nodes = 2;
+  a100.gpu_model = "A100";
+  a100.name_prefix = "a";
+  auto ns = model::BuildSyntheticCluster(a100);
+  ASSERT_TRUE(ns.ok());
+  for (auto& n : *ns) ASSERT_TRUE(cs->AddNode(std::move(n)).ok());
+  QueueManagerConfig c;
+  QueueSpec team = Q("team", "", 8, 0);
+  team.quotas["gpu/A100"] = {.guaranteed = 16000, .borrowing_limit = 0};
+  c.tree.queues = {team};
+  auto qm = Make(cs.get(), c);
+  model::Job h = GangJob("h", "team", 1, 8);
+  h.gpu_models = {"H100"};
+  ASSERT_TRUE(qm->Submit(h, {}, kT0).ok());
+  qm->Cycle(kT0);
+  // H100 quota is used up: the any-model jobs go to A100, then none fit.
+  for (const char* n : {"x", "y", "z"}) {
+    ASSERT_TRUE(qm->Submit(GangJob(n, "team", 1, 8), {}, kT0 + absl::Seconds(1)).ok());
+  }
+  qm->Cycle(kT0 + absl::Seconds(1));
+  for (const char* n : {"default/x", "default/y"}) {
+    ASSERT_EQ(qm->Phase(n), JobPhase::kRunning) << qm->WaitingReason(n);
+    const Placement* p = cs->FindPlacement(n);
+    EXPECT_EQ(cs->node(p->members[0].node).gpu_model(), "A100");
+  }
+  EXPECT_EQ(qm->Phase("default/z"), JobPhase::kPending);
+  EXPECT_NE(qm->WaitingReason("default/z").find("over quota"), std::string::npos)
+      << qm->WaitingReason("default/z");
+  EXPECT_TRUE(qm->tree().CheckInvariants().ok());
+}
+
+TEST(Admission, BadReconfigurationKeepsThePreviousOne) {
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("org", "", 16), Q("team", "org", 8)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("j", "team", 1, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  QueueManagerConfig bad = c;
+  bad.tree.queues = {Q("org", "team", 16), Q("team", "org", 8)};
+  EXPECT_FALSE(qm->Reconfigure(bad).ok());
+  bad = c;
+  bad.default_priority_class = "urgent";
+  absl::Status s = qm->Reconfigure(bad);
+  EXPECT_EQ(s.message(), "defaultPriorityClass: unknown priority class \"urgent\"");
+  bad = c;
+  bad.tree.queues = {Q("org", "", 16)};  // "team" has a running job
+  EXPECT_FALSE(qm->Reconfigure(bad).ok());
+  EXPECT_EQ(qm->tree().num_queues(), 2);
+  EXPECT_EQ(qm->config().default_priority_class, "");
+  EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);
+  // Unknown priority class on a job.
+  s = qm->Submit(GangJob("k", "team", 1, 8), {.priority_class = "urgent"}, kT0);
+  EXPECT_EQ(s.message(), "spec.priorityClassName: unknown priority class \"urgent\"");
+  EXPECT_EQ(qm->Submit(GangJob("k", "org", 1, 8), {}, kT0).message(),
+            "spec.queue: \"org\" is not a leaf queue; submit to one of its children");
+}
+
+TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("q", "")};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(
+      qm->Submit(GangJob("long", "q", 1, 8), {.expected_runtime = absl::Hours(10)}, kT0).ok());
+  ASSERT_TRUE(
+      qm->Submit(GangJob("short", "q", 1, 4), {.expected_runtime = absl::Hours(1)}, kT0).ok());
+  qm->Cycle(kT0);
+  // head needs both nodes: earliest when "short" ends... and "long" ends at +10h.
+  ASSERT_TRUE(qm->Submit(GangJob("head", "q", 2, 8), {}, kT0 + absl::Seconds(1)).ok());
+  ASSERT_TRUE(qm->Submit(GangJob("fits-before", "q", 1, 2), {.expected_runtime = absl::Minutes(30)},
+                         kT0 + absl::Seconds(2))
+                  .ok());
+  ASSERT_TRUE(qm->Submit(GangJob("too-long", "q", 1, 2), {.expected_runtime = absl::Hours(20)},
+                         kT0 + absl::Seconds(3))
+                  .ok());
+  qm->Cycle(kT0 + absl::Seconds(5));
+  ASSERT_TRUE(qm->reservation().has_value());
+  EXPECT_EQ(qm->reservation()->job, "default/head");
+  EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(10));
+  EXPECT_EQ(qm->Phase("default/fits-before"), JobPhase::kRunning);
+  EXPECT_EQ(qm->Phase("default/too-long"), JobPhase::kPending);
+  EXPECT_NE(qm->WaitingReason("default/too-long").find("reserved for the head-of-line job"),
+            std::string::npos)
+      << qm->WaitingReason("default/too-long");
+}
+
+}  // namespace
+}  // namespace tessera::sched

@@ -1,0 +1,56 @@
+// Helpers for queueing-layer tests: small clusters, jobs and a driver that
+// plays a workload through QueueManager with exact runtimes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/job.h"
+#include "model/synthetic_cluster.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/queue/queue_manager.h"
+
+namespace tessera::sched::testing {
+
+inline std::unique_ptr<ClusterState> SmallCluster(int nodes, int gpus_per_node = 8,
+                                                  int nodes_per_rack = 32) {
+  auto cs = std::make_unique<ClusterState>();
+  model::SyntheticClusterSpec spec;
+  spec.nodes = nodes;
+  spec.gpus_per_node = gpus_per_node;
+  spec.nodes_per_rack = nodes_per_rack;
+  auto ns = model::BuildSyntheticCluster(spec);
+  if (!ns.ok()) abort();
+  for (auto& n : *ns) {
+    if (!cs->AddNode(std::move(n)).ok()) abort();
+  }
+  return cs;
+}
+
+inline model::Job GangJob(std::string name, std::string queue, int members, int gpus,
+                          int32_t priority = 0) {
+  model::Job j;
+  j.name = std::move(name);
+  j.queue = std::move(queue);
+  j.priority = priority;
+  j.groups.push_back({.name = "worker",
+                      .count = members,
+                      .resources = {.gpus = gpus, .cpu_milli = 1000, .memory_mib = 1024}});
+  return j;
+}
+
+inline QueueSpec Q(std::string name, std::string parent, int64_t gpus_guaranteed = -1,
+                   int64_t borrowing = -1, int64_t lending = -1, double weight = 1) {
+  QueueSpec q;
+  q.name = std::move(name);
+  q.parent = std::move(parent);
+  q.weight = weight;
+  if (gpus_guaranteed >= 0) {
+    q.quotas["gpu/H100"] = {.guaranteed = gpus_guaranteed * 1000,
+                            .borrowing_limit = borrowing < 0 ? -1 : borrowing * 1000,
+                            .lending_limit = lending < 0 ? -1 : lending * 1000};
+  }
+  return q;
+}
+
+}  // namespace tessera::sched::testing

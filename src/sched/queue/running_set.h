@@ -1,0 +1,126 @@
+// RunningSet: the jobs that hold resources, with what preemption and backfill
+// need to know about each (priority, queue, start, last checkpoint, expected
+// end, its placement) and an index from node to the jobs on it.
+//
+// Slots are stable while a job runs; Remove frees the slot for reuse.
+// Not thread-safe; owned by QueueManager.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "model/job.h"
+#include "sched/framework/types.h"
+#include "sched/queue/queue_tree.h"
+
+namespace tessera::sched {
+
+struct RunningJob {
+  std::string key;
+  std::shared_ptr<const model::Job> job;
+  int32_t priority = 0;
+  int leaf = -1;          // QueueTree id
+  ResourceList usage;     // charged to `leaf`
+  int64_t gpu_milli = 0;  // GPUs held, milli
+  absl::Time start;
+  absl::Time last_checkpoint = absl::InfinitePast();  // InfinitePast: never
+  absl::Time expected_end;
+  std::vector<MemberPlacement> members;
+  // Signalled for preemption; killed at kill_at unless it exits first.
+  bool terminating = false;
+  absl::Time kill_at = absl::InfiniteFuture();
+  std::string preempted_by;
+  // Exited after its checkpoint signal; its resources are held until every
+  // victim of the same plan is gone, so the preemptor gets the room.
+  bool exited = false;
+  // Times this job was preempted before (its earlier runs).
+  int32_t times_preempted = 0;
+
+  // GPU-seconds of work since the last checkpoint (or start) at `now`.
+  double WorkLost(absl::Time now) const {
+    absl::Time since = std::max(start, last_checkpoint);
+    return std::max(0.0, absl::ToDoubleSeconds(now - since)) * (gpu_milli / 1000.0);
+  }
+};
+
+class RunningSet {
+ public:
+  // Adds a job; returns its slot.
+  int32_t Add(RunningJob j) {
+    int32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slot = static_cast<int32_t>(slots_.size());
+      slots_.emplace_back();
+      live_.push_back(false);
+    }
+    for (const MemberPlacement& m : j.members) {
+      if (m.node >= static_cast<NodeId>(node_jobs_.size())) node_jobs_.resize(m.node + 1);
+      auto& v = node_jobs_[m.node];
+      if (std::find(v.begin(), v.end(), slot) == v.end()) v.push_back(slot);
+    }
+    by_key_[j.key] = slot;
+    slots_[slot] = std::move(j);
+    live_[slot] = true;
+    ++size_;
+    return slot;
+  }
+  void Remove(absl::string_view key) {
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return;
+    int32_t slot = it->second;
+    for (const MemberPlacement& m : slots_[slot].members) {
+      auto& v = node_jobs_[m.node];
+      auto f = std::find(v.begin(), v.end(), slot);
+      if (f != v.end()) {
+        *f = v.back();
+        v.pop_back();
+      }
+    }
+    by_key_.erase(it);
+    slots_[slot] = RunningJob();
+    live_[slot] = false;
+    free_.push_back(slot);
+    --size_;
+  }
+  RunningJob* Find(absl::string_view key) {
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : &slots_[it->second];
+  }
+  const RunningJob* Find(absl::string_view key) const {
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? nullptr : &slots_[it->second];
+  }
+  int32_t SlotOf(absl::string_view key) const {
+    auto it = by_key_.find(key);
+    return it == by_key_.end() ? -1 : it->second;
+  }
+  int32_t num_slots() const { return static_cast<int32_t>(slots_.size()); }
+  bool live(int32_t slot) const { return live_[slot]; }
+  const RunningJob& at(int32_t slot) const { return slots_[slot]; }
+  RunningJob& at(int32_t slot) { return slots_[slot]; }
+  size_t size() const { return size_; }
+  // Slots of jobs with a member on `node`.
+  const std::vector<int32_t>& on_node(NodeId node) const {
+    static const std::vector<int32_t> kEmpty;
+    return node < static_cast<NodeId>(node_jobs_.size()) ? node_jobs_[node] : kEmpty;
+  }
+
+ private:
+  std::vector<RunningJob> slots_;
+  std::vector<bool> live_;
+  std::vector<int32_t> free_;
+  absl::flat_hash_map<std::string, int32_t> by_key_;
+  std::vector<std::vector<int32_t>> node_jobs_;
+  size_t size_ = 0;
+};
+
+}  // namespace tessera::sched
