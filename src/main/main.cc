@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "sim/pack/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
   (void)bench;
-  (void)sim;
+  tessera::sim::pack::RegisterSimPackCommands(*sim);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

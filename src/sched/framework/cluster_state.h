@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "model/node.h"
 #include "model/resources.h"
 #include "sched/framework/capacity_index.h"
@@ -46,11 +47,41 @@ struct NodeState {
   int64_t cpu_free = 0;
   int64_t memory_free = 0;
   std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
+  // Members placed here by GPU shape (see GpuShapeOf): shared GPU, 1, 2, 4,
+  // 8 whole GPUs, any other count. CPU-only members are not counted.
+  std::array<int16_t, 6> shape_members{};
 
   bool healthy(int gpu) const { return (healthy_mask >> gpu) & 1u; }
+  // Bit s set when shape_members[s] > 0.
+  uint8_t shape_mask() const;
   // Indexed nodes are the ones new work may land on.
   bool indexed() const { return present && schedulable; }
   int64_t free_gpu_milli() const;
+};
+
+// GPU shape class of a member from its grants: 0 shared GPU, 1..4 for 1, 2,
+// 4, 8 whole GPUs, 5 any other count; -1 for a member without GPUs.
+int GpuShapeOf(absl::Span<const GpuGrant> grants);
+
+// Everything Filter and Score may read about an indexed node, less its
+// identity: nodes with equal keys are interchangeable for a scheduling
+// decision. GPU free shares are sorted when the node's GPUs are symmetric
+// (every pair joined by the same link class), since then no plugin can tell
+// the GPUs apart.
+struct NodeEquivalenceKey {
+  int32_t static_class = -1;  // identical spec: model, GPUs, topology, CPU, labels, taints, rack
+  int64_t cpu_free = 0;
+  int64_t memory_free = 0;
+  uint32_t healthy_mask = 0;
+  uint8_t shape_mask = 0;
+  std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
+
+  friend bool operator==(const NodeEquivalenceKey&, const NodeEquivalenceKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const NodeEquivalenceKey& k) {
+    return H::combine(std::move(h), k.static_class, k.cpu_free, k.memory_free, k.healthy_mask,
+                      k.shape_mask, k.free_milli);
+  }
 };
 
 class ClusterState {
@@ -113,6 +144,14 @@ class ClusterState {
   const Placement* FindPlacement(absl::string_view job_key) const;
   const absl::flat_hash_map<std::string, Placement>& bound() const { return bound_; }
 
+  // --- Equivalence classes ------------------------------------------------
+  // Indexed nodes grouped by NodeEquivalenceKey, maintained incrementally
+  // (O(1) per mutation). The runner may evaluate one node per class when a
+  // profile asks for it (Profile::dedupe_equivalent_nodes).
+  const std::vector<int32_t>& live_classes() const { return live_classes_; }
+  const std::vector<NodeId>& class_nodes(int32_t c) const { return class_nodes_[c]; }
+  int32_t node_class(NodeId id) const { return node_class_[id]; }
+
   // Bumped on every mutation; lets callers cache derived views.
   uint64_t generation() const { return generation_; }
 
@@ -127,6 +166,9 @@ class ClusterState {
   void Reindex(NodeId id);
   void Unindex(NodeId id);
   void JobsOnNode(NodeId id, int gpu, std::vector<std::string>* out) const;
+  NodeEquivalenceKey KeyOf(NodeId id) const;
+  void AddToClass(NodeId id);
+  void RemoveFromClass(NodeId id);
 
   std::vector<model::Node> nodes_;
   std::vector<NodeState> states_;
@@ -150,6 +192,20 @@ class ClusterState {
   std::vector<int64_t> total_gpus_;
   std::vector<int64_t> allocated_milli_;
   CapacityIndex index_;
+
+  // Static classes: nodes with identical specs.
+  absl::flat_hash_map<std::string, int32_t> static_class_ids_;
+  std::vector<int32_t> static_class_;      // per node
+  std::vector<bool> static_symmetric_;     // per static class
+  // Equivalence classes (see live_classes()).
+  absl::flat_hash_map<NodeEquivalenceKey, int32_t> class_by_key_;
+  std::vector<NodeEquivalenceKey> class_key_;
+  std::vector<std::vector<NodeId>> class_nodes_;
+  std::vector<int32_t> class_live_pos_;
+  std::vector<int32_t> free_class_ids_;
+  std::vector<int32_t> live_classes_;
+  std::vector<int32_t> node_class_;  // -1: in no class
+  std::vector<int32_t> node_class_pos_;
 
   absl::flat_hash_map<std::string, Placement> bound_;
   uint64_t generation_ = 0;

@@ -26,6 +26,16 @@ struct Profile {
   // Candidates come from the capacity index in best-fit (pack) or emptiest
   // (spread) order, so a small number keeps placement quality and speed.
   int32_t nodes_to_score = 8;
+  // With nodes_to_score == 0: evaluate Filter and Score once per equivalence
+  // class of nodes (ClusterState::live_classes) instead of once per node.
+  // Only for profiles whose Filter/Score plugins read nothing but the node's
+  // spec and NodeState (not its id); the runner falls back to per-node
+  // evaluation inside topology domains and for the second member of a gang.
+  bool dedupe_equivalent_nodes = false;
+  // Break ties between the best-scoring nodes uniformly at random (as
+  // Kubernetes does) with the generator given to Scheduler::SetRandom;
+  // otherwise, and without a generator, the first candidate wins.
+  bool random_tie_break = false;
   // Topology domains (racks, blocks) tried per gang before giving up.
   int32_t max_domains = 4;
 

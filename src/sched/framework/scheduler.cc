@@ -145,34 +145,89 @@ void Scheduler::ForEachCandidate(const JobContext& ctx, const model::ResourceReq
   }
 }
 
+void Scheduler::CollectClasses(const JobContext& ctx, const model::MemberGroup& g,
+                               std::map<std::string, int>* rejections, std::string* first_plugin,
+                               int64_t* evaluated) {
+  const model::ResourceRequest& req = g.resources;
+  for (int32_t c : state_->live_classes()) {
+    const std::vector<NodeId>& members = state_->class_nodes(c);
+    NodeId id = members.front();
+    const NodeState& st = state_->state(id);
+    // Cheap pre-checks equal to resource-fit's; the plugins still decide.
+    if (req.gpus > 0 && !ctx.AllowsModel(st.model)) continue;
+    NodeView nv{id, state_->node(id), st};
+    ++*evaluated;
+    bool ok = true;
+    for (auto& [f, named] : filters_) {
+      PluginStatus s = f->Filter(cycle_, ctx, g, nv);
+      if (!s.ok()) {
+        (*rejections)[s.reason()] += static_cast<int>(members.size());
+        if (first_plugin->empty()) *first_plugin = std::string(named.name);
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    feasible_.push_back(id);
+    class_weight_.push_back(static_cast<int64_t>(members.size()));
+  }
+}
+
+size_t Scheduler::PickBest(bool weighted) {
+  const bool random = profile_.random_tie_break && rng_ != nullptr;
+  if (feasible_.size() <= 1 || (scorers_.empty() && !random)) return 0;
+  auto total = [&](size_t i) -> int64_t { return scorers_.empty() ? 0 : totals_[i]; };
+  size_t best = 0;
+  int64_t tied_weight = weighted ? class_weight_[0] : 1;
+  for (size_t i = 1; i < feasible_.size(); ++i) {
+    int64_t w = weighted ? class_weight_[i] : 1;
+    if (total(i) > total(best)) {
+      best = i;
+      tied_weight = w;
+    } else if (random && total(i) == total(best)) {
+      // Reservoir sampling, weighted by the nodes each entry stands for, so
+      // every tied node is equally likely.
+      tied_weight += w;
+      if (std::uniform_int_distribution<int64_t>(0, tied_weight - 1)(*rng_) < w) best = i;
+    }
+  }
+  return best;
+}
+
 bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::string* why,
                             std::string* why_plugin, int64_t* evaluated) {
   const model::MemberGroup& g = ctx.job->groups[group];
   const int limit = profile_.nodes_to_score;
   feasible_.clear();
+  class_weight_.clear();
   std::map<std::string, int> rejections;  // "reason" -> nodes; filled only on rejection
   std::string first_plugin;
-  ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
-    const NodeState& st = state_->state(id);
-    if (!st.indexed()) return true;
-    NodeView nv{id, state_->node(id), st};
-    ++*evaluated;
-    for (auto& [f, named] : filters_) {
-      PluginStatus s = f->Filter(cycle_, ctx, g, nv);
-      if (!s.ok()) {
-        ++rejections[s.reason()];
-        if (first_plugin.empty()) first_plugin = std::string(named.name);
-        return true;
+  const bool dedupe = profile_.dedupe_equivalent_nodes && limit == 0 &&
+                      ctx.domain.level == model::TopologyLevel::kNone && cycle_.placed().empty();
+  if (dedupe) {
+    CollectClasses(ctx, g, &rejections, &first_plugin, evaluated);
+  } else {
+    ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
+      const NodeState& st = state_->state(id);
+      if (!st.indexed()) return true;
+      NodeView nv{id, state_->node(id), st};
+      ++*evaluated;
+      for (auto& [f, named] : filters_) {
+        PluginStatus s = f->Filter(cycle_, ctx, g, nv);
+        if (!s.ok()) {
+          ++rejections[s.reason()];
+          if (first_plugin.empty()) first_plugin = std::string(named.name);
+          return true;
+        }
       }
-    }
-    feasible_.push_back(id);
-    return limit == 0 || static_cast<int>(feasible_.size()) < limit;
-  });
+      feasible_.push_back(id);
+      return limit == 0 || static_cast<int>(feasible_.size()) < limit;
+    });
+  }
 
   absl::InlinedVector<GpuGrant, 8> grants;
   while (!feasible_.empty()) {
-    // Score the feasible nodes and pick the best (first in candidate order on ties).
-    size_t best = 0;
+    // Score the feasible nodes and pick the best (ties per profile).
     if (feasible_.size() > 1 && !scorers_.empty()) {
       totals_.assign(feasible_.size(), 0);
       for (auto& [sp, named] : scorers_) {
@@ -186,8 +241,13 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
         for (size_t i = 0; i < feasible_.size(); ++i)
           totals_[i] += plugin_scores_[i] * named.weight;
       }
-      for (size_t i = 1; i < feasible_.size(); ++i) {
-        if (totals_[i] > totals_[best]) best = i;
+    }
+    size_t best = PickBest(dedupe);
+    if (dedupe) {
+      // Any node of the winning class will do: pick one uniformly.
+      const std::vector<NodeId>& members = state_->class_nodes(state_->node_class(feasible_[best]));
+      if (profile_.random_tie_break && rng_ != nullptr && members.size() > 1) {
+        feasible_[best] = members[std::uniform_int_distribution<size_t>(0, members.size() - 1)(*rng_)];
       }
     }
     NodeId id = feasible_[best];
@@ -196,6 +256,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
     if (g.resources.gpus > 0 && !gpu_chooser_->ChooseGpus(ctx, g, nv, &grants)) {
       ++rejections["no suitable GPU set"];
       feasible_.erase(feasible_.begin() + best);
+      if (dedupe) class_weight_.erase(class_weight_.begin() + best);
       continue;
     }
     MemberPlacement mp;
@@ -210,6 +271,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
       // A Filter/GpuChooser bug: never over-allocate; treat as not fitting.
       ++rejections[std::string(as.message())];
       feasible_.erase(feasible_.begin() + best);
+      if (dedupe) class_weight_.erase(class_weight_.begin() + best);
       continue;
     }
     cycle_.mutable_placed().push_back(std::move(mp));
