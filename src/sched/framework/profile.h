@@ -32,10 +32,15 @@ struct Profile {
   // spec and NodeState (not its id); the runner falls back to per-node
   // evaluation inside topology domains and for the second member of a gang.
   bool dedupe_equivalent_nodes = false;
-  // Break ties between the best-scoring nodes uniformly at random (as
-  // Kubernetes does) with the generator given to Scheduler::SetRandom;
-  // otherwise, and without a generator, the first candidate wins.
-  bool random_tie_break = false;
+  // How the runner picks among nodes with the best total score.
+  enum class TieBreak : uint8_t {
+    kFirstCandidate,  // first in candidate order (capacity-index order)
+    kRandom,          // uniformly at random, with the generator given to
+                      // Scheduler::SetRandom (first candidate without one)
+    kLowestNodeId,    // the node added to the ClusterState first: a fixed
+                      // node order, so ties keep filling the same nodes
+  };
+  TieBreak tie_break = TieBreak::kFirstCandidate;
   // Topology domains (racks, blocks) tried per gang before giving up.
   int32_t max_domains = 4;
 

@@ -173,22 +173,56 @@ void Scheduler::CollectClasses(const JobContext& ctx, const model::MemberGroup& 
   }
 }
 
-size_t Scheduler::PickBest(bool weighted) {
-  const bool random = profile_.random_tie_break && rng_ != nullptr;
-  if (feasible_.size() <= 1 || (scorers_.empty() && !random)) return 0;
+size_t Scheduler::PickBest(bool classes) {
+  using TieBreak = Profile::TieBreak;
+  TieBreak tb = profile_.tie_break;
+  if (tb == TieBreak::kRandom && rng_ == nullptr) tb = TieBreak::kFirstCandidate;
   auto total = [&](size_t i) -> int64_t { return scorers_.empty() ? 0 : totals_[i]; };
+  // The lowest node id an entry stands for.
+  auto lowest = [&](size_t i) -> NodeId {
+    if (!classes) return feasible_[i];
+    const std::vector<NodeId>& m = state_->class_nodes(state_->node_class(feasible_[i]));
+    return *std::min_element(m.begin(), m.end());
+  };
   size_t best = 0;
-  int64_t tied_weight = weighted ? class_weight_[0] : 1;
-  for (size_t i = 1; i < feasible_.size(); ++i) {
-    int64_t w = weighted ? class_weight_[i] : 1;
-    if (total(i) > total(best)) {
-      best = i;
-      tied_weight = w;
-    } else if (random && total(i) == total(best)) {
-      // Reservoir sampling, weighted by the nodes each entry stands for, so
-      // every tied node is equally likely.
-      tied_weight += w;
-      if (std::uniform_int_distribution<int64_t>(0, tied_weight - 1)(*rng_) < w) best = i;
+  switch (tb) {
+    case TieBreak::kFirstCandidate:
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        if (total(i) > total(best)) best = i;
+      }
+      return best;
+    case TieBreak::kLowestNodeId: {
+      NodeId best_id = lowest(0);
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        if (total(i) < total(best)) continue;
+        NodeId id = total(i) > total(best) || classes ? lowest(i) : feasible_[i];
+        if (total(i) > total(best) || id < best_id) {
+          best = i;
+          best_id = id;
+        }
+      }
+      feasible_[best] = best_id;
+      return best;
+    }
+    case TieBreak::kRandom: {
+      int64_t tied = classes ? class_weight_[0] : 1;
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        int64_t w = classes ? class_weight_[i] : 1;
+        if (total(i) > total(best)) {
+          best = i;
+          tied = w;
+        } else if (total(i) == total(best)) {
+          // Reservoir sampling weighted by the nodes each entry stands for,
+          // so every tied node is equally likely.
+          tied += w;
+          if (std::uniform_int_distribution<int64_t>(0, tied - 1)(*rng_) < w) best = i;
+        }
+      }
+      if (classes) {
+        const std::vector<NodeId>& m = state_->class_nodes(state_->node_class(feasible_[best]));
+        feasible_[best] = m[std::uniform_int_distribution<size_t>(0, m.size() - 1)(*rng_)];
+      }
+      return best;
     }
   }
   return best;
@@ -228,7 +262,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
   absl::InlinedVector<GpuGrant, 8> grants;
   while (!feasible_.empty()) {
     // Score the feasible nodes and pick the best (ties per profile).
-    if (feasible_.size() > 1 && !scorers_.empty()) {
+    if (!scorers_.empty() && (feasible_.size() > 1 || dedupe)) {
       totals_.assign(feasible_.size(), 0);
       for (auto& [sp, named] : scorers_) {
         plugin_scores_.resize(feasible_.size());
@@ -243,13 +277,6 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
       }
     }
     size_t best = PickBest(dedupe);
-    if (dedupe) {
-      // Any node of the winning class will do: pick one uniformly.
-      const std::vector<NodeId>& members = state_->class_nodes(state_->node_class(feasible_[best]));
-      if (profile_.random_tie_break && rng_ != nullptr && members.size() > 1) {
-        feasible_[best] = members[std::uniform_int_distribution<size_t>(0, members.size() - 1)(*rng_)];
-      }
-    }
     NodeId id = feasible_[best];
     NodeView nv{id, state_->node(id), state_->state(id)};
     grants.clear();

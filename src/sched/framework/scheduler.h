@@ -100,8 +100,11 @@ class Scheduler {
   void CollectClasses(const JobContext& ctx, const model::MemberGroup& g,
                       std::map<std::string, int>* rejections, std::string* first_plugin,
                       int64_t* evaluated);
-  // Index into feasible_ of the best total score; ties per profile.
-  size_t PickBest(bool weighted);
+  // Index into feasible_ of the best total score; ties per profile. In
+  // dedupe mode (`classes`), entries stand for classes: ties weigh each by
+  // its size, and the chosen entry is replaced by the node of its class the
+  // tie-break prefers.
+  size_t PickBest(bool classes);
   template <typename Visit>
   void ForEachCandidate(const JobContext& ctx, const model::ResourceRequest& req, Visit&& visit);
 

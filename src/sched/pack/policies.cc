@@ -365,7 +365,10 @@ absl::StatusOr<Profile> PackProfile(absl::string_view policy) {
     prof.plugins = {{.name = "resource-fit"}, {.name = p.score}};
     prof.nodes_to_score = 0;
     prof.dedupe_equivalent_nodes = true;
-    prof.random_tie_break = true;
+    // The FGD simulator breaks ties by a node order it shuffles per seed
+    // (callers shuffle node insertion to match); random draws its node.
+    prof.tie_break = std::string(p.name) == "random" ? Profile::TieBreak::kRandom
+                                                     : Profile::TieBreak::kLowestNodeId;
     return prof;
   }
   return CanonicalPolicy(policy).status().ok()

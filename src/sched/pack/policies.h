@@ -4,8 +4,8 @@
 // winning node. Filtering is the framework's resource-fit.
 //
 //   random          Every feasible node scores the same; the runner breaks
-//                   the tie uniformly at random (Profile::random_tie_break
-//                   with an injected seeded generator). Shared GPU: a random
+//                   the tie uniformly at random (TieBreak::kRandom with an
+//                   injected seeded generator). Shared GPU: a random
 //                   GPU with enough free share.
 //   dotprod         Tetris' alignment: score = 100 * (1 - <free, request>/2)
 //                   over (CPU, GPU milli) normalised by the largest node
@@ -100,7 +100,8 @@ const std::vector<std::string>& PackPolicyNames();
 // name; InvalidArgument naming the choices otherwise.
 absl::StatusOr<std::string> CanonicalPolicy(absl::string_view name);
 // The profile of a canonical policy: resource-fit, its Score plugin, its GPU
-// chooser; every node scored, equivalent nodes deduplicated, random ties.
+// chooser; every node scored, equivalent nodes deduplicated; ties go to the
+// lowest node id (random: uniformly at random).
 absl::StatusOr<Profile> PackProfile(absl::string_view policy);
 
 }  // namespace tessera::sched::pack

@@ -29,8 +29,15 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
   res.policy = policy;
   res.seed = seed;
 
+  // The FGD simulator prefixes node names with a seeded permutation, so its
+  // tie-break order differs per seed: add the nodes in a seeded order.
   sched::ClusterState cs;
-  for (const model::Node& n : nodes) {
+  std::vector<size_t> node_order(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) node_order[i] = i;
+  std::mt19937_64 node_rng(seed * 0x2545f4914f6cdd1dULL + 1);
+  std::shuffle(node_order.begin(), node_order.end(), node_rng);
+  for (size_t ni : node_order) {
+    const model::Node& n = nodes[ni];
     auto id = cs.AddNode(n);
     if (!id.ok()) return id.status();
   }
