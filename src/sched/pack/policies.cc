@@ -11,6 +11,17 @@
 
 namespace tessera::sched::pack {
 
+PackContext::PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng)
+    : typical_(std::move(typical)), rng_(rng) {
+  double cpu = 0, gpu = 0;
+  for (const TypicalPod& t : typical_) {
+    if (t.shape.gpus == 0) continue;
+    cpu += t.p * static_cast<double>(t.shape.cpu_milli);
+    gpu += t.p * static_cast<double>(t.shape.total_gpu_milli());
+  }
+  cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0;
+}
+
 double PackContext::Frag(const NodeFree& n) {
   Key k{n.model, n.num_gpus, n.cpu_free, n.free};
   std::sort(k.free.begin(), k.free.begin() + n.num_gpus, std::greater<>());

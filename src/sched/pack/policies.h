@@ -54,12 +54,14 @@ inline constexpr double kMaxSpecGpu = 8000;
 // State shared by the pack plugins of one scheduler.
 class PackContext {
  public:
-  PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng)
-      : typical_(std::move(typical)), rng_(rng) {}
+  PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng);
   const std::vector<TypicalPod>& typical() const { return typical_; }
   std::mt19937_64* rng() const { return rng_; }
   // NodeFragmentation, memoised on the node's model, CPU and sorted shares.
   double Frag(const NodeFree& n);
+  // Milli-CPU that GPU pods of the typical mix ask per milli-GPU (0 when
+  // the mix has no GPU pods).
+  double cpu_per_gpu_milli() const { return cpu_per_gpu_milli_; }
 
  private:
   struct Key {
@@ -75,6 +77,7 @@ class PackContext {
   };
   std::vector<TypicalPod> typical_;
   std::mt19937_64* rng_;
+  double cpu_per_gpu_milli_ = 0;
   absl::flat_hash_map<Key, double> memo_;
 };
 

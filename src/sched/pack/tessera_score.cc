@@ -5,29 +5,38 @@
 
 namespace tessera::sched::pack {
 
+double StrandedGpuMilli(const PackContext& ctx, const NodeFree& n) {
+  const double rho = ctx.cpu_per_gpu_milli();
+  if (rho <= 0) return 0;
+  return std::max(0.0, static_cast<double>(n.total_free()) - static_cast<double>(n.cpu_free) / rho);
+}
+
+double TesseraFrag(PackContext& ctx, const NodeFree& n) {
+  return ctx.Frag(n) + kTesseraStrandWeight * StrandedGpuMilli(ctx, n);
+}
+
 double TesseraKey(PackContext& ctx, const NodeFree& n, const PodShape& s, int gpu) {
   NodeFree after = Take(n, s, gpu);
-  double df = ctx.Frag(after) - ctx.Frag(n);
-  return df + kTesseraGpuWeight * static_cast<double>(after.total_free()) +
-         kTesseraCpuWeight * static_cast<double>(after.cpu_free);
+  return std::floor((TesseraFrag(ctx, after) - TesseraFrag(ctx, n)) / kTesseraQuantum);
 }
 
 int TesseraGpu(PackContext& ctx, const NodeFree& n, const PodShape& s, double* key) {
   int best = -1;
-  double best_key = 0;
+  double best_exact = 0;
   for (int g = 0; g < n.num_gpus; ++g) {
     if (n.free[g] < s.gpu_milli) continue;
     bool seen = false;
     for (int h = 0; h < g && !seen; ++h) seen = n.free[h] == n.free[g];
     if (seen) continue;
-    // Frag first; among equal frag the GPU with less free share (best fit).
-    double k = TesseraKey(ctx, n, s, g) + 1e-9 * n.free[g];
-    if (best < 0 || k < best_key) {
+    // Inside the node the exact growth decides; equal growth: best fit.
+    NodeFree after = Take(n, s, g);
+    double exact = TesseraFrag(ctx, after) - TesseraFrag(ctx, n) + 1e-9 * n.free[g];
+    if (best < 0 || exact < best_exact) {
       best = g;
-      best_key = k;
+      best_exact = exact;
     }
   }
-  if (key) *key = best_key;
+  if (key != nullptr && best >= 0) *key = TesseraKey(ctx, n, s, best);
   return best;
 }
 
@@ -35,7 +44,7 @@ int64_t TesseraScore::Score(CycleState&, const JobContext& ctx, const model::Mem
                             const NodeView& v) {
   PodShape s = ShapeOf(ctx, g);
   NodeFree n = FromState(v.state);
-  double key;
+  double key = 0;
   if (s.gpus == 1 && s.gpu_milli < model::kMilliPerGpu) {
     if (TesseraGpu(*ctx_, n, s, &key) < 0) key = 1e18;
   } else {
@@ -56,7 +65,7 @@ void TesseraScore::Normalize(const JobContext&, absl::Span<int64_t> scores) {
     if (keys_[i] == lo) {
       scores[i] = kMaxNodeScore;
     } else {
-      // Strictly below 100 for every non-best key.
+      // Strictly below 100 for every key worse than the best.
       double r = (hi - keys_[i]) / (hi - lo);
       scores[i] = std::clamp<int64_t>(static_cast<int64_t>(r * (kMaxNodeScore - 1)), 0,
                                       kMaxNodeScore - 1);

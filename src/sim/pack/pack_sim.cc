@@ -22,7 +22,8 @@ namespace sp = ::tessera::sched::pack;
 
 absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
                                       const PackTrace& trace, const std::string& policy,
-                                      uint64_t seed, double inflate) {
+                                      uint64_t seed, const PackConfig& cfg) {
+  const double inflate = cfg.inflate;
   auto t0 = std::chrono::steady_clock::now();
   PackRunResult res;
   res.trace = trace.name;
@@ -106,6 +107,7 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
   for (size_t k = 0; k < order.size(); ++k) {
     const trace::OpenbPod& p = trace.pods[order[k]];
     model::Job job = trace::ToJob(p, absl::StrCat(p.name, "#", k));
+    if (!cfg.enforce_memory) job.groups[0].resources.memory_mib = 0;
     arrived += int64_t{p.num_gpu} * p.gpu_milli;
     sched::ScheduleResult r = (*scheduler)->Schedule(job);
     if (!r.placed()) ++res.failed;
@@ -145,7 +147,7 @@ absl::StatusOr<std::vector<PackRunResult>> RunPackSweep(const std::vector<model:
   std::atomic<size_t> next{0};
   auto worker = [&]() {
     for (size_t i = next++; i < tasks.size(); i = next++) {
-      out[i] = RunPack(nodes, *tasks[i].trace, *tasks[i].policy, tasks[i].seed, cfg.inflate);
+      out[i] = RunPack(nodes, *tasks[i].trace, *tasks[i].policy, tasks[i].seed, cfg);
     }
   };
   int threads = cfg.threads > 0 ? cfg.threads

@@ -48,12 +48,15 @@ struct PackConfig {
   std::vector<uint64_t> seeds;
   double inflate = 1.3;
   int threads = 0;  // 0: hardware concurrency
+  // The FGD simulator matches pods to nodes on CPU and GPU only (its pod
+  // resource has no memory), so memory requests are dropped unless asked.
+  bool enforce_memory = false;
 };
 
 // One run. `nodes` are the cluster; `trace.pods` the workload.
 absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
                                       const PackTrace& trace, const std::string& policy,
-                                      uint64_t seed, double inflate);
+                                      uint64_t seed, const PackConfig& cfg);
 
 // Every (trace, policy, seed), in that order, on `cfg.threads` threads.
 absl::StatusOr<std::vector<PackRunResult>> RunPackSweep(const std::vector<model::Node>& nodes,
