@@ -100,7 +100,19 @@ void ClusterState::AddToClass(NodeId id) {
     class_by_key_.emplace(k, c);
     class_live_pos_[c] = static_cast<int32_t>(live_classes_.size());
     live_classes_.push_back(c);
+    const NodeState& st = states_[id];
+    live_info_.push_back(ClassInfo{.rep = id,
+                                   .min_id = id,
+                                   .size = 0,
+                                   .model = st.model,
+                                   .num_gpus = st.num_gpus,
+                                   .whole_free = st.whole_free,
+                                   .max_partial = st.max_partial,
+                                   .cpu_free = st.cpu_free});
   }
+  ClassInfo& info = live_info_[class_live_pos_[c]];
+  ++info.size;
+  info.min_id = std::min(info.min_id, id);
   node_class_[id] = c;
   node_class_pos_[id] = static_cast<int32_t>(class_nodes_[c].size());
   class_nodes_[c].push_back(id);
@@ -115,12 +127,18 @@ void ClusterState::RemoveFromClass(NodeId id) {
   node_class_pos_[v[pos]] = pos;
   v.pop_back();
   node_class_[id] = -1;
+  ClassInfo& info = live_info_[class_live_pos_[c]];
+  --info.size;
+  if (!v.empty() && info.rep == id) info.rep = v.front();
+  if (!v.empty() && info.min_id == id) info.min_id = *std::min_element(v.begin(), v.end());
   if (v.empty()) {
     class_by_key_.erase(class_key_[c]);
     int32_t lp = class_live_pos_[c];
     live_classes_[lp] = live_classes_.back();
+    live_info_[lp] = live_info_.back();
     class_live_pos_[live_classes_[lp]] = lp;
     live_classes_.pop_back();
+    live_info_.pop_back();
     class_live_pos_[c] = -1;
     free_class_ids_.push_back(c);
   }

@@ -84,6 +84,18 @@ struct NodeEquivalenceKey {
   }
 };
 
+// A live equivalence class at a glance (kept contiguous for fast scans).
+struct ClassInfo {
+  NodeId rep = kNoNode;     // a member node
+  NodeId min_id = kNoNode;  // the member with the lowest id
+  int32_t size = 0;         // member nodes
+  ModelId model = kNoModel;
+  int8_t num_gpus = 0;
+  int8_t whole_free = 0;
+  int16_t max_partial = 0;
+  int64_t cpu_free = 0;
+};
+
 class ClusterState {
  public:
   ClusterState() = default;
@@ -149,6 +161,9 @@ class ClusterState {
   // (O(1) per mutation). The runner may evaluate one node per class when a
   // profile asks for it (Profile::dedupe_equivalent_nodes).
   const std::vector<int32_t>& live_classes() const { return live_classes_; }
+  // Parallel to live_classes().
+  const std::vector<ClassInfo>& live_class_info() const { return live_info_; }
+  const ClassInfo& class_info(int32_t c) const { return live_info_[class_live_pos_[c]]; }
   const std::vector<NodeId>& class_nodes(int32_t c) const { return class_nodes_[c]; }
   int32_t node_class(NodeId id) const { return node_class_[id]; }
 
@@ -204,6 +219,7 @@ class ClusterState {
   std::vector<int32_t> class_live_pos_;
   std::vector<int32_t> free_class_ids_;
   std::vector<int32_t> live_classes_;
+  std::vector<ClassInfo> live_info_;
   std::vector<int32_t> node_class_;  // -1: in no class
   std::vector<int32_t> node_class_pos_;
 

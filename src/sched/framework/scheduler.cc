@@ -149,27 +149,40 @@ void Scheduler::CollectClasses(const JobContext& ctx, const model::MemberGroup& 
                                std::map<std::string, int>* rejections, std::string* first_plugin,
                                int64_t* evaluated) {
   const model::ResourceRequest& req = g.resources;
-  for (int32_t c : state_->live_classes()) {
-    const std::vector<NodeId>& members = state_->class_nodes(c);
-    NodeId id = members.front();
+  const std::vector<ClassInfo>& infos = state_->live_class_info();
+  for (const ClassInfo& info : infos) {
+    // Like ForEachCandidate's capacity-index walk, classes whose nodes lack
+    // the GPUs (model, whole GPUs or a large enough share) are not
+    // candidates at all; Filter plugins decide on the rest.
+    if (req.gpus > 0) {
+      if (info.num_gpus == 0 || !ctx.AllowsModel(info.model)) continue;
+      if (req.fractional() ? (info.max_partial < req.gpu_milli && info.whole_free == 0)
+                           : info.whole_free < req.gpus) {
+        continue;
+      }
+    }
+    // Nor are nodes without the CPU (Assume would refuse them); when
+    // explaining a failure, the Filter plugins give every reason.
+    if (rejections == nullptr && req.cpu_milli > info.cpu_free) continue;
+    NodeId id = info.rep;
     const NodeState& st = state_->state(id);
-    // Cheap pre-checks equal to resource-fit's; the plugins still decide.
-    if (req.gpus > 0 && !ctx.AllowsModel(st.model)) continue;
     NodeView nv{id, state_->node(id), st};
     ++*evaluated;
     bool ok = true;
     for (auto& [f, named] : filters_) {
       PluginStatus s = f->Filter(cycle_, ctx, g, nv);
       if (!s.ok()) {
-        (*rejections)[s.reason()] += static_cast<int>(members.size());
-        if (first_plugin->empty()) *first_plugin = std::string(named.name);
+        if (rejections != nullptr) {
+          (*rejections)[s.reason()] += info.size;
+          if (first_plugin->empty()) *first_plugin = std::string(named.name);
+        }
         ok = false;
         break;
       }
     }
     if (!ok) continue;
     feasible_.push_back(id);
-    class_weight_.push_back(static_cast<int64_t>(members.size()));
+    class_weight_.push_back(info.size);
   }
 }
 
@@ -180,9 +193,7 @@ size_t Scheduler::PickBest(bool classes) {
   auto total = [&](size_t i) -> int64_t { return scorers_.empty() ? 0 : totals_[i]; };
   // The lowest node id an entry stands for.
   auto lowest = [&](size_t i) -> NodeId {
-    if (!classes) return feasible_[i];
-    const std::vector<NodeId>& m = state_->class_nodes(state_->node_class(feasible_[i]));
-    return *std::min_element(m.begin(), m.end());
+    return classes ? state_->class_info(state_->node_class(feasible_[i])).min_id : feasible_[i];
   };
   size_t best = 0;
   switch (tb) {
@@ -205,18 +216,30 @@ size_t Scheduler::PickBest(bool classes) {
       return best;
     }
     case TieBreak::kRandom: {
-      int64_t tied = classes ? class_weight_[0] : 1;
-      for (size_t i = 1; i < feasible_.size(); ++i) {
+      // One draw over the tied entries, weighted by the nodes each stands
+      // for, so every tied node is equally likely.
+      int64_t tied = 0;
+      for (size_t i = 0; i < feasible_.size(); ++i) {
         int64_t w = classes ? class_weight_[i] : 1;
         if (total(i) > total(best)) {
           best = i;
           tied = w;
-        } else if (total(i) == total(best)) {
-          // Reservoir sampling weighted by the nodes each entry stands for,
-          // so every tied node is equally likely.
+        } else if (total(i) == total(best) && i > 0) {
           tied += w;
-          if (std::uniform_int_distribution<int64_t>(0, tied - 1)(*rng_) < w) best = i;
+        } else if (i == 0) {
+          tied = w;
         }
+      }
+      int64_t pick = std::uniform_int_distribution<int64_t>(0, tied - 1)(*rng_);
+      const int64_t top = total(best);
+      for (size_t i = 0; i < feasible_.size(); ++i) {
+        if (total(i) != top) continue;
+        int64_t w = classes ? class_weight_[i] : 1;
+        if (pick < w) {
+          best = i;
+          break;
+        }
+        pick -= w;
       }
       if (classes) {
         const std::vector<NodeId>& m = state_->class_nodes(state_->node_class(feasible_[best]));
@@ -239,7 +262,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
   const bool dedupe = profile_.dedupe_equivalent_nodes && limit == 0 &&
                       ctx.domain.level == model::TopologyLevel::kNone && cycle_.placed().empty();
   if (dedupe) {
-    CollectClasses(ctx, g, &rejections, &first_plugin, evaluated);
+    CollectClasses(ctx, g, nullptr, &first_plugin, evaluated);
   } else {
     ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
       const NodeState& st = state_->state(id);
@@ -316,6 +339,15 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
       }
     }
     return true;
+  }
+  if (dedupe && rejections.empty()) {
+    // The fast path skipped the tally; redo the filter pass to explain.
+    feasible_.clear();
+    class_weight_.clear();
+    int64_t ignored = 0;
+    CollectClasses(ctx, g, &rejections, &first_plugin, &ignored);
+    feasible_.clear();
+    class_weight_.clear();
   }
   // Explain, Kubernetes style: "0/N nodes fit: 5 reason-a; 3 reason-b".
   std::vector<std::string> parts;

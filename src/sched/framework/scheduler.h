@@ -97,6 +97,8 @@ class Scheduler {
   void Rollback(const JobContext& ctx);
   // Gathers the feasible equivalence classes into feasible_ (one
   // representative node each) and their sizes into class_weight_.
+  // With `rejections` null, rejected classes are only skipped (the fast
+  // path); otherwise they are tallied by reason (to explain a failure).
   void CollectClasses(const JobContext& ctx, const model::MemberGroup& g,
                       std::map<std::string, int>* rejections, std::string* first_plugin,
                       int64_t* evaluated);

@@ -23,8 +23,15 @@ PackContext::PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng)
 }
 
 double PackContext::Frag(const NodeFree& n) {
-  Key k{n.model, n.num_gpus, n.cpu_free, n.free};
-  std::sort(k.free.begin(), k.free.begin() + n.num_gpus, std::greater<>());
+  std::array<int16_t, model::kMaxGpusPerNode> sorted = n.free;
+  std::sort(sorted.begin(), sorted.begin() + n.num_gpus, std::greater<>());
+  Key k{};
+  k.w[0] = static_cast<uint64_t>(n.cpu_free);
+  k.w[1] = static_cast<uint64_t>(static_cast<uint16_t>(n.model)) |
+           (static_cast<uint64_t>(n.num_gpus) << 16);
+  for (int g = 0; g < n.num_gpus; ++g) {
+    k.w[2 + g / 6] |= static_cast<uint64_t>(sorted[g] & 0x3ff) << (10 * (g % 6));
+  }
   auto it = memo_.find(k);
   if (it != memo_.end()) return it->second;
   double f = NodeFragmentation(n, typical_);

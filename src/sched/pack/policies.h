@@ -64,15 +64,14 @@ class PackContext {
   double cpu_per_gpu_milli() const { return cpu_per_gpu_milli_; }
 
  private:
+  // CPU; model and GPU count; the sorted free shares, 10 bits each, six
+  // to a word.
   struct Key {
-    ModelId model;
-    int32_t num_gpus;
-    int64_t cpu;
-    std::array<int16_t, model::kMaxGpusPerNode> free;
+    std::array<uint64_t, 5> w;
     friend bool operator==(const Key&, const Key&) = default;
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.model, k.num_gpus, k.cpu, k.free);
+      return H::combine(std::move(h), k.w[0], k.w[1], k.w[2], k.w[3], k.w[4]);
     }
   };
   std::vector<TypicalPod> typical_;

@@ -12,11 +12,22 @@ PluginStatus ResourceFit::PreFilter(CycleState&, const JobContext& ctx, PreFilte
     return PluginStatus::Unresolvable(
         absl::StrCat("no node has a GPU of model ", absl::StrJoin(job.gpu_models, " or ")));
   }
+  if (cached_slots_ != cs.num_node_slots() || cached_nodes_ != cs.num_nodes() ||
+      static_cast<int>(largest_by_model_.size()) != cs.num_models() + 1) {
+    // Index 0 is CPU-only nodes (kNoModel); model m is at m + 1.
+    largest_by_model_.assign(cs.num_models() + 1, 0);
+    for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
+      const NodeState& st = cs.state(id);
+      if (!st.present) continue;
+      int& l = largest_by_model_[st.model + 1];
+      l = std::max<int>(l, st.num_gpus);
+    }
+    cached_slots_ = cs.num_node_slots();
+    cached_nodes_ = cs.num_nodes();
+  }
   int largest = 0;
-  for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
-    const NodeState& st = cs.state(id);
-    if (st.present && ctx.AllowsModel(st.model)) largest = std::max<int>(largest, st.num_gpus);
-    if (largest == model::kMaxGpusPerNode) break;
+  for (int m = 0; m < static_cast<int>(largest_by_model_.size()); ++m) {
+    if (ctx.AllowsModel(static_cast<ModelId>(m - 1))) largest = std::max(largest, largest_by_model_[m]);
   }
   for (const model::MemberGroup& g : job.groups) {
     if (g.resources.gpus > largest) {

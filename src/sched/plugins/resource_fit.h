@@ -7,6 +7,8 @@
 // for a fraction one healthy GPU with that share free; CPU; memory.
 #pragma once
 
+#include <vector>
+
 #include "sched/framework/plugin.h"
 
 namespace tessera::sched {
@@ -18,6 +20,13 @@ class ResourceFit final : public Plugin, public PreFilterPlugin, public FilterPl
   PluginStatus PreFilter(CycleState& cs, const JobContext& ctx, PreFilterResult* out) override;
   PluginStatus Filter(CycleState& cs, const JobContext& ctx, const model::MemberGroup& g,
                       const NodeView& n) override;
+
+ private:
+  // Largest GPU count of a present node, per model; rebuilt when the node
+  // set changes (node slots or live count), not on every allocation.
+  std::vector<int> largest_by_model_;
+  int cached_slots_ = -1;
+  int cached_nodes_ = -1;
 };
 
 }  // namespace tessera::sched
