@@ -68,7 +68,11 @@ class PackContext {
   // to a word.
   struct Key {
     std::array<uint64_t, 5> w;
-    friend bool operator==(const Key&, const Key&) = default;
+    // Word by word (inlined; a defaulted == on the array calls memcmp).
+    friend bool operator==(const Key& a, const Key& b) {
+      return a.w[0] == b.w[0] && a.w[1] == b.w[1] && a.w[2] == b.w[2] && a.w[3] == b.w[3] &&
+             a.w[4] == b.w[4];
+    }
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
       return H::combine(std::move(h), k.w[0], k.w[1], k.w[2], k.w[3], k.w[4]);
