@@ -43,8 +43,8 @@ absl::Status ForEachRow(absl::string_view text, absl::string_view file,
     if (line.empty()) continue;
     std::vector<absl::string_view> f = absl::StrSplit(line, ',');
     if (f.size() != *columns) {
-      return absl::InvalidArgumentError(absl::StrCat(file, ":", i + 1, ": expected ", *columns,
-                                                     " columns, got ", f.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ":", i + 1, ": expected ", *columns, " columns, got ", f.size()));
     }
     absl::Status s = visit(i + 1, f, names);
     if (!s.ok()) return s;
@@ -59,8 +59,8 @@ absl::Status Bad(absl::string_view file, size_t line, size_t col,
 }
 
 absl::Status Int(absl::string_view file, size_t line, size_t col,
-                 const std::vector<std::string>& names, absl::string_view v, int64_t lo,
-                 int64_t hi, int64_t* out) {
+                 const std::vector<std::string>& names, absl::string_view v, int64_t lo, int64_t hi,
+                 int64_t* out) {
   if (!absl::SimpleAtoi(v, out)) {
     return Bad(file, line, col, names, absl::StrCat("expected an integer, got \"", v, "\""));
   }
@@ -86,29 +86,30 @@ absl::StatusOr<std::vector<OpenbNode>> ParseOpenbNodes(absl::string_view text,
                                                        absl::string_view file) {
   std::vector<OpenbNode> out;
   size_t columns = 0;
-  absl::Status s = ForEachRow(
-      text, file, {kNodeHeader}, &columns,
-      [&](size_t line, const std::vector<absl::string_view>& f,
-          const std::vector<std::string>& names) -> absl::Status {
-        OpenbNode n;
-        n.sn = std::string(f[0]);
-        if (n.sn.empty()) return Bad(file, line, 0, names, "must not be empty");
-        int64_t gpu = 0;
-        absl::Status st = Int(file, line, 1, names, f[1], 0, kMax, &n.cpu_milli);
-        if (st.ok()) st = Int(file, line, 2, names, f[2], 0, kMax, &n.memory_mib);
-        if (st.ok()) st = Int(file, line, 3, names, f[3], 0, model::kMaxGpusPerNode, &gpu);
-        if (!st.ok()) return st;
-        n.gpu = static_cast<int32_t>(gpu);
-        n.model = std::string(f[4]);
-        if (n.gpu > 0 && n.model.empty()) {
-          return Bad(file, line, 4, names, "a node with GPUs needs a GPU model");
-        }
-        if (n.gpu == 0 && !n.model.empty()) {
-          return Bad(file, line, 4, names, "a node without GPUs has no GPU model");
-        }
-        out.push_back(std::move(n));
-        return absl::OkStatus();
-      });
+  absl::Status s =
+      ForEachRow(text, file, {kNodeHeader}, &columns,
+                 [&](size_t line, const std::vector<absl::string_view>& f,
+                     const std::vector<std::string>& names) -> absl::Status {
+                   OpenbNode n;
+                   n.sn = std::string(f[0]);
+                   if (n.sn.empty()) return Bad(file, line, 0, names, "must not be empty");
+                   int64_t gpu = 0;
+                   absl::Status st = Int(file, line, 1, names, f[1], 0, kMax, &n.cpu_milli);
+                   if (st.ok()) st = Int(file, line, 2, names, f[2], 0, kMax, &n.memory_mib);
+                   if (st.ok())
+                     st = Int(file, line, 3, names, f[3], 0, model::kMaxGpusPerNode, &gpu);
+                   if (!st.ok()) return st;
+                   n.gpu = static_cast<int32_t>(gpu);
+                   n.model = std::string(f[4]);
+                   if (n.gpu > 0 && n.model.empty()) {
+                     return Bad(file, line, 4, names, "a node with GPUs needs a GPU model");
+                   }
+                   if (n.gpu == 0 && !n.model.empty()) {
+                     return Bad(file, line, 4, names, "a node without GPUs has no GPU model");
+                   }
+                   out.push_back(std::move(n));
+                   return absl::OkStatus();
+                 });
   if (!s.ok()) return s;
   return out;
 }
@@ -136,9 +137,9 @@ absl::StatusOr<std::vector<OpenbPod>> ParseOpenbPods(absl::string_view text,
           return Bad(file, line, 4, names, "a pod with GPUs needs gpu_milli in 1..1000");
         }
         if (p.num_gpu > 1 && p.gpu_milli != model::kMilliPerGpu) {
-          return Bad(file, line, 4, names,
-                     absl::StrCat("a GPU share (", p.gpu_milli, ") needs num_gpu == 1, got ",
-                                  p.num_gpu));
+          return Bad(
+              file, line, 4, names,
+              absl::StrCat("a GPU share (", p.gpu_milli, ") needs num_gpu == 1, got ", p.num_gpu));
         }
         if (columns == 11) {
           p.gpu_spec = std::string(f[5]);

@@ -45,11 +45,14 @@ TEST(OpenbTest, MalformedRowsNameFileLineAndColumn) {
     std::string text;
     std::string want;
   } cases[] = {
-      {head + "p0,1000,10,1,500\np1,x,10,1,500\n", "pods.csv:3: column 2 (cpu_milli): expected an integer"},
+      {head + "p0,1000,10,1,500\np1,x,10,1,500\n",
+       "pods.csv:3: column 2 (cpu_milli): expected an integer"},
       {head + "p0,1000,10,1\n", "pods.csv:2: expected 5 columns, got 4"},
-      {head + "p0,1000,10,2,500\n", "pods.csv:2: column 5 (gpu_milli): a GPU share (500) needs num_gpu == 1"},
+      {head + "p0,1000,10,2,500\n",
+       "pods.csv:2: column 5 (gpu_milli): a GPU share (500) needs num_gpu == 1"},
       {head + "p0,1000,10,1,1500\n", "pods.csv:2: column 5 (gpu_milli): must be in 0..1000"},
-      {head + "p0,1000,10,1,0\n", "pods.csv:2: column 5 (gpu_milli): a pod with GPUs needs gpu_milli"},
+      {head + "p0,1000,10,1,0\n",
+       "pods.csv:2: column 5 (gpu_milli): a pod with GPUs needs gpu_milli"},
       {head + "p0,-5,10,1,100\n", "pods.csv:2: column 2 (cpu_milli): must be in 0.."},
       {head + ",1000,10,1,100\n", "pods.csv:2: column 1 (name): must not be empty"},
       {head + "p0,1000,10,17,1000\n", "pods.csv:2: column 4 (num_gpu): must be in 0..16"},

@@ -210,8 +210,8 @@ class ClusterState {
 
   // Static classes: nodes with identical specs.
   absl::flat_hash_map<std::string, int32_t> static_class_ids_;
-  std::vector<int32_t> static_class_;      // per node
-  std::vector<bool> static_symmetric_;     // per static class
+  std::vector<int32_t> static_class_;   // per node
+  std::vector<bool> static_symmetric_;  // per static class
   // Equivalence classes (see live_classes()).
   absl::flat_hash_map<NodeEquivalenceKey, int32_t> class_by_key_;
   std::vector<NodeEquivalenceKey> class_key_;

@@ -14,8 +14,8 @@ namespace tessera::sched {
 namespace {
 
 using testing::AddNodes;
-using testing::MakeJob;
 using ::testing::HasSubstr;
+using testing::MakeJob;
 
 MemberPlacement On(NodeId node, int gpu, int milli) {
   MemberPlacement m;
@@ -95,7 +95,10 @@ TEST(DedupeTest, SamePlacementsAsScoringEveryNode) {
   std::mt19937_64 gen(3);
   for (int i = 0; i < 60; ++i) {
     int kind = static_cast<int>(gen() % 3);
-    model::Job j = MakeJob(absl::StrCat("j", i), 1, kind == 0 ? 1 : kind == 1 ? 2 : 1,
+    model::Job j = MakeJob(absl::StrCat("j", i), 1,
+                           kind == 0   ? 1
+                           : kind == 1 ? 2
+                                       : 1,
                            kind == 2 ? 300 : 1000);
     ScheduleResult ra = sa->Schedule(j);
     ScheduleResult rb = sb->Schedule(j);

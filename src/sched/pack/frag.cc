@@ -21,8 +21,7 @@ double NodeFragmentation(const NodeFree& n, const std::vector<TypicalPod>& typic
   double frag = 0;
   for (const TypicalPod& t : typical) {
     const PodShape& s = t.shape;
-    if (s.gpus == 0 || s.gpu_milli == 0 || !s.AllowsModel(n.model) ||
-        n.cpu_free < s.cpu_milli) {
+    if (s.gpus == 0 || s.gpu_milli == 0 || !s.AllowsModel(n.model) || n.cpu_free < s.cpu_milli) {
       frag += t.p * static_cast<double>(total);
       continue;
     }

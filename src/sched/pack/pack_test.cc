@@ -36,19 +36,18 @@ model::Job MakePod(const std::string& name, int gpus, int milli, int64_t cpu,
                    std::vector<std::string> models = {}) {
   model::Job j;
   j.name = name;
-  j.groups.push_back({.name = "pod",
-                      .count = 1,
-                      .resources = {.gpus = gpus,
-                                    .gpu_milli = gpus > 0 ? milli : model::kMilliPerGpu,
-                                    .cpu_milli = cpu}});
+  j.groups.push_back(
+      {.name = "pod",
+       .count = 1,
+       .resources = {
+           .gpus = gpus, .gpu_milli = gpus > 0 ? milli : model::kMilliPerGpu, .cpu_milli = cpu}});
   j.gpu_models = std::move(models);
   return j;
 }
 
 TypicalPod Typical(int gpus, int milli, int64_t cpu, double p, uint64_t mask = 0) {
-  return TypicalPod{{.cpu_milli = cpu, .gpu_milli = gpus > 0 ? milli : 0, .gpus = gpus,
-                     .model_mask = mask},
-                    p};
+  return TypicalPod{
+      {.cpu_milli = cpu, .gpu_milli = gpus > 0 ? milli : 0, .gpus = gpus, .model_mask = mask}, p};
 }
 
 // A cluster, a policy's scheduler and its context.
@@ -210,7 +209,8 @@ TEST(PolicyTest, RandomIsSeededAndSpreads) {
   std::vector<NodeId> first, second;
   for (std::vector<NodeId>* out : {&first, &second}) {
     Harness h("random", nodes, {Typical(1, 1000, 1000, 1.0)});
-    for (int i = 0; i < 16; ++i) out->push_back(h.Place(MakePod(absl::StrCat("p", i), 1, 1000, 1000)).node);
+    for (int i = 0; i < 16; ++i)
+      out->push_back(h.Place(MakePod(absl::StrCat("p", i), 1, 1000, 1000)).node);
   }
   EXPECT_EQ(first, second);  // same seed, same placements
   EXPECT_GT(std::set<NodeId>(first.begin(), first.end()).size(), 3u);
@@ -235,8 +235,8 @@ TEST(PolicyTest, TesseraKeepsCpuForTheGpus) {
 TEST(PolicyTest, InvariantsHoldOnRandomWorkloads) {
   std::vector<model::Node> nodes;
   for (int i = 0; i < 6; ++i) {
-    nodes.push_back(MakeNode(absl::StrCat("g", i), i % 2 ? "V100M16" : "V100M32", 1 + i % 4,
-                             8000 + 4000 * i));
+    nodes.push_back(
+        MakeNode(absl::StrCat("g", i), i % 2 ? "V100M16" : "V100M32", 1 + i % 4, 8000 + 4000 * i));
   }
   nodes.push_back(MakeNode("cpu", "", 0, 16000));
   for (const std::string& policy : PackPolicyNames()) {

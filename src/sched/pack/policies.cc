@@ -52,7 +52,8 @@ PodShape ShapeOf(const JobContext& ctx, const model::MemberGroup& g) {
   return s;
 }
 
-NodeFree Take(const NodeFree& n, const PodShape& s, int gpu, absl::InlinedVector<int8_t, 8>* chosen) {
+NodeFree Take(const NodeFree& n, const PodShape& s, int gpu,
+              absl::InlinedVector<int8_t, 8>* chosen) {
   NodeFree out = n;
   out.cpu_free -= s.cpu_milli;
   if (s.gpus == 0) return out;
@@ -219,8 +220,7 @@ class BestFitScore : public PackScore {
     NodeFree n = FromState(v.state);
     double sc = (static_cast<double>(n.cpu_free - s.cpu_milli) / kMaxSpecCpu) * 0.5 +
                 (static_cast<double>(n.total_free() - s.total_gpu_milli()) / kMaxSpecGpu) * 0.5;
-    return std::clamp<int64_t>(static_cast<int64_t>((1.0 - sc) * kMaxNodeScore), 0,
-                               kMaxNodeScore);
+    return std::clamp<int64_t>(static_cast<int64_t>((1.0 - sc) * kMaxNodeScore), 0, kMaxNodeScore);
   }
   void Normalize(const JobContext&, absl::Span<int64_t> scores) override {
     if (scores.empty()) return;
@@ -339,16 +339,15 @@ absl::Status RegisterPackPlugins(PluginRegistry* r, std::shared_ptr<PackContext>
   absl::Status s;
   s.Update(reg("pack-random", ScoreFactory<RandomScore>("pack-random", ctx)));
   s.Update(reg("pack-dotprod", ScoreFactory<DotProdScore>("pack-dotprod", ctx)));
-  s.Update(reg("pack-gpu-clustering",
-               ScoreFactory<GpuClusteringScore>("pack-gpu-clustering", ctx)));
+  s.Update(
+      reg("pack-gpu-clustering", ScoreFactory<GpuClusteringScore>("pack-gpu-clustering", ctx)));
   s.Update(reg("pack-gpu-packing", ScoreFactory<GpuPackingScore>("pack-gpu-packing", ctx)));
   s.Update(reg("pack-best-fit", ScoreFactory<BestFitScore>("pack-best-fit", ctx)));
   s.Update(reg("pack-fgd", ScoreFactory<FgdScorePlugin>("pack-fgd", ctx)));
   s.Update(reg("pack-tessera", ScoreFactory<TesseraScore>("pack-tessera", ctx)));
-  s.Update(reg("pack-gpu-best",
-               ChooserFactory("pack-gpu-best", PackChooser::Mode::kBestFit, ctx)));
-  s.Update(reg("pack-gpu-random",
-               ChooserFactory("pack-gpu-random", PackChooser::Mode::kRandom, ctx)));
+  s.Update(reg("pack-gpu-best", ChooserFactory("pack-gpu-best", PackChooser::Mode::kBestFit, ctx)));
+  s.Update(
+      reg("pack-gpu-random", ChooserFactory("pack-gpu-random", PackChooser::Mode::kRandom, ctx)));
   s.Update(reg("pack-gpu-fgd", ChooserFactory("pack-gpu-fgd", PackChooser::Mode::kFgd, ctx)));
   s.Update(reg("pack-gpu-tessera",
                ChooserFactory("pack-gpu-tessera", PackChooser::Mode::kTessera, ctx)));

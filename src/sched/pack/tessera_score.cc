@@ -67,8 +67,8 @@ void TesseraScore::Normalize(const JobContext&, absl::Span<int64_t> scores) {
     } else {
       // Strictly below 100 for every key worse than the best.
       double r = (hi - keys_[i]) / (hi - lo);
-      scores[i] = std::clamp<int64_t>(static_cast<int64_t>(r * (kMaxNodeScore - 1)), 0,
-                                      kMaxNodeScore - 1);
+      scores[i] =
+          std::clamp<int64_t>(static_cast<int64_t>(r * (kMaxNodeScore - 1)), 0, kMaxNodeScore - 1);
     }
   }
   keys_.clear();

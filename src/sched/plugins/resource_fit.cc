@@ -27,7 +27,8 @@ PluginStatus ResourceFit::PreFilter(CycleState&, const JobContext& ctx, PreFilte
   }
   int largest = 0;
   for (int m = 0; m < static_cast<int>(largest_by_model_.size()); ++m) {
-    if (ctx.AllowsModel(static_cast<ModelId>(m - 1))) largest = std::max(largest, largest_by_model_[m]);
+    if (ctx.AllowsModel(static_cast<ModelId>(m - 1)))
+      largest = std::max(largest, largest_by_model_[m]);
   }
   for (const model::MemberGroup& g : job.groups) {
     if (g.resources.gpus > largest) {

@@ -20,9 +20,9 @@ namespace tessera::sim::pack {
 
 namespace sp = ::tessera::sched::pack;
 
-absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
-                                      const PackTrace& trace, const std::string& policy,
-                                      uint64_t seed, const PackConfig& cfg) {
+absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, const PackTrace& trace,
+                                      const std::string& policy, uint64_t seed,
+                                      const PackConfig& cfg) {
   const double inflate = cfg.inflate;
   auto t0 = std::chrono::steady_clock::now();
   PackRunResult res;
@@ -113,8 +113,7 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
     if (!r.placed()) ++res.failed;
     record();
   }
-  double final_alloc =
-      static_cast<double>(cs.allocated_milli()) * 100.0 / static_cast<double>(cap);
+  double final_alloc = static_cast<double>(cs.allocated_milli()) * 100.0 / static_cast<double>(cap);
   while (next_k <= kMaxArrivalPct) res.alloc_pct[next_k++] = final_alloc;
   res.pods = static_cast<int64_t>(order.size());
   res.arrived_pct = static_cast<double>(arrived) * 100.0 / static_cast<double>(cap);
@@ -150,8 +149,9 @@ absl::StatusOr<std::vector<PackRunResult>> RunPackSweep(const std::vector<model:
       out[i] = RunPack(nodes, *tasks[i].trace, *tasks[i].policy, tasks[i].seed, cfg);
     }
   };
-  int threads = cfg.threads > 0 ? cfg.threads
-                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int threads = cfg.threads > 0
+                    ? cfg.threads
+                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   threads = std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size())));
   std::vector<std::thread> pool;
   for (int i = 1; i < threads; ++i) pool.emplace_back(worker);

@@ -35,9 +35,9 @@ struct PackRunResult {
   // alloc_pct[k]: allocated GPU milli / cluster GPU milli * 100 once k% of
   // the cluster's GPU capacity has arrived (the last value carries forward).
   std::array<double, kMaxArrivalPct + 1> alloc_pct{};
-  int64_t pods = 0;         // pods scheduled (after inflation)
-  int64_t failed = 0;       // pods that did not fit
-  double arrived_pct = 0;   // GPU request that arrived, % of capacity
+  int64_t pods = 0;             // pods scheduled (after inflation)
+  int64_t failed = 0;           // pods that did not fit
+  double arrived_pct = 0;       // GPU request that arrived, % of capacity
   double unallocated_gpus = 0;  // at the end
   double fragmented_gpus = 0;   // at the end, FGD's definition (frag.h)
   double wall_s = 0;
@@ -54,9 +54,9 @@ struct PackConfig {
 };
 
 // One run. `nodes` are the cluster; `trace.pods` the workload.
-absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes,
-                                      const PackTrace& trace, const std::string& policy,
-                                      uint64_t seed, const PackConfig& cfg);
+absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, const PackTrace& trace,
+                                      const std::string& policy, uint64_t seed,
+                                      const PackConfig& cfg);
 
 // Every (trace, policy, seed), in that order, on `cfg.threads` threads.
 absl::StatusOr<std::vector<PackRunResult>> RunPackSweep(const std::vector<model::Node>& nodes,

@@ -18,8 +18,8 @@ using ::testing::HasSubstr;
 std::vector<model::Node> SmallCluster() {
   std::vector<model::Node> nodes;
   for (int i = 0; i < 6; ++i) {
-    nodes.push_back(trace::ToNode({absl::StrCat("n", i), 32000, 131072, i % 2 ? 8 : 2,
-                                   i % 2 ? "G2" : "T4"}));
+    nodes.push_back(
+        trace::ToNode({absl::StrCat("n", i), 32000, 131072, i % 2 ? 8 : 2, i % 2 ? "G2" : "T4"}));
   }
   nodes.push_back(trace::ToNode({"cpu", 64000, 131072, 0, ""}));
   return nodes;

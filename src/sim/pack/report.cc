@@ -121,10 +121,10 @@ void AttachPublished(
 }
 
 std::string FormatTable(const std::vector<PackSummary>& sums, double total_wall_s) {
-  std::string out = absl::StrFormat(
-      "%-12s %-15s %5s %22s %22s %8s %8s %9s %8s %8s %9s\n", "trace", "policy", "runs",
-      "alloc%@100 mean[min,max]", "alloc%@130 mean[min,max]", "pub@130", "delta", "unalloc",
-      "fragGPU", "failed", "pods/s");
+  std::string out =
+      absl::StrFormat("%-12s %-15s %5s %22s %22s %8s %8s %9s %8s %8s %9s\n", "trace", "policy",
+                      "runs", "alloc%@100 mean[min,max]", "alloc%@130 mean[min,max]", "pub@130",
+                      "delta", "unalloc", "fragGPU", "failed", "pods/s");
   for (const PackSummary& s : sums) {
     std::string pub = s.published130 >= 0 ? absl::StrFormat("%.2f", s.published130) : "-";
     std::string delta =
@@ -176,8 +176,8 @@ std::string FormatRunsCsv(const std::vector<PackRunResult>& runs) {
   for (int k = 0; k <= kMaxArrivalPct; ++k) absl::StrAppend(&out, ",", k);
   out += "\n";
   for (const PackRunResult& r : runs) {
-    absl::StrAppendFormat(&out, "%s,%s,%d,%d,%d,%.3f,%.3f,%.4f", r.trace, r.policy, r.seed,
-                          r.pods, r.failed, r.unallocated_gpus, r.fragmented_gpus, r.wall_s);
+    absl::StrAppendFormat(&out, "%s,%s,%d,%d,%d,%.3f,%.3f,%.4f", r.trace, r.policy, r.seed, r.pods,
+                          r.failed, r.unallocated_gpus, r.fragmented_gpus, r.wall_s);
     for (int k = 0; k <= kMaxArrivalPct; ++k) absl::StrAppendFormat(&out, ",%.3f", r.alloc_pct[k]);
     out += "\n";
   }
@@ -243,8 +243,8 @@ std::string FormatSvg(const std::vector<PackSummary>& sums) {
       absl::StrAppendFormat(&out,
                             "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
                             "stroke-width=\"3\"/><text x=\"%d\" y=\"%d\">%s %.2f%%</text>\n",
-                            L + pw + 10, oy + T + 10 + 18 * i, L + pw + 30, oy + T + 10 + 18 * i,
-                            c, L + pw + 36, oy + T + 14 + 18 * i, s.policy, s.alloc130.mean);
+                            L + pw + 10, oy + T + 10 + 18 * i, L + pw + 30, oy + T + 10 + 18 * i, c,
+                            L + pw + 36, oy + T + 14 + 18 * i, s.policy, s.alloc130.mean);
       ++i;
     }
   }
