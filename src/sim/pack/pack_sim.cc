@@ -104,10 +104,19 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, con
     }
   };
   record();
+  // One job per trace pod, renamed per arrival (copies need unique keys);
+  // reusing them keeps allocation off the per-pod path.
+  std::vector<model::Job> jobs;
+  jobs.reserve(trace.pods.size());
+  for (const trace::OpenbPod& p : trace.pods) {
+    jobs.push_back(trace::ToJob(p, p.name));
+    if (!cfg.enforce_memory) jobs.back().groups[0].resources.memory_mib = 0;
+  }
   for (size_t k = 0; k < order.size(); ++k) {
     const trace::OpenbPod& p = trace.pods[order[k]];
-    model::Job job = trace::ToJob(p, absl::StrCat(p.name, "#", k));
-    if (!cfg.enforce_memory) job.groups[0].resources.memory_mib = 0;
+    model::Job& job = jobs[order[k]];
+    job.name.assign(p.name);
+    absl::StrAppend(&job.name, "#", k);
     arrived += int64_t{p.num_gpu} * p.gpu_milli;
     sched::ScheduleResult r = (*scheduler)->Schedule(job);
     if (!r.placed()) ++res.failed;
