@@ -95,22 +95,27 @@ void ClusterState::AddToClass(NodeId id) {
       c = static_cast<int32_t>(class_nodes_.size());
       class_key_.push_back(k);
       class_nodes_.emplace_back();
-      class_live_pos_.push_back(-1);
+      class_list_.push_back(0);
+      class_pos_.push_back(-1);
     }
     class_by_key_.emplace(k, c);
-    class_live_pos_[c] = static_cast<int32_t>(live_classes_.size());
-    live_classes_.push_back(c);
     const NodeState& st = states_[id];
-    live_info_.push_back(ClassInfo{.rep = id,
-                                   .min_id = id,
-                                   .size = 0,
-                                   .model = st.model,
-                                   .num_gpus = st.num_gpus,
-                                   .whole_free = st.whole_free,
-                                   .max_partial = st.max_partial,
-                                   .cpu_free = st.cpu_free});
+    const int list = st.whole_free > 0 || st.max_partial > 0 ? 0 : 1;
+    ClassList& l = class_lists_[list];
+    class_list_[c] = static_cast<int8_t>(list);
+    class_pos_[c] = static_cast<int32_t>(l.ids.size());
+    l.ids.push_back(c);
+    l.info.push_back(ClassInfo{.id = c,
+                               .rep = id,
+                               .min_id = id,
+                               .size = 0,
+                               .model = st.model,
+                               .num_gpus = st.num_gpus,
+                               .whole_free = st.whole_free,
+                               .max_partial = st.max_partial,
+                               .cpu_free = st.cpu_free});
   }
-  ClassInfo& info = live_info_[class_live_pos_[c]];
+  ClassInfo& info = class_lists_[class_list_[c]].info[class_pos_[c]];
   ++info.size;
   info.min_id = std::min(info.min_id, id);
   node_class_[id] = c;
@@ -127,19 +132,20 @@ void ClusterState::RemoveFromClass(NodeId id) {
   node_class_pos_[v[pos]] = pos;
   v.pop_back();
   node_class_[id] = -1;
-  ClassInfo& info = live_info_[class_live_pos_[c]];
+  ClassList& l = class_lists_[class_list_[c]];
+  ClassInfo& info = l.info[class_pos_[c]];
   --info.size;
   if (!v.empty() && info.rep == id) info.rep = v.front();
   if (!v.empty() && info.min_id == id) info.min_id = *std::min_element(v.begin(), v.end());
   if (v.empty()) {
     class_by_key_.erase(class_key_[c]);
-    int32_t lp = class_live_pos_[c];
-    live_classes_[lp] = live_classes_.back();
-    live_info_[lp] = live_info_.back();
-    class_live_pos_[live_classes_[lp]] = lp;
-    live_classes_.pop_back();
-    live_info_.pop_back();
-    class_live_pos_[c] = -1;
+    int32_t lp = class_pos_[c];
+    l.ids[lp] = l.ids.back();
+    l.info[lp] = l.info.back();
+    class_pos_[l.ids[lp]] = lp;
+    l.ids.pop_back();
+    l.info.pop_back();
+    class_pos_[c] = -1;
     free_class_ids_.push_back(c);
   }
 }

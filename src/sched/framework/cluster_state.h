@@ -86,6 +86,7 @@ struct NodeEquivalenceKey {
 
 // A live equivalence class at a glance (kept contiguous for fast scans).
 struct ClassInfo {
+  int32_t id = -1;          // class id
   NodeId rep = kNoNode;     // a member node
   NodeId min_id = kNoNode;  // the member with the lowest id
   int32_t size = 0;         // member nodes
@@ -159,11 +160,18 @@ class ClusterState {
   // --- Equivalence classes ------------------------------------------------
   // Indexed nodes grouped by NodeEquivalenceKey, maintained incrementally
   // (O(1) per mutation). The runner may evaluate one node per class when a
-  // profile asks for it (Profile::dedupe_equivalent_nodes).
-  const std::vector<int32_t>& live_classes() const { return live_classes_; }
-  // Parallel to live_classes().
-  const std::vector<ClassInfo>& live_class_info() const { return live_info_; }
-  const ClassInfo& class_info(int32_t c) const { return live_info_[class_live_pos_[c]]; }
+  // profile asks for it (Profile::dedupe_equivalent_nodes). Live classes are
+  // kept in two contiguous lists: those whose nodes have some free healthy
+  // GPU share, and the rest (only CPU-only members can use them).
+  absl::Span<const ClassInfo> class_infos(bool with_free_gpu) const {
+    return class_lists_[with_free_gpu ? 0 : 1].info;
+  }
+  int num_live_classes() const {
+    return static_cast<int>(class_lists_[0].ids.size() + class_lists_[1].ids.size());
+  }
+  const ClassInfo& class_info(int32_t c) const {
+    return class_lists_[class_list_[c]].info[class_pos_[c]];
+  }
   const std::vector<NodeId>& class_nodes(int32_t c) const { return class_nodes_[c]; }
   int32_t node_class(NodeId id) const { return node_class_[id]; }
 
@@ -212,14 +220,18 @@ class ClusterState {
   absl::flat_hash_map<std::string, int32_t> static_class_ids_;
   std::vector<int32_t> static_class_;   // per node
   std::vector<bool> static_symmetric_;  // per static class
-  // Equivalence classes (see live_classes()).
+  // Equivalence classes (see class_infos()).
   absl::flat_hash_map<NodeEquivalenceKey, int32_t> class_by_key_;
   std::vector<NodeEquivalenceKey> class_key_;
   std::vector<std::vector<NodeId>> class_nodes_;
-  std::vector<int32_t> class_live_pos_;
+  struct ClassList {
+    std::vector<int32_t> ids;
+    std::vector<ClassInfo> info;  // parallel to ids
+  };
+  ClassList class_lists_[2];        // [0]: some free GPU share; [1]: none
+  std::vector<int8_t> class_list_;  // per class id: which list
+  std::vector<int32_t> class_pos_;  // per class id: position in its list (-1: free id)
   std::vector<int32_t> free_class_ids_;
-  std::vector<int32_t> live_classes_;
-  std::vector<ClassInfo> live_info_;
   std::vector<int32_t> node_class_;  // -1: in no class
   std::vector<int32_t> node_class_pos_;
 

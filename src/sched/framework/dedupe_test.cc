@@ -32,12 +32,12 @@ int32_t ClassSize(const ClusterState& cs, NodeId id) {
 TEST(EquivalenceTest, IdenticalNodesShareAClassUntilTheyDiffer) {
   ClusterState cs;
   AddNodes(&cs, {.nodes = 4, .gpus_per_node = 8});
-  ASSERT_EQ(cs.live_classes().size(), 1u);
-  EXPECT_EQ(cs.live_class_info()[0].size, 4);
-  EXPECT_EQ(cs.live_class_info()[0].min_id, 0);
+  ASSERT_EQ(cs.num_live_classes(), 1);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).size, 4);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).min_id, 0);
 
   ASSERT_TRUE(cs.Assume(On(0, 0, 500)).ok());
-  EXPECT_EQ(cs.live_classes().size(), 2u);
+  EXPECT_EQ(cs.num_live_classes(), 2);
   EXPECT_EQ(ClassSize(cs, 0), 1);
   EXPECT_EQ(ClassSize(cs, 1), 3);
   EXPECT_EQ(cs.class_info(cs.node_class(1)).min_id, 1);
@@ -45,14 +45,14 @@ TEST(EquivalenceTest, IdenticalNodesShareAClassUntilTheyDiffer) {
   // same state.
   ASSERT_TRUE(cs.Assume(On(1, 5, 500)).ok());
   EXPECT_EQ(cs.node_class(0), cs.node_class(1));
-  EXPECT_EQ(cs.live_classes().size(), 2u);
+  EXPECT_EQ(cs.num_live_classes(), 2);
   ASSERT_TRUE(cs.CheckConsistency().ok()) << cs.CheckConsistency();
 
   cs.Forget(On(0, 0, 500));
   cs.Forget(On(1, 5, 500));
-  EXPECT_EQ(cs.live_classes().size(), 1u);
-  EXPECT_EQ(cs.live_class_info()[0].size, 4);
-  EXPECT_EQ(cs.live_class_info()[0].min_id, 0);
+  EXPECT_EQ(cs.num_live_classes(), 1);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).size, 4);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).min_id, 0);
   ASSERT_TRUE(cs.CheckConsistency().ok());
 }
 
@@ -70,11 +70,11 @@ TEST(EquivalenceTest, CordonedNodesLeaveTheirClass) {
   AddNodes(&cs, {.nodes = 3, .gpus_per_node = 8});
   ASSERT_TRUE(cs.SetSchedulable(0, false).ok());
   EXPECT_EQ(cs.node_class(0), -1);
-  EXPECT_EQ(cs.live_class_info()[0].size, 2);
-  EXPECT_EQ(cs.live_class_info()[0].min_id, 1);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).size, 2);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).min_id, 1);
   ASSERT_TRUE(cs.SetSchedulable(0, true).ok());
-  EXPECT_EQ(cs.live_class_info()[0].size, 3);
-  EXPECT_EQ(cs.live_class_info()[0].min_id, 0);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).size, 3);
+  EXPECT_EQ(cs.class_info(cs.node_class(2)).min_id, 0);
   ASSERT_TRUE(cs.CheckConsistency().ok());
 }
 

@@ -27,7 +27,7 @@ struct Profile {
   // (spread) order, so a small number keeps placement quality and speed.
   int32_t nodes_to_score = 8;
   // With nodes_to_score == 0: evaluate Filter and Score once per equivalence
-  // class of nodes (ClusterState::live_classes) instead of once per node.
+  // class of nodes (ClusterState::class_infos) instead of once per node.
   // Only for profiles whose Filter/Score plugins read nothing but the node's
   // spec and NodeState (not its id); the runner falls back to per-node
   // evaluation inside topology domains and for the second member of a gang.

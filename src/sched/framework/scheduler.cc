@@ -149,40 +149,42 @@ void Scheduler::CollectClasses(const JobContext& ctx, const model::MemberGroup& 
                                std::map<std::string, int>* rejections, std::string* first_plugin,
                                int64_t* evaluated) {
   const model::ResourceRequest& req = g.resources;
-  const std::vector<ClassInfo>& infos = state_->live_class_info();
-  for (const ClassInfo& info : infos) {
-    // Like ForEachCandidate's capacity-index walk, classes whose nodes lack
-    // the GPUs (model, whole GPUs or a large enough share) are not
-    // candidates at all; Filter plugins decide on the rest.
-    if (req.gpus > 0) {
-      if (info.num_gpus == 0 || !ctx.AllowsModel(info.model)) continue;
-      if (req.fractional() ? (info.max_partial < req.gpu_milli && info.whole_free == 0)
-                           : info.whole_free < req.gpus) {
-        continue;
-      }
-    }
-    // Nor are nodes without the CPU (Assume would refuse them); when
-    // explaining a failure, the Filter plugins give every reason.
-    if (rejections == nullptr && req.cpu_milli > info.cpu_free) continue;
-    NodeId id = info.rep;
-    const NodeState& st = state_->state(id);
-    NodeView nv{id, state_->node(id), st};
-    ++*evaluated;
-    bool ok = true;
-    for (auto& [f, named] : filters_) {
-      PluginStatus s = f->Filter(cycle_, ctx, g, nv);
-      if (!s.ok()) {
-        if (rejections != nullptr) {
-          (*rejections)[s.reason()] += info.size;
-          if (first_plugin->empty()) *first_plugin = std::string(named.name);
+  // Members with GPUs only need the classes with free GPU share.
+  for (int list = 0; list < (req.gpus > 0 ? 1 : 2); ++list) {
+    for (const ClassInfo& info : state_->class_infos(/*with_free_gpu=*/list == 0)) {
+      // Like ForEachCandidate's capacity-index walk, classes whose nodes lack
+      // the GPUs (model, whole GPUs or a large enough share) are not
+      // candidates at all; Filter plugins decide on the rest.
+      if (req.gpus > 0) {
+        if (info.num_gpus == 0 || !ctx.AllowsModel(info.model)) continue;
+        if (req.fractional() ? (info.max_partial < req.gpu_milli && info.whole_free == 0)
+                             : info.whole_free < req.gpus) {
+          continue;
         }
-        ok = false;
-        break;
       }
+      // Nor are nodes without the CPU (Assume would refuse them); when
+      // explaining a failure, the Filter plugins give every reason.
+      if (rejections == nullptr && req.cpu_milli > info.cpu_free) continue;
+      NodeId id = info.rep;
+      const NodeState& st = state_->state(id);
+      NodeView nv{id, state_->node(id), st};
+      ++*evaluated;
+      bool ok = true;
+      for (auto& [f, named] : filters_) {
+        PluginStatus s = f->Filter(cycle_, ctx, g, nv);
+        if (!s.ok()) {
+          if (rejections != nullptr) {
+            (*rejections)[s.reason()] += info.size;
+            if (first_plugin->empty()) *first_plugin = std::string(named.name);
+          }
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      feasible_.push_back(id);
+      class_weight_.push_back(info.size);
     }
-    if (!ok) continue;
-    feasible_.push_back(id);
-    class_weight_.push_back(info.size);
   }
 }
 
