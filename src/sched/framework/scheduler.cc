@@ -208,7 +208,7 @@ size_t Scheduler::PickBest(bool classes) {
       NodeId best_id = lowest(0);
       for (size_t i = 1; i < feasible_.size(); ++i) {
         if (total(i) < total(best)) continue;
-        NodeId id = total(i) > total(best) || classes ? lowest(i) : feasible_[i];
+        NodeId id = lowest(i);
         if (total(i) > total(best) || id < best_id) {
           best = i;
           best_id = id;
