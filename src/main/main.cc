@@ -12,6 +12,7 @@
 #include "deviceplugin/deviceplugin_command.h"
 #include "sim/replay/replay_command.h"
 #include "bench_preempt/bench_preempt.h"
+#include "sim/pack/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   tessera::sim::replay::RegisterSimReplayCommands(*sim);
   tessera::bench::RegisterBenchPreemptCommands(*bench);
   (void)sim;
+  tessera::sim::pack::RegisterSimPackCommands(*sim);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "sched/framework/cluster_state.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 
@@ -12,6 +13,141 @@ int64_t NodeState::free_gpu_milli() const {
     if (healthy(g)) t += free_milli[g];
   }
   return t;
+}
+
+uint8_t NodeState::shape_mask() const {
+  uint8_t m = 0;
+  for (size_t s = 0; s < shape_members.size(); ++s) {
+    if (shape_members[s] > 0) m |= static_cast<uint8_t>(1u << s);
+  }
+  return m;
+}
+
+int GpuShapeOf(absl::Span<const GpuGrant> grants) {
+  if (grants.empty()) return -1;
+  if (grants.size() == 1 && grants[0].milli < model::kMilliPerGpu) return 0;
+  switch (grants.size()) {
+    case 1:
+      return 1;
+    case 2:
+      return 2;
+    case 4:
+      return 3;
+    case 8:
+      return 4;
+    default:
+      return 5;
+  }
+}
+
+namespace {
+// A node's spec less its name and allocation, as a string key.
+std::string StaticSignature(const model::Node& n, bool* symmetric) {
+  std::string s = absl::StrCat(n.gpu_model(), "|", n.gpus.size(), "|", n.cpu_milli, "|",
+                               n.memory_mib, "|", n.rack, "|", n.block, "|");
+  for (const model::Gpu& g : n.gpus) absl::StrAppend(&s, g.memory_mib, ",", g.mig_capable, ";");
+  const int ng = n.topology.num_gpus();
+  *symmetric = true;
+  for (int a = 0; a < ng; ++a) {
+    absl::StrAppend(&s, n.topology.domain(a), ":");
+    for (int b = 0; b < ng; ++b) {
+      absl::StrAppend(&s, static_cast<int>(n.topology.link(a, b)), ".");
+      if (a != b && n.topology.link(a, b) != n.topology.link(0, ng > 1 ? 1 : 0)) {
+        *symmetric = false;
+      }
+    }
+  }
+  for (const auto& [k, v] : n.labels) absl::StrAppend(&s, "|L", k, "=", v);
+  for (const model::Taint& t : n.taints) {
+    absl::StrAppend(&s, "|T", t.key, "=", t.value, ":", static_cast<int>(t.effect));
+  }
+  return s;
+}
+}  // namespace
+
+NodeEquivalenceKey ClusterState::KeyOf(NodeId id) const {
+  const NodeState& st = states_[id];
+  NodeEquivalenceKey k;
+  k.static_class = static_class_[id];
+  k.cpu_free = st.cpu_free;
+  k.memory_free = st.memory_free;
+  k.healthy_mask = st.healthy_mask;
+  k.shape_mask = st.shape_mask();
+  for (int g = 0; g < st.num_gpus; ++g) k.free_milli[g] = st.healthy(g) ? st.free_milli[g] : -1;
+  if (static_symmetric_[k.static_class]) {
+    std::sort(k.free_milli.begin(), k.free_milli.begin() + st.num_gpus, std::greater<>());
+    k.healthy_mask = static_cast<uint32_t>(__builtin_popcount(st.healthy_mask));
+  }
+  return k;
+}
+
+void ClusterState::AddToClass(NodeId id) {
+  NodeEquivalenceKey k = KeyOf(id);
+  int32_t c;
+  if (auto it = class_by_key_.find(k); it != class_by_key_.end()) {
+    c = it->second;
+  } else {
+    if (!free_class_ids_.empty()) {
+      c = free_class_ids_.back();
+      free_class_ids_.pop_back();
+      class_key_[c] = k;
+    } else {
+      c = static_cast<int32_t>(class_nodes_.size());
+      class_key_.push_back(k);
+      class_nodes_.emplace_back();
+      class_list_.push_back(0);
+      class_pos_.push_back(-1);
+    }
+    class_by_key_.emplace(k, c);
+    const NodeState& st = states_[id];
+    const int list = st.whole_free > 0 || st.max_partial > 0 ? 0 : 1;
+    ClassList& l = class_lists_[list];
+    class_list_[c] = static_cast<int8_t>(list);
+    class_pos_[c] = static_cast<int32_t>(l.ids.size());
+    l.ids.push_back(c);
+    l.info.push_back(ClassInfo{.id = c,
+                               .rep = id,
+                               .min_id = id,
+                               .size = 0,
+                               .model = st.model,
+                               .num_gpus = st.num_gpus,
+                               .whole_free = st.whole_free,
+                               .max_partial = st.max_partial,
+                               .cpu_free = st.cpu_free});
+  }
+  ClassInfo& info = class_lists_[class_list_[c]].info[class_pos_[c]];
+  ++info.size;
+  info.min_id = std::min(info.min_id, id);
+  node_class_[id] = c;
+  node_class_pos_[id] = static_cast<int32_t>(class_nodes_[c].size());
+  class_nodes_[c].push_back(id);
+}
+
+void ClusterState::RemoveFromClass(NodeId id) {
+  int32_t c = node_class_[id];
+  if (c < 0) return;
+  std::vector<NodeId>& v = class_nodes_[c];
+  int32_t pos = node_class_pos_[id];
+  v[pos] = v.back();
+  node_class_pos_[v[pos]] = pos;
+  v.pop_back();
+  node_class_[id] = -1;
+  ClassList& l = class_lists_[class_list_[c]];
+  ClassInfo& info = l.info[class_pos_[c]];
+  --info.size;
+  if (!v.empty() && info.rep == id) info.rep = v.front();
+  if (!v.empty() && info.min_id == id) info.min_id = *std::min_element(v.begin(), v.end());
+  if (v.empty()) {
+    class_by_key_.erase(class_key_[c]);
+    int32_t lp = class_pos_[c];
+    l.ids[lp] = l.ids.back();
+    l.info[lp] = l.info.back();
+    class_pos_[l.ids[lp]] = lp;
+    l.ids.pop_back();
+    l.info.pop_back();
+    class_pos_[c] = -1;
+    free_class_ids_.push_back(c);
+  }
 }
 
 ModelId ClusterState::InternModel(const std::string& name) {
@@ -95,6 +231,14 @@ absl::StatusOr<NodeId> ClusterState::AddNode(model::Node node) {
   }
   total_gpus_[st.model] += st.num_gpus;
   max_node_gpus_[st.model] = std::max<int>(max_node_gpus_[st.model], st.num_gpus);
+  bool symmetric = true;
+  std::string sig = StaticSignature(node, &symmetric);
+  auto [sit, inserted] =
+      static_class_ids_.emplace(std::move(sig), static_cast<int32_t>(static_symmetric_.size()));
+  if (inserted) static_symmetric_.push_back(symmetric);
+  static_class_.push_back(sit->second);
+  node_class_.push_back(-1);
+  node_class_pos_.push_back(-1);
   rack_nodes_[st.rack].push_back(id);
   block_nodes_[st.block].push_back(id);
   by_name_[node.name] = id;
@@ -110,6 +254,7 @@ absl::StatusOr<NodeId> ClusterState::AddNode(model::Node node) {
 
 void ClusterState::Unindex(NodeId id) {
   index_.Remove(id);
+  RemoveFromClass(id);
   int8_t k = hist_contrib_[id];
   if (k >= 0) {
     const NodeState& st = states_[id];
@@ -138,6 +283,7 @@ void ClusterState::Reindex(NodeId id) {
   st.max_partial = static_cast<int16_t>(partial);
   if (!st.indexed()) return;
   index_.Insert(id, st.model, whole, partial);
+  AddToClass(id);
   rack_hist_[st.rack][st.model].Add(whole);
   block_hist_[st.block][st.model].Add(whole);
   cluster_hist_[st.model].Add(whole);
@@ -252,6 +398,7 @@ absl::Status ClusterState::Assume(const MemberPlacement& m) {
   st.cpu_free -= m.cpu_milli;
   st.memory_free -= m.memory_mib;
   ++st.members;
+  if (int shape = GpuShapeOf(m.gpus); shape >= 0) ++st.shape_members[shape];
   Reindex(m.node);
   ++generation_;
   return absl::OkStatus();
@@ -266,6 +413,7 @@ void ClusterState::Forget(const MemberPlacement& m) {
   st.cpu_free += m.cpu_milli;
   st.memory_free += m.memory_mib;
   --st.members;
+  if (int shape = GpuShapeOf(m.gpus); shape >= 0) --st.shape_members[shape];
   if (st.present) Reindex(m.node);
   ++generation_;
 }
@@ -318,6 +466,11 @@ absl::Status ClusterState::CheckConsistency() const {
       return absl::InternalError(absl::StrCat("node ", nodes_[id].name, " whole_free stale"));
     }
     if (st.indexed()) {
+      int32_t c = node_class_[id];
+      if (c < 0 || !(class_key_[c] == KeyOf(id))) {
+        return absl::InternalError(
+            absl::StrCat("node ", nodes_[id].name, " in a stale equivalence class"));
+      }
       cluster[st.model].Add(whole);
       const auto& bucket = index_.whole_bucket(st.model, whole);
       if (std::find(bucket.begin(), bucket.end(), id) == bucket.end()) {

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "model/node.h"
 #include "model/resources.h"
 #include "sched/framework/capacity_index.h"
@@ -46,11 +47,54 @@ struct NodeState {
   int64_t cpu_free = 0;
   int64_t memory_free = 0;
   std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
+  // Members placed here by GPU shape (see GpuShapeOf): shared GPU, 1, 2, 4,
+  // 8 whole GPUs, any other count. CPU-only members are not counted.
+  std::array<int16_t, 6> shape_members{};
 
   bool healthy(int gpu) const { return (healthy_mask >> gpu) & 1u; }
+  // Bit s set when shape_members[s] > 0.
+  uint8_t shape_mask() const;
   // Indexed nodes are the ones new work may land on.
   bool indexed() const { return present && schedulable; }
   int64_t free_gpu_milli() const;
+};
+
+// GPU shape class of a member from its grants: 0 shared GPU, 1..4 for 1, 2,
+// 4, 8 whole GPUs, 5 any other count; -1 for a member without GPUs.
+int GpuShapeOf(absl::Span<const GpuGrant> grants);
+
+// Everything Filter and Score may read about an indexed node, less its
+// identity: nodes with equal keys are interchangeable for a scheduling
+// decision. GPU free shares are sorted when the node's GPUs are symmetric
+// (every pair joined by the same link class), since then no plugin can tell
+// the GPUs apart.
+struct NodeEquivalenceKey {
+  int32_t static_class = -1;  // identical spec: model, GPUs, topology, CPU, labels, taints, rack
+  int64_t cpu_free = 0;
+  int64_t memory_free = 0;
+  uint32_t healthy_mask = 0;
+  uint8_t shape_mask = 0;
+  std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
+
+  friend bool operator==(const NodeEquivalenceKey&, const NodeEquivalenceKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const NodeEquivalenceKey& k) {
+    return H::combine(std::move(h), k.static_class, k.cpu_free, k.memory_free, k.healthy_mask,
+                      k.shape_mask, k.free_milli);
+  }
+};
+
+// A live equivalence class at a glance (kept contiguous for fast scans).
+struct ClassInfo {
+  int32_t id = -1;          // class id
+  NodeId rep = kNoNode;     // a member node
+  NodeId min_id = kNoNode;  // the member with the lowest id
+  int32_t size = 0;         // member nodes
+  ModelId model = kNoModel;
+  int8_t num_gpus = 0;
+  int8_t whole_free = 0;
+  int16_t max_partial = 0;
+  int64_t cpu_free = 0;
 };
 
 class ClusterState {
@@ -115,6 +159,24 @@ class ClusterState {
   const Placement* FindPlacement(absl::string_view job_key) const;
   const absl::flat_hash_map<std::string, Placement>& bound() const { return bound_; }
 
+  // --- Equivalence classes ------------------------------------------------
+  // Indexed nodes grouped by NodeEquivalenceKey, maintained incrementally
+  // (O(1) per mutation). The runner may evaluate one node per class when a
+  // profile asks for it (Profile::dedupe_equivalent_nodes). Live classes are
+  // kept in two contiguous lists: those whose nodes have some free healthy
+  // GPU share, and the rest (only CPU-only members can use them).
+  absl::Span<const ClassInfo> class_infos(bool with_free_gpu) const {
+    return class_lists_[with_free_gpu ? 0 : 1].info;
+  }
+  int num_live_classes() const {
+    return static_cast<int>(class_lists_[0].ids.size() + class_lists_[1].ids.size());
+  }
+  const ClassInfo& class_info(int32_t c) const {
+    return class_lists_[class_list_[c]].info[class_pos_[c]];
+  }
+  const std::vector<NodeId>& class_nodes(int32_t c) const { return class_nodes_[c]; }
+  int32_t node_class(NodeId id) const { return node_class_[id]; }
+
   // Bumped on every mutation; lets callers cache derived views.
   uint64_t generation() const { return generation_; }
 
@@ -129,6 +191,9 @@ class ClusterState {
   void Reindex(NodeId id);
   void Unindex(NodeId id);
   void JobsOnNode(NodeId id, int gpu, std::vector<std::string>* out) const;
+  NodeEquivalenceKey KeyOf(NodeId id) const;
+  void AddToClass(NodeId id);
+  void RemoveFromClass(NodeId id);
 
   std::vector<model::Node> nodes_;
   std::vector<NodeState> states_;
@@ -153,6 +218,25 @@ class ClusterState {
   std::vector<int64_t> allocated_milli_;
   std::vector<int> max_node_gpus_;
   CapacityIndex index_;
+
+  // Static classes: nodes with identical specs.
+  absl::flat_hash_map<std::string, int32_t> static_class_ids_;
+  std::vector<int32_t> static_class_;   // per node
+  std::vector<bool> static_symmetric_;  // per static class
+  // Equivalence classes (see class_infos()).
+  absl::flat_hash_map<NodeEquivalenceKey, int32_t> class_by_key_;
+  std::vector<NodeEquivalenceKey> class_key_;
+  std::vector<std::vector<NodeId>> class_nodes_;
+  struct ClassList {
+    std::vector<int32_t> ids;
+    std::vector<ClassInfo> info;  // parallel to ids
+  };
+  ClassList class_lists_[2];        // [0]: some free GPU share; [1]: none
+  std::vector<int8_t> class_list_;  // per class id: which list
+  std::vector<int32_t> class_pos_;  // per class id: position in its list (-1: free id)
+  std::vector<int32_t> free_class_ids_;
+  std::vector<int32_t> node_class_;  // -1: in no class
+  std::vector<int32_t> node_class_pos_;
 
   absl::flat_hash_map<std::string, Placement> bound_;
   uint64_t generation_ = 0;

@@ -26,6 +26,21 @@ struct Profile {
   // Candidates come from the capacity index in best-fit (pack) or emptiest
   // (spread) order, so a small number keeps placement quality and speed.
   int32_t nodes_to_score = 8;
+  // With nodes_to_score == 0: evaluate Filter and Score once per equivalence
+  // class of nodes (ClusterState::class_infos) instead of once per node.
+  // Only for profiles whose Filter/Score plugins read nothing but the node's
+  // spec and NodeState (not its id); the runner falls back to per-node
+  // evaluation inside topology domains and for the second member of a gang.
+  bool dedupe_equivalent_nodes = false;
+  // How the runner picks among nodes with the best total score.
+  enum class TieBreak : uint8_t {
+    kFirstCandidate,  // first in candidate order (capacity-index order)
+    kRandom,          // uniformly at random, with the generator given to
+                      // Scheduler::SetRandom (first candidate without one)
+    kLowestNodeId,    // the node added to the ClusterState first: a fixed
+                      // node order, so ties keep filling the same nodes
+  };
+  TieBreak tie_break = TieBreak::kFirstCandidate;
   // Topology domains (racks, blocks) tried per gang before giving up.
   int32_t max_domains = 4;
 

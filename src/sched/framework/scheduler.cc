@@ -146,39 +146,154 @@ void Scheduler::ForEachCandidate(const JobContext& ctx, const model::ResourceReq
   }
 }
 
+void Scheduler::CollectClasses(const JobContext& ctx, const model::MemberGroup& g,
+                               std::map<std::string, int>* rejections, std::string* first_plugin,
+                               int64_t* evaluated) {
+  const model::ResourceRequest& req = g.resources;
+  // Members with GPUs only need the classes with free GPU share.
+  for (int list = 0; list < (req.gpus > 0 ? 1 : 2); ++list) {
+    for (const ClassInfo& info : state_->class_infos(/*with_free_gpu=*/list == 0)) {
+      // Like ForEachCandidate's capacity-index walk, classes whose nodes lack
+      // the GPUs (model, whole GPUs or a large enough share) are not
+      // candidates at all; Filter plugins decide on the rest.
+      if (req.gpus > 0) {
+        if (info.num_gpus == 0 || !ctx.AllowsModel(info.model)) continue;
+        if (req.fractional() ? (info.max_partial < req.gpu_milli && info.whole_free == 0)
+                             : info.whole_free < req.gpus) {
+          continue;
+        }
+      }
+      // Nor are nodes without the CPU (Assume would refuse them); when
+      // explaining a failure, the Filter plugins give every reason.
+      if (rejections == nullptr && req.cpu_milli > info.cpu_free) continue;
+      NodeId id = info.rep;
+      const NodeState& st = state_->state(id);
+      NodeView nv{id, state_->node(id), st};
+      ++*evaluated;
+      bool ok = true;
+      for (auto& [f, named] : filters_) {
+        PluginStatus s = f->Filter(cycle_, ctx, g, nv);
+        if (!s.ok()) {
+          if (rejections != nullptr) {
+            (*rejections)[s.reason()] += info.size;
+            if (first_plugin->empty()) *first_plugin = std::string(named.name);
+          }
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      feasible_.push_back(id);
+      class_weight_.push_back(info.size);
+    }
+  }
+}
+
+size_t Scheduler::PickBest(bool classes) {
+  using TieBreak = Profile::TieBreak;
+  TieBreak tb = profile_.tie_break;
+  if (tb == TieBreak::kRandom && rng_ == nullptr) tb = TieBreak::kFirstCandidate;
+  auto total = [&](size_t i) -> int64_t { return scorers_.empty() ? 0 : totals_[i]; };
+  // The lowest node id an entry stands for.
+  auto lowest = [&](size_t i) -> NodeId {
+    return classes ? state_->class_info(state_->node_class(feasible_[i])).min_id : feasible_[i];
+  };
+  size_t best = 0;
+  switch (tb) {
+    case TieBreak::kFirstCandidate:
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        if (total(i) > total(best)) best = i;
+      }
+      return best;
+    case TieBreak::kLowestNodeId: {
+      NodeId best_id = lowest(0);
+      for (size_t i = 1; i < feasible_.size(); ++i) {
+        if (total(i) < total(best)) continue;
+        NodeId id = lowest(i);
+        if (total(i) > total(best) || id < best_id) {
+          best = i;
+          best_id = id;
+        }
+      }
+      feasible_[best] = best_id;
+      return best;
+    }
+    case TieBreak::kRandom: {
+      // One draw over the tied entries, weighted by the nodes each stands
+      // for, so every tied node is equally likely.
+      int64_t tied = 0;
+      for (size_t i = 0; i < feasible_.size(); ++i) {
+        int64_t w = classes ? class_weight_[i] : 1;
+        if (total(i) > total(best)) {
+          best = i;
+          tied = w;
+        } else if (total(i) == total(best) && i > 0) {
+          tied += w;
+        } else if (i == 0) {
+          tied = w;
+        }
+      }
+      int64_t pick = std::uniform_int_distribution<int64_t>(0, tied - 1)(*rng_);
+      const int64_t top = total(best);
+      for (size_t i = 0; i < feasible_.size(); ++i) {
+        if (total(i) != top) continue;
+        int64_t w = classes ? class_weight_[i] : 1;
+        if (pick < w) {
+          best = i;
+          break;
+        }
+        pick -= w;
+      }
+      if (classes) {
+        const std::vector<NodeId>& m = state_->class_nodes(state_->node_class(feasible_[best]));
+        feasible_[best] = m[std::uniform_int_distribution<size_t>(0, m.size() - 1)(*rng_)];
+      }
+      return best;
+    }
+  }
+  return best;
+}
+
 bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::string* why,
                             std::string* why_plugin, int64_t* evaluated) {
   const model::MemberGroup& g = ctx.job->groups[group];
   const int limit = profile_.nodes_to_score;
   feasible_.clear();
+  class_weight_.clear();
   std::map<std::string, int> rejections;  // "reason" -> nodes; filled only on rejection
   std::string first_plugin;
   int64_t short_of_gpus = 0;  // domain nodes skipped by the index-level check
   const absl::Time filter_start = Now();
   const int64_t evaluated_before = *evaluated;
   const bool whole = g.resources.gpus > 0 && !g.resources.fractional();
-  ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
-    const NodeState& st = state_->state(id);
-    if (!st.indexed()) return true;
-    // The check the capacity index makes implicitly outside domains; here it
-    // saves running the filter chain on full nodes of a rack or block.
-    if (whole && st.whole_free < g.resources.gpus) {
-      ++short_of_gpus;
-      return true;
-    }
-    NodeView nv{id, state_->node(id), st};
-    ++*evaluated;
-    for (auto& [f, named] : filters_) {
-      PluginStatus s = f->Filter(cycle_, ctx, g, nv);
-      if (!s.ok()) {
-        ++rejections[s.reason()];
-        if (first_plugin.empty()) first_plugin = std::string(named.name);
+  const bool dedupe = profile_.dedupe_equivalent_nodes && limit == 0 &&
+                      ctx.domain.level == model::TopologyLevel::kNone && cycle_.placed().empty();
+  if (dedupe) {
+    CollectClasses(ctx, g, nullptr, &first_plugin, evaluated);
+  } else {
+    ForEachCandidate(ctx, g.resources, [&](NodeId id) -> bool {
+      const NodeState& st = state_->state(id);
+      if (!st.indexed()) return true;
+      // The check the capacity index makes implicitly outside domains; here it
+      // saves running the filter chain on full nodes of a rack or block.
+      if (whole && st.whole_free < g.resources.gpus) {
+        ++short_of_gpus;
         return true;
       }
-    }
-    feasible_.push_back(id);
-    return limit == 0 || static_cast<int>(feasible_.size()) < limit;
-  });
+      NodeView nv{id, state_->node(id), st};
+      ++*evaluated;
+      for (auto& [f, named] : filters_) {
+        PluginStatus s = f->Filter(cycle_, ctx, g, nv);
+        if (!s.ok()) {
+          ++rejections[s.reason()];
+          if (first_plugin.empty()) first_plugin = std::string(named.name);
+          return true;
+        }
+      }
+      feasible_.push_back(id);
+      return limit == 0 || static_cast<int>(feasible_.size()) < limit;
+    });
+  }
 
   filter_phase_.time += Now() - filter_start;
   filter_phase_.candidates += *evaluated - evaluated_before + short_of_gpus;
@@ -187,9 +302,8 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
   absl::InlinedVector<GpuGrant, 8> grants;
   while (!feasible_.empty()) {
     const absl::Time score_start = Now();
-    // Score the feasible nodes and pick the best (first in candidate order on ties).
-    size_t best = 0;
-    if (feasible_.size() > 1 && !scorers_.empty()) {
+    // Score the feasible nodes and pick the best (ties per profile).
+    if (!scorers_.empty() && (feasible_.size() > 1 || dedupe)) {
       totals_.assign(feasible_.size(), 0);
       for (auto& [sp, named] : scorers_) {
         plugin_scores_.resize(feasible_.size());
@@ -202,10 +316,8 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
         for (size_t i = 0; i < feasible_.size(); ++i)
           totals_[i] += plugin_scores_[i] * named.weight;
       }
-      for (size_t i = 1; i < feasible_.size(); ++i) {
-        if (totals_[i] > totals_[best]) best = i;
-      }
     }
+    size_t best = PickBest(dedupe);
     const absl::Time reserve_start = Now();
     score_phase_.time += reserve_start - score_start;
     score_phase_.candidates += static_cast<int64_t>(feasible_.size());
@@ -215,6 +327,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
     if (g.resources.gpus > 0 && !gpu_chooser_->ChooseGpus(ctx, g, nv, &grants)) {
       ++rejections["no suitable GPU set"];
       feasible_.erase(feasible_.begin() + best);
+      if (dedupe) class_weight_.erase(class_weight_.begin() + best);
       continue;
     }
     MemberPlacement mp;
@@ -229,6 +342,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
       // A Filter/GpuChooser bug: never over-allocate; treat as not fitting.
       ++rejections[std::string(as.message())];
       feasible_.erase(feasible_.begin() + best);
+      if (dedupe) class_weight_.erase(class_weight_.begin() + best);
       continue;
     }
     cycle_.mutable_placed().push_back(std::move(mp));
@@ -248,6 +362,15 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
     reserve_phase_.time += Now() - reserve_start;
     ++reserve_phase_.feasible;
     return true;
+  }
+  if (dedupe && rejections.empty()) {
+    // The fast path skipped the tally; redo the filter pass to explain.
+    feasible_.clear();
+    class_weight_.clear();
+    int64_t ignored = 0;
+    CollectClasses(ctx, g, &rejections, &first_plugin, &ignored);
+    feasible_.clear();
+    class_weight_.clear();
   }
   // Explain, Kubernetes style: "0/N nodes fit: 5 reason-a; 3 reason-b".
   if (short_of_gpus > 0) rejections["Insufficient GPUs"] += short_of_gpus;

@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,10 @@ class Scheduler {
   // Releases a bound job; its resources return to the pool.
   absl::Status Release(absl::string_view job_key);
 
+  // Injects the generator used for random tie-breaking (borrowed; must
+  // outlive the scheduler; null restores first-candidate ties).
+  void SetRandom(std::mt19937_64* rng) { rng_ = rng; }
+
   const QueueSortPlugin& queue_sort() const { return *queue_sort_; }
   ClusterState& state() { return *state_; }
   const ClusterState& state() const { return *state_; }
@@ -99,6 +105,18 @@ class Scheduler {
   bool PlaceMember(const JobContext& ctx, int group, int member, std::string* why,
                    std::string* why_plugin, int64_t* evaluated);
   void Rollback(const JobContext& ctx);
+  // Gathers the feasible equivalence classes into feasible_ (one
+  // representative node each) and their sizes into class_weight_.
+  // With `rejections` null, rejected classes are only skipped (the fast
+  // path); otherwise they are tallied by reason (to explain a failure).
+  void CollectClasses(const JobContext& ctx, const model::MemberGroup& g,
+                      std::map<std::string, int>* rejections, std::string* first_plugin,
+                      int64_t* evaluated);
+  // Index into feasible_ of the best total score; ties per profile. In
+  // dedupe mode (`classes`), entries stand for classes: ties weigh each by
+  // its size, and the chosen entry is replaced by the node of its class the
+  // tie-break prefers.
+  size_t PickBest(bool classes);
   template <typename Visit>
   void ForEachCandidate(const JobContext& ctx, const model::ResourceRequest& req, Visit&& visit);
 
@@ -137,6 +155,8 @@ class Scheduler {
   std::vector<NodeId> feasible_;
   std::vector<int64_t> totals_;
   std::vector<int64_t> plugin_scores_;
+  std::vector<int64_t> class_weight_;  // dedupe mode: nodes per feasible_ entry
+  std::mt19937_64* rng_ = nullptr;
 };
 
 }  // namespace tessera::sched

@@ -1,0 +1,133 @@
+#include "sim/pack/pack_sim.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "sim/pack/report.h"
+
+namespace tessera::sim::pack {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<model::Node> SmallCluster() {
+  std::vector<model::Node> nodes;
+  for (int i = 0; i < 6; ++i) {
+    nodes.push_back(
+        trace::ToNode({absl::StrCat("n", i), 32000, 131072, i % 2 ? 8 : 2, i % 2 ? "G2" : "T4"}));
+  }
+  nodes.push_back(trace::ToNode({"cpu", 64000, 131072, 0, ""}));
+  return nodes;
+}
+
+PackTrace SmallTrace() {
+  PackTrace t;
+  t.name = "small";
+  int milli[] = {1000, 500, 250, 810, 1000, 1000};
+  for (int i = 0; i < 30; ++i) {
+    trace::OpenbPod p;
+    p.name = absl::StrCat("p", i);
+    p.cpu_milli = 1000 + (i % 4) * 1000;
+    p.memory_mib = 1024;
+    p.num_gpu = i % 10 == 9 ? 0 : (i % 10 == 8 ? 2 : 1);
+    p.gpu_milli = p.num_gpu == 2 ? 1000 : (p.num_gpu == 0 ? 0 : milli[i % 6]);
+    if (i % 7 == 0 && p.num_gpu > 0) p.gpu_spec = "T4";
+    t.pods.push_back(p);
+  }
+  return t;
+}
+
+TEST(PackSimTest, ParseSeeds) {
+  EXPECT_EQ(*ParseSeeds("42-44"), (std::vector<uint64_t>{42, 43, 44}));
+  EXPECT_EQ(*ParseSeeds("1,5,7-8"), (std::vector<uint64_t>{1, 5, 7, 8}));
+  for (const char* bad : {"", "x", "5-3", "4-"}) {
+    auto r = ParseSeeds(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("--seeds")) << bad;
+  }
+}
+
+TEST(PackSimTest, SmallRunFollowsTheProtocol) {
+  PackConfig cfg;
+  cfg.policies = {"random", "fgd", "tessera"};
+  cfg.seeds = {1, 2};
+  cfg.inflate = 1.3;
+  cfg.threads = 2;
+  auto runs = RunPackSweep(SmallCluster(), {SmallTrace()}, cfg);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 6u);
+  const double cap = 3 * 2 + 3 * 8;
+  for (const PackRunResult& r : *runs) {
+    EXPECT_GE(r.pods, 30);
+    EXPECT_GT(r.failed, 0);  // inflated past capacity
+    EXPECT_LE(r.arrived_pct, 130.0 + 1e-9);
+    EXPECT_GT(r.arrived_pct, 100.0);
+    for (int k = 0; k <= kMaxArrivalPct; ++k) {
+      EXPECT_GE(r.alloc_pct[k], 0);
+      EXPECT_LE(r.alloc_pct[k], 100.0);
+      if (k > 0) {
+        EXPECT_GE(r.alloc_pct[k], r.alloc_pct[k - 1]);  // nothing leaves
+      }
+    }
+    EXPECT_LE(r.alloc_pct[kMaxArrivalPct], r.arrived_pct + 1e-9);  // never more than arrived
+    EXPECT_NEAR(r.unallocated_gpus, cap * (1 - r.alloc_pct[kMaxArrivalPct] / 100), 1e-6);
+  }
+  // Same seed, same result.
+  auto again = RunPack(SmallCluster(), SmallTrace(), "fgd", 1, cfg);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->alloc_pct, (*runs)[2].alloc_pct);
+
+  std::vector<PackSummary> sums = Summarize(*runs);
+  ASSERT_EQ(sums.size(), 3u);
+  EXPECT_EQ(sums[1].policy, "fgd");
+  EXPECT_EQ(sums[1].runs, 2);
+  auto j = nlohmann::json::parse(FormatJson(sums, 1.0));
+  EXPECT_TRUE(j.contains("fgd"));
+  EXPECT_TRUE(j["tessera"].contains("alloc_pct_at_130"));
+  EXPECT_THAT(FormatSvg(sums), HasSubstr("<svg"));
+  EXPECT_THAT(FormatSvg(sums), HasSubstr("polyline"));
+  EXPECT_THAT(FormatRunsCsv(*runs), HasSubstr("trace,policy,seed"));
+  EXPECT_THAT(FormatTable(sums, 1.0), HasSubstr("tessera"));
+}
+
+TEST(PackSimTest, RejectsBadInput) {
+  PackConfig cfg;
+  auto r = RunPack(SmallCluster(), SmallTrace(), "worst-fit", 1, cfg);
+  EXPECT_FALSE(r.ok());
+  PackTrace empty{"empty", {}};
+  EXPECT_FALSE(RunPack(SmallCluster(), empty, "fgd", 1, cfg).ok());
+}
+
+// A small run on the real openb trace: one seed, two policies.
+TEST(PackSimTest, SharedTraceDefault) {
+  const char* shared = std::getenv("TESSERA_SHARED_DIR");
+  std::string dir = shared ? std::string(shared) + "/traces/alibaba-gpu-v2023" : "";
+  if (dir.empty() || !std::filesystem::exists(dir + "/csv/openb_pod_list_default.csv")) {
+    GTEST_SKIP() << "openb trace not found: set TESSERA_SHARED_DIR to the folder holding "
+                    "traces/alibaba-gpu-v2023";
+  }
+  auto node_rows = trace::LoadOpenbNodes(dir + "/csv/openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(node_rows.ok()) << node_rows.status();
+  ASSERT_EQ(node_rows->size(), 1213u);
+  std::vector<model::Node> nodes;
+  for (const auto& n : *node_rows) nodes.push_back(trace::ToNode(n));
+  auto pods = trace::LoadOpenbPods(dir + "/csv/openb_pod_list_default.csv");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 8152u);
+  PackConfig cfg;
+  PackTrace t{"default", std::move(*pods)};
+  auto fgd = RunPack(nodes, t, "fgd", 42, cfg);
+  auto tes = RunPack(nodes, t, "tessera", 42, cfg);
+  ASSERT_TRUE(fgd.ok() && tes.ok());
+  // The authors' mean for FGD at 130% is 95.39; one seed lands near it.
+  EXPECT_NEAR(fgd->alloc_pct[130], 95.39, 1.0);
+  EXPECT_GT(tes->alloc_pct[130], fgd->alloc_pct[130]);
+}
+
+}  // namespace
+}  // namespace tessera::sim::pack
