@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/sched_bench.h"
+#include "cli/cli_commands.h"
 #include "server/server_command.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
   tessera::server::RegisterServerCommands(app);
+  tessera::cli::RegisterCliCommands(app);
   (void)sim;
   CLI11_PARSE(app, argc, argv);
   return 0;
