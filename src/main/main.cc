@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "bench/sched_bench.h"
 #include "cli/cli_commands.h"
+#include "controller/restart_bench.h"
 #include "server/server_command.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
+  tessera::controller::RegisterRestartBenchCommands(*bench);
   tessera::server::RegisterServerCommands(app);
   tessera::cli::RegisterCliCommands(app);
   (void)sim;
