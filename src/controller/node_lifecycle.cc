@@ -110,8 +110,20 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       // The scheduler has no in-place node update: the gangs on the node are
       // requeued (a NoExecute taint, i.e. drain, wants exactly that) and the
       // node is re-added.
-      EvictNode(rec.id, "Preempted",
-                {"NodeChanged", absl::StrCat("node ", rec.name, " was reconfigured"), true});
+      // A NoExecute taint the node did not have before is a drain.
+      std::string drain;
+      for (const model::Taint& t : node->taints) {
+        if (t.effect != model::TaintEffect::kNoExecute) continue;
+        const auto& old = cluster_->node(rec.id).taints;
+        if (std::find(old.begin(), old.end(), t) == old.end()) drain = t.key;
+      }
+      EvictNode(
+          rec.id, "Preempted",
+          drain.empty()
+              ? Change{"NodeChanged", absl::StrCat("node ", rec.name, " was reconfigured"), true}
+              : Change{"NodeDrained",
+                       absl::StrCat("node ", rec.name, " drained (NoExecute taint ", drain, ")"),
+                       true});
       std::vector<std::string> released;
       (void)cluster_->RemoveNode(rec.name, &released);
       for (const std::string& k : released) {

@@ -57,9 +57,6 @@ absl::Status Populate(store::Store& s, const RestartBenchFlags& f, int* per_job)
       if (absl::Status st = flush(); !st.ok()) return st;
     }
   }
-  const int64_t total = int64_t{f.nodes} * f.gpus_per_node;
-  *per_job = static_cast<int>(std::max<int64_t>(1, total / std::max(1, f.jobs)));
-  *per_job = std::min(*per_job, f.gpus_per_node);
   const int per_node = f.gpus_per_node / *per_job;
   for (int j = 0; j < f.jobs; ++j) {
     const int node = j / std::max(1, per_node);
@@ -106,7 +103,9 @@ int Run(const RestartBenchFlags& f) {
     }
     dir = tmpl;
   }
-  int per_job = 0;
+  const int64_t total = int64_t{f.nodes} * f.gpus_per_node;
+  int per_job = static_cast<int>(std::max<int64_t>(1, total / std::max(1, f.jobs)));
+  per_job = std::min(per_job, f.gpus_per_node);
   absl::Duration populate;
   {
     absl::StatusOr<std::unique_ptr<store::SqliteStore>> db = store::SqliteStore::Open(dir, {});
