@@ -35,7 +35,9 @@ class CliProcessTest : public ::testing::Test {
   }
 
   void StartServer() {
-    int port = server_.Start({"--data-dir", dir_ + "/data"});
+    std::vector<std::string> args = {"--data-dir", dir_ + "/data"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    int port = server_.Start(args);
     ASSERT_GT(port, 0) << server_.error();
     url_ = "http://127.0.0.1:" + std::to_string(port);
     setenv("TESSERA_SERVER", url_.c_str(), 1);
@@ -79,6 +81,7 @@ class CliProcessTest : public ::testing::Test {
   }
 
   std::string dir_, url_;
+  std::vector<std::string> extra_args_;
   ServerProcess server_;
 };
 
@@ -193,6 +196,29 @@ TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("\"llm-7b\" deleted"), std::string::npos) << r.out;
   EXPECT_EQ(Run("get jobs -o name").out, "");
+}
+
+TEST_F(CliProcessTest, SilentNodeGoesNotReadyAndItsGangIsRequeued) {
+  // A server with a 1 s heartbeat grace and a 1 s eviction delay.
+  server_.Kill(SIGKILL);
+  extra_args_ = {"--node-grace-seconds", "1", "--eviction-seconds", "1"};
+  dir_ = MakeTempDir("tessera_cli_grace");
+  StartServer();
+  Result r =
+      Run("apply -f - <<'EOF'\n"
+          "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: lonely}\n"
+          "spec: {gpuType: H100, gpuCount: 8}\n---\n"
+          "kind: TrainingJob\napiVersion: tessera.dev/v1\nmetadata: {name: j}\n"
+          "spec: {groups: [{name: w, count: 1, gpusPerReplica: 8}]}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json job = WaitFor("jobs", "j",
+                     [](const Json& j) { return j["status"].value("phase", "") == "NodeLost"; });
+  EXPECT_FALSE(job["status"].contains("placement"));
+  EXPECT_NE(Run("get nodes lonely").out.find("NotReady"), std::string::npos);
+  r = Run("describe job j");
+  EXPECT_NE(r.out.find("NodeLost"), std::string::npos) << r.out;
+  r = Run("describe node lonely");
+  EXPECT_NE(r.out.find("NodeNotReady"), std::string::npos) << r.out;
 }
 
 }  // namespace

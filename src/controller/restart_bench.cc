@@ -103,8 +103,8 @@ int Run(const RestartBenchFlags& f) {
     }
     dir = tmpl;
   }
-  const int64_t total = int64_t{f.nodes} * f.gpus_per_node;
-  int per_job = static_cast<int>(std::max<int64_t>(1, total / std::max(1, f.jobs)));
+  const int64_t fleet_gpus = int64_t{f.nodes} * f.gpus_per_node;
+  int per_job = static_cast<int>(std::max<int64_t>(1, fleet_gpus / std::max(1, f.jobs)));
   per_job = std::min(per_job, f.gpus_per_node);
   absl::Duration populate;
   {
