@@ -399,7 +399,14 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
         {"PlacementLost", absl::StrCat("stored placement no longer holds: ", s.message()), true});
     return;
   }
-  if (rec.phase == "Pending") {
+  if (obj["spec"].is_object() && obj["spec"].value("suspend", false)) {
+    // Suspended jobs are not queued; clearing spec.suspend admits them.
+    if (rec.phase != "Suspended") {
+      (void)SetJobPhase(rec, "Suspended", {"Suspended", "spec.suspend is true"}, true);
+    }
+    return;
+  }
+  if (rec.phase == "Pending" || rec.phase == "Suspended") {
     std::string msg =
         absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
     if (absl::Status s = SetJobPhase(rec, "Admitted", {"Admitted", msg}, false); !s.ok()) {
@@ -464,6 +471,14 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
   if (spec != rec.spec_dump && !rec.bound) {
     if (rec.job) queue_->Remove(rec.job->key());
     Admit(rec, obj, false);
+  } else if (spec != rec.spec_dump && obj["spec"].is_object() &&
+             obj["spec"].value("suspend", false)) {
+    // Suspending a bound job unbinds it (store first, then memory) and keeps
+    // it out of the queue. Other spec changes of a bound job wait for a requeue.
+    rec.spec_dump = spec;
+    if (Requeue(rec, "Suspended", {"Suspended", "spec.suspend is true"}).ok() && rec.job) {
+      queue_->Remove(rec.job->key());
+    }
   }
 }
 

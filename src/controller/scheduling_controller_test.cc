@@ -308,6 +308,25 @@ TEST_F(ControllerTest, BindingIsCompareAndSwapOnTheJobRevision) {
   EXPECT_EQ(BoundGpus(), 2);
 }
 
+TEST_F(ControllerTest, SuspendUnbindsAndResumeRequeues) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8, {{"suspend", true}});
+  AddJob("b", 1, 8);
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Suspended");
+  EXPECT_EQ(Job("b")["status"]["phase"], "Scheduled");
+  Modify("trainingjobs", "team-a", "b", [](Json& o) { o["spec"]["suspend"] = true; });
+  Step();
+  Json b = Job("b");
+  EXPECT_EQ(b["status"]["phase"], "Suspended");
+  EXPECT_FALSE(b["status"].contains("placement"));
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["spec"]["suspend"] = false; });
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(Job("b")["status"]["phase"], "Suspended");
+  EXPECT_EQ(BoundGpus(), 8);
+}
+
 TEST_F(ControllerTest, InferenceServiceSpreadsReplicas) {
   for (int i = 0; i < 3; ++i) AddNode("gpu-" + std::to_string(i), 8);
   Create(
