@@ -7,6 +7,8 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/sched_bench.h"
+#include "cli/cli_commands.h"
+#include "controller/restart_bench.h"
 #include "server/server_command.h"
 #include "agent/agent_command.h"
 #include "deviceplugin/deviceplugin_command.h"
@@ -24,12 +26,14 @@ int main(int argc, char** argv) {
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
+  tessera::controller::RegisterRestartBenchCommands(*bench);
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
   (void)bench;
   tessera::sim::replay::RegisterSimReplayCommands(*sim);
   tessera::bench::RegisterBenchPreemptCommands(*bench);
+  tessera::cli::RegisterCliCommands(app);
   (void)sim;
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   CLI11_PARSE(app, argc, argv);
