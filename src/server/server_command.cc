@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "common/clock.h"
+#include "controller/scheduling_controller.h"
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "store/metered_store.h"
@@ -23,6 +24,9 @@ struct ServerFlags {
   std::string tokens_file;
   int64_t retain_revisions = 100000;
   int threads = 128;
+  bool scheduler = true;
+  double node_grace_s = 40;
+  double eviction_s = 300;
 };
 
 int RunServer(const ServerFlags& f) {
@@ -77,6 +81,23 @@ int RunServer(const ServerFlags& f) {
   std::cout << "listening on " << host << ":" << *bound << " (revision "
             << metered.CurrentRevision() << ", opened in "
             << absl::ToDoubleMilliseconds(absl::Now() - t0) << " ms)" << std::endl;
+  // The scheduling controller runs in-process on the same store (see
+  // docs/control-plane.md); it lists and rebuilds state on its own thread.
+  std::unique_ptr<controller::SchedulingController> ctl;
+  if (f.scheduler) {
+    controller::ControllerOptions co;
+    co.node_grace = absl::Seconds(f.node_grace_s);
+    co.eviction_delay = absl::Seconds(f.eviction_s);
+    absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
+        controller::SchedulingController::Create(metered, clock, co);
+    if (!c.ok()) {
+      std::cerr << "tessera server: " << c.status().message() << "\n";
+      server.Stop();
+      return 1;
+    }
+    ctl = *std::move(c);
+    ctl->RunInBackground();
+  }
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -86,6 +107,7 @@ int RunServer(const ServerFlags& f) {
   // Wake the waiter if the server stopped by itself.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
+  if (ctl) ctl->Stop();
   std::cerr << "tessera server: stopped\n";
   return 0;
 }
@@ -102,6 +124,11 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--retain-revisions", flags->retain_revisions,
                   "Watch history kept, in revisions (older: 410 Gone)");
   cmd->add_option("--threads", flags->threads, "Request threads (each open watch holds one)");
+  cmd->add_flag("!--no-scheduler", flags->scheduler, "Serve the API only; do not schedule");
+  cmd->add_option("--node-grace-seconds", flags->node_grace_s,
+                  "A node without a heartbeat this long turns NotReady (0: never)");
+  cmd->add_option("--eviction-seconds", flags->eviction_s,
+                  "A NotReady node loses its gangs after this long");
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -18,8 +18,8 @@ Schema Metadata() {
   });
 }
 
-Schema Status(const std::vector<std::string>& phases) {
-  return S::Object({
+Schema Status(const std::vector<std::string>& phases, std::vector<Schema::Field> extra = {}) {
+  std::vector<Schema::Field> fields = {
       Optional("phase", S::String().OneOf(phases)),
       Optional("message", S::String().MaxLength(4096)),
       Optional("conditions",
@@ -32,17 +32,20 @@ Schema Status(const std::vector<std::string>& phases) {
                }))),
       // Free-form progress fields written by controllers and agents.
       Optional("observed", S::Map(S::String())),
-  });
+  };
+  for (Schema::Field& f : extra) fields.push_back(std::move(f));
+  return S::Object(std::move(fields));
 }
 
 KindInfo Make(std::string kind, std::string plural, bool namespaced,
-              std::vector<std::string> phases, Schema spec) {
+              std::vector<std::string> phases, Schema spec,
+              std::vector<Schema::Field> extra_status = {}) {
   Schema object = S::Object({
       Required("apiVersion", S::String().OneOf({kApiVersion})),
       Required("kind", S::String().OneOf({kind})),
       Required("metadata", Metadata()),
       Required("spec", std::move(spec)),
-      Optional("status", Status(phases)),
+      Optional("status", Status(phases, std::move(extra_status))),
   });
   return KindInfo{std::move(kind), std::move(plural), namespaced, std::move(phases),
                   std::move(object)};
@@ -55,53 +58,124 @@ Schema Resources() {
   });
 }
 
+// Scheduling fields shared by TrainingJob and InferenceService (see
+// docs/api.md, "Scheduling"); src/controller/job_codec.cc maps them onto
+// model::Job.
+void AddSchedulingFields(std::vector<Schema::Field>& f) {
+  f.push_back(Optional("priority", S::Int()));
+  f.push_back(Optional("gang", S::Object({
+                                   Optional("minMember", S::Int().Min(0)),
+                                   Optional("timeoutSeconds", S::Int().Min(0)),
+                               })));
+  f.push_back(Optional("placement", S::String().OneOf({"Pack", "Spread"})));
+  f.push_back(
+      Optional("topology", S::Object({
+                               Required("level", S::String().OneOf({"node", "rack", "block"})),
+                               Optional("required", S::Bool()),
+                           })));
+  f.push_back(Optional("gpuModels", S::Array(S::String().MaxLength(63))));
+  f.push_back(Optional("nodeSelector", S::Map(S::String().MaxLength(63))));
+  f.push_back(Optional(
+      "tolerations",
+      S::Array(S::Object({
+          Optional("key", S::String().MaxLength(253)),
+          Optional("operator", S::String().OneOf({"Equal", "Exists"})),
+          Optional("value", S::String().MaxLength(63)),
+          Optional("effect", S::String().OneOf({"NoSchedule", "PreferNoSchedule", "NoExecute"})),
+      }))));
+}
+
+// Status written by the scheduling controller: the binding and its fencing
+// generation (bumped on every placement), and where the job resumes from.
+std::vector<Schema::Field> JobStatusFields() {
+  return {
+      Optional("generation", S::Int().Min(0)),
+      Optional("placement", S::Array(S::Object({
+                                Required("group", S::String()),
+                                Required("member", S::Int().Min(0)),
+                                Required("node", S::String()),
+                                Required("gpus", S::Array(S::Int().Min(0))),
+                                Optional("gpuMilli", S::Int().Min(0)),
+                                Optional("cpuMilli", S::Int().Min(0)),
+                                Optional("memoryMiB", S::Int().Min(0)),
+                                Optional("generation", S::Int().Min(0)),
+                            }))),
+      Optional("attempts", S::Int().Min(0)),
+      Optional("priority", S::Int()),
+      Optional("scheduledTime", S::String()),
+      Optional("resumeFrom", S::Object({
+                                 Optional("checkpoint", S::String()),
+                                 Optional("step", S::Int().Min(0)),
+                                 Optional("path", S::String()),
+                             })),
+  };
+}
+
+Schema Taints() {
+  return S::Array(S::Object({
+      Required("key", S::String().MaxLength(253)),
+      Optional("value", S::String().MaxLength(63)),
+      Required("effect", S::String().OneOf({"NoSchedule", "PreferNoSchedule", "NoExecute"})),
+  }));
+}
+
 std::vector<KindInfo> BuildKinds() {
   std::vector<KindInfo> kinds;
-  const std::vector<std::string> job_phases = {"Pending",   "Queued", "Running",  "Suspended",
-                                               "Succeeded", "Failed", "Preempted"};
-  kinds.push_back(
-      Make("TrainingJob", "trainingjobs", true, job_phases,
-           S::Object({
-               Optional("queue", S::String().DnsLabel()),
-               Optional("priorityClassName", S::String().DnsLabel()),
-               Optional("image", S::String().MaxLength(1024)),
-               Optional("command", S::Array(S::String())),
-               Required("groups", S::Array(S::Object({
-                                               Required("name", S::String().DnsLabel()),
-                                               Required("count", S::Int().Positive()),
-                                               Required("gpusPerReplica", S::Int().Min(0)),
-                                               Optional("gpuType", S::String().MaxLength(63)),
-                                               Optional("resources", Resources()),
-                                           }))
-                                      .MinItems(1)),
-               Optional("elastic", S::Object({
-                                       Required("minReplicas", S::Int().Positive()),
-                                       Required("maxReplicas", S::Int().Positive()),
-                                   })),
-               Optional("maxRuntimeSeconds", S::Int().Positive()),
-               Optional("checkpoint", S::Object({
-                                          Optional("intervalSeconds", S::Int().Positive()),
-                                          Optional("path", S::String().MaxLength(1024)),
-                                      })),
-               Optional("suspend", S::Bool()),
-           })));
+  const std::vector<std::string> job_phases = {"Pending",   "Admitted",  "Queued",    "Scheduled",
+                                               "Running",   "Suspended", "Succeeded", "Failed",
+                                               "Preempted", "NodeLost"};
+  std::vector<Schema::Field> training = {
+      Optional("queue", S::String().DnsLabel()),
+      Optional("priorityClassName", S::String().DnsLabel()),
+      Optional("image", S::String().MaxLength(1024)),
+      Optional("command", S::Array(S::String())),
+      Required("groups", S::Array(S::Object({
+                                      Required("name", S::String().DnsLabel()),
+                                      Required("count", S::Int().Positive()),
+                                      Required("gpusPerReplica", S::Int().Min(0)),
+                                      Optional("gpuMilli", S::Int().Positive()),
+                                      Optional("gpuMemoryMiB", S::Int().Min(0)),
+                                      Optional("gpuType", S::String().MaxLength(63)),
+                                      Optional("resources", Resources()),
+                                  }))
+                             .MinItems(1)),
+      Optional("elastic", S::Object({
+                              Required("minReplicas", S::Int().Positive()),
+                              Required("maxReplicas", S::Int().Positive()),
+                          })),
+      Optional("maxRuntimeSeconds", S::Int().Positive()),
+      Optional("checkpoint", S::Object({
+                                 Optional("intervalSeconds", S::Int().Positive()),
+                                 Optional("path", S::String().MaxLength(1024)),
+                             })),
+      Optional("suspend", S::Bool()),
+  };
+  AddSchedulingFields(training);
+  kinds.push_back(Make("TrainingJob", "trainingjobs", true, job_phases,
+                       S::Object(std::move(training)), JobStatusFields()));
+  std::vector<Schema::Field> inference = {
+      Required("modelVersion", S::String().DnsLabel()),
+      Optional("queue", S::String().DnsLabel()),
+      Optional("priorityClassName", S::String().DnsLabel()),
+      Required("replicas", S::Object({
+                               Required("min", S::Int().Min(0)),
+                               Required("max", S::Int().Positive()),
+                           })),
+      Required("gpusPerReplica", S::Int().Positive()),
+      Optional("gpuMilli", S::Int().Positive()),
+      Optional("gpuMemoryMiB", S::Int().Min(0)),
+      Optional("gpuType", S::String().MaxLength(63)),
+      Optional("resources", Resources()),
+      Optional("slo", S::Object({
+                          Optional("p99LatencyMs", S::Number().Positive()),
+                          Optional("minThroughputRps", S::Number().Positive()),
+                      })),
+  };
+  AddSchedulingFields(inference);
   kinds.push_back(Make("InferenceService", "inferenceservices", true,
-                       {"Pending", "Deploying", "Ready", "Degraded", "Failed"},
-                       S::Object({
-                           Required("modelVersion", S::String().DnsLabel()),
-                           Optional("queue", S::String().DnsLabel()),
-                           Optional("priorityClassName", S::String().DnsLabel()),
-                           Required("replicas", S::Object({
-                                                    Required("min", S::Int().Min(0)),
-                                                    Required("max", S::Int().Positive()),
-                                                })),
-                           Required("gpusPerReplica", S::Int().Positive()),
-                           Optional("gpuType", S::String().MaxLength(63)),
-                           Optional("slo", S::Object({
-                                               Optional("p99LatencyMs", S::Number().Positive()),
-                                               Optional("minThroughputRps", S::Number().Positive()),
-                                           })),
-                       })));
+                       {"Pending", "Admitted", "Scheduled", "Deploying", "Running", "Ready",
+                        "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed"},
+                       S::Object(std::move(inference)), JobStatusFields()));
   kinds.push_back(Make("GPUPool", "gpupools", true, {"Pending", "Ready", "Draining"},
                        S::Object({
                            Required("gpuType", S::String().MaxLength(63)),
@@ -138,13 +212,60 @@ std::vector<KindInfo> BuildKinds() {
                Optional("preemptionPolicy", S::String().OneOf({"PreemptLowerPriority", "Never"})),
                Optional("description", S::String().MaxLength(1024)),
            })));
-  kinds.push_back(Make("Node", "nodes", false, {"Unknown", "Ready", "NotReady"},
+  // A node is described either by gpuType + gpuCount (+ layout) or by an
+  // explicit gpus[] list (+ links matrix); src/controller/node_codec.cc
+  // checks that exactly one is used.
+  kinds.push_back(
+      Make("Node", "nodes", false, {"Unknown", "Ready", "NotReady"},
+           S::Object({
+               Optional("gpuType", S::String().MaxLength(63)),
+               Optional("gpuCount", S::Int().Min(0)),
+               Optional("gpuMemoryMiB", S::Int().Min(0)),
+               Optional("gpus", S::Array(S::Object({
+                                    Required("index", S::Int().Min(0)),
+                                    Optional("uuid", S::String().MaxLength(128)),
+                                    Required("model", S::String().MaxLength(63)),
+                                    Optional("memoryMiB", S::Int().Min(0)),
+                                }))),
+               Optional("layout",
+                        S::String().OneOf({"nvswitch", "nvlink-pairs", "nvlink-quads", "pcie"})),
+               // links[a][b]: X, NVSWITCH, NVLINK, PIX, PHB or SYS (nvidia-smi topo -m).
+               Optional("links", S::Array(S::Array(S::String().OneOf(
+                                     {"X", "NVSWITCH", "NVLINK", "PIX", "PHB", "SYS"})))),
+               Optional("nvlinkDomains", S::Array(S::Int().Min(-1))),
+               Optional("rack", S::String().MaxLength(63)),
+               Optional("block", S::String().MaxLength(63)),
+               Optional("cpuMilli", S::Int().Min(0)),
+               Optional("memoryMiB", S::Int().Min(0)),
+               Optional("taints", Taints()),
+               Optional("pool", S::String().DnsLabel()),
+               Optional("unschedulable", S::Bool()),
+               Optional("topology", S::Map(S::String().MaxLength(63))),
+           }),
+           {
+               // Written by the node's agent with every heartbeat.
+               Optional("lastHeartbeatTime", S::String()),
+               Optional("gpus", S::Array(S::Object({
+                                    Required("index", S::Int().Min(0)),
+                                    Required("health", S::String().OneOf({"Healthy", "Unhealthy"})),
+                                    Optional("message", S::String().MaxLength(1024)),
+                                }))),
+           }));
+  // One transition of an object's lifecycle, written by the controller in the
+  // same transaction as the transition itself.
+  kinds.push_back(Make("Event", "events", true, {"Recorded"},
                        S::Object({
-                           Required("gpuType", S::String().MaxLength(63)),
-                           Required("gpuCount", S::Int().Min(0)),
-                           Optional("pool", S::String().DnsLabel()),
-                           Optional("unschedulable", S::Bool()),
-                           Optional("topology", S::Map(S::String().MaxLength(63))),
+                           Required("involvedObject", S::Object({
+                                                          Required("kind", S::String()),
+                                                          Required("name", S::String()),
+                                                          Optional("namespace", S::String()),
+                                                          Optional("uid", S::String()),
+                                                      })),
+                           Required("reason", S::String().MaxLength(128)),
+                           Optional("message", S::String().MaxLength(4096)),
+                           Optional("type", S::String().OneOf({"Normal", "Warning"})),
+                           Optional("eventTime", S::String()),
+                           Optional("generation", S::Int().Min(0)),
                        })));
   return kinds;
 }

@@ -1,0 +1,939 @@
+#include "controller/scheduling_controller.h"
+
+#include <algorithm>
+#include <iostream>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "controller/job_codec.h"
+#include "controller/node_codec.h"
+#include "sched/plugins/default_registry.h"
+
+namespace tessera::controller {
+
+struct SchedulingController::JobRec {
+  std::string key;  // store key
+  std::string kind;
+  std::string ns;
+  std::string name;
+  std::shared_ptr<const model::Job> job;  // null: not schedulable (invalid or blocked)
+  std::string spec_dump;
+  std::string phase;
+  int64_t revision = 0;  // last revision of the object this controller has accounted for
+  int64_t generation = 0;
+  int64_t attempts = 0;
+  bool bound = false;
+  bool blocked = false;  // waits for a PriorityClass
+  absl::Time queued_since;
+  std::string last_message;
+};
+
+struct SchedulingController::NodeRec {
+  std::string name;
+  sched::NodeId id = sched::kNoNode;
+  int64_t revision = 0;
+  std::string spec_dump;  // spec without `unschedulable`, plus labels
+  bool ready = true;
+  bool cordoned = false;
+  std::string heartbeat;
+  absl::Time last_seen;
+  absl::Time not_ready_since;
+  bool evicted = false;
+  uint32_t unhealthy = 0;
+};
+
+namespace {
+
+bool Terminal(absl::string_view phase) { return phase == "Succeeded" || phase == "Failed"; }
+
+bool BoundPhase(absl::string_view phase) {
+  return phase == "Scheduled" || phase == "Running" || phase == "Deploying" || phase == "Ready" ||
+         phase == "Degraded";
+}
+
+std::string Str(const Json& o, const char* key, const std::string& def = "") {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_string()) return def;
+  return it->get<std::string>();
+}
+
+int64_t IntOr(const Json& o, const char* key, int64_t def) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number_integer()) return def;
+  return it->get<int64_t>();
+}
+
+Json& StatusOf(Json& obj) {
+  if (!obj.contains("status") || !obj["status"].is_object()) obj["status"] = Json::object();
+  return obj["status"];
+}
+
+const Json& StatusOf(const Json& obj) {
+  static const Json* const kEmpty = new Json(Json::object());
+  auto it = obj.find("status");
+  return it != obj.end() && it->is_object() ? *it : *kEmpty;
+}
+
+void SetCondition(Json& status, const std::string& type, const std::string& value,
+                  const std::string& reason, const std::string& message, absl::Time now) {
+  Json& conds = status["conditions"];
+  if (!conds.is_array()) conds = Json::array();
+  for (Json& c : conds) {
+    if (c.is_object() && Str(c, "type") == type) {
+      if (Str(c, "status") != value) c["lastTransitionTime"] = Timestamp(now);
+      c["status"] = value;
+      c["reason"] = reason;
+      c["message"] = message.substr(0, 4096);
+      return;
+    }
+  }
+  conds.push_back({{"type", type},
+                   {"status", value},
+                   {"reason", reason},
+                   {"message", message.substr(0, 4096)},
+                   {"lastTransitionTime", Timestamp(now)}});
+}
+
+// The condition a job phase sets: (type, status).
+std::pair<std::string, std::string> PhaseCondition(absl::string_view phase) {
+  if (phase == "Admitted") return {"Admitted", "True"};
+  if (BoundPhase(phase)) return {"Scheduled", "True"};
+  if (phase == "Succeeded") return {"Succeeded", "True"};
+  if (phase == "Failed") return {"Failed", "True"};
+  return {"Scheduled", "False"};
+}
+
+std::string SpecDumpOfNode(const Json& obj) {
+  Json spec = obj.contains("spec") ? obj["spec"] : Json::object();
+  if (spec.is_object()) spec.erase("unschedulable");
+  Json labels = obj["metadata"].contains("labels") ? obj["metadata"]["labels"] : Json();
+  return spec.dump() + "|" + labels.dump();
+}
+
+}  // namespace
+
+SchedulingController::SchedulingController(store::Store& store, Clock& clock,
+                                           ControllerOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {}
+
+SchedulingController::~SchedulingController() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<SchedulingController>> SchedulingController::Create(
+    store::Store& store, Clock& clock, ControllerOptions options) {
+  RETURN_IF_ERROR(sched::ValidateProfile(options.profile, sched::DefaultRegistry()));
+  std::unique_ptr<SchedulingController> c(
+      new SchedulingController(store, clock, std::move(options)));
+  c->Reset();
+  if (c->scheduler_ == nullptr) return absl::InternalError("cannot build the scheduler");
+  return c;
+}
+
+void SchedulingController::Reset() {
+  queue_.reset();
+  scheduler_.reset();
+  cluster_ = std::make_unique<sched::ClusterState>();
+  absl::StatusOr<std::unique_ptr<sched::Scheduler>> s =
+      sched::Scheduler::Create(options_.profile, sched::DefaultRegistry(), cluster_.get());
+  if (s.ok()) {
+    scheduler_ = *std::move(s);
+    queue_ = std::make_unique<sched::SchedulingQueue>(&scheduler_->queue_sort());
+  }
+  jobs_.clear();
+  by_sched_key_.clear();
+  nodes_.clear();
+  priority_classes_.clear();
+  revision_ = 0;
+  started_ = false;
+}
+
+absl::Status SchedulingController::ListPrefix(const char* prefix, int64_t* revision,
+                                              std::vector<store::KeyValue>* out) {
+  store::ListOptions opts;
+  opts.limit = options_.page;
+  while (true) {
+    ASSIGN_OR_RETURN(store::ListResult page, store_.List(prefix, opts));
+    *revision = std::min(*revision, page.revision);
+    for (store::KeyValue& kv : page.kvs) out->push_back(std::move(kv));
+    if (!page.more) return absl::OkStatus();
+    opts.continue_after = page.next_key;
+  }
+}
+
+absl::Status SchedulingController::Start() {
+  const absl::Time t0 = absl::Now();
+  Reset();
+  int64_t rev = std::numeric_limits<int64_t>::max();
+  std::vector<store::KeyValue> kvs;
+  RETURN_IF_ERROR(ListPrefix(kPriorityClassesPrefix, &rev, &kvs));
+  for (const store::KeyValue& kv : kvs) {
+    if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) OnPriorityClass(*obj, false);
+  }
+  kvs.clear();
+  RETURN_IF_ERROR(ListPrefix(kNodesPrefix, &rev, &kvs));
+  for (const store::KeyValue& kv : kvs) {
+    if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) {
+      OnNodePut(kv.key, *obj, kv.mod_revision, /*at_start=*/true);
+    }
+  }
+  kvs.clear();
+  RETURN_IF_ERROR(ListPrefix(kTrainingJobsPrefix, &rev, &kvs));
+  RETURN_IF_ERROR(ListPrefix(kInferenceServicesPrefix, &rev, &kvs));
+  started_ = true;
+  revision_ = rev == std::numeric_limits<int64_t>::max() ? 0 : rev;
+  for (const store::KeyValue& kv : kvs) {
+    if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) {
+      OnJobPut(kv.key, *obj, kv.mod_revision, /*at_start=*/true);
+    }
+  }
+  stats_.start_time = absl::Now() - t0;
+  return absl::OkStatus();
+}
+
+absl::Status SchedulingController::Step() {
+  if (!started_) RETURN_IF_ERROR(Start());
+  while (true) {
+    absl::StatusOr<store::EventsResult> evs = store_.Events("/registry/", revision_, options_.page);
+    if (absl::IsOutOfRange(evs.status())) {
+      std::cerr << "controller: history compacted past revision " << revision_ << "; re-listing\n";
+      RETURN_IF_ERROR(Start());
+      continue;
+    }
+    if (!evs.ok()) return evs.status();
+    for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
+    revision_ = evs->revision;
+    if (evs->events.empty()) break;
+  }
+  NodeTimers();
+  RunCycles();
+  ++stats_.steps;
+  return absl::OkStatus();
+}
+
+absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
+  const std::string& key = e.kv.key;
+  const bool del = e.type == store::Event::Type::kDelete;
+  const bool is_job =
+      absl::StartsWith(key, kTrainingJobsPrefix) || absl::StartsWith(key, kInferenceServicesPrefix);
+  const bool is_node = absl::StartsWith(key, kNodesPrefix);
+  const bool is_pc = absl::StartsWith(key, kPriorityClassesPrefix);
+  if (!is_job && !is_node && !is_pc) return absl::OkStatus();
+  if (del) {
+    if (is_job) OnJobDelete(key);
+    if (is_node) OnNodeDelete(key);
+    if (is_pc) {
+      if (absl::StatusOr<Json> obj = ParseStored(e.kv.value); obj.ok()) OnPriorityClass(*obj, true);
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Json> obj = ParseStored(e.kv.value);
+  if (!obj.ok()) {
+    std::cerr << "controller: " << key << ": " << obj.status().message() << "\n";
+    return absl::OkStatus();
+  }
+  if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
+  if (is_node) OnNodePut(key, *obj, e.kv.mod_revision, false);
+  if (is_pc) OnPriorityClass(*obj, false);
+  return absl::OkStatus();
+}
+
+// --- Writes -------------------------------------------------------------
+
+Json SchedulingController::EventObject(const Json& obj, int64_t base, const Change& why) const {
+  const Json& meta = obj["metadata"];
+  std::string name = Str(meta, "name");
+  std::string ns = Str(meta, "namespace", "default");
+  std::string prefix = name.substr(0, 40);
+  while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
+  Json involved = {{"kind", Str(obj, "kind")}, {"name", name}};
+  if (meta.contains("namespace")) involved["namespace"] = ns;
+  if (meta.contains("uid") && meta["uid"].is_string()) involved["uid"] = meta["uid"];
+  const std::string now = Timestamp(clock_.Now());
+  Json ev = {
+      {"apiVersion", kApiVersion},
+      {"kind", "Event"},
+      {"metadata",
+       {{"name", absl::StrCat(prefix, "-", absl::Hex(base), "-", absl::Hex(event_seq_ & 0xfff))},
+        {"namespace", ns},
+        {"creationTimestamp", now},
+        {"labels",
+         {{"involved-kind", absl::AsciiStrToLower(Str(obj, "kind"))},
+          {"involved-name", name.substr(0, 63)}}}}},
+      {"spec",
+       {{"involvedObject", involved},
+        {"reason", why.reason},
+        {"message", why.message.substr(0, 4096)},
+        {"type", why.warning ? "Warning" : "Normal"},
+        {"eventTime", now}}},
+      {"status", {{"phase", "Recorded"}}}};
+  return ev;
+}
+
+void SchedulingController::RecordEvent(const Json& obj, int64_t rev, const Change& why) {
+  ++event_seq_;
+  Json ev = EventObject(obj, rev, why);
+  std::string key =
+      ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name"));
+  absl::StatusOr<int64_t> r = store_.Put(key, ToStoredValue(ev));
+  if (!r.ok()) std::cerr << "controller: event " << key << ": " << r.status().message() << "\n";
+}
+
+absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int64_t expected,
+                                                     const std::function<bool(Json&)>& mutate,
+                                                     const Change& event, int64_t* base) {
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(store::KeyValue kv, store_.Get(key));
+    if (expected > 0 && kv.mod_revision != expected) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(key, " changed: revision ", kv.mod_revision, ", decided on ", expected));
+    }
+    ASSIGN_OR_RETURN(Json obj, ParseStored(kv.value));
+    if (!mutate(obj)) return absl::CancelledError(absl::StrCat(key, ": update abandoned"));
+    std::vector<store::Op> ops;
+    ops.push_back(store::Op::Put(key, ToStoredValue(obj), kv.mod_revision));
+    if (event.record && !event.reason.empty()) {
+      ++event_seq_;
+      Json ev = EventObject(obj, kv.mod_revision, event);
+      ops.push_back(store::Op::Put(
+          ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
+          ToStoredValue(ev)));
+    }
+    absl::StatusOr<int64_t> rev = store_.Txn(ops);
+    if (rev.ok()) {
+      *base = kv.mod_revision;
+      return rev;
+    }
+    if (!absl::IsFailedPrecondition(rev.status()) || expected > 0 || attempt >= 5) {
+      return rev.status();
+    }
+  }
+}
+
+absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& phase,
+                                               const Change& why, bool clear_placement) {
+  const absl::Time now = clock_.Now();
+  int64_t base = 0;
+  absl::StatusOr<int64_t> rev = Update(
+      rec.key, -1,
+      [&](Json& obj) {
+        Json& st = StatusOf(obj);
+        std::string cur = Str(st, "phase");
+        if (Terminal(cur) && cur != phase) return false;
+        st["phase"] = phase;
+        st["message"] = why.message.substr(0, 4096);
+        auto [type, value] = PhaseCondition(phase);
+        SetCondition(st, type, value, why.reason, why.message, now);
+        if (clear_placement) st.erase("placement");
+        return true;
+      },
+      why, &base);
+  if (!rev.ok()) return rev.status();
+  rec.phase = phase;
+  rec.last_message = why.message;
+  if (base == rec.revision) rec.revision = *rev;
+  return absl::OkStatus();
+}
+
+Json SchedulingController::ResumePoint(const JobRec& rec) {
+  int64_t rev = std::numeric_limits<int64_t>::max();
+  std::vector<store::KeyValue> kvs;
+  if (!ListPrefix(absl::StrCat(kCheckpointsPrefix, rec.ns, "/").c_str(), &rev, &kvs).ok()) {
+    return Json();
+  }
+  Json best;
+  int64_t best_step = -1;
+  for (const store::KeyValue& kv : kvs) {
+    absl::StatusOr<Json> cp = ParseStored(kv.value);
+    if (!cp.ok() || !cp->contains("spec")) continue;
+    const Json& spec = (*cp)["spec"];
+    if (Str(spec, "jobName") != rec.name || Str(StatusOf(*cp), "phase") != "Ready") continue;
+    int64_t step = IntOr(spec, "step", 0);
+    if (step > best_step) {
+      best_step = step;
+      best = {{"checkpoint", Str((*cp)["metadata"], "name")},
+              {"step", step},
+              {"path", Str(spec, "path")}};
+    }
+  }
+  return best;
+}
+
+absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase,
+                                           const Change& why_in) {
+  const absl::Time now = clock_.Now();
+  Json resume = rec.kind == "TrainingJob" ? ResumePoint(rec) : Json();
+  Change why = why_in;
+  if (resume.is_object()) {
+    absl::StrAppend(&why.message, "; will resume from checkpoint ", Str(resume, "checkpoint"),
+                    " (step ", IntOr(resume, "step", 0), ")");
+  }
+  bool terminal = false;
+  int64_t base = 0;
+  absl::StatusOr<int64_t> rev = Update(
+      rec.key, -1,
+      [&](Json& obj) {
+        Json& st = StatusOf(obj);
+        if (Terminal(Str(st, "phase"))) {
+          terminal = true;
+          return false;
+        }
+        st["phase"] = phase;
+        st["message"] = why.message.substr(0, 4096);
+        st.erase("placement");
+        if (resume.is_object()) st["resumeFrom"] = resume;
+        SetCondition(st, "Scheduled", "False", why.reason, why.message, now);
+        return true;
+      },
+      why, &base);
+  if (!rev.ok() && !terminal) return rev.status();
+  if (rec.bound) {
+    (void)scheduler_->Release(rec.job->key());
+    rec.bound = false;
+    queue_->MoveAllToActive();
+  }
+  if (terminal) return absl::OkStatus();
+  rec.phase = phase;
+  rec.last_message = why.message;
+  if (base == rec.revision) rec.revision = *rev;
+  rec.queued_since = now;
+  if (rec.job) queue_->Add(rec.job);
+  ++stats_.requeued;
+  return absl::OkStatus();
+}
+
+void SchedulingController::EvictNode(sched::NodeId id, const std::string& phase, const Change& why,
+                                     const std::function<bool(const JobRec&)>& pick) {
+  std::vector<std::string> keys;
+  for (const auto& [key, p] : cluster_->bound()) {
+    for (const sched::MemberPlacement& m : p.members) {
+      if (m.node == id) {
+        keys.push_back(key);
+        break;
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());  // deterministic order
+  for (const std::string& k : keys) {
+    JobRec* rec = JobBySchedKey(k);
+    if (rec == nullptr || (pick && !pick(*rec))) continue;
+    if (absl::Status s = Requeue(*rec, phase, why); !s.ok()) {
+      std::cerr << "controller: requeue " << rec->key << ": " << s.message() << "\n";
+    }
+  }
+}
+
+SchedulingController::JobRec* SchedulingController::JobBySchedKey(const std::string& k) {
+  auto it = by_sched_key_.find(k);
+  return it == by_sched_key_.end() ? nullptr : it->second;
+}
+
+// --- Priority classes -----------------------------------------------------
+
+void SchedulingController::OnPriorityClass(const Json& obj, bool deleted) {
+  std::string name = Str(obj["metadata"], "name");
+  if (deleted) {
+    priority_classes_.erase(name);
+    return;
+  }
+  if (obj.contains("spec")) {
+    priority_classes_[name] = static_cast<int32_t>(IntOr(obj["spec"], "value", 0));
+  }
+  if (!started_) return;
+  // Jobs that waited for this class may be admitted now.
+  std::vector<JobRec*> blocked;
+  for (auto& [k, rec] : jobs_) {
+    if (rec->blocked) blocked.push_back(rec.get());
+  }
+  for (JobRec* rec : blocked) {
+    absl::StatusOr<store::KeyValue> kv = store_.Get(rec->key);
+    if (!kv.ok()) continue;
+    absl::StatusOr<Json> o = ParseStored(kv->value);
+    if (!o.ok()) continue;
+    rec->revision = kv->mod_revision;
+    Admit(*rec, *o, false);
+  }
+}
+
+// --- Jobs -----------------------------------------------------------------
+
+void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
+  const Json& meta = obj["metadata"];
+  const Json& st = StatusOf(obj);
+  rec.kind = Str(obj, "kind");
+  rec.ns = Str(meta, "namespace", "default");
+  rec.name = Str(meta, "name");
+  rec.phase = Str(st, "phase", "Pending");
+  rec.spec_dump = obj.contains("spec") ? obj["spec"].dump() : "";
+  rec.generation = IntOr(st, "generation", 0);
+  rec.attempts = IntOr(st, "attempts", 0);
+  rec.last_message = Str(st, "message");
+  rec.blocked = false;
+  if (Terminal(rec.phase)) return;
+  absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {
+    auto it = priority_classes_.find(pc);
+    return it == priority_classes_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+  });
+  if (absl::IsNotFound(job.status())) {
+    rec.blocked = true;
+    std::string msg = absl::StrCat("waiting: ", job.status().message());
+    if (msg != rec.last_message) {
+      (void)SetJobPhase(rec, rec.phase, {"UnknownPriorityClass", msg, true, false}, false);
+    }
+    return;
+  }
+  if (!job.ok()) {
+    (void)SetJobPhase(rec, "Failed",
+                      {"InvalidSpec", std::string(job.status().message()), true, true}, true);
+    return;
+  }
+  if (rec.job) by_sched_key_.erase(rec.job->key());
+  rec.job = std::make_shared<const model::Job>(*std::move(job));
+  by_sched_key_[rec.job->key()] = &rec;
+  rec.queued_since = clock_.Now();
+  if (BoundPhase(rec.phase) && StatusOf(obj).contains("placement")) {
+    absl::StatusOr<sched::Placement> p = PlacementFromJson(st["placement"], *rec.job, *cluster_);
+    absl::Status s = p.status();
+    std::vector<const sched::MemberPlacement*> assumed;
+    if (p.ok()) {
+      for (const sched::MemberPlacement& m : p->members) {
+        s = cluster_->Assume(m);
+        if (!s.ok()) break;
+        assumed.push_back(&m);
+      }
+      if (s.ok()) s = cluster_->Bind(*p);
+      if (!s.ok()) {
+        for (const sched::MemberPlacement* m : assumed) cluster_->Forget(*m);
+      }
+    }
+    if (s.ok()) {
+      rec.bound = true;
+      ++stats_.restored;
+      return;
+    }
+    (void)Requeue(
+        rec, "NodeLost",
+        {"PlacementLost", absl::StrCat("stored placement no longer holds: ", s.message()), true});
+    return;
+  }
+  if (rec.phase == "Pending") {
+    std::string msg =
+        absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
+    if (absl::Status s = SetJobPhase(rec, "Admitted", {"Admitted", msg}, false); !s.ok()) {
+      std::cerr << "controller: admit " << rec.key << ": " << s.message() << "\n";
+    }
+  }
+  (void)at_start;
+  queue_->Add(rec.job);
+}
+
+void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int64_t rev,
+                                    bool at_start) {
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) {
+    auto rec = std::make_unique<JobRec>();
+    rec->key = key;
+    rec->revision = rev;
+    JobRec& r = *rec;
+    jobs_.emplace(key, std::move(rec));
+    Admit(r, obj, at_start);
+    return;
+  }
+  JobRec& rec = *it->second;
+  if (rev <= rec.revision) return;
+  rec.revision = rev;
+  const std::string phase = Str(StatusOf(obj), "phase", "Pending");
+  if (Terminal(phase)) {
+    if (!Terminal(rec.phase)) {
+      // Reported by an agent or a user: the gang's resources come back.
+      if (rec.job) {
+        queue_->Remove(rec.job->key());
+        if (rec.bound) {
+          (void)scheduler_->Release(rec.job->key());
+          rec.bound = false;
+          queue_->MoveAllToActive();
+        }
+      }
+      rec.phase = phase;
+      // The binding ends with the job: clear status.placement (so the store
+      // never shows a GPU bound to two live-looking jobs) and record why.
+      const Change why{phase, absl::StrCat("job ", phase == "Succeeded" ? "succeeded" : "failed",
+                                           ": ", Str(StatusOf(obj), "message"))};
+      int64_t base = 0;
+      absl::StatusOr<int64_t> w = Update(
+          key, -1,
+          [](Json& o) {
+            Json& st = StatusOf(o);
+            if (!Terminal(Str(st, "phase"))) return false;
+            st.erase("placement");
+            return true;
+          },
+          why, &base);
+      if (w.ok() && base == rec.revision) rec.revision = *w;
+    }
+    return;
+  }
+  if (phase == "Running" && rec.phase != "Running" && rec.bound) {
+    RecordEvent(obj, rev, {"Started", "every member reported running"});
+  }
+  rec.phase = phase;
+  const std::string spec = obj.contains("spec") ? obj["spec"].dump() : "";
+  if (spec != rec.spec_dump && !rec.bound) {
+    if (rec.job) queue_->Remove(rec.job->key());
+    Admit(rec, obj, false);
+  }
+}
+
+void SchedulingController::OnJobDelete(const std::string& key) {
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  JobRec& rec = *it->second;
+  if (rec.job) {
+    queue_->Remove(rec.job->key());
+    if (rec.bound) {
+      (void)scheduler_->Release(rec.job->key());
+      queue_->MoveAllToActive();
+    }
+    by_sched_key_.erase(rec.job->key());
+  }
+  jobs_.erase(it);
+}
+
+// --- Nodes ----------------------------------------------------------------
+
+void SchedulingController::OnNodePut(const std::string& key, const Json& obj, int64_t rev,
+                                     bool at_start) {
+  const absl::Time now = clock_.Now();
+  const Json& st = StatusOf(obj);
+  auto it = nodes_.find(key);
+  if (it == nodes_.end()) {
+    absl::StatusOr<model::Node> node = NodeFromObject(obj);
+    auto rec = std::make_unique<NodeRec>();
+    rec->name = Str(obj["metadata"], "name");
+    rec->revision = rev;
+    rec->spec_dump = SpecDumpOfNode(obj);
+    rec->heartbeat = Str(st, "lastHeartbeatTime");
+    rec->last_seen = now;
+    rec->not_ready_since = now;
+    rec->unhealthy = UnhealthyMask(obj);
+    if (!node.ok()) {
+      std::cerr << "controller: node " << rec->name << ": " << node.status().message() << "\n";
+      nodes_.emplace(key, std::move(rec));
+      return;
+    }
+    rec->cordoned = node->unschedulable;
+    absl::StatusOr<sched::NodeId> id = cluster_->AddNode(*node);
+    if (!id.ok()) {
+      std::cerr << "controller: node " << rec->name << ": " << id.status().message() << "\n";
+      nodes_.emplace(key, std::move(rec));
+      return;
+    }
+    rec->id = *id;
+    NodeRec& r = *rec;
+    nodes_.emplace(key, std::move(rec));
+    const std::string phase = Str(st, "phase", "Unknown");
+    if (at_start) {
+      // Heartbeat clocks restart with the controller: no node is declared
+      // NotReady (or evicted) early because the server was down.
+      r.ready = phase != "NotReady";
+    } else {
+      r.ready = true;
+      if (phase != "Ready") {
+        int64_t base = 0;
+        absl::StatusOr<int64_t> w = Update(
+            key, -1,
+            [&](Json& o) {
+              Json& s = StatusOf(o);
+              s["phase"] = "Ready";
+              SetCondition(s, "Ready", "True", "Registered", "node registered", now);
+              return true;
+            },
+            {"Registered", absl::StrCat("node registered with ", node->gpus.size(), " ",
+                                        node->gpu_model(), " GPUs in rack ", node->rack)},
+            &base);
+        if (w.ok() && base == r.revision) r.revision = *w;
+      }
+    }
+    if (!r.ready) (void)cluster_->SetSchedulable(r.id, false);
+    queue_->MoveAllToActive();
+    return;
+  }
+  NodeRec& rec = *it->second;
+  if (rev <= rec.revision) return;
+  rec.revision = rev;
+  if (rec.id == sched::kNoNode) {  // was invalid: try again as a new node
+    nodes_.erase(it);
+    OnNodePut(key, obj, rev, at_start);
+    return;
+  }
+  const std::string dump = SpecDumpOfNode(obj);
+  if (dump != rec.spec_dump) {
+    absl::StatusOr<model::Node> node = NodeFromObject(obj);
+    if (!node.ok()) {
+      std::cerr << "controller: node " << rec.name << " update ignored: " << node.status().message()
+                << "\n";
+    } else {
+      // The scheduler has no in-place node update: the gangs on the node are
+      // requeued (a NoExecute taint, i.e. drain, wants exactly that) and the
+      // node is re-added.
+      EvictNode(rec.id, "Preempted",
+                {"NodeChanged", absl::StrCat("node ", rec.name, " was reconfigured"), true});
+      std::vector<std::string> released;
+      (void)cluster_->RemoveNode(rec.name, &released);
+      for (const std::string& k : released) {
+        if (JobRec* j = JobBySchedKey(k)) {
+          j->bound = false;
+          queue_->Add(j->job);
+        }
+      }
+      rec.spec_dump = dump;
+      rec.cordoned = node->unschedulable;
+      absl::StatusOr<sched::NodeId> id = cluster_->AddNode(*node);
+      rec.id = id.ok() ? *id : sched::kNoNode;
+      rec.unhealthy = UnhealthyMask(obj);
+      if (id.ok() && !rec.ready) (void)cluster_->SetSchedulable(rec.id, false);
+      queue_->MoveAllToActive();
+      RecordEvent(obj, rev, {"NodeChanged", "node spec changed; gangs on it were requeued"});
+    }
+  }
+  if (rec.id == sched::kNoNode) return;
+  auto us = obj["spec"].find("unschedulable");
+  const bool cordon = us != obj["spec"].end() && us->is_boolean() && us->get<bool>();
+  if (cordon != rec.cordoned) {
+    rec.cordoned = cordon;
+    (void)cluster_->SetSchedulable(rec.id, !cordon && rec.ready);
+    if (!cordon) queue_->MoveAllToActive();
+    RecordEvent(obj, rev,
+                {cordon ? "Cordoned" : "Uncordoned",
+                 cordon ? "node marked unschedulable" : "node schedulable again"});
+  }
+  const std::string hb = Str(st, "lastHeartbeatTime");
+  if (!hb.empty() && hb != rec.heartbeat) {
+    rec.heartbeat = hb;
+    rec.last_seen = now;
+    if (!rec.ready) {
+      rec.ready = true;
+      rec.evicted = false;
+      (void)cluster_->SetSchedulable(rec.id, !rec.cordoned);
+      queue_->MoveAllToActive();
+      int64_t base = 0;
+      absl::StatusOr<int64_t> w = Update(
+          key, -1,
+          [&](Json& o) {
+            Json& s = StatusOf(o);
+            s["phase"] = "Ready";
+            SetCondition(s, "Ready", "True", "HeartbeatResumed", "heartbeats resumed", now);
+            return true;
+          },
+          {"NodeReady", "heartbeats resumed"}, &base);
+      if (w.ok() && base == rec.revision) rec.revision = *w;
+    }
+  }
+  const uint32_t mask = UnhealthyMask(obj);
+  if (mask != rec.unhealthy) {
+    std::vector<std::string> affected;
+    bool healed = false;
+    const uint32_t changed = mask ^ rec.unhealthy;
+    const int n = static_cast<int>(cluster_->node(rec.id).gpus.size());
+    for (int g = 0; g < n; ++g) {
+      if (((changed >> g) & 1u) == 0) continue;
+      const bool now_bad = ((mask >> g) & 1u) != 0;
+      if (!now_bad) healed = true;
+      (void)cluster_->SetGpuHealth(rec.id, g, !now_bad, now_bad ? &affected : nullptr);
+      if (now_bad) {
+        RecordEvent(obj, rev, {"GpuUnhealthy", absl::StrCat("GPU ", g, " turned unhealthy"), true});
+      }
+    }
+    rec.unhealthy = mask;
+    std::sort(affected.begin(), affected.end());
+    affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+    for (const std::string& k : affected) {
+      if (JobRec* j = JobBySchedKey(k); j != nullptr && j->bound) {
+        (void)Requeue(
+            *j, "NodeLost",
+            {"GpuUnhealthy", absl::StrCat("a GPU of node ", rec.name, " turned unhealthy"), true});
+      }
+    }
+    if (healed) queue_->MoveAllToActive();
+  }
+}
+
+void SchedulingController::OnNodeDelete(const std::string& key) {
+  auto it = nodes_.find(key);
+  if (it == nodes_.end()) return;
+  NodeRec& rec = *it->second;
+  if (rec.id != sched::kNoNode) {
+    EvictNode(rec.id, "NodeLost",
+              {"NodeDeleted", absl::StrCat("node ", rec.name, " was deleted"), true});
+    std::vector<std::string> released;
+    (void)cluster_->RemoveNode(rec.name, &released);
+    for (const std::string& k : released) {
+      if (JobRec* j = JobBySchedKey(k)) {
+        j->bound = false;
+        queue_->Add(j->job);
+      }
+    }
+  }
+  nodes_.erase(it);
+}
+
+void SchedulingController::NodeTimers() {
+  if (options_.node_grace <= absl::ZeroDuration()) return;
+  const absl::Time now = clock_.Now();
+  std::vector<std::pair<std::string, NodeRec*>> due;
+  for (auto& [key, rec] : nodes_) {
+    if (rec->id == sched::kNoNode) continue;
+    if ((rec->ready && now - rec->last_seen > options_.node_grace) ||
+        (!rec->ready && !rec->evicted && now - rec->not_ready_since >= options_.eviction_delay)) {
+      due.emplace_back(key, rec.get());
+    }
+  }
+  std::sort(due.begin(), due.end());
+  for (auto& [key, rec] : due) {
+    if (rec->ready) {
+      rec->ready = false;
+      rec->evicted = false;
+      rec->not_ready_since = now;
+      (void)cluster_->SetSchedulable(rec->id, false);
+      const std::string msg =
+          absl::StrCat("no heartbeat for ", absl::FormatDuration(now - rec->last_seen));
+      int64_t base = 0;
+      absl::StatusOr<int64_t> w = Update(
+          key, -1,
+          [&](Json& o) {
+            Json& s = StatusOf(o);
+            s["phase"] = "NotReady";
+            SetCondition(s, "Ready", "False", "NodeStatusUnknown", msg, now);
+            return true;
+          },
+          {"NodeNotReady", msg, true}, &base);
+      if (w.ok() && base == rec->revision) rec->revision = *w;
+      if (options_.eviction_delay > absl::ZeroDuration()) continue;
+    }
+    EvictNode(rec->id, "NodeLost",
+              {"NodeLost",
+               absl::StrCat("node ", rec->name, " NotReady for ",
+                            absl::FormatDuration(now - rec->not_ready_since)),
+               true});
+    rec->evicted = true;
+  }
+}
+
+// --- Scheduling -----------------------------------------------------------
+
+void SchedulingController::RunCycles() {
+  const absl::Time now = clock_.Now();
+  for (int i = 0; i < options_.max_cycles_per_step; ++i) {
+    std::optional<sched::QueuedJob> qj = queue_->Pop(now);
+    if (!qj) break;
+    JobRec* rec = JobBySchedKey(qj->job->key());
+    if (rec == nullptr || rec->bound || Terminal(rec->phase) || rec->job != qj->job) continue;
+    const model::Job& job = *rec->job;
+    if (job.gang.timeout > absl::ZeroDuration() && now - rec->queued_since > job.gang.timeout) {
+      (void)SetJobPhase(
+          *rec, "Failed",
+          {"GangTimeout",
+           absl::StrCat("gang not placed within ", absl::FormatDuration(job.gang.timeout), ": ",
+                        qj->last_reason),
+           true},
+          true);
+      continue;
+    }
+    ++stats_.cycles;
+    sched::ScheduleResult r = scheduler_->Schedule(job);
+    if (r.placed()) {
+      const int64_t gen = rec->generation + 1;
+      Json placement = PlacementToJson(r.placement, job, *cluster_, gen);
+      std::vector<std::string> nodes;
+      for (const sched::MemberPlacement& m : r.placement.members) {
+        nodes.push_back(cluster_->node(m.node).name);
+      }
+      std::sort(nodes.begin(), nodes.end());
+      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      const std::string msg =
+          absl::StrCat("bound ", r.placement.members.size(), " members to ", nodes.size(),
+                       " node(s): ", absl::StrJoin(nodes, ", "), " (generation ", gen, ")");
+      int64_t base = 0;
+      absl::StatusOr<int64_t> rev = Update(
+          rec->key, rec->revision,
+          [&](Json& obj) {
+            Json& st = StatusOf(obj);
+            if (Terminal(Str(st, "phase"))) return false;
+            st["phase"] = "Scheduled";
+            st["placement"] = placement;
+            st["generation"] = gen;
+            st["attempts"] = rec->attempts + 1;
+            st["priority"] = job.priority;
+            st["scheduledTime"] = Timestamp(now);
+            st["message"] = msg;
+            SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
+            return true;
+          },
+          {"Scheduled", msg}, &base);
+      if (rev.ok()) {
+        rec->bound = true;
+        rec->generation = gen;
+        ++rec->attempts;
+        rec->phase = "Scheduled";
+        rec->last_message = msg;
+        rec->revision = *rev;
+        ++stats_.bound;
+      } else {
+        // Memory must never hold less than the store: undo, retry later.
+        (void)scheduler_->Release(job.key());
+        ++stats_.bind_conflicts;
+        queue_->Requeue(*std::move(qj), now,
+                        absl::StrCat("binding not written: ", rev.status().message()));
+      }
+      continue;
+    }
+    for (const std::string& v : r.victims) {
+      if (JobRec* victim = JobBySchedKey(v); victim != nullptr && victim->bound) {
+        (void)Requeue(
+            *victim, "Preempted",
+            {"Preempted",
+             absl::StrCat("preempted by ", job.key(), " (priority ", job.priority, ")"), true});
+      }
+    }
+    std::string reason = r.reason.empty() ? "no placement found" : r.reason;
+    const std::string msg = absl::StrCat("waiting: ", reason);
+    queue_->Requeue(*std::move(qj), now, reason);
+    if (msg != rec->last_message) {
+      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false);
+    }
+  }
+}
+
+// --- Background loop ------------------------------------------------------
+
+void SchedulingController::RunInBackground() {
+  stop_ = false;
+  thread_ = std::thread([this] {
+    bool announced = false;
+    while (!stop_) {
+      absl::Status s = Step();
+      if (!s.ok()) {
+        std::cerr << "controller: " << s.message() << "\n";
+        absl::SleepFor(options_.tick);
+        continue;
+      }
+      if (!announced) {
+        announced = true;
+        std::cerr << "controller: resumed at revision " << revision_ << " with "
+                  << cluster_->num_nodes() << " nodes, " << jobs_.size() << " jobs, "
+                  << stats_.restored << " placements restored in "
+                  << absl::ToDoubleMilliseconds(stats_.start_time) << " ms" << std::endl;
+      }
+      (void)store_.WaitForRevision(revision_ + 1, absl::Now() + options_.tick);
+    }
+  });
+}
+
+void SchedulingController::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace tessera::controller

@@ -1,0 +1,171 @@
+// SchedulingController: runs inside `tessera server` and makes the stored
+// objects come true: it schedules TrainingJobs and InferenceServices onto
+// Nodes with the real sched::Scheduler and SchedulingQueue, and drives the
+// job and node lifecycles.
+//
+// Algorithm
+//   Start(): list Nodes, PriorityClasses, TrainingJobs, InferenceServices;
+//     rebuild the ClusterState from the nodes and from every stored
+//     status.placement (Assume + Bind, no scheduling), queue the rest.
+//     O(objects); nothing is written unless a stored placement no longer
+//     fits (its node is gone), which requeues that job.
+//   Step(): (1) apply the Store events since the last revision (own writes
+//     are recognised by revision and skipped); (2) node timers: no
+//     heartbeat for node_grace -> NotReady (cordoned in the ClusterState);
+//     NotReady for eviction_delay -> every gang with a member there is
+//     requeued (NodeLost); (3) scheduling cycles: pop, Schedule, write the
+//     binding.
+//
+// Lifecycle: Pending -> Admitted (decoded, priority resolved, queued) ->
+// Scheduled (bound) -> Running -> Succeeded | Failed (Running and the
+// terminal phases are reported by agents or users); Preempted / NodeLost
+// (node lost, GPU unhealthy, NoExecute taint / drain) -> requeued, resuming
+// from the newest Ready Checkpoint. Each transition is written in ONE store
+// transaction together with an Event object (kind Event) naming the reason.
+//
+// Safety (see docs/control-plane.md):
+//   * A binding is written with compare-and-swap on the job's revision the
+//     scheduler decided on; if the job changed, the binding is undone.
+//   * The in-memory ClusterState always holds at least what the store says
+//     is bound: bind in memory, then write (undo on failure); unbind in the
+//     store first, then release in memory. So no GPU is ever bound twice in
+//     the store, whenever the process dies.
+//   * Fencing: status.generation is bumped on every placement and stamped
+//     on every member; an agent runs a member only while the job's current
+//     generation and placement name it.
+//
+// Thread safety: Start/Step/introspection from one thread, or
+// RunInBackground() which owns that thread until Stop().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "controller/store_layout.h"
+#include "model/job.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/framework/profile.h"
+#include "sched/framework/scheduler.h"
+#include "sched/framework/scheduling_queue.h"
+#include "store/store.h"
+
+namespace tessera::controller {
+
+struct ControllerOptions {
+  sched::Profile profile = sched::Profile::Default();
+  // A node without a heartbeat for this long turns NotReady (0: never).
+  absl::Duration node_grace = absl::Seconds(40);
+  // A node NotReady for this long loses its gangs (requeued, NodeLost).
+  absl::Duration eviction_delay = absl::Minutes(5);
+  // Background loop: longest sleep between steps when nothing is written.
+  absl::Duration tick = absl::Milliseconds(200);
+  int max_cycles_per_step = 10000;
+  int64_t page = 5000;  // list / events page size
+};
+
+class SchedulingController {
+ public:
+  // Neither `store` nor `clock` is owned; both must outlive the controller.
+  static absl::StatusOr<std::unique_ptr<SchedulingController>> Create(store::Store& store,
+                                                                      Clock& clock,
+                                                                      ControllerOptions options);
+  ~SchedulingController();
+
+  // Lists the store and rebuilds state. Call once before Step().
+  absl::Status Start();
+  // One pass: events, node timers, scheduling cycles. Deterministic given the
+  // store contents and the clock.
+  absl::Status Step();
+
+  // Runs Start() then Step() in a loop on a thread of its own.
+  void RunInBackground();
+  // Ends the background loop. Idempotent.
+  void Stop();
+
+  // --- Introspection (controller thread, or after Stop) ---
+  const sched::ClusterState& cluster() const { return *cluster_; }
+  size_t queued() const { return queue_->size(); }
+  int64_t revision() const { return revision_; }
+  struct Stats {
+    int64_t steps = 0;
+    int64_t cycles = 0;
+    int64_t bound = 0;
+    int64_t bind_conflicts = 0;
+    int64_t requeued = 0;
+    int64_t restored = 0;  // placements rebuilt by Start()
+    absl::Duration start_time;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct JobRec;
+  struct NodeRec;
+  SchedulingController(store::Store& store, Clock& clock, ControllerOptions options);
+
+  void Reset();
+  absl::Status ListPrefix(const char* prefix, int64_t* revision, std::vector<store::KeyValue>* out);
+  absl::Status ApplyEvent(const store::Event& e);
+  void OnNodePut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
+  void OnNodeDelete(const std::string& key);
+  void OnJobPut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
+  void OnJobDelete(const std::string& key);
+  void OnPriorityClass(const Json& obj, bool deleted);
+  void Admit(JobRec& rec, const Json& obj, bool at_start);
+  void NodeTimers();
+  void RunCycles();
+
+  // Read-modify-write of an object with CAS; `mutate` edits the latest
+  // object (return false to abandon). With expected > 0 the object must still
+  // be at that revision. Appends an Event for `reason` in the same Txn.
+  struct Change {
+    std::string reason;
+    std::string message;
+    bool warning = false;
+    bool record = true;  // also write an Event object
+  };
+  // On success `*base` is the revision the object had before the write.
+  absl::StatusOr<int64_t> Update(const std::string& key, int64_t expected,
+                                 const std::function<bool(Json&)>& mutate, const Change& event,
+                                 int64_t* base);
+  // An Event object about `obj` (a standalone write, for changes made by others).
+  void RecordEvent(const Json& obj, int64_t rev, const Change& why);
+  Json EventObject(const Json& obj, int64_t base, const Change& why) const;
+  // Writes status (phase, condition, message) of a job; keeps its revision.
+  absl::Status SetJobPhase(JobRec& rec, const std::string& phase, const Change& why,
+                           bool clear_placement);
+  // Unbinds a job in the store, then releases it and queues it again.
+  absl::Status Requeue(JobRec& rec, const std::string& phase, const Change& why);
+  void EvictNode(sched::NodeId id, const std::string& phase, const Change& why,
+                 const std::function<bool(const JobRec&)>& pick = nullptr);
+  Json ResumePoint(const JobRec& rec);
+  JobRec* JobBySchedKey(const std::string& sched_key);
+
+  store::Store& store_;
+  Clock& clock_;
+  const ControllerOptions options_;
+  std::unique_ptr<sched::ClusterState> cluster_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::unique_ptr<sched::SchedulingQueue> queue_;
+  absl::flat_hash_map<std::string, std::unique_ptr<JobRec>> jobs_;  // by store key
+  absl::flat_hash_map<std::string, JobRec*> by_sched_key_;
+  absl::flat_hash_map<std::string, std::unique_ptr<NodeRec>> nodes_;  // by store key
+  absl::flat_hash_map<std::string, int32_t> priority_classes_;
+  int64_t revision_ = 0;
+  bool started_ = false;
+  uint64_t event_seq_ = 0;
+  Stats stats_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace tessera::controller

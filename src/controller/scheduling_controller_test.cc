@@ -1,0 +1,325 @@
+// SchedulingController on a MemoryStore with a ManualClock: deterministic.
+#include "controller/scheduling_controller.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "store/memory_store.h"
+
+namespace tessera::controller {
+namespace {
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Restart(); }
+
+  void Restart(ControllerOptions opts = {}) {
+    ctl_.reset();
+    opts.node_grace = absl::Seconds(10);
+    opts.eviction_delay = absl::Seconds(60);
+    auto c = SchedulingController::Create(store_, clock_, opts);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ctl_ = *std::move(c);
+    ASSERT_TRUE(ctl_->Start().ok());
+  }
+
+  void Step() { ASSERT_TRUE(ctl_->Step().ok()); }
+
+  static std::string Key(const std::string& plural, const std::string& ns, const std::string& n) {
+    return ObjectKey(plural, ns, n);
+  }
+
+  void Create(const std::string& plural, const std::string& ns, Json obj) {
+    obj["apiVersion"] = kApiVersion;
+    if (!ns.empty()) obj["metadata"]["namespace"] = ns;
+    obj["metadata"]["uid"] = "uid-" + obj["metadata"]["name"].get<std::string>();
+    if (!obj.contains("status"))
+      obj["status"] = {{"phase", plural == "nodes" ? "Unknown" : "Pending"}};
+    std::string name = obj["metadata"]["name"];
+    ASSERT_TRUE(store_.Create(Key(plural, ns, name), ToStoredValue(obj)).ok());
+  }
+
+  Json Get(const std::string& plural, const std::string& ns, const std::string& name) {
+    absl::StatusOr<store::KeyValue> kv = store_.Get(Key(plural, ns, name));
+    EXPECT_TRUE(kv.ok()) << kv.status();
+    if (!kv.ok()) return Json();
+    return *ParseStored(kv->value);
+  }
+
+  // Read-modify-write, as an agent or a user would.
+  void Modify(const std::string& plural, const std::string& ns, const std::string& name,
+              const std::function<void(Json&)>& f) {
+    absl::StatusOr<store::KeyValue> kv = store_.Get(Key(plural, ns, name));
+    ASSERT_TRUE(kv.ok());
+    Json obj = *ParseStored(kv->value);
+    f(obj);
+    ASSERT_TRUE(store_.Put(kv->key, ToStoredValue(obj), kv->mod_revision).ok());
+  }
+
+  void AddNode(const std::string& name, int gpus, const std::string& rack = "r1") {
+    Create("nodes", "",
+           {{"kind", "Node"},
+            {"metadata", {{"name", name}}},
+            {"spec", {{"gpuType", "H100"}, {"gpuCount", gpus}, {"rack", rack}}}});
+  }
+
+  void AddJob(const std::string& name, int members, int gpus, Json extra = Json::object()) {
+    Json spec = {{"groups", {{{"name", "worker"}, {"count", members}, {"gpusPerReplica", gpus}}}}};
+    for (auto& [k, v] : extra.items()) spec[k] = v;
+    Create("trainingjobs", "team-a",
+           {{"kind", "TrainingJob"}, {"metadata", {{"name", name}}}, {"spec", spec}});
+  }
+
+  Json Job(const std::string& name) { return Get("trainingjobs", "team-a", name); }
+
+  std::vector<std::string> EventReasons(const std::string& involved) {
+    std::vector<std::string> out;
+    absl::StatusOr<store::ListResult> l = store_.List(kEventsPrefix, {});
+    for (const store::KeyValue& kv : l->kvs) {
+      Json e = *ParseStored(kv.value);
+      if (e["spec"]["involvedObject"]["name"] == involved) out.push_back(e["spec"]["reason"]);
+    }
+    return out;
+  }
+
+  void Heartbeat(const std::string& node) {
+    Modify("nodes", "", node,
+           [&](Json& o) { o["status"]["lastHeartbeatTime"] = Timestamp(clock_.Now()); });
+  }
+
+  // Every (node, GPU) bound by some job in the store, checking none twice.
+  int BoundGpus() {
+    std::set<std::pair<std::string, int>> seen;
+    absl::StatusOr<store::ListResult> l = store_.List(kTrainingJobsPrefix, {});
+    for (const store::KeyValue& kv : l->kvs) {
+      Json j = *ParseStored(kv.value);
+      if (!j["status"].contains("placement")) continue;
+      for (const Json& m : j["status"]["placement"]) {
+        for (const Json& g : m["gpus"]) {
+          EXPECT_TRUE(seen.insert({m["node"], g.get<int>()}).second)
+              << "GPU bound twice: " << m["node"] << " " << g;
+        }
+      }
+    }
+    return static_cast<int>(seen.size());
+  }
+
+  store::MemoryStore store_;
+  ManualClock clock_{absl::FromUnixSeconds(1767225600)};
+  std::unique_ptr<SchedulingController> ctl_;
+};
+
+TEST_F(ControllerTest, SchedulesAGangAndRecordsTheTransitions) {
+  for (int i = 0; i < 4; ++i) AddNode("gpu-" + std::to_string(i), 8);
+  AddJob("llm", 2, 8);
+  Step();
+  Json j = Job("llm");
+  EXPECT_EQ(j["status"]["phase"], "Scheduled");
+  EXPECT_EQ(j["status"]["generation"], 1);
+  ASSERT_EQ(j["status"]["placement"].size(), 2u);
+  EXPECT_NE(j["status"]["placement"][0]["node"], j["status"]["placement"][1]["node"]);
+  EXPECT_EQ(j["status"]["placement"][0]["gpus"].size(), 8u);
+  EXPECT_EQ(EventReasons("llm"), (std::vector<std::string>{"Admitted", "Scheduled"}));
+  EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "Ready");
+  EXPECT_EQ(BoundGpus(), 16);
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+}
+
+TEST_F(ControllerTest, WaitsWithAReasonThenRunsWhenTheFirstJobEnds) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8, {{"priority", 10}});
+  AddJob("b", 1, 8);
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  Json b = Job("b");
+  EXPECT_EQ(b["status"]["phase"], "Admitted");
+  EXPECT_NE(b["status"]["message"].get<std::string>().find("waiting"), std::string::npos);
+  EXPECT_EQ(BoundGpus(), 8);
+  // The agent reports Running, then Succeeded.
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Running"; });
+  Step();
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+  Step();
+  EXPECT_EQ(Job("b")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(EventReasons("a"),
+            (std::vector<std::string>{"Admitted", "Scheduled", "Started", "Succeeded"}));
+}
+
+TEST_F(ControllerTest, RestartRebuildsPlacementsWithoutWriting) {
+  for (int i = 0; i < 3; ++i) AddNode("gpu-" + std::to_string(i), 8);
+  AddJob("a", 2, 8);
+  AddJob("b", 1, 4);
+  Step();
+  const int64_t rev = store_.CurrentRevision();
+  Json a = Job("a");
+  Restart();
+  Step();
+  EXPECT_EQ(store_.CurrentRevision(), rev);  // nothing rescheduled or rewritten
+  EXPECT_EQ(ctl_->stats().restored, 2);
+  EXPECT_EQ(ctl_->cluster().allocated_milli(), 20000);
+  EXPECT_EQ(Job("a")["status"]["placement"], a["status"]["placement"]);
+  // A new job sees the restored allocations.
+  AddJob("c", 1, 8);
+  Step();
+  EXPECT_EQ(Job("c")["status"]["phase"], "Admitted");
+  AddJob("d", 1, 4);
+  Step();
+  EXPECT_EQ(Job("d")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(BoundGpus(), 24);
+}
+
+TEST_F(ControllerTest, DeletedJobFreesItsGpus) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8);
+  AddJob("b", 1, 8);
+  Step();
+  ASSERT_TRUE(store_.Delete(Key("trainingjobs", "team-a", "a")).ok());
+  Step();
+  EXPECT_EQ(Job("b")["status"]["phase"], "Scheduled");
+}
+
+TEST_F(ControllerTest, NodeLostRequeuesTheGangFromTheLastCheckpoint) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8);
+  Step();
+  ASSERT_EQ(Job("a")["status"]["placement"][0]["node"], "gpu-0");
+  Create("checkpoints", "team-a",
+         {{"kind", "Checkpoint"},
+          {"metadata", {{"name", "a-step-100"}}},
+          {"spec", {{"jobName", "a"}, {"step", 100}, {"path", "s3://ckpt/a/100"}}},
+          {"status", {{"phase", "Ready"}}}});
+  AddNode("gpu-1", 8);
+  Step();
+  // gpu-1 keeps heartbeating, gpu-0 falls silent.
+  clock_.Advance(absl::Seconds(6));
+  Heartbeat("gpu-1");
+  Step();
+  clock_.Advance(absl::Seconds(6));
+  Heartbeat("gpu-1");
+  Step();
+  EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "NotReady");
+  EXPECT_EQ(Get("nodes", "", "gpu-1")["status"]["phase"], "Ready");
+  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");  // not before the eviction delay
+  for (int i = 0; i < 13; ++i) {
+    clock_.Advance(absl::Seconds(5));
+    Heartbeat("gpu-1");
+    Step();
+  }
+  Json a = Job("a");
+  EXPECT_EQ(a["status"]["phase"], "Scheduled");
+  EXPECT_EQ(a["status"]["generation"], 2);  // fencing: a new binding
+  EXPECT_EQ(a["status"]["placement"][0]["node"], "gpu-1");
+  EXPECT_EQ(a["status"]["resumeFrom"]["checkpoint"], "a-step-100");
+  std::vector<std::string> reasons = EventReasons("a");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "NodeLost"), reasons.end());
+  std::vector<std::string> node_reasons = EventReasons("gpu-0");
+  EXPECT_NE(std::find(node_reasons.begin(), node_reasons.end(), "NodeNotReady"),
+            node_reasons.end());
+  // The lost node comes back: Ready again, but the job stays where it is.
+  Heartbeat("gpu-0");
+  Step();
+  EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "Ready");
+  EXPECT_EQ(Job("a")["status"]["generation"], 2);
+  EXPECT_EQ(BoundGpus(), 8);
+}
+
+TEST_F(ControllerTest, UnhealthyGpuLeavesThePoolAndRequeuesItsGang) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 2);
+  Step();
+  Json p = Job("a")["status"]["placement"][0];
+  const int bad = p["gpus"][0];
+  Modify("nodes", "", "gpu-0", [&](Json& o) {
+    o["status"]["gpus"] = {{{"index", bad}, {"health", "Unhealthy"}}};
+  });
+  Step();
+  Json a = Job("a");
+  EXPECT_EQ(a["status"]["phase"], "Scheduled");
+  EXPECT_EQ(a["status"]["generation"], 2);
+  for (const Json& g : a["status"]["placement"][0]["gpus"]) EXPECT_NE(g.get<int>(), bad);
+  std::vector<std::string> reasons = EventReasons("a");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "GpuUnhealthy"), reasons.end());
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+}
+
+TEST_F(ControllerTest, CordonAndDrain) {
+  AddNode("gpu-0", 8);
+  AddNode("gpu-1", 8);
+  Modify("nodes", "", "gpu-1", [](Json& o) { o["spec"]["unschedulable"] = true; });
+  AddJob("a", 2, 8);
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Admitted");  // only one schedulable node
+  Modify("nodes", "", "gpu-1", [](Json& o) { o["spec"]["unschedulable"] = false; });
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  // Drain = cordon + a NoExecute taint: the gang leaves and cannot come back.
+  Modify("nodes", "", "gpu-1", [](Json& o) {
+    o["spec"]["unschedulable"] = true;
+    o["spec"]["taints"] = {{{"key", "tessera.dev/drain"}, {"effect", "NoExecute"}}};
+  });
+  Step();
+  Json a = Job("a");
+  EXPECT_EQ(a["status"]["phase"], "Preempted");
+  EXPECT_FALSE(a["status"].contains("placement"));
+  EXPECT_EQ(BoundGpus(), 0);
+}
+
+TEST_F(ControllerTest, InvalidSpecFailsAndUnknownPriorityClassWaits) {
+  AddNode("gpu-0", 8);
+  AddJob("bad", 1, 1, {{"gang", {{"minMember", 5}}}});
+  AddJob("gold", 1, 1, {{"priorityClassName", "gold"}});
+  Step();
+  Json bad = Job("bad");
+  EXPECT_EQ(bad["status"]["phase"], "Failed");
+  EXPECT_NE(bad["status"]["message"].get<std::string>().find("spec.gang.minMember"),
+            std::string::npos);
+  Json gold = Job("gold");
+  EXPECT_EQ(gold["status"]["phase"], "Pending");
+  EXPECT_NE(gold["status"]["message"].get<std::string>().find("gold"), std::string::npos);
+  Create(
+      "priorityclasses", "",
+      {{"kind", "PriorityClass"}, {"metadata", {{"name", "gold"}}}, {"spec", {{"value", 4242}}}});
+  Step();
+  gold = Job("gold");
+  EXPECT_EQ(gold["status"]["phase"], "Scheduled");
+  EXPECT_EQ(gold["status"]["priority"], 4242);
+}
+
+TEST_F(ControllerTest, BindingIsCompareAndSwapOnTheJobRevision) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8);
+  Step();  // admitted and bound
+  // A user changes the spec of a waiting job between the controller's read
+  // and its write: simulate by updating a job the controller has not seen.
+  AddJob("b", 1, 4);
+  Step();
+  EXPECT_EQ(Job("b")["status"]["phase"], "Admitted");
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Failed"; });
+  Modify("trainingjobs", "team-a", "b",
+         [](Json& o) { o["spec"]["groups"][0]["gpusPerReplica"] = 2; });
+  Step();
+  Json b = Job("b");
+  EXPECT_EQ(b["status"]["phase"], "Scheduled");
+  EXPECT_EQ(b["status"]["placement"][0]["gpus"].size(), 2u);  // the new spec, not the old
+  EXPECT_EQ(BoundGpus(), 2);
+}
+
+TEST_F(ControllerTest, InferenceServiceSpreadsReplicas) {
+  for (int i = 0; i < 3; ++i) AddNode("gpu-" + std::to_string(i), 8);
+  Create(
+      "inferenceservices", "serve",
+      {{"kind", "InferenceService"},
+       {"metadata", {{"name", "chat"}}},
+       {"spec",
+        {{"modelVersion", "v1"}, {"replicas", {{"min", 1}, {"max", 3}}}, {"gpusPerReplica", 1}}}});
+  Step();
+  Json s = Get("inferenceservices", "serve", "chat");
+  EXPECT_EQ(s["status"]["phase"], "Scheduled");
+  std::set<std::string> nodes;
+  for (const Json& m : s["status"]["placement"]) nodes.insert(m["node"]);
+  EXPECT_EQ(nodes.size(), 3u);
+}
+
+}  // namespace
+}  // namespace tessera::controller
