@@ -9,6 +9,7 @@
 #include "bench/sched_bench.h"
 #include "server/server_command.h"
 #include "agent/agent_command.h"
+#include "agent/node_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   tessera::server::RegisterServerCommands(app);
   (void)sim;
   tessera::agent::RegisterAgentCommands(app);
+  tessera::agent::RegisterNodeCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
