@@ -257,7 +257,8 @@ int RunAgent(const AgentFlags& f) {
               << (t.reason.empty() ? "" : ": ") << t.reason << "\n";
     agent.Wake();
   });
-  const std::string hostname = Hostname();
+  // Several fake nodes share one machine: their metrics are told apart by node name.
+  const std::string hostname = fake != nullptr ? f.node_name : Hostname();
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
