@@ -186,7 +186,17 @@ absl::Status Launcher::WriteRecord(const MemberStatus& s) {
 
 std::string Launcher::MakeCgroup(const MemberSpec& spec) {
   if (options_.cgroup_parent.empty()) return "";
-  if (access("/sys/fs/cgroup/cgroup.controllers", R_OK) != 0) return "";  // not cgroup v2
+  // Only under a cgroup v2 hierarchy (a directory above with cgroup.controllers; on hybrid hosts
+  // that is /sys/fs/cgroup/unified); v1-only hosts run members without limits.
+  bool v2 = false;
+  for (fs::path p = fs::path(options_.cgroup_parent).parent_path(); !p.empty() && p != "/";
+       p = p.parent_path()) {
+    if (access((p / "cgroup.controllers").c_str(), R_OK) == 0) {
+      v2 = true;
+      break;
+    }
+  }
+  if (!v2) return "";
   std::error_code ec;
   fs::create_directories(options_.cgroup_parent, ec);
   if (ec) return "";

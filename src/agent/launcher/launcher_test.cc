@@ -214,6 +214,32 @@ TEST_F(LauncherTest, KillNowStopsAnUnboundMember) {
   EXPECT_EQ(done.exit_code, 128 + SIGKILL);
 }
 
+TEST_F(LauncherTest, JoinsACgroupV2WhenOneIsWritable) {
+  const std::string root = access("/sys/fs/cgroup/cgroup.controllers", W_OK) == 0
+                               ? "/sys/fs/cgroup"
+                               : "/sys/fs/cgroup/unified";
+  if (access((root + "/cgroup.procs").c_str(), W_OK) != 0) {
+    GTEST_SKIP() << "no writable cgroup v2 hierarchy here";
+  }
+  options_.cgroup_parent = root + "/tessera-launcher-test-" + std::to_string(getpid());
+  Launcher l(options_, clock_);
+  ASSERT_TRUE(l.Init().ok());
+  MemberSpec spec = Spec("cat /proc/self/cgroup | grep '^0::'");
+  spec.memory_mib = 256;
+  absl::StatusOr<MemberStatus> s = l.Start(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  MemberStatus done = WaitExit(l, s->spec.Id());
+  if (done.cgroup.empty()) {
+    rmdir(options_.cgroup_parent.c_str());
+    GTEST_SKIP() << "cgroup could not be created under " << root;
+  }
+  const std::string rel = done.cgroup.substr(root.size());
+  EXPECT_EQ(Slurp(done.stdout_path), "0::" + rel + "\n");
+  EXPECT_TRUE(l.Forget(done.spec.Id()).ok());
+  EXPECT_FALSE(std::filesystem::exists(done.cgroup));
+  rmdir(options_.cgroup_parent.c_str());
+}
+
 TEST_F(LauncherTest, RejectsAnEmptyCommand) {
   Launcher l(options_, clock_);
   ASSERT_TRUE(l.Init().ok());
