@@ -104,14 +104,21 @@ class AgentE2eTest : public ::testing::Test {
     dir_ = MakeTempDir("agent_e2e");
     ASSERT_FALSE(dir_.empty());
     fs::create_directories(dir_ + "/logs");
-    int port = server_.Start(
-        {"--data-dir", dir_ + "/store", "--node-grace-seconds", "3", "--eviction-seconds", "2"});
+    for (int i = 0; i < 3; ++i) names_.push_back(std::string("node-") + static_cast<char>('a' + i));
+    // Agents use node tokens: they may read jobs and write only their status.
+    {
+      std::ofstream tokens(dir_ + "/tokens");
+      tokens << "admintoken * admin\n";
+      for (const std::string& n : names_) tokens << "tok-" << n << " - node:" << n << "\n";
+    }
+    int port = server_.Start({"--data-dir", dir_ + "/store", "--node-grace-seconds", "3",
+                              "--eviction-seconds", "2", "--tokens-file", dir_ + "/tokens"});
     ASSERT_GT(port, 0) << server_.error();
     url_ = absl::StrCat("http://127.0.0.1:", port);
     api_ = std::make_unique<httplib::Client>(url_);
     api_->set_read_timeout(10, 0);
+    api_->set_bearer_token_auth("admintoken");
     for (int i = 0; i < 3; ++i) {
-      names_.push_back(std::string("node-") + static_cast<char>('a' + i));
       agents_.push_back(std::make_unique<AgentProcess>());
       ASSERT_TRUE(StartAgent(i)) << "agent " << names_[i] << " did not start; see " << dir_;
     }
@@ -136,6 +143,8 @@ class AgentE2eTest : public ::testing::Test {
     return agents_[i]->Start(
         {"--server",
          url_,
+         "--token",
+         "tok-" + names_[i],
          "--node-name",
          names_[i],
          "--backend",
@@ -376,6 +385,37 @@ TEST_F(AgentE2eTest, APartitionedAgentsMembersAreFencedWhenItReturns) {
   EXPECT_NE(Slurp(dir_ + "/logs/agent-" + node + ".log").find("fencing member"), std::string::npos);
 }
 
+TEST_F(AgentE2eTest, ANodeTokenWritesOnlyAJobsStatus) {
+  ASSERT_TRUE(Submit("guarded", 1, 1, TrainScript()));
+  Json job;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        job = Job("guarded");
+        return job.is_object() && job["status"].value("phase", "") == "Running";
+      },
+      absl::Seconds(30)));
+  httplib::Client node(url_);
+  node.set_bearer_token_auth("tok-node-a");
+  Json edit = job;
+  edit["spec"]["command"] = {"/bin/sh", "-c", "echo pwned"};
+  edit["metadata"]["labels"] = {{"owner", "node-a"}};
+  edit["status"]["observed"]["note"] = "from node-a";
+  edit["metadata"].erase("resourceVersion");
+  auto r = node.Put("/api/v1/namespaces/e2e/trainingjobs/guarded", edit.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  Json after = Job("guarded");
+  EXPECT_EQ(after["spec"]["command"], job["spec"]["command"]);
+  EXPECT_FALSE(after["metadata"].contains("labels"));
+  EXPECT_EQ(after["status"]["observed"]["note"], "from node-a");
+  auto d = node.Delete("/api/v1/namespaces/e2e/trainingjobs/guarded");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->status, 403);
+  auto q = node.Get("/api/v1/nodes/node-b");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->status, 403);
+}
+
 TEST_F(AgentE2eTest, MeasuresAgentCpuAndRssWithEightGpus) {
   // A full node (8 GPUs busy) sampled every second for 10 s.
   ASSERT_TRUE(Submit("full", 1, 8, TrainScript()));
@@ -424,6 +464,41 @@ TEST_F(AgentE2eTest, MeasuresAgentCpuAndRssWithEightGpus) {
             << ", \"agent_rss_mib_max\": " << static_cast<double>(max_rss) / 1024.0 << "}"
             << std::endl;
   EXPECT_GT(max_rss, 0);
+}
+
+// `tessera up --duration`: the whole local cluster with the demo workload, then a clean stop.
+TEST(TesseraUpTest, RunsTheDemoAndStopsEverything) {
+  if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";
+  const std::string dir = MakeTempDir("tessera_up");
+  const std::string src = TESSERA_SOURCE_DIR;
+  const std::string cmd = absl::StrCat(TesseraBin(), " up --listen 127.0.0.1:0 --duration 8",
+                                       " --data-dir ", dir, " --examples ", src, "/examples",
+                                       " --fake-gpus ", src, "/deploy/fake-gpus 2>&1");
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("6/6 nodes Ready"), std::string::npos) << out;
+  // The 16-GPU gang got two whole H100 nodes; the replicas and small jobs were placed.
+  EXPECT_NE(out.find("GPUs [0,1,2,3,4,5,6,7]"), std::string::npos) << out;
+  EXPECT_EQ(out.find("not placed yet"), std::string::npos) << out;
+  EXPECT_NE(out.find("stopped server and 6 agents"), std::string::npos) << out;
+  // The gang wrote checkpoints, and no member outlived `up`.
+  EXPECT_TRUE(fs::exists(dir + "/checkpoints/llm-pretrain/rank0.step"));
+  std::error_code ec;
+  for (const auto& node : fs::directory_iterator(dir + "/agents", ec)) {
+    for (const auto& m : fs::directory_iterator(node.path() / "members", ec)) {
+      Json j = Json::parse(Slurp((m.path() / "member.json").string()), nullptr, false);
+      if (j.is_object()) {
+        EXPECT_TRUE(ProcessGone(j.value("pid", 0))) << m.path();
+      }
+    }
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace
