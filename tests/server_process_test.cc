@@ -33,8 +33,10 @@ class ServerProcessTest : public ::testing::Test {
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  // API only: the scheduling controller would write statuses and move the
+  // revisions this test counts (cli_process_test covers scheduling).
   std::vector<std::string> Args() {
-    return {"--data-dir", dir_ + "/data", "--tokens-file", dir_ + "/tokens"};
+    return {"--data-dir", dir_ + "/data", "--tokens-file", dir_ + "/tokens", "--no-scheduler"};
   }
   std::string dir_;
 };

@@ -263,6 +263,7 @@ TEST_F(ControllerTest, CordonAndDrain) {
   EXPECT_EQ(a["status"]["phase"], "Preempted");
   EXPECT_FALSE(a["status"].contains("placement"));
   EXPECT_EQ(BoundGpus(), 0);
+  EXPECT_EQ(EventReasons("a").back(), "NodeDrained");
 }
 
 TEST_F(ControllerTest, InvalidSpecFailsAndUnknownPriorityClassWaits) {

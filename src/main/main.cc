@@ -7,6 +7,8 @@
 
 #include "CLI/CLI.hpp"
 #include "bench/sched_bench.h"
+#include "cli/cli_commands.h"
+#include "controller/restart_bench.h"
 #include "server/server_command.h"
 #include "agent/agent_command.h"
 #include "agent/node_command.h"
@@ -21,7 +23,9 @@ int main(int argc, char** argv) {
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
+  tessera::controller::RegisterRestartBenchCommands(*bench);
   tessera::server::RegisterServerCommands(app);
+  tessera::cli::RegisterCliCommands(app);
   (void)sim;
   tessera::agent::RegisterAgentCommands(app);
   tessera::agent::RegisterNodeCommands(app);

@@ -50,8 +50,8 @@ TEST(SchemaTest, RequiredAndTypes) {
   j["extra"] = true;
   EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
               ElementsAre("spec: is required",
-                          "status.phase: must be one of Pending, Queued, Running, Suspended, "
-                          "Succeeded, Failed, Preempted",
+                          "status.phase: must be one of Pending, Admitted, Queued, Scheduled, "
+                          "Running, Suspended, Succeeded, Failed, Preempted, NodeLost",
                           "extra: unknown field"));
   j = Job();
   j["spec"]["groups"][0]["count"] = 2.5;
@@ -75,7 +75,7 @@ TEST(SchemaTest, KindAndNamespaceMustMatch) {
 }
 
 TEST(SchemaTest, EveryKindHasASchemaAndPhases) {
-  EXPECT_EQ(AllKinds().size(), 8u);
+  EXPECT_EQ(AllKinds().size(), 9u);  // + Event
   for (const KindInfo& k : AllKinds()) {
     EXPECT_FALSE(k.phases.empty()) << k.kind;
     EXPECT_EQ(k.object_schema.type(), Schema::Type::kObject);

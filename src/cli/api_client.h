@@ -1,0 +1,65 @@
+// ApiClient: the CLI's HTTP/JSON client for the /api/v1 API, and the
+// kubeconfig-like configuration that says which server, token and namespace
+// to use.
+//
+// Configuration, lowest precedence first: the config file (default
+// ~/.tessera/config, or env TESSERA_CONFIG), then env TESSERA_SERVER /
+// TESSERA_TOKEN / TESSERA_NAMESPACE, then --server/--token/--namespace.
+// The file is YAML:
+//   current-context: prod
+//   contexts:
+//   - name: prod
+//     server: http://10.0.0.1:7420
+//     token: s3cret
+//     namespace: team-a
+// (or the three keys at top level for a single cluster).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cli/yaml_json.h"
+
+namespace tessera::cli {
+
+struct ClientConfig {
+  std::string server = "http://127.0.0.1:7420";
+  std::string token;
+  std::string ns = "default";
+};
+
+struct ConfigFlags {
+  std::string config_file;  // empty: TESSERA_CONFIG or ~/.tessera/config
+  std::string server, token, ns, context;
+};
+
+// Resolves the configuration; InvalidArgument naming the file and key when
+// the file is malformed. A missing default file is not an error.
+absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags);
+
+struct Response {
+  int code = 0;
+  Json body;  // parsed JSON, or a string when the body is not JSON
+};
+
+class ApiClient {
+ public:
+  explicit ApiClient(ClientConfig config);
+  ~ApiClient();
+
+  // Sends METHOD path (under the server's base URL) with an optional JSON
+  // body. Errors only for transport failures (Unavailable); HTTP error codes
+  // come back in the Response.
+  absl::StatusOr<Response> Do(const std::string& method, const std::string& path,
+                              const Json* body = nullptr);
+  const ClientConfig& config() const { return config_; }
+
+ private:
+  ClientConfig config_;
+};
+
+// The message of a failed response ("NotFound: trainingjobs \"x\" not found").
+std::string ErrorText(const Response& r);
+
+}  // namespace tessera::cli

@@ -1,0 +1,304 @@
+// `tessera describe` and `tessera top`.
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/cli_internal.h"
+#include "cli/yaml_json.h"
+#include "common/clock.h"
+
+namespace tessera::cli {
+namespace {
+
+struct DescribeFlags {
+  ConfigFlags conn;
+  std::string resource;
+  std::string name;
+};
+
+int64_t Rv(const Json& o) {
+  int64_t v = 0;
+  if (o.contains("metadata"))
+    (void)absl::SimpleAtoi(o["metadata"].value("resourceVersion", "0"), &v);
+  return v;
+}
+
+std::vector<Json> EventsFor(ApiClient& client, const std::string& ns, const std::string& kind,
+                            const std::string& name) {
+  absl::StatusOr<std::vector<Json>> evs =
+      ListAll(client, *FindResource("events"), ns, false, absl::StrCat("involved-name=", name));
+  std::vector<Json> out;
+  if (!evs.ok()) return out;
+  for (Json& e : *evs) {
+    if (e["spec"]["involvedObject"].value("kind", "") == kind) out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const Json& a, const Json& b) { return Rv(a) < Rv(b); });
+  return out;
+}
+
+void PrintEvents(const std::vector<Json>& evs, absl::Time now) {
+  std::cout << "Events:\n";
+  if (evs.empty()) {
+    std::cout << "  <none>\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {{"  AGE", "TYPE", "REASON", "MESSAGE"}};
+  for (const Json& e : evs) {
+    const Json& s = e["spec"];
+    rows.push_back({"  " + Age(s.value("eventTime", ""), now), s.value("type", ""),
+                    s.value("reason", ""), s.value("message", "")});
+  }
+  PrintTable(std::cout, rows);
+}
+
+void PrintConditions(const Json& st, absl::Time now) {
+  if (!st.contains("conditions") || st["conditions"].empty()) return;
+  std::cout << "Conditions:\n";
+  std::vector<std::vector<std::string>> rows = {{"  TYPE", "STATUS", "REASON", "AGE", "MESSAGE"}};
+  for (const Json& c : st["conditions"]) {
+    rows.push_back({"  " + c.value("type", ""), c.value("status", ""), c.value("reason", ""),
+                    Age(c.value("lastTransitionTime", ""), now), c.value("message", "")});
+  }
+  PrintTable(std::cout, rows);
+}
+
+void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::Time now) {
+  const Json& meta = o["metadata"];
+  const Json& spec = o["spec"];
+  const Json st = o.contains("status") ? o["status"] : Json::object();
+  const std::string phase = Phase(o);
+  std::vector<std::vector<std::string>> head = {
+      {"Name:", meta.value("name", "")},
+      {"Namespace:", meta.value("namespace", "")},
+      {"Kind:", r.kind},
+      {"Created:", Age(meta.value("creationTimestamp", ""), now) + " ago"},
+      {"Phase:", phase},
+      {"Queue:", spec.value("queue", "default")},
+      {"Priority:", st.contains("priority") ? std::to_string(st["priority"].get<int64_t>())
+                                            : spec.value("priorityClassName", "<default>")},
+      {"GPUs requested:", std::to_string(RequestedGpus(o))},
+      {"Generation:", std::to_string(st.value("generation", 0))},
+      {"Attempts:", std::to_string(st.value("attempts", 0))},
+  };
+  if (st.contains("resumeFrom")) {
+    const Json& rf = st["resumeFrom"];
+    head.push_back(
+        {"Resume from:", absl::StrCat(rf.value("checkpoint", ""), " (step ", rf.value("step", 0),
+                                      ", ", rf.value("path", ""), ")")});
+  }
+  head.push_back({"Message:", st.value("message", "")});
+  PrintTable(std::cout, head);
+  PrintConditions(st, now);
+  std::cout << "Placement:\n";
+  if (st.contains("placement") && !st["placement"].empty()) {
+    std::vector<std::vector<std::string>> rows = {
+        {"  GROUP", "MEMBER", "NODE", "GPUS", "GPU MILLI", "GENERATION"}};
+    for (const Json& m : st["placement"]) {
+      std::vector<std::string> gpus;
+      for (const Json& g : m["gpus"]) gpus.push_back(std::to_string(g.get<int>()));
+      rows.push_back({"  " + m.value("group", ""), std::to_string(m.value("member", 0)),
+                      m.value("node", ""), gpus.empty() ? "-" : absl::StrJoin(gpus, ","),
+                      std::to_string(m.value("gpuMilli", 1000)),
+                      std::to_string(m.value("generation", 0))});
+    }
+    PrintTable(std::cout, rows);
+  } else {
+    std::cout << "  <none>\n";
+    if (!IsTerminal(phase)) {
+      std::cout << "Waiting:\n  " << st.value("message", "not yet considered by the scheduler")
+                << "\n";
+    }
+  }
+  PrintEvents(EventsFor(client, meta.value("namespace", "default"), r.kind, meta.value("name", "")),
+              now);
+}
+
+void DescribeNode(ApiClient& client, const Json& o, absl::Time now) {
+  const Json& meta = o["metadata"];
+  const Json& spec = o["spec"];
+  const Json st = o.contains("status") ? o["status"] : Json::object();
+  const std::string name = meta.value("name", "");
+  std::vector<std::vector<std::string>> head = {
+      {"Name:", name},
+      {"Status:", Phase(o)},
+      {"Unschedulable:", spec.value("unschedulable", false) ? "true" : "false"},
+      {"Rack / block:",
+       absl::StrCat(spec.value("rack", "default"), " / ", spec.value("block", "default"))},
+      {"Last heartbeat:", st.value("lastHeartbeatTime", "<none>")},
+  };
+  std::vector<std::string> taints;
+  if (spec.contains("taints")) {
+    for (const Json& t : spec["taints"]) {
+      taints.push_back(
+          absl::StrCat(t.value("key", ""), "=", t.value("value", ""), ":", t.value("effect", "")));
+    }
+  }
+  head.push_back({"Taints:", taints.empty() ? "<none>" : absl::StrJoin(taints, ", ")});
+  PrintTable(std::cout, head);
+  PrintConditions(st, now);
+  // Which jobs hold GPUs here.
+  std::cout << "Allocated:\n";
+  std::vector<std::vector<std::string>> rows = {{"  JOB", "PHASE", "GPUS", "GENERATION"}};
+  for (const char* res : {"trainingjobs", "inferenceservices"}) {
+    absl::StatusOr<std::vector<Json>> jobs = ListAll(client, *FindResource(res), "", true, "");
+    if (!jobs.ok()) continue;
+    for (const Json& j : *jobs) {
+      if (IsTerminal(Phase(j)) || !j["status"].contains("placement")) continue;
+      std::vector<std::string> gpus;
+      for (const Json& m : j["status"]["placement"]) {
+        if (m.value("node", "") != name) continue;
+        for (const Json& g : m["gpus"]) gpus.push_back(std::to_string(g.get<int>()));
+      }
+      if (gpus.empty()) continue;
+      rows.push_back(
+          {"  " + j["metadata"].value("namespace", "") + "/" + j["metadata"].value("name", ""),
+           Phase(j), absl::StrJoin(gpus, ","), std::to_string(j["status"].value("generation", 0))});
+    }
+  }
+  if (rows.size() == 1) {
+    std::cout << "  <none>\n";
+  } else {
+    PrintTable(std::cout, rows);
+  }
+  PrintEvents(EventsFor(client, "default", "Node", name), now);
+}
+
+void RunDescribe(const DescribeFlags& f) {
+  const ResourceInfo* r = FindResource(f.resource);
+  if (r == nullptr) Die(absl::StrCat("error: unknown resource type \"", f.resource, "\""));
+  ApiClient client = MakeClient(f.conn);
+  absl::StatusOr<Response> res = client.Do("GET", ItemPath(*r, client.config().ns, f.name));
+  if (!res.ok()) Die(std::string(res.status().message()));
+  if (res->code != 200) Die(ErrorText(*res));
+  RealClock clock;
+  const absl::Time now = clock.Now();
+  if (r->kind == "TrainingJob" || r->kind == "InferenceService") {
+    DescribeJob(client, *r, res->body, now);
+  } else if (r->kind == "Node") {
+    DescribeNode(client, res->body, now);
+  } else {
+    std::cout << ToYaml(res->body);
+    if (r->namespaced) {
+      PrintEvents(EventsFor(client, client.config().ns, r->kind, f.name), now);
+    }
+  }
+}
+
+// --- top ------------------------------------------------------------------
+
+struct TopFlags {
+  ConfigFlags conn;
+  std::string what;
+};
+
+std::vector<Json> AllJobs(ApiClient& client) {
+  std::vector<Json> out;
+  for (const char* res : {"trainingjobs", "inferenceservices"}) {
+    absl::StatusOr<std::vector<Json>> l = ListAll(client, *FindResource(res), "", true, "");
+    if (!l.ok()) Die(std::string(l.status().message()));
+    for (Json& j : *l) out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string Gpus(int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  return absl::StrFormat("%.1f", milli / 1000.0);
+}
+
+void RunTop(const TopFlags& f) {
+  ApiClient client = MakeClient(f.conn);
+  std::vector<Json> jobs = AllJobs(client);
+  if (f.what == "nodes" || f.what == "node" || f.what == "no") {
+    absl::StatusOr<std::vector<Json>> nodes = ListAll(client, *FindResource("nodes"), "", true, "");
+    if (!nodes.ok()) Die(std::string(nodes.status().message()));
+    std::map<std::string, int64_t> used;
+    for (const Json& j : jobs) {
+      if (IsTerminal(Phase(j))) continue;
+      std::vector<std::pair<std::string, int64_t>> placed;
+      AddPlacedMilli(j, &placed);
+      for (auto& [n, m] : placed) used[n] += m;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"NAME", "GPUS", "ALLOCATED", "GPU%", "UNHEALTHY", "STATUS"}};
+    for (const Json& n : *nodes) {
+      const Json& spec = n["spec"];
+      int64_t total = spec.contains("gpus") ? static_cast<int64_t>(spec["gpus"].size())
+                                            : spec.value("gpuCount", 0);
+      int64_t bad = 0;
+      if (n.contains("status") && n["status"].contains("gpus")) {
+        for (const Json& g : n["status"]["gpus"]) bad += g.value("health", "") == "Unhealthy";
+      }
+      const std::string name = n["metadata"].value("name", "");
+      const int64_t u = used[name];
+      std::string status = Phase(n);
+      if (spec.value("unschedulable", false)) status += ",SchedulingDisabled";
+      rows.push_back({name, std::to_string(total), Gpus(u),
+                      total > 0 ? absl::StrCat(u / (10 * total), "%") : "-", std::to_string(bad),
+                      status});
+    }
+    PrintTable(std::cout, rows);
+    return;
+  }
+  if (f.what == "queues" || f.what == "queue" || f.what == "q") {
+    struct Q {
+      int64_t running = 0, waiting = 0, used_milli = 0, waiting_gpus = 0;
+    };
+    std::map<std::string, Q> qs;
+    absl::StatusOr<std::vector<Json>> queues =
+        ListAll(client, *FindResource("queues"), "", true, "");
+    if (queues.ok()) {
+      for (const Json& q : *queues) qs[q["metadata"].value("name", "")];
+    }
+    for (const Json& j : jobs) {
+      const std::string phase = Phase(j);
+      if (IsTerminal(phase)) continue;
+      Q& q = qs[j["spec"].value("queue", "default")];
+      std::vector<std::pair<std::string, int64_t>> placed;
+      AddPlacedMilli(j, &placed);
+      if (placed.empty()) {
+        ++q.waiting;
+        q.waiting_gpus += RequestedGpus(j);
+      } else {
+        ++q.running;
+        for (auto& [n, m] : placed) q.used_milli += m;
+      }
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"QUEUE", "BOUND JOBS", "WAITING JOBS", "GPUS IN USE", "GPUS WAITING"}};
+    for (auto& [name, q] : qs) {
+      rows.push_back({name, std::to_string(q.running), std::to_string(q.waiting),
+                      Gpus(q.used_milli), std::to_string(q.waiting_gpus)});
+    }
+    PrintTable(std::cout, rows);
+    return;
+  }
+  Die(absl::StrCat("error: top ", f.what, ": must be nodes or queues"));
+}
+
+}  // namespace
+
+void RegisterDescribeCommands(CLI::App& app) {
+  auto f = std::make_shared<DescribeFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("describe", "Show an object in detail: placement, events, why it waits");
+  cmd->add_option("resource", f->resource, "job|isvc|node|...")->required();
+  cmd->add_option("name", f->name, "Name")->required();
+  AddConnectionFlags(cmd, &f->conn);
+  cmd->callback([f] { RunDescribe(*f); });
+}
+
+void RegisterTopCommands(CLI::App& app) {
+  auto f = std::make_shared<TopFlags>();
+  CLI::App* cmd = app.add_subcommand("top", "GPU usage per node or per queue");
+  cmd->add_option("what", f->what, "nodes|queues")->required();
+  AddConnectionFlags(cmd, &f->conn);
+  cmd->callback([f] { RunTop(*f); });
+}
+
+}  // namespace tessera::cli

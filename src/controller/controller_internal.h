@@ -1,0 +1,117 @@
+// Internal to src/controller: the controller's per-object records and the
+// JSON helpers its .cc files share. Not part of the module's interface.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "controller/scheduling_controller.h"
+#include "controller/store_layout.h"
+#include "model/job.h"
+
+namespace tessera::controller {
+
+struct SchedulingController::JobRec {
+  std::string key;  // store key
+  std::string kind;
+  std::string ns;
+  std::string name;
+  std::shared_ptr<const model::Job> job;  // null: not schedulable (invalid or blocked)
+  std::string spec_dump;
+  std::string phase;
+  int64_t revision = 0;  // last revision of the object this controller has accounted for
+  int64_t generation = 0;
+  int64_t attempts = 0;
+  bool bound = false;
+  bool blocked = false;  // waits for a PriorityClass
+  absl::Time queued_since;
+  std::string last_message;
+};
+
+struct SchedulingController::NodeRec {
+  std::string name;
+  sched::NodeId id = sched::kNoNode;
+  int64_t revision = 0;
+  std::string spec_dump;  // spec without `unschedulable`, plus labels
+  bool ready = true;
+  bool cordoned = false;
+  std::string heartbeat;
+  absl::Time last_seen;
+  absl::Time not_ready_since;
+  bool evicted = false;
+  uint32_t unhealthy = 0;
+};
+
+namespace internal {
+
+inline bool Terminal(absl::string_view phase) { return phase == "Succeeded" || phase == "Failed"; }
+
+inline bool BoundPhase(absl::string_view phase) {
+  return phase == "Scheduled" || phase == "Running" || phase == "Deploying" || phase == "Ready" ||
+         phase == "Degraded";
+}
+
+inline std::string Str(const Json& o, const char* key, const std::string& def = "") {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_string()) return def;
+  return it->get<std::string>();
+}
+
+inline int64_t IntOr(const Json& o, const char* key, int64_t def) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number_integer()) return def;
+  return it->get<int64_t>();
+}
+
+inline Json& StatusOf(Json& obj) {
+  if (!obj.contains("status") || !obj["status"].is_object()) obj["status"] = Json::object();
+  return obj["status"];
+}
+
+inline const Json& StatusOf(const Json& obj) {
+  static const Json* const kEmpty = new Json(Json::object());
+  auto it = obj.find("status");
+  return it != obj.end() && it->is_object() ? *it : *kEmpty;
+}
+
+inline void SetCondition(Json& status, const std::string& type, const std::string& value,
+                         const std::string& reason, const std::string& message, absl::Time now) {
+  Json& conds = status["conditions"];
+  if (!conds.is_array()) conds = Json::array();
+  for (Json& c : conds) {
+    if (c.is_object() && Str(c, "type") == type) {
+      if (Str(c, "status") != value) c["lastTransitionTime"] = Timestamp(now);
+      c["status"] = value;
+      c["reason"] = reason;
+      c["message"] = message.substr(0, 4096);
+      return;
+    }
+  }
+  conds.push_back({{"type", type},
+                   {"status", value},
+                   {"reason", reason},
+                   {"message", message.substr(0, 4096)},
+                   {"lastTransitionTime", Timestamp(now)}});
+}
+
+// The condition a job phase sets: (type, status).
+inline std::pair<std::string, std::string> PhaseCondition(absl::string_view phase) {
+  if (phase == "Admitted") return {"Admitted", "True"};
+  if (BoundPhase(phase)) return {"Scheduled", "True"};
+  if (phase == "Succeeded") return {"Succeeded", "True"};
+  if (phase == "Failed") return {"Failed", "True"};
+  return {"Scheduled", "False"};
+}
+
+inline std::string SpecDumpOfNode(const Json& obj) {
+  Json spec = obj.contains("spec") ? obj["spec"] : Json::object();
+  if (spec.is_object()) spec.erase("unschedulable");
+  Json labels = obj["metadata"].contains("labels") ? obj["metadata"]["labels"] : Json();
+  return spec.dump() + "|" + labels.dump();
+}
+
+}  // namespace internal
+}  // namespace tessera::controller

@@ -1,0 +1,268 @@
+// The node half of SchedulingController: registration, heartbeats, GPU
+// health, cordon/drain, NotReady and eviction (see scheduling_controller.h).
+#include <algorithm>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "controller/controller_internal.h"
+#include "controller/node_codec.h"
+#include "controller/scheduling_controller.h"
+
+namespace tessera::controller {
+
+using namespace internal;  // NOLINT: the module's own helpers
+
+void SchedulingController::EvictNode(sched::NodeId id, const std::string& phase, const Change& why,
+                                     const std::function<bool(const JobRec&)>& pick) {
+  std::vector<std::string> keys;
+  for (const auto& [key, p] : cluster_->bound()) {
+    for (const sched::MemberPlacement& m : p.members) {
+      if (m.node == id) {
+        keys.push_back(key);
+        break;
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end());  // deterministic order
+  for (const std::string& k : keys) {
+    JobRec* rec = JobBySchedKey(k);
+    if (rec == nullptr || (pick && !pick(*rec))) continue;
+    if (absl::Status s = Requeue(*rec, phase, why); !s.ok()) {
+      std::cerr << "controller: requeue " << rec->key << ": " << s.message() << "\n";
+    }
+  }
+}
+
+// --- Nodes ----------------------------------------------------------------
+
+void SchedulingController::OnNodePut(const std::string& key, const Json& obj, int64_t rev,
+                                     bool at_start) {
+  const absl::Time now = clock_.Now();
+  const Json& st = StatusOf(obj);
+  auto it = nodes_.find(key);
+  if (it == nodes_.end()) {
+    absl::StatusOr<model::Node> node = NodeFromObject(obj);
+    auto rec = std::make_unique<NodeRec>();
+    rec->name = Str(obj["metadata"], "name");
+    rec->revision = rev;
+    rec->spec_dump = SpecDumpOfNode(obj);
+    rec->heartbeat = Str(st, "lastHeartbeatTime");
+    rec->last_seen = now;
+    rec->not_ready_since = now;
+    rec->unhealthy = UnhealthyMask(obj);
+    if (!node.ok()) {
+      std::cerr << "controller: node " << rec->name << ": " << node.status().message() << "\n";
+      nodes_.emplace(key, std::move(rec));
+      return;
+    }
+    rec->cordoned = node->unschedulable;
+    absl::StatusOr<sched::NodeId> id = cluster_->AddNode(*node);
+    if (!id.ok()) {
+      std::cerr << "controller: node " << rec->name << ": " << id.status().message() << "\n";
+      nodes_.emplace(key, std::move(rec));
+      return;
+    }
+    rec->id = *id;
+    NodeRec& r = *rec;
+    nodes_.emplace(key, std::move(rec));
+    const std::string phase = Str(st, "phase", "Unknown");
+    if (at_start) {
+      // Heartbeat clocks restart with the controller: no node is declared
+      // NotReady (or evicted) early because the server was down.
+      r.ready = phase != "NotReady";
+    } else {
+      r.ready = true;
+      if (phase != "Ready") {
+        int64_t base = 0;
+        absl::StatusOr<int64_t> w = Update(
+            key, -1,
+            [&](Json& o) {
+              Json& s = StatusOf(o);
+              s["phase"] = "Ready";
+              SetCondition(s, "Ready", "True", "Registered", "node registered", now);
+              return true;
+            },
+            {"Registered", absl::StrCat("node registered with ", node->gpus.size(), " ",
+                                        node->gpu_model(), " GPUs in rack ", node->rack)},
+            &base);
+        if (w.ok() && base == r.revision) r.revision = *w;
+      }
+    }
+    if (!r.ready) (void)cluster_->SetSchedulable(r.id, false);
+    queue_->MoveAllToActive();
+    return;
+  }
+  NodeRec& rec = *it->second;
+  if (rev <= rec.revision) return;
+  rec.revision = rev;
+  if (rec.id == sched::kNoNode) {  // was invalid: try again as a new node
+    nodes_.erase(it);
+    OnNodePut(key, obj, rev, at_start);
+    return;
+  }
+  const std::string dump = SpecDumpOfNode(obj);
+  if (dump != rec.spec_dump) {
+    absl::StatusOr<model::Node> node = NodeFromObject(obj);
+    if (!node.ok()) {
+      std::cerr << "controller: node " << rec.name << " update ignored: " << node.status().message()
+                << "\n";
+    } else {
+      // The scheduler has no in-place node update: the gangs on the node are
+      // requeued (a NoExecute taint, i.e. drain, wants exactly that) and the
+      // node is re-added.
+      // A NoExecute taint the node did not have before is a drain.
+      std::string drain;
+      for (const model::Taint& t : node->taints) {
+        if (t.effect != model::TaintEffect::kNoExecute) continue;
+        const auto& old = cluster_->node(rec.id).taints;
+        if (std::find(old.begin(), old.end(), t) == old.end()) drain = t.key;
+      }
+      EvictNode(
+          rec.id, "Preempted",
+          drain.empty()
+              ? Change{"NodeChanged", absl::StrCat("node ", rec.name, " was reconfigured"), true}
+              : Change{"NodeDrained",
+                       absl::StrCat("node ", rec.name, " drained (NoExecute taint ", drain, ")"),
+                       true});
+      std::vector<std::string> released;
+      (void)cluster_->RemoveNode(rec.name, &released);
+      for (const std::string& k : released) {
+        if (JobRec* j = JobBySchedKey(k)) {
+          j->bound = false;
+          queue_->Add(j->job);
+        }
+      }
+      rec.spec_dump = dump;
+      rec.cordoned = node->unschedulable;
+      absl::StatusOr<sched::NodeId> id = cluster_->AddNode(*node);
+      rec.id = id.ok() ? *id : sched::kNoNode;
+      rec.unhealthy = UnhealthyMask(obj);
+      if (id.ok() && !rec.ready) (void)cluster_->SetSchedulable(rec.id, false);
+      queue_->MoveAllToActive();
+      RecordEvent(obj, rev, {"NodeChanged", "node spec changed; gangs on it were requeued"});
+    }
+  }
+  if (rec.id == sched::kNoNode) return;
+  auto us = obj["spec"].find("unschedulable");
+  const bool cordon = us != obj["spec"].end() && us->is_boolean() && us->get<bool>();
+  if (cordon != rec.cordoned) {
+    rec.cordoned = cordon;
+    (void)cluster_->SetSchedulable(rec.id, !cordon && rec.ready);
+    if (!cordon) queue_->MoveAllToActive();
+    RecordEvent(obj, rev,
+                {cordon ? "Cordoned" : "Uncordoned",
+                 cordon ? "node marked unschedulable" : "node schedulable again"});
+  }
+  const std::string hb = Str(st, "lastHeartbeatTime");
+  if (!hb.empty() && hb != rec.heartbeat) {
+    rec.heartbeat = hb;
+    rec.last_seen = now;
+    if (!rec.ready) {
+      rec.ready = true;
+      rec.evicted = false;
+      (void)cluster_->SetSchedulable(rec.id, !rec.cordoned);
+      queue_->MoveAllToActive();
+      int64_t base = 0;
+      absl::StatusOr<int64_t> w = Update(
+          key, -1,
+          [&](Json& o) {
+            Json& s = StatusOf(o);
+            s["phase"] = "Ready";
+            SetCondition(s, "Ready", "True", "HeartbeatResumed", "heartbeats resumed", now);
+            return true;
+          },
+          {"NodeReady", "heartbeats resumed"}, &base);
+      if (w.ok() && base == rec.revision) rec.revision = *w;
+    }
+  }
+  const uint32_t mask = UnhealthyMask(obj);
+  if (mask != rec.unhealthy) {
+    std::vector<std::string> affected;
+    bool healed = false;
+    const uint32_t changed = mask ^ rec.unhealthy;
+    const int n = static_cast<int>(cluster_->node(rec.id).gpus.size());
+    for (int g = 0; g < n; ++g) {
+      if (((changed >> g) & 1u) == 0) continue;
+      const bool now_bad = ((mask >> g) & 1u) != 0;
+      if (!now_bad) healed = true;
+      (void)cluster_->SetGpuHealth(rec.id, g, !now_bad, now_bad ? &affected : nullptr);
+      if (now_bad) {
+        RecordEvent(obj, rev, {"GpuUnhealthy", absl::StrCat("GPU ", g, " turned unhealthy"), true});
+      }
+    }
+    rec.unhealthy = mask;
+    std::sort(affected.begin(), affected.end());
+    affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+    for (const std::string& k : affected) {
+      if (JobRec* j = JobBySchedKey(k); j != nullptr && j->bound) {
+        (void)Requeue(
+            *j, "NodeLost",
+            {"GpuUnhealthy", absl::StrCat("a GPU of node ", rec.name, " turned unhealthy"), true});
+      }
+    }
+    if (healed) queue_->MoveAllToActive();
+  }
+}
+
+void SchedulingController::OnNodeDelete(const std::string& key) {
+  auto it = nodes_.find(key);
+  if (it == nodes_.end()) return;
+  NodeRec& rec = *it->second;
+  if (rec.id != sched::kNoNode) {
+    EvictNode(rec.id, "NodeLost",
+              {"NodeDeleted", absl::StrCat("node ", rec.name, " was deleted"), true});
+    std::vector<std::string> released;
+    (void)cluster_->RemoveNode(rec.name, &released);
+    for (const std::string& k : released) {
+      if (JobRec* j = JobBySchedKey(k)) {
+        j->bound = false;
+        queue_->Add(j->job);
+      }
+    }
+  }
+  nodes_.erase(it);
+}
+
+void SchedulingController::NodeTimers() {
+  if (options_.node_grace <= absl::ZeroDuration()) return;
+  const absl::Time now = clock_.Now();
+  std::vector<std::pair<std::string, NodeRec*>> due;
+  for (auto& [key, rec] : nodes_) {
+    if (rec->id == sched::kNoNode) continue;
+    if ((rec->ready && now - rec->last_seen > options_.node_grace) ||
+        (!rec->ready && !rec->evicted && now - rec->not_ready_since >= options_.eviction_delay)) {
+      due.emplace_back(key, rec.get());
+    }
+  }
+  std::sort(due.begin(), due.end());
+  for (auto& [key, rec] : due) {
+    if (rec->ready) {
+      rec->ready = false;
+      rec->evicted = false;
+      rec->not_ready_since = now;
+      (void)cluster_->SetSchedulable(rec->id, false);
+      const std::string msg =
+          absl::StrCat("no heartbeat for ", absl::FormatDuration(now - rec->last_seen));
+      int64_t base = 0;
+      absl::StatusOr<int64_t> w = Update(
+          key, -1,
+          [&](Json& o) {
+            Json& s = StatusOf(o);
+            s["phase"] = "NotReady";
+            SetCondition(s, "Ready", "False", "NodeStatusUnknown", msg, now);
+            return true;
+          },
+          {"NodeNotReady", msg, true}, &base);
+      if (w.ok() && base == rec->revision) rec->revision = *w;
+      if (options_.eviction_delay > absl::ZeroDuration()) continue;
+    }
+    EvictNode(rec->id, "NodeLost",
+              {"NodeLost",
+               absl::StrCat("node ", rec->name, " NotReady for ",
+                            absl::FormatDuration(now - rec->not_ready_since)),
+               true});
+    rec->evicted = true;
+  }
+}
+
+}  // namespace tessera::controller

@@ -1,0 +1,225 @@
+// The `tessera` CLI against a real `tessera server` process on loopback: the
+// server schedules what the CLI applies (examples/), and the CLI shows it.
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "nlohmann/json.hpp"
+#include "server_process.h"
+
+namespace tessera::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Result {
+  int rc = -1;
+  std::string out;
+};
+
+class CliProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";
+    dir_ = MakeTempDir("tessera_cli");
+    ASSERT_FALSE(dir_.empty());
+    setenv("HOME", dir_.c_str(), 1);  // no ~/.tessera/config of the user
+    StartServer();
+  }
+
+  void StartServer() {
+    std::vector<std::string> args = {"--data-dir", dir_ + "/data"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+    int port = server_.Start(args);
+    ASSERT_GT(port, 0) << server_.error();
+    url_ = "http://127.0.0.1:" + std::to_string(port);
+    setenv("TESSERA_SERVER", url_.c_str(), 1);
+  }
+
+  Result Run(const std::string& args) {
+    std::string cmd = "exec 2>&1; " + TesseraBin() + " " + args;
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  }
+
+  static std::string Example(const std::string& name) {
+    return std::string(TESSERA_SOURCE_DIR) + "/examples/" + name;
+  }
+
+  // Polls `get RESOURCE NAME -o json` until `pred` holds (20 s at most).
+  Json WaitFor(const std::string& resource, const std::string& name,
+               const std::function<bool(const Json&)>& pred) {
+    Json last;
+    for (int i = 0; i < 200; ++i) {
+      Result r = Run("get " + resource + " " + name + " -o json");
+      if (r.rc == 0) {
+        last = Json::parse(r.out, nullptr, false);
+        if (!last.is_discarded() && pred(last)) return last;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "timed out waiting for " << resource << "/" << name << ": " << last.dump();
+    return last;
+  }
+
+  static bool Scheduled(const Json& j) {
+    return j["status"].value("phase", "") == "Scheduled" && j["status"].contains("placement");
+  }
+
+  std::string dir_, url_;
+  std::vector<std::string> extra_args_;
+  ServerProcess server_;
+};
+
+TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
+  Result r = Run("apply -f " + Example("nodes.yaml") + " --server " + url_);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("node.tessera.dev/h100-0 created"), std::string::npos) << r.out;
+  r = Run("apply -f " + Example("training-job.yaml"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("trainingjob.tessera.dev/llm-7b created"), std::string::npos) << r.out;
+
+  Json job = WaitFor("jobs", "llm-7b", Scheduled);
+  ASSERT_EQ(job["status"]["placement"].size(), 2u);
+  EXPECT_EQ(job["status"]["priority"], 5000);  // from the PriorityClass
+  EXPECT_EQ(job["status"]["generation"], 1);
+  std::set<std::string> nodes;
+  for (const Json& m : job["status"]["placement"]) {
+    nodes.insert(m["node"].get<std::string>());
+    EXPECT_EQ(m["gpus"].size(), 8u);
+  }
+  EXPECT_EQ(nodes.size(), 2u);
+
+  // -o json: a List whose items are full objects as the API returns them.
+  r = Run("get jobs -o json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json list = Json::parse(r.out);
+  EXPECT_EQ(list["kind"], "List");
+  ASSERT_EQ(list["items"].size(), 1u);
+  EXPECT_EQ(list["items"][0]["apiVersion"], "tessera.dev/v1");
+  EXPECT_FALSE(list["items"][0]["metadata"]["resourceVersion"].get<std::string>().empty());
+  r = Run("get jobs -l team=nlp -o name");
+  EXPECT_EQ(r.out, "trainingjob/llm-7b\n");
+  r = Run("get jobs -l team=cv -o name");
+  EXPECT_EQ(r.out, "");
+  r = Run("get jobs -o yaml");
+  EXPECT_NE(r.out.find("kind: List"), std::string::npos) << r.out;
+
+  r = Run("describe job llm-7b");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("Placement:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Admitted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Scheduled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(*nodes.begin()), std::string::npos) << r.out;
+
+  r = Run("get nodes -o wide");
+  EXPECT_NE(r.out.find("l40s-0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dedicated:NoSchedule"), std::string::npos) << r.out;
+  r = Run("top nodes");
+  EXPECT_NE(r.out.find("100%"), std::string::npos) << r.out;
+  r = Run("top queues");
+  EXPECT_NE(r.out.find("research"), std::string::npos) << r.out;
+
+  // The inference service tolerates the serving taint and lands on the L40S node.
+  r = Run("apply -f " + Example("inference-service.yaml"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json svc = WaitFor("isvc", "chat", Scheduled);
+  for (const Json& m : svc["status"]["placement"]) EXPECT_EQ(m["node"], "l40s-0");
+
+  // A job that waits says why.
+  r =
+      Run("apply -f - <<'EOF'\n"
+          "{\"apiVersion\": \"tessera.dev/v1\", \"kind\": \"TrainingJob\", \"metadata\": "
+          "{\"name\": \"huge\"}, \"spec\": {\"groups\": [{\"name\": \"w\", \"count\": 9, "
+          "\"gpusPerReplica\": 8}]}}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  WaitFor("jobs", "huge", [](const Json& j) {
+    return j["status"].value("message", "").find("waiting") != std::string::npos;
+  });
+  r = Run("describe job huge");
+  EXPECT_NE(r.out.find("Waiting:"), std::string::npos) << r.out;
+
+  // Bad input: the server's message names the field; nothing is created.
+  r =
+      Run("apply -f - <<'EOF'\n"
+          "{\"apiVersion\": \"tessera.dev/v1\", \"kind\": \"TrainingJob\", \"metadata\": "
+          "{\"name\": \"bad\"}, \"spec\": {\"groups\": [{\"name\": \"w\", \"count\": 0, "
+          "\"gpusPerReplica\": 8}]}}\nEOF\n");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("spec.groups[0].count"), std::string::npos) << r.out;
+  EXPECT_NE(Run("get jobs bad").rc, 0);
+
+  // Cordon shows in the node list; drain moves the gang (new fencing generation).
+  r = Run("cordon l40s-0");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(Run("get nodes l40s-0").out.find("SchedulingDisabled"), std::string::npos);
+  EXPECT_EQ(Run("uncordon l40s-0").rc, 0);
+  const std::string victim = *nodes.begin();
+  r = Run("drain " + victim);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  job = WaitFor("jobs", "llm-7b", [&](const Json& j) {
+    if (!Scheduled(j) || j["status"].value("generation", 0) < 2) return false;
+    for (const Json& m : j["status"]["placement"]) {
+      if (m["node"] == victim) return false;
+    }
+    return true;
+  });
+  r = Run("describe node " + victim);
+  EXPECT_NE(r.out.find("NoExecute"), std::string::npos) << r.out;
+
+  // Restart: placements come back from the store, nothing is rebound.
+  const Json before = Run("get jobs llm-7b -o json").out.empty()
+                          ? Json()
+                          : Json::parse(Run("get jobs llm-7b -o json").out);
+  server_.Kill(SIGTERM);
+  StartServer();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Json after = Json::parse(Run("get jobs llm-7b -o json").out);
+  EXPECT_EQ(after["status"]["placement"], before["status"]["placement"]);
+  EXPECT_EQ(after["status"]["generation"], before["status"]["generation"]);
+
+  r = Run("delete jobs llm-7b huge");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("\"llm-7b\" deleted"), std::string::npos) << r.out;
+  EXPECT_EQ(Run("get jobs -o name").out, "");
+}
+
+TEST_F(CliProcessTest, SilentNodeGoesNotReadyAndItsGangIsRequeued) {
+  // A server with a 1 s heartbeat grace and a 1 s eviction delay.
+  server_.Kill(SIGKILL);
+  extra_args_ = {"--node-grace-seconds", "1", "--eviction-seconds", "1"};
+  dir_ = MakeTempDir("tessera_cli_grace");
+  StartServer();
+  Result r =
+      Run("apply -f - <<'EOF'\n"
+          "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: lonely}\n"
+          "spec: {gpuType: H100, gpuCount: 8}\n---\n"
+          "kind: TrainingJob\napiVersion: tessera.dev/v1\nmetadata: {name: j}\n"
+          "spec: {groups: [{name: w, count: 1, gpusPerReplica: 8}]}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json job = WaitFor("jobs", "j",
+                     [](const Json& j) { return j["status"].value("phase", "") == "NodeLost"; });
+  EXPECT_FALSE(job["status"].contains("placement"));
+  EXPECT_NE(Run("get nodes lonely").out.find("NotReady"), std::string::npos);
+  r = Run("describe job j");
+  EXPECT_NE(r.out.find("NodeLost"), std::string::npos) << r.out;
+  r = Run("describe node lonely");
+  EXPECT_NE(r.out.find("NodeNotReady"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace tessera::testing
