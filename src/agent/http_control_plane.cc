@@ -253,6 +253,9 @@ absl::StatusOr<std::vector<Binding>> HttpControlPlaneClient::ListBindings(const 
           b.group = Str(m, "group");
           b.index = static_cast<int>(Int(m, "member", 0));
           b.generation = Int(m, "generation", job_gen);
+          // docs/control-plane.md, "Fencing": only a member stamped with the job's current
+          // generation may run.
+          if (job_gen != 0 && b.generation != job_gen) continue;
           b.env["TESSERA_RANK"] = absl::StrCat(my_rank);
           if (m.contains("gpus") && m["gpus"].is_array()) {
             for (const Json& g : m["gpus"]) {
