@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds Tessera (release) and runs the main job. The README's first command.
-# Until the local cluster (`tessera up`) lands, the main job is the scheduling
-# benchmark on a 100,000-GPU synthetic fleet.
+# Builds Tessera (release) and runs the main job: `tessera up`, a local cluster
+# (server on the embedded store + agents with fake GPUs + a demo workload).
+# Ctrl-C stops everything; extra arguments go to `tessera up` (e.g. --duration 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
-exec ./build/release/src/main/tessera bench sched --nodes 12500 --gpus-per-node 8 --nodes-per-rack 32 "$@"
+exec ./build/release/src/main/tessera up "$@"

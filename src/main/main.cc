@@ -15,6 +15,7 @@
 #include "sim/replay/replay_command.h"
 #include "bench_preempt/bench_preempt.h"
 #include "sim/pack/commands.h"
+#include "agent/node_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   tessera::cli::RegisterCliCommands(app);
   (void)sim;
   tessera::sim::pack::RegisterSimPackCommands(*sim);
+  tessera::agent::RegisterNodeCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -309,7 +309,8 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
       return HandleCreate(r, req, res);
     }
     case Verb::kUpdate:
-      return HandleUpdate(r, req, res);
+      return HandleUpdate(r, req, res,
+                          who->role == Principal::Role::kNode && r.kind->kind != "Node");
     case Verb::kDelete:
       return HandleDelete(r, req, res);
   }
@@ -543,7 +544,8 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
   Reply(res, 201, obj);
 }
 
-void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
+                             bool status_only) {
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
@@ -567,6 +569,11 @@ void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httpli
   if (!old.ok()) return FailStore(res, old.status(), what);
   if (expected == 0) expected = cur->mod_revision;  // unconditional, but atomic with this read
   Json obj = std::move(*body);
+  if (status_only) {
+    Json status = obj.contains("status") ? obj["status"] : Json();
+    obj = *old;
+    obj["status"] = status;
+  }
   // Server-owned fields are kept from the stored object; a PUT without a
   // status keeps the current status.
   obj["metadata"]["uid"] = (*old)["metadata"]["uid"];

@@ -75,7 +75,9 @@ class ApiServer {
   void HandleList(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res);
-  void HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res);
+  // status_only: everything but `status` is kept from the stored object (a node's report).
+  void HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
+                    bool status_only = false);
   void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
   std::string NewUid();

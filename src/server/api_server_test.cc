@@ -330,8 +330,20 @@ TEST_F(ApiServerTest, AuthenticationAndAuthorization) {
   EXPECT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-02")).status, 201);
   EXPECT_EQ(Do("GET", "/api/v1/nodes/gpu-02", nullptr, kNode1).status, 403);
   EXPECT_EQ(Do("GET", "/api/v1/nodes", nullptr, kNode1).status, 403);
-  EXPECT_EQ(Do("GET", kJobs, nullptr, kNode1).status, 403);
   EXPECT_EQ(Do("DELETE", "/api/v1/nodes/gpu-01", nullptr, kNode1).status, 403);
+  // It reads jobs (its bindings) and writes only their status (member reports).
+  EXPECT_EQ(Do("GET", kJobs, nullptr, kNode1).status, 200);
+  ASSERT_EQ(Do("POST", kJobs, Job("bound")).status, 201);
+  EXPECT_EQ(Do("POST", kJobs, Job("mine"), kNode1).status, 403);
+  Resp j = Do("GET", absl::StrCat(kJobs, "/bound"), nullptr, kNode1);
+  ASSERT_EQ(j.status, 200);
+  j.body["spec"]["groups"][0]["count"] = 7;
+  j.body["status"] = {{"phase", "Running"}};
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/bound"), j.body, kNode1).status, 200);
+  Json stored = Do("GET", absl::StrCat(kJobs, "/bound")).body;
+  EXPECT_EQ(stored["status"]["phase"], "Running");
+  EXPECT_NE(stored["spec"]["groups"][0]["count"], 7);
+  EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/bound"), nullptr, kNode1).status, 403);
 }
 
 TEST_F(ApiServerTest, WatchStreamsChangesAndResumes) {

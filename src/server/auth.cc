@@ -80,6 +80,12 @@ std::string Authorize(const Principal& p, Verb verb, const Resource& r) {
       }
       return "";
     case Principal::Role::kNode:
+      // A node agent reads the jobs bound to it and reports its members' states; the server
+      // keeps such an update to the job's status (ApiServer, status-only updates).
+      if (r.plural == "trainingjobs" || r.plural == "inferenceservices") {
+        if (read || verb == Verb::kUpdate) return "";
+        return "nodes may only read jobs and update their status";
+      }
       if (r.plural != "nodes" || r.name != p.node) {
         return absl::StrCat("node \"", p.node, "\" may only access its own Node object");
       }

@@ -45,7 +45,12 @@ TEST(AuthTest, Rules) {
   EXPECT_EQ(Authorize(node, Verb::kCreate, n1), "");
   EXPECT_NE(Authorize(node, Verb::kUpdate, n2), "");
   EXPECT_NE(Authorize(node, Verb::kDelete, n1), "");
-  EXPECT_NE(Authorize(node, Verb::kGet, own), "");
+  EXPECT_EQ(Authorize(node, Verb::kGet, own), "");  // its bindings
+  EXPECT_EQ(Authorize(node, Verb::kList, all), "");
+  EXPECT_EQ(Authorize(node, Verb::kUpdate, own), "");  // status only (ApiServer)
+  EXPECT_NE(Authorize(node, Verb::kDelete, own), "");
+  EXPECT_NE(Authorize(node, Verb::kCreate, own), "");
+  EXPECT_NE(Authorize(node, Verb::kGet, queue), "");
   EXPECT_EQ(Authorize(admin, Verb::kDelete, other), "");
 }
 

@@ -1,0 +1,72 @@
+#include "agent/api_client.h"
+
+#include <httplib.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace tessera::agent {
+
+std::string ApiClient::NormalizeUrl(const std::string& server) {
+  if (absl::StartsWith(server, "http://") || absl::StartsWith(server, "https://")) return server;
+  return "http://" + server;
+}
+
+ApiClient::ApiClient(const std::string& server, std::string token, absl::Duration timeout)
+    : http_(std::make_unique<httplib::Client>(NormalizeUrl(server))), token_(std::move(token)) {
+  const int64_t ms = absl::ToInt64Milliseconds(timeout);
+  http_->set_connection_timeout(ms / 1000, (ms % 1000) * 1000);
+  http_->set_read_timeout(ms / 1000, (ms % 1000) * 1000);
+  http_->set_write_timeout(ms / 1000, (ms % 1000) * 1000);
+  http_->set_keep_alive(true);
+}
+
+ApiClient::~ApiClient() = default;
+
+absl::StatusOr<ApiResponse> ApiClient::Do(const char* method, const std::string& path,
+                                          const nlohmann::json* body) {
+  httplib::Headers headers;
+  if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  httplib::Result res(nullptr, httplib::Error::Unknown);
+  const std::string m(method);
+  if (m == "GET") {
+    res = http_->Get(path, headers);
+  } else if (m == "DELETE") {
+    res = http_->Delete(path, headers);
+  } else if (m == "POST") {
+    res = http_->Post(path, headers, body->dump(), "application/json");
+  } else {
+    res = http_->Put(path, headers, body->dump(), "application/json");
+  }
+  if (!res) {
+    return absl::UnavailableError(
+        absl::StrCat(method, " ", path, ": ", httplib::to_string(res.error())));
+  }
+  ApiResponse out;
+  out.code = res->status;
+  out.body = nlohmann::json::parse(res->body, nullptr, false);
+  if (out.body.is_discarded()) out.body = nlohmann::json();
+  return out;
+}
+
+absl::StatusOr<ApiResponse> ApiClient::Get(const std::string& path) {
+  return Do("GET", path, nullptr);
+}
+absl::StatusOr<ApiResponse> ApiClient::Post(const std::string& path, const nlohmann::json& body) {
+  return Do("POST", path, &body);
+}
+absl::StatusOr<ApiResponse> ApiClient::Put(const std::string& path, const nlohmann::json& body) {
+  return Do("PUT", path, &body);
+}
+absl::StatusOr<ApiResponse> ApiClient::Delete(const std::string& path) {
+  return Do("DELETE", path, nullptr);
+}
+
+std::string ApiError(const ApiResponse& r) {
+  if (r.body.is_object() && r.body.contains("message") && r.body["message"].is_string()) {
+    return absl::StrCat("HTTP ", r.code, ": ", r.body["message"].get<std::string>());
+  }
+  return absl::StrCat("HTTP ", r.code);
+}
+
+}  // namespace tessera::agent

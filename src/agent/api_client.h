@@ -1,0 +1,52 @@
+// ApiClient: a minimal JSON client for `tessera server`'s /api/v1 (docs/api.md), used by the
+// node agent, `tessera logs` and `tessera up`.
+// Thread safety: one ApiClient per thread (it holds one keep-alive connection).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+
+namespace httplib {
+class Client;
+}  // namespace httplib
+
+namespace tessera::agent {
+
+struct ApiResponse {
+  int code = 0;  // HTTP status
+  nlohmann::json body;
+};
+
+class ApiClient {
+ public:
+  // `server`: "http://HOST:PORT" (or "HOST:PORT"); `token` may be empty (no Authorization).
+  ApiClient(const std::string& server, std::string token,
+            absl::Duration timeout = absl::Seconds(10));
+  ~ApiClient();
+
+  // Unavailable when no HTTP exchange happened (connection refused, timeout); otherwise the
+  // response, whatever its status code.
+  absl::StatusOr<ApiResponse> Get(const std::string& path);
+  absl::StatusOr<ApiResponse> Post(const std::string& path, const nlohmann::json& body);
+  absl::StatusOr<ApiResponse> Put(const std::string& path, const nlohmann::json& body);
+  absl::StatusOr<ApiResponse> Delete(const std::string& path);
+
+  // "HOST:PORT" -> "http://HOST:PORT"; a URL with a scheme is kept.
+  static std::string NormalizeUrl(const std::string& server);
+
+ private:
+  absl::StatusOr<ApiResponse> Do(const char* method, const std::string& path,
+                                 const nlohmann::json* body);
+  std::unique_ptr<httplib::Client> http_;
+  std::string token_;
+};
+
+// "a message naming the code": the Status body's message, or the HTTP code.
+std::string ApiError(const ApiResponse& r);
+
+}  // namespace tessera::agent

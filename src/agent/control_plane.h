@@ -1,0 +1,91 @@
+// ControlPlaneClient: everything the node agent needs from `tessera server`, behind one small
+// interface so the agent's logic is tested without HTTP and the wire format can change in one
+// place (HttpControlPlaneClient, http_control_plane.h).
+//
+// Contract (what the agent relies on):
+//  - RegisterNode is idempotent: it creates the Node object or updates its spec.
+//  - Heartbeat replaces the node's GPU health and refreshes its heartbeat time.
+//  - ListBindings returns every member the server currently binds to this node, each with the
+//    job's *current* fencing generation. A member missing from the list (or listed with a newer
+//    generation than the one running) must not run here.
+//  - ReportMembers writes the members' observed states into their jobs' status.
+// Errors: Unavailable for transport failures (the agent backs off and retries); other codes are
+// answers from the server.
+// Thread safety: implementations may be called from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace tessera::agent {
+
+struct NodeGpu {
+  int index = 0;
+  std::string uuid;
+  std::string model;
+  int64_t memory_mib = 0;
+};
+
+struct NodeRegistration {
+  std::string name;
+  std::vector<NodeGpu> gpus;
+  // links[a][b] in nvidia-smi topo -m terms: X, NVSWITCH, NVLINK, PIX, PHB, SYS.
+  std::vector<std::vector<std::string>> links;
+  std::string rack;
+  std::string block;
+  std::map<std::string, std::string> labels;
+  std::string agent_endpoint;  // "http://HOST:PORT" serving /metrics and /logs; may be empty
+};
+
+struct GpuHealthReport {
+  int index = 0;
+  bool healthy = true;
+  std::string message;
+};
+
+struct Binding {
+  std::string kind = "TrainingJob";  // or InferenceService
+  std::string namespace_name;
+  std::string job;
+  std::string group;
+  int index = 0;
+  int64_t generation = 0;
+  std::vector<int> gpus;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string working_dir;
+  int checkpoint_signal = 10;  // SIGUSR1
+  absl::Duration grace = absl::Seconds(30);
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
+
+struct MemberReport {
+  std::string kind = "TrainingJob";
+  std::string namespace_name;
+  std::string job;
+  std::string group;
+  int index = 0;
+  int64_t generation = 0;
+  bool running = false;
+  int exit_code = -1;  // when !running
+};
+
+class ControlPlaneClient {
+ public:
+  virtual ~ControlPlaneClient() = default;
+  virtual absl::Status RegisterNode(const NodeRegistration& node) = 0;
+  virtual absl::Status Heartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,
+                                 absl::Time now) = 0;
+  virtual absl::StatusOr<std::vector<Binding>> ListBindings(const std::string& node) = 0;
+  virtual absl::Status ReportMembers(const std::string& node,
+                                     const std::vector<MemberReport>& members) = 0;
+};
+
+}  // namespace tessera::agent

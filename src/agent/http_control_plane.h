@@ -1,0 +1,52 @@
+// HttpControlPlaneClient: ControlPlaneClient over `tessera server`'s /api/v1 (docs/api.md).
+//
+// Wire format (docs/agent.md, "Agent <-> server"):
+//  - Node NAME: spec {gpus[] {index, uuid, model, memoryMiB}, links[][], rack, block},
+//    metadata.annotations["tessera.dev/agent-endpoint"]; status {lastHeartbeatTime,
+//    gpus[] {index, health Healthy|Unhealthy, message}} (the controller owns status.phase). A
+//    server whose Node schema predates these fields (422) gets {gpuType, gpuCount, topology
+//    {rack, block}} and the heartbeat in status.observed instead; the client remembers which one
+//    worked.
+//  - Bindings: TrainingJobs and InferenceServices in a bound phase whose status.placement[]
+//    names this node: {group, member, node, gpus[], generation}. The command is spec.command or
+//    the annotation tessera.dev/command (a JSON array); annotations tessera.dev/env (JSON object),
+//    tessera.dev/working-dir, tessera.dev/checkpoint-signal (USR1, TERM, ... or a number) and
+//    tessera.dev/grace-seconds tune the member. spec.checkpoint.path and status.resumeFrom.path
+//    reach the member as TESSERA_CHECKPOINT_PATH / TESSERA_RESUME_FROM.
+//  - Member reports: status.observed["<group>-<index>"] = "Running gen=G node=N" or
+//    "Exited code=C gen=G node=N"; the phase moves Scheduled -> Running when a member runs,
+//    -> Failed when a member of the current generation exits non-zero, -> Succeeded when every
+//    placed member of the current generation exited 0. Writes use the resourceVersion (CAS) and
+//    retry on conflict.
+// Thread safety: one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/api_client.h"
+#include "agent/control_plane.h"
+
+namespace tessera::agent {
+
+class HttpControlPlaneClient final : public ControlPlaneClient {
+ public:
+  HttpControlPlaneClient(const std::string& server, const std::string& token);
+
+  absl::Status RegisterNode(const NodeRegistration& node) override;
+  absl::Status Heartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,
+                         absl::Time now) override;
+  absl::StatusOr<std::vector<Binding>> ListBindings(const std::string& node) override;
+  absl::Status ReportMembers(const std::string& node,
+                             const std::vector<MemberReport>& members) override;
+
+ private:
+  ApiClient api_;
+  bool legacy_node_schema_ = false;
+};
+
+// "SIGUSR1", "USR1", "10" -> 10; -1 when unknown.
+int ParseSignal(const std::string& name);
+
+}  // namespace tessera::agent

@@ -1,0 +1,325 @@
+#include "agent/node_agent.h"
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/discovery.h"
+#include "agent/topology.h"
+
+namespace tessera::agent {
+namespace {
+
+// True when the NVLink between a and b goes through a switch (neither end's link lands on the
+// other GPU's PCI address).
+bool ThroughSwitch(const GpuInfo& a, const GpuInfo& b) {
+  for (const NvLinkInfo& l : a.nvlinks) {
+    if (l.active && l.remote_pci_bus_id == b.pci_bus_id) return false;
+  }
+  for (const NvLinkInfo& l : b.nvlinks) {
+    if (l.active && l.remote_pci_bus_id == a.pci_bus_id) return false;
+  }
+  return true;
+}
+
+std::string LinkCode(const TopologyMatrix& m, const std::vector<GpuInfo>& gpus, int a, int b) {
+  switch (m.Link(a, b)) {
+    case LinkClass::kSelf:
+      return "X";
+    case LinkClass::kNvLink:
+      return ThroughSwitch(gpus[a], gpus[b]) ? "NVSWITCH" : "NVLINK";
+    case LinkClass::kPcieSwitch:
+      return "PIX";
+    case LinkClass::kHostBridge:
+      return "PHB";
+    case LinkClass::kCrossNuma:
+    case LinkClass::kUnknown:
+      return "SYS";
+  }
+  return "SYS";
+}
+
+MemberSpec SpecFromBinding(const Binding& b, const NodeRegistration& reg) {
+  MemberSpec s;
+  s.namespace_name = b.namespace_name;
+  s.job = b.job;
+  s.kind = b.kind;
+  s.group = b.group;
+  s.index = b.index;
+  s.generation = b.generation;
+  s.command = b.command;
+  s.env = b.env;
+  s.working_dir = b.working_dir;
+  s.gpu_indices = b.gpus;
+  for (int g : b.gpus) {
+    s.gpu_uuids.push_back(g >= 0 && g < static_cast<int>(reg.gpus.size()) ? reg.gpus[g].uuid : "");
+  }
+  s.checkpoint_signal = b.checkpoint_signal;
+  s.grace = b.grace;
+  s.cpu_milli = b.cpu_milli;
+  s.memory_mib = b.memory_mib;
+  return s;
+}
+
+std::string BindingId(const Binding& b) {
+  MemberSpec s;
+  s.namespace_name = b.namespace_name;
+  s.job = b.job;
+  s.group = b.group;
+  s.index = b.index;
+  return s.Id();
+}
+
+}  // namespace
+
+NodeAgent::NodeAgent(GpuBackend& backend, HealthTracker& tracker, Launcher& launcher,
+                     ControlPlaneClient& client, Clock& clock, NodeAgentOptions options)
+    : backend_(backend),
+      tracker_(tracker),
+      launcher_(launcher),
+      client_(client),
+      clock_(clock),
+      options_(std::move(options)),
+      rng_(options_.seed),
+      backoff_(options_.initial_backoff) {}
+
+absl::Status NodeAgent::Init() {
+  absl::StatusOr<NodeSnapshot> snap = Discover(backend_);
+  if (!snap.ok()) return snap.status();
+  registration_.name = options_.node_name;
+  registration_.rack = options_.rack;
+  registration_.block = options_.block;
+  registration_.labels = options_.labels;
+  registration_.agent_endpoint = options_.agent_endpoint;
+  std::vector<GpuInfo> infos;
+  for (const GpuSnapshot& g : snap->gpus) {
+    NodeGpu n;
+    n.index = g.info.index;
+    n.uuid = g.info.uuid;
+    n.model = g.info.name.empty() ? "unknown" : g.info.name;
+    if (g.info.memory) n.memory_mib = static_cast<int64_t>(g.info.memory->total_bytes >> 20);
+    registration_.gpus.push_back(n);
+    infos.push_back(g.info);
+    tracker_.AddGpu(g.info.uuid);
+  }
+  const TopologyMatrix& m = snap->topology;
+  if (m.size == static_cast<int>(infos.size()) && m.size > 0) {
+    registration_.links.assign(m.size, std::vector<std::string>(m.size));
+    for (int a = 0; a < m.size; ++a) {
+      for (int b = 0; b < m.size; ++b) registration_.links[a][b] = LinkCode(m, infos, a, b);
+    }
+  }
+  std::vector<MemberStatus> adopted = launcher_.Adopt();
+  for (const MemberStatus& s : adopted) {
+    std::cerr << "agent: adopted member " << s.spec.Id() << " (pid " << s.pid << ", generation "
+              << s.spec.generation << ", " << MemberStateName(s.state) << ")\n";
+  }
+  return absl::OkStatus();
+}
+
+std::vector<GpuHealthReport> NodeAgent::HealthReports() const {
+  std::vector<GpuHealthReport> out;
+  for (const NodeGpu& g : registration_.gpus) {
+    GpuHealthReport r;
+    r.index = g.index;
+    absl::StatusOr<GpuHealth> h = tracker_.Get(g.uuid);
+    if (h.ok()) {
+      r.healthy = h->health == Health::kHealthy;
+      r.message = h->reason;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+void NodeAgent::Fail(const absl::Status& s, const char* what) {
+  ++stats_.failures;
+  registered_ = false;
+  // Exponential backoff with jitter, so 12,500 agents do not return in step after an outage.
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  absl::Duration wait = backoff_ * jitter(rng_);
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  next_attempt_ = clock_.Now() + wait;
+  std::cerr << "agent: " << what << " failed: " << s.message() << "; retrying in "
+            << absl::FormatDuration(wait) << "\n";
+}
+
+bool NodeAgent::WakeOrStop(NodeAgent* a) { return a->wake_ || a->stop_; }
+
+void NodeAgent::Wake() {
+  absl::MutexLock l(&mu_);
+  wake_ = true;
+}
+
+void NodeAgent::Stop() {
+  absl::MutexLock l(&mu_);
+  stop_ = true;
+}
+
+absl::Duration NodeAgent::Step() {
+  absl::Time now = clock_.Now();
+  bool woken = false;
+  {
+    absl::MutexLock l(&mu_);
+    woken = wake_;
+    wake_ = false;
+  }
+  const absl::Duration partition_after = options_.partition_after > absl::ZeroDuration()
+                                             ? options_.partition_after
+                                             : options_.heartbeat_interval * 3;
+  if (registered_ && now - last_heartbeat_ok_ > partition_after) {
+    std::cerr << "agent: no heartbeat for " << absl::FormatDuration(now - last_heartbeat_ok_)
+              << "; re-registering and fencing\n";
+    registered_ = false;
+    next_attempt_ = now;
+  }
+  if (!registered_) {
+    if (now < next_attempt_) return next_attempt_ - now;
+    absl::Status s = client_.RegisterNode(registration_);
+    if (!s.ok()) {
+      Fail(s, "register");
+      return next_attempt_ - now;
+    }
+    ++stats_.registrations;
+    registered_ = true;
+    backoff_ = options_.initial_backoff;
+    fence_next_sync_ = true;
+    next_heartbeat_ = now;
+    last_heartbeat_ok_ = now;
+    next_sync_ = now;
+    reported_.clear();  // report everything again to the (maybe new) server
+  }
+  if (woken || now >= next_heartbeat_) {
+    absl::Status s = client_.Heartbeat(options_.node_name, HealthReports(), now);
+    if (!s.ok()) {
+      Fail(s, "heartbeat");
+      return next_attempt_ - now;
+    }
+    ++stats_.heartbeats;
+    last_heartbeat_ok_ = now;
+    next_heartbeat_ = now + options_.heartbeat_interval;
+  }
+  launcher_.Poll();
+  if (now >= next_sync_ || woken) {
+    absl::StatusOr<std::vector<Binding>> b = client_.ListBindings(options_.node_name);
+    if (!b.ok()) {
+      Fail(b.status(), "list bindings");
+      return next_attempt_ - now;
+    }
+    SyncBindings(*b, fence_next_sync_);
+    fence_next_sync_ = false;
+    next_sync_ = now + options_.sync_interval;
+    launcher_.Poll();
+  }
+  Report();
+  absl::Time next = std::min(next_heartbeat_, next_sync_);
+  // Stopping members need their grace deadline checked.
+  for (const MemberStatus& m : launcher_.List()) {
+    if (m.state == MemberState::kStopping) next = std::min(next, now + absl::Milliseconds(200));
+  }
+  return std::max(next - clock_.Now(), absl::ZeroDuration());
+}
+
+void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
+  std::map<std::string, const Binding*> bound;
+  for (const Binding& b : bindings) bound[BindingId(b)] = &b;
+  std::set<std::string> tracked;
+  for (const MemberStatus& m : launcher_.List()) {
+    const std::string id = m.spec.Id();
+    tracked.insert(id);
+    auto it = bound.find(id);
+    const bool current = it != bound.end() && it->second->generation == m.spec.generation;
+    if (current) continue;
+    if (m.state == MemberState::kExited) {
+      (void)launcher_.Forget(id);
+      tracked.erase(id);
+      reported_.erase(id);
+      continue;
+    }
+    if (fence) {
+      std::cerr << "agent: fencing member " << id << " (generation " << m.spec.generation
+                << "): not bound here with that generation\n";
+      ++stats_.fenced;
+      (void)launcher_.Stop(id, /*graceful=*/false);
+    } else if (m.state != MemberState::kStopping) {
+      std::cerr << "agent: stopping member " << id << " (unbound; checkpoint signal "
+                << m.spec.checkpoint_signal << ", grace " << absl::FormatDuration(m.spec.grace)
+                << ")\n";
+      ++stats_.stopped;
+      (void)launcher_.Stop(id, /*graceful=*/true);
+    }
+  }
+  for (const auto& [id, b] : bound) {
+    if (tracked.contains(id)) continue;
+    MemberSpec spec = SpecFromBinding(*b, registration_);
+    bool ok = true;
+    for (size_t i = 0; i < spec.gpu_indices.size(); ++i) {
+      if (spec.gpu_uuids[i].empty() || !tracker_.IsHealthy(spec.gpu_uuids[i])) ok = false;
+    }
+    if (!ok) continue;  // the server will move it once our heartbeat lands
+    absl::StatusOr<MemberStatus> s = launcher_.Start(spec);
+    if (!s.ok()) {
+      std::cerr << "agent: cannot start " << id << ": " << s.status().message() << "\n";
+      continue;
+    }
+    ++stats_.started;
+    std::cerr << "agent: started member " << id << " (generation " << spec.generation << ", GPUs "
+              << absl::StrJoin(spec.gpu_indices, ",") << ", pid " << s->pid << ")\n";
+  }
+  absl::flat_hash_map<std::string, WorkloadLabels> w;
+  for (const MemberStatus& m : launcher_.List()) {
+    if (m.state == MemberState::kExited) continue;
+    for (const std::string& u : m.spec.gpu_uuids) w[u] = {m.spec.namespace_name, m.spec.job};
+  }
+  absl::MutexLock l(&mu_);
+  workloads_ = std::move(w);
+}
+
+void NodeAgent::Report() {
+  std::vector<MemberReport> reports;
+  std::vector<std::pair<std::string, std::string>> sent;
+  for (const MemberStatus& m : launcher_.List()) {
+    if (m.state == MemberState::kStopping) continue;  // being taken away: nothing to say
+    MemberReport r;
+    r.kind = m.spec.kind;
+    r.namespace_name = m.spec.namespace_name;
+    r.job = m.spec.job;
+    r.group = m.spec.group;
+    r.index = m.spec.index;
+    r.generation = m.spec.generation;
+    r.running = m.state == MemberState::kRunning;
+    r.exit_code = m.exit_code;
+    std::string key = absl::StrCat(r.running ? "R" : "E", r.exit_code, "/", r.generation);
+    auto it = reported_.find(m.spec.Id());
+    if (it != reported_.end() && it->second == key) continue;
+    reports.push_back(r);
+    sent.emplace_back(m.spec.Id(), key);
+  }
+  if (reports.empty()) return;
+  absl::Status s = client_.ReportMembers(options_.node_name, reports);
+  if (!s.ok()) {
+    std::cerr << "agent: report failed: " << s.message() << "\n";
+    return;  // retried next step
+  }
+  for (auto& [id, key] : sent) reported_[id] = key;
+}
+
+void NodeAgent::Run() {
+  for (;;) {
+    absl::Duration wait = Step();
+    absl::MutexLock l(&mu_);
+    if (stop_) return;
+    mu_.AwaitWithTimeout(absl::Condition(&NodeAgent::WakeOrStop, this),
+                         std::min(wait, absl::Seconds(1)));
+    if (stop_) return;
+  }
+}
+
+absl::flat_hash_map<std::string, WorkloadLabels> NodeAgent::Workloads() const {
+  absl::MutexLock l(&mu_);
+  return workloads_;
+}
+
+}  // namespace tessera::agent

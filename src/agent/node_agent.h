@@ -1,0 +1,126 @@
+// NodeAgent: the node's side of the control plane. It registers the node (GPUs, topology, rack
+// and block), heartbeats the GPU health the shared HealthTracker decides, and makes the members
+// the server binds to this node run here (and nothing else).
+//
+// Algorithm (Step(), called in a loop by Run()):
+//  1. Not registered: RegisterNode. On failure wait with exponential backoff (initial_backoff
+//     doubling to max_backoff, with +-20% jitter from the injected seed) and retry. On success
+//     the next binding sync is a *fencing* sync.
+//  2. Heartbeat when heartbeat_interval has passed or a health transition arrived (Wake() from
+//     a tracker listener, so a health change reaches the server within one heartbeat, usually
+//     at once). A failed heartbeat, or none for partition_after (the agent was cut off or
+//     paused), drops to step 1 (re-register, then fence).
+//  3. Sync bindings every sync_interval: a tracked member that is not bound any more, or bound
+//     with another fencing generation, is stopped: killed at once on a fencing sync (Slurm's
+//     rule: after a restart or a partition the server may have rebound its GPUs), else sent its
+//     checkpoint signal with its grace period (preemption, a gang moved off an unhealthy GPU). A
+//     bound member that is not tracked is started, only if all its GPUs are healthy here. An
+//     exited member of the current binding is not restarted (its exit code is reported).
+//     A member is never started without a binding listed by the server in this pass.
+//  4. Poll the launcher; report members whose state changed since the last report.
+// Thread safety: Step/Run on one thread; Wake, Stop and Workloads from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/control_plane.h"
+#include "agent/dcgm_metrics.h"
+#include "agent/gpu_backend.h"
+#include "agent/health.h"
+#include "agent/launcher/launcher.h"
+#include "common/clock.h"
+
+namespace tessera::agent {
+
+struct NodeAgentOptions {
+  std::string node_name;
+  std::string rack;
+  std::string block;
+  std::map<std::string, std::string> labels;
+  std::string agent_endpoint;
+  absl::Duration heartbeat_interval = absl::Seconds(10);
+  absl::Duration sync_interval = absl::Seconds(2);
+  // No successful heartbeat for this long (a partition, or the agent was paused): the server has
+  // probably declared the node NotReady and rebound its members, so the agent re-registers and
+  // fences. 0: 3 x heartbeat_interval.
+  absl::Duration partition_after = absl::ZeroDuration();
+  absl::Duration initial_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+  uint64_t seed = 1;
+};
+
+struct NodeAgentStats {
+  int64_t registrations = 0;
+  int64_t heartbeats = 0;
+  int64_t failures = 0;
+  int64_t started = 0;
+  int64_t fenced = 0;   // killed at once: unbound at (re-)registration
+  int64_t stopped = 0;  // checkpoint signal: unbound while connected
+};
+
+class NodeAgent {
+ public:
+  // All references must outlive the agent. The backend must be initialized and the launcher's
+  // Init() done.
+  NodeAgent(GpuBackend& backend, HealthTracker& tracker, Launcher& launcher,
+            ControlPlaneClient& client, Clock& clock, NodeAgentOptions options);
+
+  // Reads the GPUs (identity, topology) and adopts the members in the launcher's state dir.
+  absl::Status Init();
+  // One pass of the algorithm; returns how long to wait before the next one.
+  absl::Duration Step();
+  // Step() until Stop(); waits between steps on the real time of the wait (Wake() cuts it short).
+  void Run();
+  void Stop();
+  // A health change (or anything else) wants a heartbeat now.
+  void Wake();
+
+  bool registered() const { return registered_; }
+  const NodeAgentStats& stats() const { return stats_; }
+  const NodeRegistration& registration() const { return registration_; }
+  // GPU UUID -> the workload running on it, for /metrics labels.
+  absl::flat_hash_map<std::string, WorkloadLabels> Workloads() const;
+
+ private:
+  static bool WakeOrStop(NodeAgent* a) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  std::vector<GpuHealthReport> HealthReports() const;
+  void Fail(const absl::Status& s, const char* what);
+  void SyncBindings(const std::vector<Binding>& bindings, bool fence);
+  void Report();
+
+  GpuBackend& backend_;
+  HealthTracker& tracker_;
+  Launcher& launcher_;
+  ControlPlaneClient& client_;
+  Clock& clock_;
+  const NodeAgentOptions options_;
+  std::mt19937_64 rng_;
+  NodeRegistration registration_;
+
+  bool registered_ = false;
+  bool fence_next_sync_ = true;
+  absl::Duration backoff_;
+  absl::Time next_attempt_ = absl::InfinitePast();
+  absl::Time next_heartbeat_ = absl::InfinitePast();
+  absl::Time last_heartbeat_ok_ = absl::InfinitePast();
+  absl::Time next_sync_ = absl::InfinitePast();
+  std::map<std::string, std::string> reported_;  // member id -> last reported state
+  NodeAgentStats stats_;
+
+  mutable absl::Mutex mu_;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<std::string, WorkloadLabels> workloads_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera::agent

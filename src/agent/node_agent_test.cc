@@ -1,0 +1,271 @@
+#include "agent/node_agent.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/time/clock.h"
+#include "agent/fake/fake_backend.h"
+#include "gtest/gtest.h"
+
+namespace tessera::agent {
+namespace {
+
+// Records what the agent sends and answers from fields the test sets.
+class FakeControlPlane final : public ControlPlaneClient {
+ public:
+  absl::Status RegisterNode(const NodeRegistration& node) override {
+    if (!up) return absl::UnavailableError("connection refused");
+    registered.push_back(node);
+    return absl::OkStatus();
+  }
+  absl::Status Heartbeat(const std::string&, const std::vector<GpuHealthReport>& gpus,
+                         absl::Time) override {
+    if (!up) return absl::UnavailableError("connection refused");
+    heartbeats.push_back(gpus);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<Binding>> ListBindings(const std::string&) override {
+    if (!up) return absl::UnavailableError("connection refused");
+    return bindings;
+  }
+  absl::Status ReportMembers(const std::string&, const std::vector<MemberReport>& m) override {
+    if (!up) return absl::UnavailableError("connection refused");
+    reports.insert(reports.end(), m.begin(), m.end());
+    return absl::OkStatus();
+  }
+  bool up = true;
+  std::vector<NodeRegistration> registered;
+  std::vector<std::vector<GpuHealthReport>> heartbeats;
+  std::vector<Binding> bindings;
+  std::vector<MemberReport> reports;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class NodeAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/node_agent_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_.data()), nullptr);
+    auto fb = FakeBackend::FromFile(
+        std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/h100-nvswitch-8.yaml", clock_);
+    ASSERT_TRUE(fb.ok()) << fb.status();
+    backend_ = *std::move(fb);
+    ASSERT_TRUE(backend_->Init().ok());
+    lo_.state_dir = dir_ + "/state";
+    lo_.cgroup_parent = "";
+    launcher_ = std::make_unique<Launcher>(lo_, clock_);
+    ASSERT_TRUE(launcher_->Init().ok());
+    options_.node_name = "n1";
+    options_.rack = "r1";
+    options_.block = "b1";
+    options_.heartbeat_interval = absl::Seconds(10);
+    options_.sync_interval = absl::ZeroDuration();  // every Step lists bindings
+  }
+  void TearDown() override {
+    for (const MemberStatus& m : launcher_->List()) (void)launcher_->Stop(m.spec.Id(), false);
+    absl::SleepFor(absl::Milliseconds(50));
+    launcher_->Poll();
+    std::filesystem::remove_all(dir_);
+  }
+  Binding Bind(const std::string& script, int64_t gen, std::vector<int> gpus) {
+    Binding b;
+    b.namespace_name = "team-a";
+    b.job = "train";
+    b.group = "worker";
+    b.index = 0;
+    b.generation = gen;
+    b.gpus = std::move(gpus);
+    b.command = {"/bin/sh", "-c", script};
+    b.working_dir = dir_;
+    b.grace = absl::Seconds(20);
+    return b;
+  }
+  // Steps the agent until `pred` holds (real time, at most 20 s).
+  template <typename Pred>
+  bool StepUntil(NodeAgent& a, Pred pred) {
+    absl::Time end = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < end) {
+      a.Step();
+      if (pred()) return true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return false;
+  }
+  std::string dir_;
+  RealClock clock_;
+  std::unique_ptr<FakeBackend> backend_;
+  Launcher::Options lo_;
+  std::unique_ptr<Launcher> launcher_;
+  HealthTracker tracker_;
+  FakeControlPlane cp_;
+  NodeAgentOptions options_;
+};
+
+TEST_F(NodeAgentTest, RegistersGpusTopologyAndRackThenHeartbeatsHealth) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  a.Step();
+  ASSERT_EQ(cp_.registered.size(), 1u);
+  const NodeRegistration& r = cp_.registered[0];
+  ASSERT_EQ(r.gpus.size(), 8u);
+  EXPECT_EQ(r.rack, "r1");
+  EXPECT_EQ(r.block, "b1");
+  EXPECT_FALSE(r.gpus[0].uuid.empty());
+  EXPECT_GT(r.gpus[0].memory_mib, 0);
+  ASSERT_EQ(r.links.size(), 8u);
+  EXPECT_EQ(r.links[0][0], "X");
+  EXPECT_EQ(r.links[0][7], "NVSWITCH");
+  ASSERT_EQ(cp_.heartbeats.size(), 1u);
+  EXPECT_TRUE(cp_.heartbeats[0][3].healthy);
+
+  // An XID 79 turns GPU 3 unhealthy; the very next step heartbeats it (not 10 s later).
+  GpuEvent e;
+  e.kind = GpuEventKind::kXid;
+  e.xid = 79;
+  e.gpu_uuid = r.gpus[3].uuid;
+  e.time = clock_.Now();
+  tracker_.AddListener([&a](const HealthTransition&) { a.Wake(); });
+  tracker_.OnEvent(e);
+  a.Step();
+  ASSERT_EQ(cp_.heartbeats.size(), 2u);
+  EXPECT_FALSE(cp_.heartbeats[1][3].healthy);
+  EXPECT_NE(cp_.heartbeats[1][3].message.find("XID 79"), std::string::npos);
+  EXPECT_TRUE(cp_.heartbeats[1][2].healthy);
+}
+
+TEST_F(NodeAgentTest, StartsOnlyBoundMembersWithTheirGpus) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  a.Step();
+  EXPECT_TRUE(launcher_->List().empty());  // nothing bound: nothing runs
+  cp_.bindings = {
+      Bind("echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES > env; exit 0", 1, {2, 5})};
+  ASSERT_TRUE(StepUntil(a, [&] { return !cp_.reports.empty() && !cp_.reports.back().running; }));
+  const std::string uuids = a.registration().gpus[2].uuid + "," + a.registration().gpus[5].uuid;
+  EXPECT_EQ(Slurp(dir_ + "/env"), "2,5 " + uuids + "\n");
+  EXPECT_EQ(cp_.reports.back().exit_code, 0);
+  EXPECT_EQ(cp_.reports.back().generation, 1);
+  // An exited member of the current binding is not started again.
+  a.Step();
+  a.Step();
+  EXPECT_EQ(a.stats().started, 1);
+}
+
+TEST_F(NodeAgentTest, DoesNotStartAMemberOnAnUnhealthyGpu) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  GpuEvent e;
+  e.kind = GpuEventKind::kXid;
+  e.xid = 79;
+  e.gpu_uuid = a.registration().gpus[1].uuid;
+  tracker_.OnEvent(e);
+  cp_.bindings = {Bind("sleep 100", 1, {0, 1})};
+  a.Step();
+  a.Step();
+  EXPECT_TRUE(launcher_->List().empty());
+}
+
+TEST_F(NodeAgentTest, UnboundWhileConnectedGetsTheCheckpointSignal) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  cp_.bindings = {Bind(
+      "trap 'echo ckpt > ckpt; exit 0' USR1; touch up; while true; do sleep 0.05; done", 1, {0})};
+  ASSERT_TRUE(StepUntil(a, [&] { return std::filesystem::exists(dir_ + "/up"); }));
+  cp_.bindings.clear();  // preempted
+  ASSERT_TRUE(StepUntil(a, [&] { return launcher_->List().empty(); }));
+  EXPECT_EQ(Slurp(dir_ + "/ckpt"), "ckpt\n");
+  EXPECT_EQ(a.stats().stopped, 1);
+  EXPECT_EQ(a.stats().fenced, 0);
+}
+
+TEST_F(NodeAgentTest, AfterAPartitionStaleGenerationsAreFencedAndTheNewOneStarts) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  cp_.bindings = {
+      Bind("trap '' USR1; echo $TESSERA_GENERATION >> gens; touch up$TESSERA_GENERATION; "
+           "while true; do sleep 0.05; done",
+           1, {0})};
+  ASSERT_TRUE(StepUntil(a, [&] { return std::filesystem::exists(dir_ + "/up1"); }));
+  pid_t old_pid = launcher_->List()[0].pid;
+  // Partition: the server is unreachable; the member keeps running meanwhile.
+  cp_.up = false;
+  a.Step();
+  EXPECT_FALSE(a.registered());
+  EXPECT_EQ(kill(old_pid, 0), 0);
+  // The server rebound the member with generation 2 while we were away.
+  cp_.bindings[0].generation = 2;
+  cp_.up = true;
+  ASSERT_TRUE(StepUntil(a, [&] { return std::filesystem::exists(dir_ + "/up2"); }));
+  EXPECT_EQ(a.stats().fenced, 1);  // killed at once, not after a 20 s grace
+  EXPECT_EQ(a.stats().registrations, 2);
+  EXPECT_EQ(Slurp(dir_ + "/gens"), "1\n2\n");
+}
+
+TEST_F(NodeAgentTest, ARestartedAgentAdoptsBoundMembersAndKillsUnboundOnes) {
+  {
+    NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+    ASSERT_TRUE(a.Init().ok());
+    Binding keep = Bind("touch up-a; while true; do sleep 0.05; done", 3, {0});
+    keep.job = "keep";
+    Binding drop = Bind("touch up-b; while true; do sleep 0.05; done", 3, {1});
+    drop.job = "drop";
+    cp_.bindings = {keep, drop};
+    ASSERT_TRUE(StepUntil(a, [&] {
+      return std::filesystem::exists(dir_ + "/up-a") && std::filesystem::exists(dir_ + "/up-b");
+    }));
+  }
+  std::vector<MemberStatus> before = launcher_->List();
+  ASSERT_EQ(before.size(), 2u);
+  // A new agent process: a fresh launcher over the same state dir.
+  cp_.bindings.erase(cp_.bindings.begin() + 1);  // "drop" was rebound elsewhere meanwhile
+  Launcher l2(lo_, clock_);
+  ASSERT_TRUE(l2.Init().ok());
+  NodeAgent b(*backend_, tracker_, l2, cp_, clock_, options_);
+  ASSERT_TRUE(b.Init().ok());
+  ASSERT_EQ(l2.List().size(), 2u);
+  ASSERT_TRUE(StepUntil(b, [&] { return l2.List().size() == 1; }));
+  std::vector<MemberStatus> after = l2.List();
+  EXPECT_EQ(after[0].spec.job, "keep");
+  EXPECT_TRUE(after[0].adopted);
+  EXPECT_EQ(after[0].state, MemberState::kRunning);
+  EXPECT_EQ(b.stats().started, 0);  // adopted, not restarted
+  EXPECT_EQ(b.stats().fenced, 1);
+  (void)l2.Stop(after[0].spec.Id(), false);
+}
+
+TEST_F(NodeAgentTest, BacksOffExponentiallyWhileTheServerIsDown) {
+  cp_.up = false;
+  options_.initial_backoff = absl::Seconds(1);
+  options_.max_backoff = absl::Seconds(8);
+  ManualClock mc(absl::FromUnixSeconds(1000));
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, mc, options_);
+  ASSERT_TRUE(a.Init().ok());
+  std::vector<absl::Duration> waits;
+  for (int i = 0; i < 6; ++i) {
+    absl::Duration w = a.Step();
+    waits.push_back(w);
+    mc.Advance(w);
+  }
+  EXPECT_EQ(a.stats().failures, 6);
+  for (int i = 0; i < 6; ++i) {
+    absl::Duration nominal = std::min(absl::Seconds(1) * (1 << i), absl::Seconds(8));
+    EXPECT_GE(waits[i], nominal * 0.79) << i;
+    EXPECT_LE(waits[i], nominal * 1.21) << i;
+  }
+  cp_.up = true;
+  a.Step();
+  EXPECT_TRUE(a.registered());
+}
+
+}  // namespace
+}  // namespace tessera::agent

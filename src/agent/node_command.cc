@@ -1,0 +1,464 @@
+#include "agent/node_command.h"
+
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/api_client.h"
+#include "agent/dcgm_metrics.h"
+#include "agent/discovery.h"
+#include "agent/fake/fake_backend.h"
+#include "agent/health.h"
+#include "agent/health_monitor.h"
+#include "agent/http_control_plane.h"
+#include "agent/launcher/launcher.h"
+#include "agent/node_agent.h"
+#include "agent/nvml/nvml_backend.h"
+#include "agent/up_command.h"
+#include "common/clock.h"
+
+namespace tessera::agent {
+namespace {
+
+using Json = nlohmann::json;
+
+std::atomic<bool> g_stop{false};  // set by SIGINT/SIGTERM (the only process-wide state)
+void OnSignal(int) { g_stop.store(true); }
+
+struct AgentFlags {
+  std::string server;
+  std::string token;
+  std::string node_name;
+  std::string backend = "nvml";
+  std::string fake_config;
+  std::string nvml_lib;
+  std::string state_dir;
+  std::string listen = "127.0.0.1:0";
+  std::string rack, block;
+  std::vector<std::string> labels;
+  std::string heartbeat = "10s";
+  std::string sync = "2s";
+  std::string sample = "1s";
+  std::vector<uint64_t> ignore_xids;
+  std::string cgroup_parent = "/sys/fs/cgroup/tessera";
+};
+
+std::string Hostname() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// Streams a file: its content, then (follow) what is appended until the client goes away or
+// the member exits and nothing more comes.
+void ServeLog(const httplib::Request& req, httplib::Response& res, const Launcher& launcher) {
+  const std::string ns = req.get_param_value("namespace");
+  const std::string job = req.get_param_value("job");
+  const std::string member = req.get_param_value("member");
+  const std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
+  const bool follow = req.get_param_value("follow") == "1";
+  if (job.empty() || (stream != "stdout" && stream != "stderr")) {
+    res.status = 400;
+    res.set_content("job is required; stream is stdout or stderr\n", "text/plain");
+    return;
+  }
+  const std::string dir = launcher.LogDir(ns.empty() ? "default" : ns, job);
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (!absl::EndsWith(name, "." + stream)) continue;
+    if (!member.empty() && name != member + "." + stream) continue;
+    files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    res.status = 404;
+    res.set_content("no logs for " + ns + "/" + job + " on this node\n", "text/plain");
+    return;
+  }
+  auto offsets = std::make_shared<std::vector<std::streamoff>>(files.size(), 0);
+  const std::string id_prefix = absl::StrCat(ns.empty() ? "default" : ns, ".", job, ".");
+  res.set_chunked_content_provider("text/plain", [files, offsets, follow, &launcher, id_prefix](
+                                                     size_t, httplib::DataSink& sink) {
+    int idle = 0;
+    for (;;) {
+      bool wrote = false;
+      for (size_t i = 0; i < files.size(); ++i) {
+        std::ifstream in(files[i]);
+        in.seekg((*offsets)[i]);
+        std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        // Whole lines only, prefixed with the member, so interleaved members stay readable.
+        size_t end = chunk.rfind('\n');
+        if (end == std::string::npos) continue;
+        chunk.resize(end + 1);
+        (*offsets)[i] += static_cast<std::streamoff>(chunk.size());
+        std::string member = std::filesystem::path(files[i]).stem().string();
+        std::string out;
+        for (absl::string_view line :
+             absl::StrSplit(absl::string_view(chunk).substr(0, end), '\n')) {
+          absl::StrAppend(&out, "[", member, "] ", line, "\n");
+        }
+        if (!sink.write(out.data(), out.size())) return false;
+        wrote = true;
+      }
+      if (!follow) break;
+      if (!sink.is_writable() || g_stop.load()) break;
+      bool running = false;
+      for (const MemberStatus& m : launcher.List()) {
+        if (absl::StartsWith(m.spec.Id(), id_prefix) && m.state != MemberState::kExited)
+          running = true;
+      }
+      idle = wrote ? 0 : idle + 1;
+      if (!running && idle > 10) break;
+      usleep(200 * 1000);
+    }
+    sink.done();
+    return true;
+  });
+}
+
+Json MembersJson(const Launcher& launcher) {
+  Json out = Json::array();
+  for (const MemberStatus& m : launcher.List()) {
+    out.push_back({{"id", m.spec.Id()},
+                   {"namespace", m.spec.namespace_name},
+                   {"job", m.spec.job},
+                   {"group", m.spec.group},
+                   {"index", m.spec.index},
+                   {"generation", m.spec.generation},
+                   {"gpus", m.spec.gpu_indices},
+                   {"pid", m.pid},
+                   {"state", MemberStateName(m.state)},
+                   {"exitCode", m.exit_code},
+                   {"adopted", m.adopted},
+                   {"cgroup", m.cgroup},
+                   {"stdout", m.stdout_path}});
+  }
+  return out;
+}
+
+int RunAgent(const AgentFlags& f) {
+  RealClock clock;
+  if (f.server.empty() || f.node_name.empty()) {
+    std::cerr << "tessera agent: --server and --node-name are required\n";
+    return 2;
+  }
+  absl::Duration heartbeat, sync, sample;
+  if (!absl::ParseDuration(f.heartbeat, &heartbeat) || heartbeat <= absl::ZeroDuration()) {
+    std::cerr << "--heartbeat: expected a duration such as 10s, got '" << f.heartbeat << "'\n";
+    return 2;
+  }
+  if (!absl::ParseDuration(f.sync, &sync) || sync <= absl::ZeroDuration()) {
+    std::cerr << "--sync: expected a duration such as 2s, got '" << f.sync << "'\n";
+    return 2;
+  }
+  if (!absl::ParseDuration(f.sample, &sample) || sample <= absl::ZeroDuration()) {
+    std::cerr << "--sample: expected a duration such as 1s, got '" << f.sample << "'\n";
+    return 2;
+  }
+  std::map<std::string, std::string> labels;
+  for (const std::string& l : f.labels) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(l, absl::MaxSplits('=', 1));
+    if (kv.first.empty()) {
+      std::cerr << "--label: expected k=v, got '" << l << "'\n";
+      return 2;
+    }
+    labels[kv.first] = kv.second;
+  }
+  std::unique_ptr<GpuBackend> backend;
+  FakeBackend* fake = nullptr;
+  if (f.backend == "fake") {
+    if (f.fake_config.empty()) {
+      std::cerr << "--fake-config: required with --backend fake (see deploy/fake-gpus/)\n";
+      return 2;
+    }
+    absl::StatusOr<std::unique_ptr<FakeBackend>> fb = FakeBackend::FromFile(f.fake_config, clock);
+    if (!fb.ok()) {
+      std::cerr << "--fake-config: " << fb.status().message() << "\n";
+      return 2;
+    }
+    fake = fb->get();
+    backend = *std::move(fb);
+  } else {
+    backend = std::make_unique<NvmlBackend>(clock, f.nvml_lib);
+  }
+  if (absl::Status s = backend->Init(); !s.ok()) {
+    std::cerr << "GPU backend " << f.backend << ": " << s.message() << "\n";
+    return 1;
+  }
+  std::string state_dir =
+      f.state_dir.empty() ? "/var/lib/tessera/agent/" + f.node_name : f.state_dir;
+  Launcher::Options lo;
+  lo.state_dir = state_dir;
+  lo.cgroup_parent = f.cgroup_parent.empty() ? "" : f.cgroup_parent + "/" + f.node_name;
+  Launcher launcher(lo, clock);
+  if (absl::Status s = launcher.Init(); !s.ok()) {
+    std::cerr << "--state-dir: " << s.message() << "\n";
+    return 1;
+  }
+  HealthPolicy policy;
+  for (uint64_t x : f.ignore_xids) policy.ignored_xids.insert(x);
+  HealthTracker tracker(policy);
+  HealthMonitor::Options mo;
+  mo.sample_every = sample;
+  HealthMonitor monitor(*backend, tracker, clock, mo);
+  if (absl::Status s = monitor.Start(); !s.ok()) {
+    std::cerr << "health monitor: " << s.message() << "\n";
+    return 1;
+  }
+
+  // The HTTP endpoint first: its address goes into the Node object.
+  httplib::Server http;
+  std::vector<std::string> hp = absl::StrSplit(f.listen, absl::MaxSplits(':', 1));
+  int port = 0;
+  if (hp.size() != 2 || !absl::SimpleAtoi(hp[1], &port)) {
+    std::cerr << "--metrics-listen: expected HOST:PORT, got '" << f.listen << "'\n";
+    return 2;
+  }
+  int bound =
+      port == 0 ? http.bind_to_any_port(hp[0]) : (http.bind_to_port(hp[0], port) ? port : -1);
+  if (bound <= 0) {
+    std::cerr << "--metrics-listen: cannot listen on " << f.listen << "\n";
+    return 1;
+  }
+  NodeAgentOptions ao;
+  ao.node_name = f.node_name;
+  ao.rack = f.rack;
+  ao.block = f.block;
+  ao.labels = labels;
+  ao.heartbeat_interval = heartbeat;
+  ao.sync_interval = sync;
+  ao.agent_endpoint = absl::StrCat("http://", hp[0], ":", bound);
+  ao.seed = std::hash<std::string>()(f.node_name);
+  HttpControlPlaneClient client(f.server, f.token);
+  NodeAgent agent(*backend, tracker, launcher, client, clock, ao);
+  if (absl::Status s = agent.Init(); !s.ok()) {
+    std::cerr << "agent: " << s.message() << "\n";
+    return 1;
+  }
+  tracker.AddListener([&agent](const HealthTransition& t) {
+    std::cerr << "agent: GPU " << t.uuid << " " << HealthName(t.from) << " -> " << HealthName(t.to)
+              << (t.reason.empty() ? "" : ": ") << t.reason << "\n";
+    agent.Wake();
+  });
+  // Several fake nodes share one machine: their metrics are told apart by node name.
+  const std::string hostname = fake != nullptr ? f.node_name : Hostname();
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  http.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    absl::StatusOr<NodeSnapshot> snap = Discover(*backend);
+    if (!snap.ok()) {
+      res.status = 500;
+      res.set_content(std::string(snap.status().message()), "text/plain");
+      return;
+    }
+    DcgmRenderOptions r;
+    r.hostname = hostname;
+    r.workloads = agent.Workloads();
+    for (const GpuSnapshot& g : snap->gpus) {
+      absl::StatusOr<GpuHealth> h = tracker.Get(g.info.uuid);
+      if (h.ok()) r.last_xid[g.info.uuid] = h->last_xid;
+    }
+    res.set_content(RenderDcgmMetrics(snap->gpus, r), "text/plain; version=0.0.4");
+  });
+  http.Get("/members", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(MembersJson(launcher).dump(2), "application/json");
+  });
+  http.Get("/logs", [&](const httplib::Request& req, httplib::Response& res) {
+    ServeLog(req, res, launcher);
+  });
+  if (fake != nullptr) {
+    http.Post("/fake/event", [&](const httplib::Request& req, httplib::Response& res) {
+      int gpu = -1;
+      if (!absl::SimpleAtoi(req.get_param_value("gpu"), &gpu) || gpu < 0 ||
+          gpu >= static_cast<int>(agent.registration().gpus.size())) {
+        res.status = 400;
+        res.set_content("gpu: expected a GPU index\n", "text/plain");
+        return;
+      }
+      GpuEvent e;
+      e.gpu_uuid = agent.registration().gpus[gpu].uuid;
+      e.time = clock.Now();
+      const std::string type = req.get_param_value("type");
+      if (type == "reset") {
+        e.kind = GpuEventKind::kGpuReset;
+      } else {
+        e.kind = GpuEventKind::kXid;
+        if (!absl::SimpleAtoi(req.get_param_value("xid"), &e.xid)) {
+          res.status = 400;
+          res.set_content("xid: expected a number\n", "text/plain");
+          return;
+        }
+      }
+      std::cerr << "agent: injected " << GpuEventKindName(e.kind) << " " << e.xid << " on GPU "
+                << gpu << " at " << absl::FormatTime(e.time) << "\n";
+      tracker.OnEvent(e);
+      res.set_content("ok\n", "text/plain");
+    });
+  }
+  std::thread http_thread([&http] { http.listen_after_bind(); });
+  std::thread monitor_thread([&monitor] { monitor.RunUntil(absl::InfiniteFuture()); });
+
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::cout << "agent " << f.node_name << ": " << agent.registration().gpus.size() << " GPUs ("
+            << backend->BackendName() << "), endpoint " << ao.agent_endpoint << ", state "
+            << state_dir << ", server " << f.server << std::endl;
+  std::thread stopper([&agent] {
+    while (!g_stop.load()) usleep(100 * 1000);
+    agent.Stop();
+  });
+  agent.Run();
+  // Members keep running: they are in their own sessions and are re-adopted on restart.
+  monitor.Stop();
+  http.stop();
+  stopper.join();
+  monitor_thread.join();
+  http_thread.join();
+  backend->Shutdown().IgnoreError();
+  std::cerr << "agent " << f.node_name << ": stopped (" << launcher.List().size()
+            << " members left running for the next agent)\n";
+  return 0;
+}
+
+struct LogsFlags {
+  std::string job;
+  std::string ns = "default";
+  bool follow = false;
+  std::string server = "127.0.0.1:7420";
+  std::string token;
+  std::string member;
+  std::string stream = "stdout";
+  std::string kind = "TrainingJob";
+};
+
+int RunLogs(const LogsFlags& f) {
+  ApiClient api(f.server, f.token);
+  const char* plural = f.kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
+  absl::StatusOr<ApiResponse> job =
+      api.Get(absl::StrCat("/api/v1/namespaces/", f.ns, "/", plural, "/", f.job));
+  if (!job.ok()) {
+    std::cerr << "tessera logs: " << job.status().message() << "\n";
+    return 1;
+  }
+  if (job->code != 200) {
+    std::cerr << "tessera logs: job " << f.ns << "/" << f.job << ": " << ApiError(*job) << "\n";
+    return 1;
+  }
+  std::set<std::string> nodes;
+  const Json& placement = job->body["status"].value("placement", Json::array());
+  for (const Json& p : placement) nodes.insert(p.value("node", ""));
+  if (nodes.empty()) {
+    std::cerr << "tessera logs: job " << f.ns << "/" << f.job << " is not placed on any node\n";
+    return 1;
+  }
+  std::vector<std::thread> threads;
+  std::mutex out_mu;
+  int failures = 0;
+  for (const std::string& node : nodes) {
+    absl::StatusOr<ApiResponse> n = api.Get("/api/v1/nodes/" + node);
+    std::string endpoint;
+    if (n.ok() && n->code == 200) {
+      endpoint = n->body["metadata"]
+                     .value("annotations", Json::object())
+                     .value("tessera.dev/agent-endpoint", "");
+    }
+    if (endpoint.empty()) {
+      std::cerr << "tessera logs: node " << node << " has no agent endpoint\n";
+      ++failures;
+      continue;
+    }
+    threads.emplace_back([&, endpoint, node] {
+      httplib::Client c(endpoint);
+      c.set_read_timeout(3600, 0);
+      std::string path =
+          absl::StrCat("/logs?namespace=", f.ns, "&job=", f.job, "&stream=", f.stream,
+                       f.follow ? "&follow=1" : "", f.member.empty() ? "" : "&member=" + f.member);
+      auto res = c.Get(path, [&](const char* data, size_t len) {
+        std::lock_guard<std::mutex> l(out_mu);
+        std::cout.write(data, len);
+        std::cout.flush();
+        return true;
+      });
+      if (!res || res->status != 200) {
+        std::lock_guard<std::mutex> l(out_mu);
+        std::cerr << "tessera logs: node " << node << " (" << endpoint << "): "
+                  << (res ? absl::StrCat("HTTP ", res->status) : httplib::to_string(res.error()))
+                  << "\n";
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void RegisterNodeCommands(CLI::App& app) {
+  RegisterUpCommand(app);
+  auto f = std::make_shared<AgentFlags>();
+  CLI::App* a =
+      app.add_subcommand("agent", "Run the node agent: register, heartbeat, run bound members");
+  a->add_option("--server", f->server, "tessera server URL (http://HOST:PORT)")->required();
+  a->add_option("--token", f->token, "Bearer token (role node:NAME)");
+  a->add_option("--node-name", f->node_name, "This node's name")->required();
+  a->add_option("--backend", f->backend, "GPU backend: nvml or fake")
+      ->check(CLI::IsMember({"nvml", "fake"}));
+  a->add_option("--fake-config", f->fake_config, "YAML node description for --backend fake");
+  a->add_option("--nvml-lib", f->nvml_lib, "NVML library to load");
+  a->add_option("--state-dir", f->state_dir,
+                "Member records and logs (default /var/lib/tessera/agent/NODE)");
+  a->add_option("--metrics-listen", f->listen,
+                "HOST:PORT for /metrics, /logs, /members (port 0: any)");
+  a->add_option("--rack", f->rack, "Rack of this node");
+  a->add_option("--block", f->block, "Block (spine domain) of this node");
+  a->add_option("--label", f->labels, "Node label k=v (repeatable)");
+  a->add_option("--heartbeat", f->heartbeat, "Heartbeat interval (default 10s)");
+  a->add_option("--sync", f->sync, "Binding sync interval (default 2s)");
+  a->add_option("--sample", f->sample, "GPU metrics sampling interval (default 1s)");
+  a->add_option("--ignore-xid", f->ignore_xids, "XIDs that never affect health")->delimiter(',');
+  a->add_option("--cgroup-parent", f->cgroup_parent,
+                "cgroup v2 directory for members (empty: no cgroups)");
+  a->callback([f]() {
+    int code = RunAgent(*f);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+
+  auto l = std::make_shared<LogsFlags>();
+  CLI::App* logs = app.add_subcommand("logs", "Print (or follow) a job's member logs");
+  logs->add_option("job", l->job, "Job name")->required();
+  logs->add_option("-n,--namespace", l->ns, "Namespace (default: default)");
+  logs->add_flag("-f,--follow", l->follow, "Keep streaming while the members run");
+  logs->add_option("--server", l->server, "tessera server (default 127.0.0.1:7420)");
+  logs->add_option("--token", l->token, "Bearer token");
+  logs->add_option("--member", l->member, "Only this member (GROUP-INDEX)");
+  logs->add_option("--stream", l->stream, "stdout or stderr")
+      ->check(CLI::IsMember({"stdout", "stderr"}));
+  logs->add_option("--kind", l->kind, "TrainingJob or InferenceService")
+      ->check(CLI::IsMember({"TrainingJob", "InferenceService"}));
+  logs->callback([l]() {
+    int code = RunLogs(*l);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace tessera::agent
