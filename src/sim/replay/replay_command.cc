@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "config/cluster_yaml.h"
 #include "sched/plugins/default_registry.h"
 #include "sim/replay/report.h"
 #include "sim/replay/simulator.h"
@@ -45,6 +46,7 @@ struct Flags {
   std::string trace;
   int64_t max_jobs = 0;
   std::string policies = "fifo,sjf,las,default";
+  std::string cluster_file;  // YAML; overrides the cluster flags
   int nodes = 256;
   int gpus_per_node = 8;
   int nodes_per_rack = 32;
@@ -97,6 +99,14 @@ absl::Status Run(const Flags& f) {
   if (f.nodes <= 0) return absl::InvalidArgumentError("--nodes: must be > 0");
   if (f.gpus_per_node <= 0 || f.gpus_per_node > model::kMaxGpusPerNode) {
     return absl::InvalidArgumentError("--gpus-per-node: must be in 1..16");
+  }
+  if (!f.cluster_file.empty()) {
+    auto spec = config::LoadClusterFile(f.cluster_file);
+    if (!spec.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--cluster: ", spec.status().message()));
+    if (spec->gpus_per_node <= 0)
+      return absl::InvalidArgumentError("--cluster: gpusPerNode must be > 0");
+    opt.cluster = *spec;
   }
   if (f.hot_spares < 0) return absl::InvalidArgumentError("--hot-spares: must be >= 0");
   opt.hot_spare_nodes = f.hot_spares;
@@ -254,6 +264,8 @@ void RegisterSimReplayCommands(CLI::App& sim) {
   c->add_option("--max-jobs", f.max_jobs, "replay only the first N jobs (0: all)");
   c->add_option("--policies", f.policies, "comma-separated: fifo, sjf, las, default")
       ->capture_default_str();
+  c->add_option("--cluster", f.cluster_file,
+                "cluster YAML (deploy/clusters/*.yaml); replaces --nodes, --gpus-per-node, ...");
   c->add_option("--nodes", f.nodes, "nodes in the fleet")->capture_default_str();
   c->add_option("--gpus-per-node", f.gpus_per_node)->capture_default_str();
   c->add_option("--nodes-per-rack", f.nodes_per_rack)->capture_default_str();
