@@ -30,7 +30,7 @@ TEST(DeployArtifactsTest, GrafanaDashboardQueriesKnownSeries) {
     }
   }
   // Utilization heatmap, allocation by queue, health, scheduling latency.
-  for (const char* must : {"DCGM_FI_DEV_GPU_UTIL", "tessera_queue_gpu_usage", "tessera_gpu_healthy",
+  for (const char* must : {"DCGM_FI_DEV_GPU_UTIL", "tessera_queue_gpu_usage", "tessera_gpus_healthy",
                            "tessera_scheduling_duration_seconds_bucket"}) {
     EXPECT_TRUE(seen.count(must)) << must;
   }

@@ -20,7 +20,10 @@ using namespace internal;  // NOLINT: the module's own helpers
 
 SchedulingController::SchedulingController(store::Store& store, Clock& clock,
                                            ControllerOptions options)
-    : store_(store), clock_(clock), options_(std::move(options)) {}
+    : store_(store), clock_(clock), options_(std::move(options)) {
+  if (options_.metrics != nullptr)
+    metrics_ = std::make_unique<ControllerMetrics>(*options_.metrics);
+}
 
 SchedulingController::~SchedulingController() { Stop(); }
 
@@ -42,6 +45,10 @@ void SchedulingController::Reset() {
       sched::Scheduler::Create(options_.profile, sched::DefaultRegistry(), cluster_.get());
   if (s.ok()) {
     scheduler_ = *std::move(s);
+    // Decision traces: spans timed by the controller's clock and an
+    // explanation of every placement ("placed ... on rack r012 ... because").
+    scheduler_->set_clock(&clock_);
+    scheduler_->set_explain(true);
     queue_ = std::make_unique<sched::SchedulingQueue>(&scheduler_->queue_sort());
   }
   jobs_.clear();
@@ -111,6 +118,7 @@ absl::Status SchedulingController::Step() {
   }
   NodeTimers();
   RunCycles();
+  UpdateGauges();
   ++stats_.steps;
   return absl::OkStatus();
 }
@@ -266,6 +274,7 @@ Json SchedulingController::ResumePoint(const JobRec& rec) {
 absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase,
                                            const Change& why_in) {
   const absl::Time now = clock_.Now();
+  if (metrics_) metrics_->requeues.With({phase}).Inc();
   Json resume = rec.kind == "TrainingJob" ? ResumePoint(rec) : Json();
   Change why = why_in;
   if (resume.is_object()) {
@@ -518,7 +527,15 @@ void SchedulingController::RunCycles() {
       continue;
     }
     ++stats_.cycles;
+    const absl::Time cycle_start = clock_.Now();
     sched::ScheduleResult r = scheduler_->Schedule(job);
+    if (metrics_) {
+      const char* result = r.placed()                                            ? "scheduled"
+                           : r.outcome == sched::ScheduleResult::Outcome::kError ? "error"
+                                                                                 : "unschedulable";
+      metrics_->attempts.With({result}).Inc();
+      metrics_->duration.With({result}).Observe(absl::ToDoubleSeconds(clock_.Now() - cycle_start));
+    }
     if (r.placed()) {
       const int64_t gen = rec->generation + 1;
       Json placement = PlacementToJson(r.placement, job, *cluster_, gen);
@@ -528,9 +545,12 @@ void SchedulingController::RunCycles() {
       }
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      // The scheduler's explanation says where and why; keep the node list
+      // and generation so the message stands on its own.
       const std::string msg =
           absl::StrCat("bound ", r.placement.members.size(), " members to ", nodes.size(),
-                       " node(s): ", absl::StrJoin(nodes, ", "), " (generation ", gen, ")");
+                       " node(s): ", absl::StrJoin(nodes, ", "), " (generation ", gen, ")",
+                       r.trace.explanation.empty() ? "" : "; ", r.trace.explanation);
       int64_t base = 0;
       absl::StatusOr<int64_t> rev = Update(
           rec->key, rec->revision,
@@ -567,6 +587,16 @@ void SchedulingController::RunCycles() {
     }
     for (const std::string& v : r.victims) {
       if (JobRec* victim = JobBySchedKey(v); victim != nullptr && victim->bound) {
+        if (metrics_) {
+          metrics_->preemptions.With({}).Inc();
+          if (const sched::Placement* p = cluster_->FindPlacement(v)) {
+            double gpus = 0;
+            for (const auto& m : p->members) {
+              for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
+            }
+            metrics_->preempted_gpus.With({}).Inc(gpus);
+          }
+        }
         (void)Requeue(
             *victim, "Preempted",
             {"Preempted",
@@ -579,6 +609,46 @@ void SchedulingController::RunCycles() {
     if (msg != rec->last_message) {
       (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false);
     }
+  }
+}
+
+void SchedulingController::UpdateGauges() {
+  if (!metrics_) return;
+  // Pending jobs change with every cycle; they are few next to nodes.
+  metrics_->pending.Clear();
+  metrics_->job_pending.Clear();
+  const absl::Time now = clock_.Now();
+  int exported = 0;
+  for (const sched::QueuedJob* q : queue_->Waiting()) {
+    metrics_->pending.With({q->job->queue}).Add(1);
+    // Per-job series are capped so a flood of pending jobs cannot blow up
+    // the scrape; the alert only needs the long waiters.
+    if (exported++ < 1000) {
+      const JobRec* rec = JobBySchedKey(q->job->key());
+      absl::Time since = rec != nullptr ? rec->queued_since : now;
+      metrics_->job_pending.With({q->job->ns, q->job->name, q->last_reason})
+          .Set(absl::ToDoubleSeconds(now - since));
+    }
+  }
+  // Fleet gauges only when the cluster changed.
+  if (cluster_->generation() == gauges_generation_) return;
+  gauges_generation_ = cluster_->generation();
+  const sched::ClusterState& cs = *cluster_;
+  std::vector<int64_t> healthy(cs.num_models(), 0);
+  for (sched::NodeId id = 0; id < cs.num_node_slots(); ++id) {
+    const sched::NodeState& st = cs.state(id);
+    if (!st.present) continue;
+    healthy[st.model] += __builtin_popcount(st.healthy_mask);
+  }
+  for (sched::ModelId m = 0; m < cs.num_models(); ++m) {
+    if (cs.model_name(m).empty()) continue;  // CPU-only nodes
+    metrics_->gpus_total.With({cs.model_name(m)}).Set(static_cast<double>(cs.total_gpus(m)));
+    metrics_->gpus_allocated.With({cs.model_name(m)}).Set(cs.allocated_milli(m) / 1000.0);
+    metrics_->gpus_healthy.With({cs.model_name(m)}).Set(static_cast<double>(healthy[m]));
+  }
+  metrics_->node_ready.Clear();
+  for (const auto& [key, node] : nodes_) {
+    metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
   }
 }
 

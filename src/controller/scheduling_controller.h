@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "controller/controller_metrics.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
 #include "sched/framework/cluster_state.h"
@@ -71,6 +72,8 @@ struct ControllerOptions {
   absl::Duration tick = absl::Milliseconds(200);
   int max_cycles_per_step = 10000;
   int64_t page = 5000;  // list / events page size
+  // Where to export scheduling and fleet metrics (borrowed; null: none).
+  metrics::Registry* metrics = nullptr;
 };
 
 class SchedulingController {
@@ -123,6 +126,8 @@ class SchedulingController {
   void Admit(JobRec& rec, const Json& obj, bool at_start);
   void NodeTimers();
   void RunCycles();
+  // Refreshes the fleet gauges (GPUs by model, node readiness, pending jobs).
+  void UpdateGauges();
 
   // Read-modify-write of an object with CAS; `mutate` edits the latest
   // object (return false to abandon). With expected > 0 the object must still
@@ -156,6 +161,8 @@ class SchedulingController {
   std::unique_ptr<sched::ClusterState> cluster_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::unique_ptr<sched::SchedulingQueue> queue_;
+  std::unique_ptr<ControllerMetrics> metrics_;
+  uint64_t gauges_generation_ = ~uint64_t{0};
   absl::flat_hash_map<std::string, std::unique_ptr<JobRec>> jobs_;  // by store key
   absl::flat_hash_map<std::string, JobRec*> by_sched_key_;
   absl::flat_hash_map<std::string, std::unique_ptr<NodeRec>> nodes_;  // by store key

@@ -1,6 +1,7 @@
 // SchedulingController on a MemoryStore with a ManualClock: deterministic.
 #include "controller/scheduling_controller.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -398,6 +399,43 @@ TEST_F(ControllerTest, RandomLifecycleNeverBindsAGpuTwice) {
     ASSERT_TRUE(ctl_->cluster().CheckConsistency().ok()) << "step " << step;
   }
   EXPECT_GE(max_bound, 40);  // the fleet (48 GPUs) was nearly full at some point
+}
+
+}  // namespace
+}  // namespace tessera::controller
+
+namespace tessera::controller {
+namespace {
+
+class ControllerMetricsTest : public ControllerTest {};
+
+TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlacements) {
+  metrics::Registry registry;
+  ControllerOptions opts;
+  opts.metrics = &registry;
+  Restart(opts);
+  AddNode("gpu-0", 8);
+  AddNode("gpu-1", 8);
+  AddJob("fits", 1, 8);
+  AddJob("waits", 3, 8);
+  Step();
+  std::string text = registry.Render();
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("tessera_scheduling_attempts_total{result=\"scheduled\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "tessera_scheduling_attempts_total{result=\"unschedulable\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "tessera_scheduling_duration_seconds_count{result=\"scheduled\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("tessera_gpus_capacity{model=\"H100\"} 16\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 8\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("tessera_gpus_healthy{model=\"H100\"} 16\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("tessera_node_ready{node=\"gpu-0\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr("tessera_pending_jobs{queue=\"default\"} 1\n"));
+  EXPECT_THAT(text, ::testing::HasSubstr(
+                        "tessera_job_pending_seconds{namespace=\"team-a\",name=\"waits\""));
+  // describe job shows the scheduler's explanation.
+  EXPECT_THAT(Job("fits")["status"]["message"].get<std::string>(),
+              ::testing::HasSubstr("because pack: fullest feasible nodes first"));
 }
 
 }  // namespace

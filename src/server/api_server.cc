@@ -124,12 +124,16 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     if (who->role != Principal::Role::kAdmin) {
       return Fail(res, 403, "Forbidden", "metrics are for admins");
     }
-    std::string out = "# TYPE tessera_api_responses_total counter\n";
+    std::string out =
+        "# HELP tessera_api_responses_total API responses by status class.\n"
+        "# TYPE tessera_api_responses_total counter\n";
     for (int cls = 1; cls <= 5; ++cls) {
       absl::StrAppend(&out, "tessera_api_responses_total{code=\"", cls, "xx\"} ",
                       responses_[cls].load(), "\n");
     }
-    absl::StrAppend(&out, "# TYPE tessera_api_open_watches gauge\ntessera_api_open_watches ",
+    absl::StrAppend(&out,
+                    "# HELP tessera_api_open_watches Watch streams open now.\n"
+                    "# TYPE tessera_api_open_watches gauge\ntessera_api_open_watches ",
                     open_watches_.load(), "\n");
     if (options_.extra_metrics) out += options_.extra_metrics();
     res.set_content(out, "text/plain; version=0.0.4");

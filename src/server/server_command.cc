@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "common/clock.h"
 #include "controller/scheduling_controller.h"
+#include "metrics/registry.h"
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/bench_api.h"
@@ -73,7 +74,11 @@ int RunServer(const ServerFlags& f) {
   ApiServerOptions so;
   so.threads = f.threads;
   so.uid_seed = std::random_device{}();
-  so.extra_metrics = [&metered] { return store::FormatPrometheus(metered.Metrics()); };
+  // Scheduling and fleet metrics (the controller's), rendered with the store's.
+  metrics::Registry registry;
+  so.extra_metrics = [&metered, &registry] {
+    return store::FormatPrometheus(metered.Metrics()) + registry.Render();
+  };
   ApiServer server(metered, clock, std::move(auth), so);
   absl::StatusOr<int> bound = server.Start(host, port);
   if (!bound.ok()) {
@@ -90,6 +95,7 @@ int RunServer(const ServerFlags& f) {
     controller::ControllerOptions co;
     co.node_grace = absl::Seconds(f.node_grace_s);
     co.eviction_delay = absl::Seconds(f.eviction_s);
+    co.metrics = &registry;
     absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
         controller::SchedulingController::Create(metered, clock, co);
     if (!c.ok()) {

@@ -48,17 +48,19 @@ struct StoreMetrics {
 // The metrics in Prometheus' text exposition format (tessera_store_*).
 inline std::string FormatPrometheus(const StoreMetrics& m) {
   std::string out;
-  auto counter = [&](const char* name, int64_t v) {
-    absl::StrAppend(&out, "# TYPE tessera_store_", name, " counter\ntessera_store_", name, " ", v,
-                    "\n");
+  auto counter = [&](const char* name, const char* help, int64_t v) {
+    absl::StrAppend(&out, "# HELP tessera_store_", name, " ", help, "\n# TYPE tessera_store_", name,
+                    " counter\ntessera_store_", name, " ", v, "\n");
   };
-  counter("gets_total", m.gets);
-  counter("lists_total", m.lists);
-  counter("txns_total", m.txns);
-  counter("txn_ops_total", m.txn_ops);
-  counter("txn_errors_total", m.txn_errors);
-  counter("events_calls_total", m.events_calls);
-  counter("compactions_total", m.compactions);
+  counter("gets_total", "Store Get calls.", m.gets);
+  counter("lists_total", "Store List calls.", m.lists);
+  counter("txns_total", "Store transactions committed or attempted.", m.txns);
+  counter("txn_ops_total", "Operations inside store transactions.", m.txn_ops);
+  counter("txn_errors_total", "Store transactions that failed (CAS mismatch or I/O).",
+          m.txn_errors);
+  counter("events_calls_total", "Store Events (watch) calls.", m.events_calls);
+  counter("compactions_total", "Store history compactions.", m.compactions);
+  out += "# HELP tessera_store_commit_latency_seconds Time to commit one durable transaction.\n";
   out += "# TYPE tessera_store_commit_latency_seconds histogram\n";
   int64_t cumulative = 0;
   for (size_t i = 0; i < StoreMetrics::kLatencyBucketsUs.size(); ++i) {

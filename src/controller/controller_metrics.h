@@ -1,0 +1,27 @@
+// The scheduling controller's Prometheus metrics, declared once (Envoy's
+// habit): the controller updates them on its own thread; the server's
+// /metrics renders the Registry from any thread (the metric types are
+// thread-safe).
+#pragma once
+
+#include "metrics/registry.h"
+
+namespace tessera::controller {
+
+struct ControllerMetrics {
+  explicit ControllerMetrics(metrics::Registry& r);
+
+  metrics::Family<metrics::Counter>& attempts;      // {result}
+  metrics::Family<metrics::Histogram>& duration;    // {result}, seconds
+  metrics::Family<metrics::Gauge>& pending;         // {queue}
+  metrics::Family<metrics::Gauge>& job_pending;     // {namespace, name, reason}, seconds waited
+  metrics::Family<metrics::Gauge>& gpus_total;      // {model}
+  metrics::Family<metrics::Gauge>& gpus_allocated;  // {model}, whole-GPU equivalents
+  metrics::Family<metrics::Gauge>& gpus_healthy;    // {model}
+  metrics::Family<metrics::Gauge>& node_ready;      // {node}
+  metrics::Family<metrics::Counter>& preemptions;   // {}
+  metrics::Family<metrics::Counter>& preempted_gpus;
+  metrics::Family<metrics::Counter>& requeues;  // {reason}
+};
+
+}  // namespace tessera::controller
