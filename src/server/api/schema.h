@@ -29,10 +29,12 @@ class Schema {
   enum class Type { kString, kInt, kNumber, kBool, kObject, kArray, kMap, kAny };
   struct Field;
 
-  static Schema String() { return Schema(Type::kString); }
-  static Schema Int() { return Schema(Type::kInt); }
-  static Schema Number() { return Schema(Type::kNumber); }
-  static Schema Bool() { return Schema(Type::kBool); }
+  // Defined below, once Field is complete (clang requires it for the
+  // vector<Field> member).
+  static Schema String();
+  static Schema Int();
+  static Schema Number();
+  static Schema Bool();
   static Schema Object(std::vector<Field> fields);
   static Schema Array(Schema element);
   // A JSON object with arbitrary keys whose values follow `value`.
@@ -55,7 +57,7 @@ class Schema {
   const Schema* FieldSchema(const std::string& name) const;
 
  private:
-  explicit Schema(Type t) : type_(t) {}
+  explicit Schema(Type t);
 
   Type type_;
   std::vector<Field> fields_;
@@ -73,6 +75,12 @@ struct Schema::Field {
   Schema schema;
   bool required = false;
 };
+
+inline Schema::Schema(Type t) : type_(t) {}
+inline Schema Schema::String() { return Schema(Type::kString); }
+inline Schema Schema::Int() { return Schema(Type::kInt); }
+inline Schema Schema::Number() { return Schema(Type::kNumber); }
+inline Schema Schema::Bool() { return Schema(Type::kBool); }
 
 // Shorthands for declaring fields.
 inline Schema::Field Required(std::string name, Schema s) {
