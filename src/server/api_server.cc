@@ -314,7 +314,8 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
     }
     case Verb::kUpdate:
       return HandleUpdate(r, req, res,
-                          who->role == Principal::Role::kNode && r.kind->kind != "Node");
+                          who->role == Principal::Role::kNode && r.kind->kind != "Node",
+                          who->role == Principal::Role::kNode ? who->node : std::string());
     case Verb::kDelete:
       return HandleDelete(r, req, res);
   }
@@ -549,7 +550,7 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
 }
 
 void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
-                             bool status_only) {
+                             bool status_only, const std::string& node) {
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
@@ -575,6 +576,30 @@ void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httpli
   Json obj = std::move(*body);
   if (status_only) {
     Json status = obj.contains("status") ? obj["status"] : Json();
+    if (!node.empty()) {
+      // A node reports only on jobs bound to it, and never rebinds them.
+      const Json& old_status = (*old).contains("status") ? (*old)["status"] : Json();
+      bool bound_here = false;
+      if (old_status.is_object() && old_status.contains("placement") &&
+          old_status["placement"].is_array()) {
+        for (const Json& m : old_status["placement"]) {
+          if (m.is_object() && m.contains("node") && m["node"] == node) bound_here = true;
+        }
+      }
+      if (!bound_here) {
+        return Fail(res, 403, "Forbidden",
+                    absl::StrCat("node \"", node, "\" may only report on jobs bound to it; ", what,
+                                 " has no member there"));
+      }
+      if (!status.is_object()) status = Json::object();
+      for (const char* owned : {"placement", "generation"}) {
+        if (old_status.contains(owned)) {
+          status[owned] = old_status[owned];
+        } else {
+          status.erase(owned);
+        }
+      }
+    }
     obj = *old;
     obj["status"] = status;
   }

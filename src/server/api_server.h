@@ -76,8 +76,10 @@ class ApiServer {
   void HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res);
   // status_only: everything but `status` is kept from the stored object (a node's report).
+  // `node` (status_only): the reporting node; the job must have a member bound
+  // there, and the binding itself (placement, generation) stays the server's.
   void HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
-                    bool status_only = false);
+                    bool status_only = false, const std::string& node = "");
   void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
   std::string NewUid();

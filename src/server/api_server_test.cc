@@ -334,15 +334,35 @@ TEST_F(ApiServerTest, AuthenticationAndAuthorization) {
   // It reads jobs (its bindings) and writes only their status (member reports).
   EXPECT_EQ(Do("GET", kJobs, nullptr, kNode1).status, 200);
   ASSERT_EQ(Do("POST", kJobs, Job("bound")).status, 201);
+  ASSERT_EQ(Do("POST", kJobs, Job("elsewhere")).status, 201);
   EXPECT_EQ(Do("POST", kJobs, Job("mine"), kNode1).status, 403);
+  // The scheduler (admin here) binds "bound" to gpu-01 and "elsewhere" to gpu-02.
+  for (auto [name, node] : {std::pair{"bound", "gpu-01"}, std::pair{"elsewhere", "gpu-02"}}) {
+    Json b = Do("GET", absl::StrCat(kJobs, "/", name)).body;
+    b["status"] = {
+        {"phase", "Scheduled"},
+        {"generation", 1},
+        {"placement",
+         {{{"group", "w"}, {"member", 0}, {"node", node}, {"gpus", {0}}, {"generation", 1}}}}};
+    ASSERT_EQ(Do("PUT", absl::StrCat(kJobs, "/", name), b).status, 200);
+  }
   Resp j = Do("GET", absl::StrCat(kJobs, "/bound"), nullptr, kNode1);
   ASSERT_EQ(j.status, 200);
   j.body["spec"]["groups"][0]["count"] = 7;
-  j.body["status"] = {{"phase", "Running"}};
+  j.body["status"]["phase"] = "Running";
+  j.body["status"]["generation"] = 9;              // not the node's to change
+  j.body["status"]["placement"][0]["node"] = "x";  // nor this
   EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/bound"), j.body, kNode1).status, 200);
   Json stored = Do("GET", absl::StrCat(kJobs, "/bound")).body;
   EXPECT_EQ(stored["status"]["phase"], "Running");
   EXPECT_NE(stored["spec"]["groups"][0]["count"], 7);
+  EXPECT_EQ(stored["status"]["generation"], 1);
+  EXPECT_EQ(stored["status"]["placement"][0]["node"], "gpu-01");
+  // A job bound to another node is not gpu-01's to report on.
+  Json other = Do("GET", absl::StrCat(kJobs, "/elsewhere"), nullptr, kNode1).body;
+  other["status"]["phase"] = "Failed";
+  EXPECT_EQ(Do("PUT", absl::StrCat(kJobs, "/elsewhere"), other, kNode1).status, 403);
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/elsewhere")).body["status"]["phase"], "Scheduled");
   EXPECT_EQ(Do("DELETE", absl::StrCat(kJobs, "/bound"), nullptr, kNode1).status, 403);
 }
 
