@@ -1,13 +1,12 @@
 #include "bench/sched_bench.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/bench_stats.h"
 #include "config/profile_yaml.h"
 #include "sched/framework/scheduler.h"
 #include "sched/plugins/default_registry.h"
@@ -16,12 +15,6 @@ namespace tessera::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double PeakRssMb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
-}
 
 model::Job SimpleJob(const std::string& name, int members, int gpus, int milli = 1000) {
   model::Job j;
@@ -50,13 +43,6 @@ void Fill(sched::ClusterState* cs, const model::SyntheticClusterSpec& spec) {
     std::exit(2);
   }
   for (auto& n : *nodes) (void)cs->AddNode(std::move(n));
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // A background job from the mix: single GPU, fractional, 8-GPU, small gang.

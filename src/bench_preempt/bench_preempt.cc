@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/bench_stats.h"
 #include "model/synthetic_cluster.h"
 #include "nlohmann/json.hpp"
 #include "sched/framework/cluster_state.h"
@@ -53,13 +54,6 @@ double ThreadCpuUs() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 int Run(const Options& o) {

@@ -1,13 +1,13 @@
 #include "controller/restart_bench.h"
 
 #include <stdlib.h>
-#include <sys/resource.h>
 
 #include <iostream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/bench_stats.h"
 #include "common/clock.h"
 #include "controller/scheduling_controller.h"
 #include "controller/store_layout.h"
@@ -23,12 +23,6 @@ struct RestartBenchFlags {
   int nodes_per_rack = 32;
   std::string dir;  // empty: a fresh temporary directory
 };
-
-double PeakRssMb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
-}
 
 // Writes nodes and jobs whose stored placements cover the fleet: job i has
 // `gpus_per_node * nodes / jobs` GPUs (at least 1) on one node.

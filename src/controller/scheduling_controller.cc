@@ -646,9 +646,24 @@ void SchedulingController::UpdateGauges() {
     metrics_->gpus_allocated.With({cs.model_name(m)}).Set(cs.allocated_milli(m) / 1000.0);
     metrics_->gpus_healthy.With({cs.model_name(m)}).Set(static_cast<double>(healthy[m]));
   }
-  metrics_->node_ready.Clear();
-  for (const auto& [key, node] : nodes_) {
-    metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
+  // Node readiness changes rarely while the cluster generation changes on
+  // every bind: touch a node's series only when its value changed. After the
+  // loop every live node is exported, so more exported names than nodes
+  // means some node went away: then rebuild the family.
+  auto export_ready = [&] {
+    for (const auto& [key, node] : nodes_) {
+      auto [it, inserted] = exported_ready_.try_emplace(node->name, node->ready);
+      if (inserted || it->second != node->ready) {
+        it->second = node->ready;
+        metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
+      }
+    }
+  };
+  export_ready();
+  if (exported_ready_.size() > nodes_.size()) {
+    metrics_->node_ready.Clear();
+    exported_ready_.clear();
+    export_ready();
   }
 }
 

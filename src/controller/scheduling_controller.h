@@ -163,6 +163,7 @@ class SchedulingController {
   std::unique_ptr<sched::SchedulingQueue> queue_;
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};
+  absl::flat_hash_map<std::string, bool> exported_ready_;           // node -> value last exported
   absl::flat_hash_map<std::string, std::unique_ptr<JobRec>> jobs_;  // by store key
   absl::flat_hash_map<std::string, JobRec*> by_sched_key_;
   absl::flat_hash_map<std::string, std::unique_ptr<NodeRec>> nodes_;  // by store key

@@ -463,6 +463,7 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
   auto finish = [&](ScheduleResult::Outcome o) {
     result.outcome = o;
     absl::Time t = cycle_start;
+    result.trace.spans.reserve(6);
     auto span = [&](const char* name, const Phase& p) {
       result.trace.spans.push_back(TraceSpan{name, t, p.time, p.candidates, p.feasible});
       t += p.time;
