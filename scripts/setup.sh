@@ -11,6 +11,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus
+  chromium nodejs npm
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -21,3 +22,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "setup: all ${#PACKAGES[@]} packages present"
+# The dashboard's browser tests: Playwright (playwright-core, pinned in package-lock.json) drives
+# Debian's chromium; installed from npm's cache when it has them (--prefer-offline).
+DASH="$(dirname "$0")/../tests/dashboard"
+if [ ! -d "$DASH/node_modules/playwright-core" ] || [ "$DASH/package-lock.json" -nt "$DASH/node_modules" ]; then
+  (cd "$DASH" && npm ci --prefer-offline --no-audit --no-fund)
+fi

@@ -229,6 +229,7 @@ int RunUp(const UpFlags& f) {
   }
   std::cout << "tessera up: server " << url << " (API " << url << "/api/v1), " << ready << "/"
             << nodes.size() << " nodes Ready, data in " << data << std::endl;
+  std::cout << "tessera up: dashboard " << url << "/ui/ (open it in a browser)" << std::endl;
 
   // 3. The demo workload.
   std::vector<std::pair<std::string, std::string>> submitted;  // plural, name

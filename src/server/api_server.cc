@@ -151,6 +151,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
            {"groupVersion", api::kApiVersion},
            {"resources", resources}});
   });
+  if (options_.extra_routes) options_.extra_routes(*http_);
   http_->Get("/api/v1/.*", handler);
   http_->Post("/api/v1/.*", handler);
   http_->Put("/api/v1/.*", handler);

@@ -50,6 +50,9 @@ struct ApiServerOptions {
   uint64_t uid_seed = 1;  // seeds metadata.uid generation
   // Appended to GET /metrics (Prometheus text), e.g. the store's metrics.
   std::function<std::string()> extra_metrics;
+  // Registers further routes (the dashboard, /api/v1/fleet) before the /api/v1
+  // catch-all, so that they win over it. They do their own authentication.
+  std::function<void(httplib::Server&)> extra_routes;
 };
 
 class ApiServer {

@@ -14,6 +14,7 @@
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/bench_api.h"
+#include "server/dashboard.h"
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
 
@@ -78,6 +79,10 @@ int RunServer(const ServerFlags& f) {
   metrics::Registry registry;
   so.extra_metrics = [&metered, &registry] {
     return store::FormatPrometheus(metered.Metrics()) + registry.Render();
+  };
+  // The web dashboard and its fleet summary (docs/dashboard.md).
+  so.extra_routes = [&metered, auth](httplib::Server& http) {
+    RegisterDashboardRoutes(http, metered, auth);
   };
   ApiServer server(metered, clock, std::move(auth), so);
   absl::StatusOr<int> bound = server.Start(host, port);

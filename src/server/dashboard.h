@@ -1,0 +1,22 @@
+// The web dashboard inside `tessera server`: the page at / and /ui/ (files
+// compiled into the binary, see ui_assets.h) and the compact fleet summary
+// it draws from, GET /api/v1/fleet (fleet.h). docs/dashboard.md.
+//
+// The page itself is public (it holds no data); every request for data
+// carries the user's bearer token and is authorized like the API.
+#pragma once
+
+#include "server/auth.h"
+#include "store/store.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace tessera::server {
+
+// Adds the routes to `http`. `store` must outlive the server; `auth` is
+// copied. Register before the /api/v1 catch-all (ApiServerOptions::extra_routes).
+void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth);
+
+}  // namespace tessera::server

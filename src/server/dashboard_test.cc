@@ -1,0 +1,301 @@
+// The dashboard routes and GET /api/v1/fleet over real HTTP on loopback
+// (ApiServer with the dashboard registered, as `tessera server` does).
+#include "server/dashboard.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "nlohmann/json.hpp"
+#include "server/api_server.h"
+#include "store/sqlite_store.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr char kAdmin[] = "admin-token";
+constexpr char kTeamA[] = "team-a-token";
+constexpr char kNode1[] = "node-1-token";
+
+struct Resp {
+  int status = 0;
+  std::string text;
+  Json body;
+  std::string location;
+};
+
+Json Node(const std::string& name, const std::string& rack, const std::string& layout) {
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", name}, {"annotations", {{"tessera.dev/agent-endpoint", "http://x:1"}}}}},
+          {"spec",
+           {{"gpuType", "H100"},
+            {"gpuCount", 8},
+            {"layout", layout},
+            {"rack", rack},
+            {"block", "b0"}}}};
+}
+
+Json Job(const std::string& ns, const std::string& name) {
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec",
+           {{"queue", "research"},
+            {"groups", {{{"name", "w"}, {"count", 2}, {"gpusPerReplica", 4}}}}}}};
+}
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = absl::StrCat(tmp ? tmp : "/tmp", "/tessera_dash_XXXXXX");
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    auto store = store::SqliteStore::Open(dir_ + "/data");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    auto auth = Authenticator::Parse(
+        absl::StrCat(kAdmin, " * admin\n", kTeamA, " team-a user\n", kNode1, " - node:n1\n"));
+    ASSERT_TRUE(auth.ok()) << auth.status();
+    ApiServerOptions opts;
+    opts.threads = 8;
+    Authenticator copy = *auth;
+    opts.extra_routes = [this, copy](httplib::Server& http) {
+      RegisterDashboardRoutes(http, *store_, copy);
+    };
+    server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
+    auto port = server_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
+  }
+  void TearDown() override {
+    server_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Resp Do(const std::string& method, const std::string& path, const Json& body = nullptr,
+          const std::string& token = kAdmin) {
+    httplib::Client cli("127.0.0.1", port_);
+    cli.set_read_timeout(15, 0);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", absl::StrCat("Bearer ", token));
+    const std::string text = body.is_null() ? "" : body.dump();
+    httplib::Result r = method == "GET"    ? cli.Get(path, headers)
+                        : method == "POST" ? cli.Post(path, headers, text, "application/json")
+                        : method == "PUT"  ? cli.Put(path, headers, text, "application/json")
+                                           : cli.Delete(path, headers);
+    Resp out;
+    if (!r) {
+      ADD_FAILURE() << method << " " << path << ": " << httplib::to_string(r.error());
+      return out;
+    }
+    out.status = r->status;
+    out.text = r->body;
+    out.body = Json::parse(r->body, nullptr, false);
+    out.location = r->get_header_value("Location");
+    return out;
+  }
+
+  // Creates the object, then writes `status` onto it (status is the controller's and
+  // agents' to write; an admin PUT stands in for them).
+  void CreateWithStatus(const std::string& collection, Json obj, const Json& status) {
+    Resp c = Do("POST", collection, obj);
+    ASSERT_EQ(c.status, 201) << c.text;
+    if (status.is_null()) return;
+    obj = c.body;
+    obj["status"] = status;
+    Resp u =
+        Do("PUT", absl::StrCat(collection, "/", obj["metadata"]["name"].get<std::string>()), obj);
+    ASSERT_EQ(u.status, 200) << u.text;
+  }
+
+  static const Json* FindRow(const Json& rows, size_t col, const std::string& value) {
+    for (const Json& r : rows) {
+      if (r[col] == value) return &r;
+    }
+    return nullptr;
+  }
+
+  std::string dir_;
+  ManualClock clock_{absl::FromUnixSeconds(1767225600)};
+  std::unique_ptr<store::SqliteStore> store_;
+  std::unique_ptr<ApiServer> server_;
+  int port_ = 0;
+};
+
+TEST_F(DashboardTest, ServesThePageFromTheBinary) {
+  Resp root = Do("GET", "/", nullptr, "");
+  EXPECT_EQ(root.status, 302);
+  EXPECT_EQ(root.location, "/ui/");
+  Resp page = Do("GET", "/ui/", nullptr, "");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_THAT(page.text, HasSubstr("<canvas id=\"fleet\""));
+  EXPECT_THAT(page.text, HasSubstr("/ui/app.js"));
+  Resp js = Do("GET", "/ui/app.js", nullptr, "");
+  ASSERT_EQ(js.status, 200);
+  EXPECT_THAT(js.text, HasSubstr("/api/v1/fleet"));
+  EXPECT_EQ(Do("GET", "/ui/style.css", nullptr, "").status, 200);
+  EXPECT_EQ(Do("GET", "/ui/missing.js", nullptr, "").status, 404);
+}
+
+TEST_F(DashboardTest, FullSummaryHasNodesGpusJobsAndQueues) {
+  CreateWithStatus("/api/v1/nodes", Node("n1", "r1", "nvlink-pairs"),
+                   {{"phase", "Ready"},
+                    {"gpus", {{{"index", 3}, {"health", "Unhealthy"}, {"message", "XID 79"}}}}});
+  CreateWithStatus("/api/v1/nodes", Node("n2", "r2", "nvswitch"), nullptr);
+  CreateWithStatus("/api/v1/namespaces/team-a/trainingjobs", Job("team-a", "train"),
+                   {{"phase", "Running"},
+                    {"placement",
+                     {{{"group", "w"}, {"member", 0}, {"node", "n1"}, {"gpus", {0, 1, 2, 4}}},
+                      {{"group", "w"}, {"member", 1}, {"node", "n2"}, {"gpus", {0, 1, 2, 3}}}}}});
+  CreateWithStatus("/api/v1/namespaces/team-b/trainingjobs", Job("team-b", "other"), nullptr);
+  CreateWithStatus("/api/v1/queues",
+                   {{"apiVersion", "tessera.dev/v1"},
+                    {"kind", "Queue"},
+                    {"metadata", {{"name", "research"}}},
+                    {"spec", {{"weight", 2}, {"gpuQuota", {{"H100", 16}}}}}},
+                   nullptr);
+
+  Resp r = Do("GET", "/api/v1/fleet");
+  ASSERT_EQ(r.status, 200) << r.text;
+  const Json& f = r.body;
+  EXPECT_TRUE(f["full"].get<bool>());
+  EXPECT_GT(std::stoll(f["resourceVersion"].get<std::string>()), 0);
+  ASSERT_EQ(f["nodes"].size(), 2u);
+  const Json* n1 = FindRow(f["nodes"], 0, "n1");
+  ASSERT_NE(n1, nullptr);
+  EXPECT_EQ((*n1)[1], "r1");
+  EXPECT_EQ((*n1)[2], "b0");
+  EXPECT_EQ((*n1)[3], "Ready");
+  EXPECT_EQ((*n1)[4], "H100");
+  EXPECT_EQ((*n1)[6], Json({0, 0, 1, 1, 2, 2, 3, 3}));  // NVLink pairs
+  EXPECT_EQ((*n1)[7], "HHHUHHHH");
+  EXPECT_EQ((*n1)[8], "http://x:1");
+  const Json* n2 = FindRow(f["nodes"], 0, "n2");
+  ASSERT_NE(n2, nullptr);
+  EXPECT_EQ((*n2)[6], Json({0, 0, 0, 0, 0, 0, 0, 0}));  // one NVSwitch domain
+  EXPECT_EQ((*n2)[7], "HHHHHHHH");
+
+  ASSERT_EQ(f["jobs"].size(), 2u);
+  const Json* train = FindRow(f["jobs"], 2, "train");
+  ASSERT_NE(train, nullptr);
+  EXPECT_EQ((*train)[0], "T");
+  EXPECT_EQ((*train)[1], "team-a");
+  EXPECT_EQ((*train)[3], "Running");
+  EXPECT_EQ((*train)[4], "research");
+  EXPECT_EQ((*train)[5], 8.0);
+  EXPECT_EQ((*train)[7], Json({{"n1", {0, 1, 2, 4}, 1000.0}, {"n2", {0, 1, 2, 3}, 1000.0}}));
+  ASSERT_EQ(f["queues"].size(), 1u);
+  EXPECT_EQ(f["queues"][0]["spec"]["gpuQuota"]["H100"], 16);
+
+  // A tenant sees its own jobs only; a node token may not list the fleet.
+  Resp a = Do("GET", "/api/v1/fleet", nullptr, kTeamA);
+  ASSERT_EQ(a.status, 200);
+  ASSERT_EQ(a.body["jobs"].size(), 1u);
+  EXPECT_EQ(a.body["jobs"][0][1], "team-a");
+  EXPECT_EQ(a.body["nodes"].size(), 2u);
+  EXPECT_EQ(Do("GET", "/api/v1/fleet", nullptr, kNode1).status, 403);
+  EXPECT_EQ(Do("GET", "/api/v1/fleet", nullptr, "").status, 401);
+  EXPECT_EQ(Do("GET", "/api/v1/fleet", nullptr, "bogus").status, 401);
+  EXPECT_EQ(Do("GET", "/api/v1/fleet?resourceVersion=abc").status, 400);
+  EXPECT_EQ(Do("GET", "/api/v1/fleet?resourceVersion=999999").status, 400);
+  EXPECT_EQ(Do("GET", "/api/v1/fleet?waitSeconds=-1").status, 400);
+  // The API's own routes still answer beside the fleet route.
+  EXPECT_EQ(Do("GET", "/api/v1/nodes/n1").status, 200);
+}
+
+TEST_F(DashboardTest, ChangeSetsCarryOnlyWhatChangedAfterTheRevision) {
+  CreateWithStatus("/api/v1/nodes", Node("n1", "r1", "nvswitch"), nullptr);
+  CreateWithStatus("/api/v1/nodes", Node("n2", "r1", "nvswitch"), nullptr);
+  CreateWithStatus("/api/v1/namespaces/team-a/trainingjobs", Job("team-a", "train"), nullptr);
+  Resp full = Do("GET", "/api/v1/fleet");
+  ASSERT_EQ(full.status, 200);
+  const std::string rv = full.body["resourceVersion"];
+
+  // Nothing changed: an empty change set at the same revision.
+  Resp same = Do("GET", "/api/v1/fleet?resourceVersion=" + rv);
+  ASSERT_EQ(same.status, 200);
+  EXPECT_FALSE(same.body["full"].get<bool>());
+  EXPECT_TRUE(same.body["nodes"].empty());
+  EXPECT_TRUE(same.body["jobs"].empty());
+  EXPECT_EQ(same.body["resourceVersion"], rv);
+
+  // GPU 5 of n2 turns unhealthy (twice: the last write wins); the job goes.
+  Resp n2 = Do("GET", "/api/v1/nodes/n2");
+  Json obj = n2.body;
+  obj["status"] = {{"phase", "Ready"}, {"gpus", {{{"index", 5}, {"health", "Unhealthy"}}}}};
+  ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2", obj).status, 200);
+  obj["status"]["gpus"][0]["index"] = 6;
+  obj["metadata"].erase("resourceVersion");
+  ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2", obj).status, 200);
+  ASSERT_EQ(Do("DELETE", "/api/v1/namespaces/team-a/trainingjobs/train").status, 200);
+
+  Resp d = Do("GET", "/api/v1/fleet?resourceVersion=" + rv);
+  ASSERT_EQ(d.status, 200) << d.text;
+  EXPECT_FALSE(d.body["full"].get<bool>());
+  ASSERT_EQ(d.body["nodes"].size(), 1u);
+  EXPECT_EQ(d.body["nodes"][0][0], "n2");
+  EXPECT_EQ(d.body["nodes"][0][7], "HHHHHHUH");
+  EXPECT_TRUE(d.body["jobs"].empty());
+  EXPECT_EQ(d.body["deletedJobs"], Json({{"T", "team-a", "train"}}));
+  EXPECT_GT(std::stoll(d.body["resourceVersion"].get<std::string>()), std::stoll(rv));
+
+  // A node deletion.
+  const std::string rv2 = d.body["resourceVersion"];
+  ASSERT_EQ(Do("DELETE", "/api/v1/nodes/n1").status, 200);
+  Resp d2 = Do("GET", "/api/v1/fleet?resourceVersion=" + rv2);
+  EXPECT_EQ(d2.body["deletedNodes"], Json({"n1"}));
+}
+
+TEST_F(DashboardTest, NvLinkDomainsComeFromTheLinksWhenTheAgentNamesNone) {
+  Json node = {{"apiVersion", "tessera.dev/v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "agent-node"}}},
+               {"spec",
+                {{"gpus", Json::array()},
+                 {"links",
+                  {{"X", "NVLINK", "PIX", "PIX"},
+                   {"NVLINK", "X", "PIX", "PIX"},
+                   {"PIX", "PIX", "X", "NVLINK"},
+                   {"PIX", "PIX", "NVLINK", "X"}}}}}};
+  for (int i = 0; i < 4; ++i) {
+    node["spec"]["gpus"].push_back({{"index", i}, {"model", "A100"}});
+  }
+  CreateWithStatus("/api/v1/nodes", node, nullptr);
+  Resp r = Do("GET", "/api/v1/fleet");
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_EQ(r.body["nodes"].size(), 1u);
+  EXPECT_EQ(r.body["nodes"][0][4], "A100");
+  EXPECT_EQ(r.body["nodes"][0][6], Json({0, 0, 1, 1}));
+}
+
+TEST_F(DashboardTest, LongPollReturnsTheChangeThatEndsTheWait) {
+  CreateWithStatus("/api/v1/nodes", Node("n1", "r1", "nvswitch"), nullptr);
+  Resp full = Do("GET", "/api/v1/fleet");
+  const std::string rv = full.body["resourceVersion"];
+  std::thread writer([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CreateWithStatus("/api/v1/nodes", Node("late", "r9", "pcie"), nullptr);
+  });
+  Resp d = Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv);
+  writer.join();
+  ASSERT_EQ(d.status, 200) << d.text;
+  ASSERT_EQ(d.body["nodes"].size(), 1u);
+  EXPECT_EQ(d.body["nodes"][0][0], "late");
+  EXPECT_EQ(d.body["nodes"][0][6], Json({0, 1, 2, 3, 4, 5, 6, 7}));  // PCIe: no NVLink
+}
+
+}  // namespace
+}  // namespace tessera::server

@@ -1,0 +1,268 @@
+#include "server/fleet.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "controller/node_codec.h"
+#include "nlohmann/json.hpp"
+#include "server/api/kinds.h"
+#include "server/api/object_codec.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::json;
+
+// A change set larger than this per kind is sent in parts (the answer's
+// resourceVersion stops where the part ends; the next poll gets the rest).
+constexpr int64_t kDeltaEventLimit = 20000;
+constexpr double kMaxWaitSeconds = 5;
+constexpr size_t kMaxMessageChars = 240;
+
+// The kinds the summary covers, with the key prefix of each.
+struct Section {
+  const char* plural;
+  const char* field;          // "nodes", "jobs" or "queues"
+  const char* deleted_field;  // where deletions go
+};
+constexpr Section kSections[] = {
+    {"nodes", "nodes", "deletedNodes"},
+    {"trainingjobs", "jobs", "deletedJobs"},
+    {"inferenceservices", "jobs", "deletedJobs"},
+    {"queues", "queues", "deletedQueues"},
+};
+
+std::string Str(const Json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const Json& Field(const Json& o, const char* key) {
+  static const Json kNull;
+  auto it = o.find(key);
+  return it != o.end() ? *it : kNull;
+}
+
+double Num(const Json& o, const char* key, double def = 0) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<double>() : def;
+}
+
+// GPUs joined by NVLink or NVSwitch links, transitively: what an agent's
+// links matrix says when it names no nvlinkDomains.
+std::vector<int> NvLinkIslands(const model::NodeTopology& t) {
+  const int n = t.num_gpus();
+  std::vector<int> island(n, -1);
+  int next = 0;
+  for (int a = 0; a < n; ++a) {
+    if (island[a] >= 0) continue;
+    island[a] = next;
+    std::vector<int> todo = {a};
+    while (!todo.empty()) {
+      int x = todo.back();
+      todo.pop_back();
+      for (int y = 0; y < n; ++y) {
+        const model::LinkClass c = t.link(x, y);
+        if (island[y] < 0 && (c == model::LinkClass::kNvSwitch || c == model::LinkClass::kNvLink)) {
+          island[y] = next;
+          todo.push_back(y);
+        }
+      }
+    }
+    ++next;
+  }
+  return island;
+}
+
+Json NodeRow(const Json& obj) {
+  const Json& meta = Field(obj, "metadata");
+  const Json& spec = Field(obj, "spec");
+  Json domains = Json::array();
+  std::string health;
+  std::string model = spec.is_object() ? Str(spec, "gpuType") : "";
+  std::string rack = spec.is_object() ? Str(spec, "rack") : "";
+  std::string block = spec.is_object() ? Str(spec, "block") : "";
+  bool unschedulable = false;
+  // An object the scheduler cannot read is still shown (without GPUs).
+  if (absl::StatusOr<model::Node> n = controller::NodeFromObject(obj); n.ok()) {
+    const bool implicit = spec.contains("links") && !spec.contains("nvlinkDomains");
+    std::vector<int> d = implicit ? NvLinkIslands(n->topology) : std::vector<int>();
+    for (size_t i = 0; i < n->gpus.size(); ++i) {
+      domains.push_back(implicit ? d[i] : n->topology.domain(static_cast<int>(i)));
+      health.push_back(n->gpus[i].health == model::GpuHealth::kUnhealthy ? 'U' : 'H');
+    }
+    if (!n->gpus.empty()) model = n->gpus[0].model;
+    rack = n->rack;
+    block = n->block;
+    unschedulable = n->unschedulable;
+  }
+  std::string endpoint;
+  if (const Json& ann = Field(meta, "annotations"); ann.is_object()) {
+    endpoint = Str(ann, "tessera.dev/agent-endpoint");
+  }
+  const Json& status = Field(obj, "status");
+  return Json::array({Str(meta, "name"), rack.empty() ? "default" : rack,
+                      block.empty() ? "default" : block,
+                      status.is_object() ? Str(status, "phase") : "", model, unschedulable ? 1 : 0,
+                      domains, health, endpoint});
+}
+
+// GPUs one member of `g` asks for: whole GPUs, or a share in thousandths.
+double MemberGpus(const Json& g) {
+  double whole = Num(g, "gpusPerReplica");
+  if (whole > 0) return whole;
+  double milli = Num(g, "gpuMilli");
+  return milli > 0 ? milli / 1000 : 0;
+}
+
+Json JobRow(const Json& obj) {
+  const Json& meta = Field(obj, "metadata");
+  const Json& spec = Field(obj, "spec");
+  const Json& status = Field(obj, "status");
+  const bool training = Str(obj, "kind") == "TrainingJob";
+  double gpus = 0;
+  if (spec.is_object()) {
+    if (training) {
+      if (const Json& groups = Field(spec, "groups"); groups.is_array()) {
+        for (const Json& g : groups) {
+          if (g.is_object()) gpus += Num(g, "count") * MemberGpus(g);
+        }
+      }
+    } else {
+      const Json& replicas = Field(spec, "replicas");
+      gpus = (replicas.is_object() ? Num(replicas, "max") : 0) * MemberGpus(spec);
+    }
+  }
+  Json placement = Json::array();
+  std::string phase, message;
+  double priority = spec.is_object() ? Num(spec, "priority") : 0;
+  if (status.is_object()) {
+    phase = Str(status, "phase");
+    message = Str(status, "message");
+    if (message.size() > kMaxMessageChars) message.resize(kMaxMessageChars);
+    priority = Num(status, "priority", priority);
+    if (const Json& p = Field(status, "placement"); p.is_array()) {
+      for (const Json& m : p) {
+        if (!m.is_object()) continue;
+        const Json& g = Field(m, "gpus");
+        placement.push_back(Json::array(
+            {Str(m, "node"), g.is_array() ? g : Json::array(), Num(m, "gpuMilli", 1000)}));
+      }
+    }
+  }
+  std::string queue = spec.is_object() ? Str(spec, "queue") : "";
+  return Json::array({training ? "T" : "I", Str(meta, "namespace"), Str(meta, "name"), phase,
+                      queue.empty() ? "default" : queue, gpus, priority, placement, message});
+}
+
+// The row of a stored object for its section; null when the caller may not
+// see it or it does not parse.
+Json Row(const Section& s, const store::KeyValue& kv, const Principal& who) {
+  absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
+  if (!obj.ok() || !obj->is_object()) return nullptr;
+  const std::string_view field = s.field;
+  if (field == "jobs") {
+    const std::string ns = Str(Field(*obj, "metadata"), "namespace");
+    if (!Authorize(who, Verb::kList, Resource{s.plural, true, ns, ""}).empty()) return nullptr;
+    return JobRow(*obj);
+  }
+  if (field == "nodes") return NodeRow(*obj);
+  return *obj;  // queues: few, shown whole
+}
+
+// What a deletion event names: node/queue name, or [kind, namespace, name].
+Json DeletedRow(const Section& s, const store::KeyValue& kv, const Principal& who) {
+  std::string_view key = kv.key;
+  const std::string prefix = api::StorePrefix(*api::KindByPlural(s.plural), "");
+  key.remove_prefix(std::min(key.size(), prefix.size()));
+  if (std::string_view(s.field) != "jobs") return std::string(key);
+  size_t slash = key.find('/');
+  std::string ns(key.substr(0, slash));
+  if (slash == std::string_view::npos) return nullptr;
+  if (!Authorize(who, Verb::kList, Resource{s.plural, true, ns, ""}).empty()) return nullptr;
+  return Json::array({std::string(s.plural) == "trainingjobs" ? "T" : "I", ns,
+                      std::string(key.substr(slash + 1))});
+}
+
+Json EmptyBody() {
+  Json out = Json::object();
+  for (const Section& s : kSections) {
+    out[s.field] = Json::array();
+    out[s.deleted_field] = Json::array();
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Full(store::Store& store, const Principal& who) {
+  // Lists read at this revision or later: a change in between comes again
+  // in the next change set (rows are upserts), none is lost.
+  const int64_t revision = store.CurrentRevision();
+  Json out = EmptyBody();
+  for (const Section& s : kSections) {
+    const std::string prefix = api::StorePrefix(*api::KindByPlural(s.plural), "");
+    store::ListOptions opts;
+    opts.limit = 5000;
+    while (true) {
+      absl::StatusOr<store::ListResult> page = store.List(prefix, opts);
+      if (!page.ok()) return page.status();
+      for (const store::KeyValue& kv : page->kvs) {
+        if (Json row = Row(s, kv, who); !row.is_null()) out[s.field].push_back(std::move(row));
+      }
+      if (!page->more) break;
+      opts.continue_after = page->next_key;
+    }
+  }
+  out["full"] = true;
+  out["resourceVersion"] = std::to_string(revision);
+  return out.dump();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FleetSummary(store::Store& store, const Principal& who,
+                                         const FleetRequest& req) {
+  if (std::string why = Authorize(who, Verb::kList, Resource{"nodes", false, "", ""});
+      !why.empty()) {
+    return absl::PermissionDeniedError(why);
+  }
+  if (req.since <= 0) return Full(store, who);
+  if (req.since > store.CurrentRevision()) {
+    return absl::InvalidArgumentError("resourceVersion: newer than the server's");
+  }
+  if (req.since < store.CompactedRevision()) return Full(store, who);
+  if (req.wait_seconds > 0 && store.CurrentRevision() == req.since) {
+    // Wakes on any write; a write outside the summary gives an empty change set.
+    (void)store.WaitForRevision(
+        req.since + 1, absl::Now() + absl::Seconds(std::min(req.wait_seconds, kMaxWaitSeconds)));
+  }
+  Json out = EmptyBody();
+  int64_t complete = INT64_MAX;
+  for (const Section& s : kSections) {
+    const std::string prefix = api::StorePrefix(*api::KindByPlural(s.plural), "");
+    absl::StatusOr<store::EventsResult> ev = store.Events(prefix, req.since, kDeltaEventLimit);
+    if (!ev.ok()) {
+      if (ev.status().code() == absl::StatusCode::kOutOfRange) return Full(store, who);
+      return ev.status();
+    }
+    complete = std::min(complete, ev->revision);
+    // The last event of each key decides (events come in revision order).
+    std::map<std::string_view, const store::Event*> last;
+    for (const store::Event& e : ev->events) last[e.kv.key] = &e;
+    for (const auto& [key, e] : last) {
+      Json row =
+          e->type == store::Event::Type::kDelete ? DeletedRow(s, e->kv, who) : Row(s, e->kv, who);
+      if (row.is_null()) continue;
+      out[e->type == store::Event::Type::kDelete ? s.deleted_field : s.field].push_back(
+          std::move(row));
+    }
+  }
+  out["full"] = false;
+  out["resourceVersion"] = std::to_string(complete);
+  return out.dump();
+}
+
+}  // namespace tessera::server

@@ -1,0 +1,48 @@
+// The fleet summary behind the web dashboard: GET /api/v1/fleet.
+//
+// One compact document with every node (its GPUs' NVLink domains and health),
+// every job (state, queue, size and placement) and every Queue object, built
+// so that a browser can draw 100,000 GPUs without fetching 12,500 full Node
+// objects: a node is one short array, its GPUs a string of health letters.
+//
+//   GET /api/v1/fleet                      full snapshot ("full": true)
+//   GET /api/v1/fleet?resourceVersion=N    only what changed after N (upserts
+//                                          and deletions); a full snapshot
+//                                          instead when N is compacted away
+//       [&waitSeconds=S]                   long poll: wait up to S (<= 5) s for
+//                                          a change when nothing changed yet
+//
+// The answer's resourceVersion is the revision it is complete up to: pass it
+// back to get the next change set. A change may be delivered twice (rows are
+// upserts), never lost. Rows (docs/dashboard.md):
+//   nodes: [name, rack, block, phase, gpuModel, unschedulable 0|1,
+//           [NVLink domain per GPU], health letters ("H" healthy, "U" unhealthy)
+//           per GPU, agent endpoint]
+//   jobs:  [kind "T"|"I", namespace, name, phase, queue, GPUs requested,
+//           priority, [[node, [GPU indices], gpuMilli], ...], message]
+//   queues: the Queue objects as the API returns them.
+//
+// Authorization follows the API: listing nodes is required (a node token gets
+// 403); jobs are those the caller may list (a user sees its namespace only).
+// Thread-safe; holds no state but the store reference.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/auth.h"
+#include "store/store.h"
+
+namespace tessera::server {
+
+struct FleetRequest {
+  int64_t since = 0;  // 0: full snapshot
+  double wait_seconds = 0;
+};
+
+// The response body (JSON text), or a store error.
+absl::StatusOr<std::string> FleetSummary(store::Store& store, const Principal& who,
+                                         const FleetRequest& req);
+
+}  // namespace tessera::server

@@ -1,0 +1,191 @@
+// The web dashboard in a real browser (Debian's chromium, driven by Playwright):
+// a real `tessera server` with tokens, two agents with fake GPUs (8 x H100 on
+// NVSwitch, 4 x A100 PCIe). Asserts on what the page shows:
+//   1. without a token the page asks for one; with it, 12 GPU cells are drawn
+//      (canvas pixels read back at each cell), none for GPUs that do not exist;
+//   2. a submitted job's placement appears in the jobs table (as the API
+//      reports it) and its GPUs turn "allocated" on the canvas;
+//   3. an XID injected through the agent's fake backend turns that GPU's cell
+//      red in health mode, and the node detail (opened by clicking the cell)
+//      says Unhealthy.
+// Screenshots go to $ARTIFACT_DIR (the build dir). Exits non-zero on any failure;
+// a missing chromium or node_modules is a failure, not a skip.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Cluster, requireTools, sleep } from './cluster.mjs';
+
+const { bin, chromium: chromiumPath } = requireTools();
+const { chromium } = await import('playwright-core');
+const source = process.env.TESSERA_SOURCE_DIR ||
+  path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const artifacts = process.env.ARTIFACT_DIR || path.join(process.cwd(), 'dashboard-artifacts');
+fs.mkdirSync(artifacts, { recursive: true });
+
+const cluster = new Cluster(bin);
+let browser;
+let page;
+let failed = false;
+
+async function shot(name) {
+  if (!page) return;
+  const file = path.join(artifacts, name + '.png');
+  await page.screenshot({ path: file, fullPage: true });
+  console.log('screenshot', file);
+}
+
+// The RGBA pixel at the center of GPU `gpu` of `node`, read back from the canvas.
+async function pixel(node, gpu) {
+  return page.evaluate(([n, g]) => {
+    const c = window.tessera.cellAt(n, g);
+    if (!c) return null;
+    const ctx = document.getElementById('fleet').getContext('2d');
+    const d = ctx.getImageData(c.x + Math.floor(c.w / 2), c.y + Math.floor(c.h / 2), 1, 1).data;
+    return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('');
+  }, [node, gpu]);
+}
+
+async function waitPixel(node, gpu, color, what) {
+  const end = Date.now() + 30000;
+  let got;
+  while (Date.now() < end) {
+    got = await pixel(node, gpu);
+    if (got === color) return;
+    await sleep(200);
+  }
+  throw new Error(`${what}: GPU ${gpu} of ${node} is drawn ${got}, expected ${color}`);
+}
+
+try {
+  const h100 = 'h100-0';
+  const pcie = 'pcie-0';
+  await cluster.startServer([h100, pcie], ['--node-grace-seconds', '10', '--eviction-seconds', '600']);
+  cluster.startAgent(h100, path.join(source, 'deploy/fake-gpus/up-h100-nvswitch-8.yaml'), 'rack-0');
+  cluster.startAgent(pcie, path.join(source, 'deploy/fake-gpus/up-pcie-4.yaml'), 'rack-pcie');
+  await cluster.waitFor('both nodes Ready', async () => {
+    const list = await cluster.api('GET', '/api/v1/nodes');
+    return list.items.filter((n) => n.status && n.status.phase === 'Ready').length === 2;
+  });
+  console.log('cluster up at', cluster.url, 'data in', cluster.dir);
+
+  browser = await chromium.launch({ executablePath: chromiumPath, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const consoleErrors = [];
+  // The login steps answer 401 by design; any other error in the page fails the test.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(m.text());
+  });
+  page.on('response', (r) => { if (r.status() === 404) consoleErrors.push('404 ' + r.url()); });
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+
+  // 1. The page asks for the token, then draws every GPU.
+  await page.goto(cluster.url + '/');
+  assert.match(page.url(), /\/ui\/$/, 'the root redirects to the dashboard');
+  await page.locator('#login').waitFor({ state: 'visible', timeout: 10000 });
+  await shot('1-login');
+  await page.fill('#token', 'wrong-token');
+  await page.click('#login button[type=submit]');
+  await page.waitForFunction(() => /not accepted/.test(document.getElementById('login-why').textContent));
+  await page.fill('#token', cluster.adminToken);
+  await page.click('#login button[type=submit]');
+  await page.waitForSelector('#summary[data-gpus="12"]', { timeout: 15000 });
+  assert.equal(await page.getAttribute('#summary', 'data-nodes'), '2');
+  assert.equal(await page.isVisible('#login'), false, 'the token form is gone after sign-in');
+  assert.equal(await page.isVisible('#fleet'), true, 'the fleet canvas is shown');
+  assert.equal(await page.getAttribute('#summary', 'data-unhealthy'), '0');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('tessera.token')), cluster.adminToken,
+    'the token is kept for the tab');
+  const colors = await page.evaluate(() => window.tessera.colors);
+  const cells = new Set();
+  for (const [node, n] of [[h100, 8], [pcie, 4]]) {
+    for (let g = 0; g < n; g++) {
+      const c = await page.evaluate(([a, b]) => window.tessera.cellAt(a, b), [node, g]);
+      assert.ok(c, `a cell for GPU ${g} of ${node}`);
+      cells.add(`${c.x},${c.y}`);
+      assert.equal(await pixel(node, g), colors.free, `GPU ${g} of ${node} is drawn free`);
+    }
+    assert.equal(await page.evaluate(([a, b]) => window.tessera.cellAt(a, b), [node, n]), null,
+      `no cell beyond the ${n} GPUs of ${node}`);
+  }
+  assert.equal(cells.size, 12, 'twelve distinct cells');
+  // NVLink domains: the NVSwitch node is one; the PCIe node has two NVLink-bridged pairs.
+  const domains = await page.evaluate(() => [...window.tessera.model.nodes.values()]
+    .map((n) => n.name + ':' + new Set(n.domains).size).sort().join(' '));
+  assert.equal(domains, 'h100-0:1 pcie-0:2');
+  await shot('2-fleet');
+
+  // 2. A job's placement appears after it is submitted.
+  const jobName = 'dash-train';
+  await cluster.api('POST', '/api/v1/namespaces/demo/trainingjobs', {
+    apiVersion: 'tessera.dev/v1', kind: 'TrainingJob',
+    metadata: { name: jobName, namespace: 'demo' },
+    spec: { queue: 'research', command: ['/bin/sh', '-c', 'sleep 120'],
+      groups: [{ name: 'worker', count: 1, gpusPerReplica: 4, gpuType: 'NVIDIA H100 80GB HBM3' }] },
+  });
+  const placed = await cluster.waitFor('the job placed', async () => {
+    const j = await cluster.api('GET', `/api/v1/namespaces/demo/trainingjobs/${jobName}`);
+    return j.status && j.status.placement && j.status.placement.length ? j.status.placement : null;
+  }, 30000);
+  const gpus = placed[0].gpus.slice().sort((a, b) => a - b);
+  assert.equal(placed[0].node, h100);
+  assert.equal(gpus.length, 4);
+  const row = page.locator(`#jobs tr[data-job="demo/${jobName}"]`);
+  await row.waitFor({ timeout: 15000 });
+  const expected = `${h100}[${gpus[0]}-${gpus[3]}]`;
+  await page.waitForFunction(([sel, text]) => {
+    const r = document.querySelector(sel);
+    return r && r.lastElementChild.textContent === text;
+  }, [`#jobs tr[data-job="demo/${jobName}"]`, expected], { timeout: 15000 });
+  for (const g of gpus) await waitPixel(h100, g, colors.full, 'allocated GPU');
+  const free = [0, 1, 2, 3, 4, 5, 6, 7].filter((g) => !gpus.includes(g));
+  for (const g of free) assert.equal(await pixel(h100, g), colors.free, `GPU ${g} stays free`);
+  const queueRow = page.locator('#queues tr[data-queue="research"] td');
+  assert.equal(await queueRow.nth(3).textContent(), '4', 'the queue uses 4 GPUs');
+  await shot('3-job-placed');
+
+  // 3. An XID on a free GPU (so the job stays put) turns it unhealthy.
+  const bad = free[free.length - 1];
+  const node = await cluster.api('GET', `/api/v1/nodes/${h100}`);
+  const endpoint = node.metadata.annotations['tessera.dev/agent-endpoint'];
+  assert.ok(endpoint, 'the agent publishes its endpoint');
+  const inj = await fetch(`${endpoint}/fake/event?gpu=${bad}&type=xid&xid=79`, { method: 'POST' });
+  assert.ok(inj.ok, 'XID injected: ' + inj.status);
+  await page.selectOption('#mode', 'health');
+  await waitPixel(h100, bad, colors.unhealthy, 'GPU after XID 79');
+  for (const g of [0, 1, 2, 3, 4, 5, 6, 7].filter((x) => x !== bad)) {
+    assert.equal(await pixel(h100, g), colors.healthy, `GPU ${g} stays healthy`);
+  }
+  await page.waitForSelector('#summary[data-unhealthy="1"]');
+  // Node detail: click the unhealthy cell.
+  const c = await page.evaluate(([a, b]) => window.tessera.cellAt(a, b), [h100, bad]);
+  await page.locator('#fleet').click({ position: { x: c.x + c.w / 2, y: c.y + c.h / 2 } });
+  await page.waitForSelector(`#node-detail[data-node="${h100}"]`, { state: 'visible' });
+  assert.equal(await page.getAttribute(`#node-gpus tr[data-gpu="${bad}"]`, 'data-health'), 'Unhealthy');
+  await page.waitForFunction((g) => /XID|79/i.test(
+    document.querySelector(`#node-gpus tr[data-gpu="${g}"]`).textContent), bad, { timeout: 10000 })
+    .catch(() => console.log('note: the agent reported no message for the XID'));
+  for (const g of gpus) {
+    assert.match(await page.textContent(`#node-gpus tr[data-gpu="${g}"]`), new RegExp(`demo/${jobName}`));
+  }
+  await shot('4-xid-unhealthy');
+
+  const stats = await page.evaluate(() => window.tessera.stats);
+  console.log(`page: first render ${stats.firstRenderMs.toFixed(0)} ms after navigation, ` +
+    `${stats.updates} live updates, last render ${stats.lastRenderMs.toFixed(1)} ms`);
+  assert.ok(stats.updates >= 2, 'live updates arrived');
+  assert.deepEqual(consoleErrors, [], 'no errors in the page');
+  await cluster.api('DELETE', `/api/v1/namespaces/demo/trainingjobs/${jobName}`);
+  await sleep(2000);
+  console.log('PASS dashboard browser test');
+} catch (e) {
+  failed = true;
+  console.error('FAIL:', e.stack || e);
+  await shot('failure').catch(() => {});
+  console.error('logs in', cluster.dir);
+} finally {
+  if (browser) await browser.close();
+  await cluster.stop();
+  if (!failed) fs.rmSync(cluster.dir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
