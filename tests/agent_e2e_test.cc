@@ -483,6 +483,7 @@ TEST(TesseraUpTest, RunsTheDemoAndStopsEverything) {
   const int status = pclose(p);
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("6/6 nodes Ready"), std::string::npos) << out;
+  EXPECT_NE(out.find("dashboard http://"), std::string::npos) << out;
   // The 16-GPU gang got two whole H100 nodes; the replicas and small jobs were placed.
   EXPECT_NE(out.find("GPUs [0,1,2,3,4,5,6,7]"), std::string::npos) << out;
   EXPECT_EQ(out.find("not placed yet"), std::string::npos) << out;

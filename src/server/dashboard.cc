@@ -69,7 +69,10 @@ void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authent
       }
     }
     res.set_header("Cache-Control", "no-store");
-    res.set_content(*std::move(body), "application/json");
+    // Not plain "application/json": for that type this cpp-httplib (0.11) brotli-compresses
+    // the body for any browser at brotli's slowest quality, ~6 s for the 1.7 MB summary of
+    // 100,000 GPUs on the development VM; uncompressed it is sent in milliseconds.
+    res.set_content(*std::move(body), "application/json; charset=utf-8");
   });
 }
 

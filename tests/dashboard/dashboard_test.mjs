@@ -89,7 +89,7 @@ try {
   await page.waitForFunction(() => /not accepted/.test(document.getElementById('login-why').textContent));
   await page.fill('#token', cluster.adminToken);
   await page.click('#login button[type=submit]');
-  await page.waitForSelector('#summary[data-gpus="12"]', { timeout: 15000 });
+  await page.waitForSelector('#summary[data-gpus="12"]', { timeout: 30000 });
   assert.equal(await page.getAttribute('#summary', 'data-nodes'), '2');
   assert.equal(await page.isVisible('#login'), false, 'the token form is gone after sign-in');
   assert.equal(await page.isVisible('#fleet'), true, 'the fleet canvas is shown');
@@ -131,12 +131,12 @@ try {
   assert.equal(placed[0].node, h100);
   assert.equal(gpus.length, 4);
   const row = page.locator(`#jobs tr[data-job="demo/${jobName}"]`);
-  await row.waitFor({ timeout: 15000 });
+  await row.waitFor({ timeout: 30000 });
   const expected = `${h100}[${gpus[0]}-${gpus[3]}]`;
   await page.waitForFunction(([sel, text]) => {
     const r = document.querySelector(sel);
     return r && r.lastElementChild.textContent === text;
-  }, [`#jobs tr[data-job="demo/${jobName}"]`, expected], { timeout: 15000 });
+  }, [`#jobs tr[data-job="demo/${jobName}"]`, expected], { timeout: 30000 });
   for (const g of gpus) await waitPixel(h100, g, colors.full, 'allocated GPU');
   const free = [0, 1, 2, 3, 4, 5, 6, 7].filter((g) => !gpus.includes(g));
   for (const g of free) assert.equal(await pixel(h100, g), colors.free, `GPU ${g} stays free`);

@@ -85,6 +85,14 @@ try {
   await page.waitForFunction((n) => +document.getElementById('summary').dataset.gpus === n,
     NODES * GPUS, { timeout: 120000, polling: 100 });
   const first = await page.evaluate(() => window.tessera.stats);
+  // Where the first snapshot's time went (Resource Timing, ms since navigation).
+  const timing = await page.evaluate(() => {
+    const e = performance.getEntriesByType('resource').find((r) => /\/api\/v1\/fleet$/.test(r.name));
+    const nav = performance.getEntriesByType('navigation')[0];
+    return e && { pageLoaded: Math.round(nav.loadEventEnd), requestStart: Math.round(e.requestStart),
+      responseStart: Math.round(e.responseStart), responseEnd: Math.round(e.responseEnd),
+      bytes: e.encodedBodySize };
+  });
   const canvas = await page.evaluate(() => {
     const c = document.getElementById('fleet');
     return `${c.width}x${c.height}`;
@@ -124,6 +132,7 @@ try {
     firstFullRenderMs: Math.round(first.firstRenderMs),
     firstFetchMs: Math.round(first.fullFetchMs),
     firstRenderPaintMs: Math.round(first.lastRender ? first.lastRender.ms : -1),
+    firstSnapshotTiming: timing,
     liveUpdate1Node: results[1],
     liveUpdate200Nodes: results[200],
     loadAverage: load(),
