@@ -11,8 +11,11 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus
-  chromium nodejs npm
+  chromium
 )
+# Node.js for the browser tests: Debian's nodejs + npm unless a node with npm is already
+# installed (e.g. NodeSource's nodejs, which bundles npm and conflicts with Debian's npm).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
