@@ -132,7 +132,15 @@ try {
   assert.equal(gpus.length, 4);
   const row = page.locator(`#jobs tr[data-job="demo/${jobName}"]`);
   await row.waitFor({ timeout: 30000 });
-  const expected = `${h100}[${gpus[0]}-${gpus[3]}]`;
+  // The page's notation: GPU index runs collapsed, e.g. h100-0[0-3] or h100-0[0-1,4-5].
+  const runs = [];
+  for (let i = 0; i < gpus.length;) {
+    let j = i;
+    while (j + 1 < gpus.length && gpus[j + 1] === gpus[j] + 1) j++;
+    runs.push(i === j ? String(gpus[i]) : `${gpus[i]}-${gpus[j]}`);
+    i = j + 1;
+  }
+  const expected = `${h100}[${runs.join(',')}]`;
   await page.waitForFunction(([sel, text]) => {
     const r = document.querySelector(sel);
     return r && r.lastElementChild.textContent === text;
