@@ -183,6 +183,11 @@ TEST(PackSimTest, SharedTraceDefault) {
   // The authors' mean for FGD at 130% is 95.39; one seed lands near it.
   EXPECT_NEAR(fgd->alloc_pct[130], 95.39, 1.0);
   EXPECT_GT(tes->alloc_pct[130], fgd->alloc_pct[130]);
+  // Where the idle GPUs are: tessera strands fewer by CPU than FGD, and what
+  // remains is mostly shared-GPU leftovers (docs/sim-pack.md).
+  EXPECT_NEAR(tes->idle.total(), tes->unallocated_gpus, 1e-6);
+  EXPECT_LT(tes->idle.cpu, fgd->idle.cpu);
+  EXPECT_GT(tes->idle.partial, tes->unallocated_gpus / 2);
 }
 
 }  // namespace
