@@ -5,7 +5,9 @@
 #include <chrono>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,33 @@
 namespace tessera::sim::pack {
 
 namespace sp = ::tessera::sched::pack;
+
+void ClassifyIdle(const sched::NodeState& st, const std::vector<IdleShape>& shapes, IdleGpus* out) {
+  for (int g = 0; g < st.num_gpus; ++g) {
+    const int free = st.healthy(g) ? st.free_milli[g] : 0;
+    if (free <= 0) continue;
+    // 0 fraction, 1 cpu, 2 memory, 3 model, 4 fits (partial or whole): the best any shape reaches.
+    int level = 0;
+    for (const IdleShape& is : shapes) {
+      const sched::pack::PodShape& s = is.shape;
+      if (s.gpus == 0 || s.gpu_milli > free) continue;
+      int enough = 0;
+      for (int h = 0; h < st.num_gpus; ++h) {
+        enough += st.healthy(h) && st.free_milli[h] >= s.gpu_milli;
+      }
+      if (enough < s.gpus) continue;
+      const bool cpu = st.cpu_free >= s.cpu_milli;
+      const bool mem = is.memory_mib == 0 || st.memory_free >= is.memory_mib;
+      const bool model = s.AllowsModel(st.model);
+      level = std::max(level, !cpu ? 1 : !mem ? 2 : !model ? 3 : 4);
+      if (level == 4) break;
+    }
+    const double gpus = static_cast<double>(free) / model::kMilliPerGpu;
+    double* open = free == model::kMilliPerGpu ? &out->whole : &out->partial;
+    double* bucket[] = {&out->fraction, &out->cpu, &out->memory, &out->model, open};
+    *bucket[level] += gpus;
+  }
+}
 
 absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, const PackTrace& trace,
                                       const std::string& policy, uint64_t seed,
@@ -132,6 +161,20 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, con
     frag += ctx->Frag(sp::FromState(cs.state(id)));
   }
   res.fragmented_gpus = frag / model::kMilliPerGpu;
+  std::vector<IdleShape> idle_shapes;
+  {
+    std::set<std::tuple<int64_t, int32_t, int32_t, uint64_t, int64_t>> seen;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const sp::PodShape& s = shapes[i];
+      const int64_t mem = cfg.enforce_memory ? trace.pods[i].memory_mib : 0;
+      if (seen.insert({s.cpu_milli, s.gpu_milli, s.gpus, s.model_mask, mem}).second) {
+        idle_shapes.push_back({s, mem});
+      }
+    }
+  }
+  for (sched::NodeId id = 0; id < cs.num_node_slots(); ++id) {
+    if (cs.state(id).indexed()) ClassifyIdle(cs.state(id), idle_shapes, &res.idle);
+  }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

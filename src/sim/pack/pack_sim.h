@@ -17,6 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "model/node.h"
+#include "sched/framework/cluster_state.h"
+#include "sched/pack/frag.h"
 #include "trace/openb.h"
 
 namespace tessera::sim::pack {
@@ -27,6 +29,36 @@ struct PackTrace {
   std::string name;  // e.g. "default" for openb_pod_list_default.csv
   std::vector<trace::OpenbPod> pods;
 };
+
+// Where the idle GPU share lies at the end of a run, in GPUs. Each healthy
+// GPU's free share goes to the first class that explains it, judged against
+// every pod shape of the trace file:
+//   fraction  no shape's per-GPU share (and GPU count) fits it: leftovers
+//             of shared GPUs too small for any pod;
+//   cpu       shapes fit its share but none fits the node's free CPU (nor,
+//             with memory enforced, its memory): stranded by CPU;
+//   memory    shapes fit share and CPU but not the node's free memory
+//             (only with PackConfig::enforce_memory);
+//   model     shapes fit share, CPU and memory but none may use the GPU's
+//             model (gpu_spec constraints);
+//   partial   the leftover of a partly used GPU that some shape would fit
+//             outright, e.g. the 190 milli beside an 810-milli pod, which
+//             only the trace's few pods of 190 milli or less can use;
+//   whole     a free GPU some shape would fit outright.
+// partial and whole idle only because no fitting pod arrived after them.
+struct IdleGpus {
+  double fraction = 0, cpu = 0, memory = 0, model = 0, partial = 0, whole = 0;
+  double total() const { return fraction + cpu + memory + model + partial + whole; }
+};
+
+// A pod shape with the memory the breakdown needs (0: not checked).
+struct IdleShape {
+  sched::pack::PodShape shape;
+  int64_t memory_mib = 0;
+};
+
+// Adds node `st`'s idle GPU share to `out`, classified as above.
+void ClassifyIdle(const sched::NodeState& st, const std::vector<IdleShape>& shapes, IdleGpus* out);
 
 struct PackRunResult {
   std::string trace;
@@ -40,6 +72,7 @@ struct PackRunResult {
   double arrived_pct = 0;       // GPU request that arrived, % of capacity
   double unallocated_gpus = 0;  // at the end
   double fragmented_gpus = 0;   // at the end, FGD's definition (frag.h)
+  IdleGpus idle;                // at the end: why the unallocated GPUs idle
   double wall_s = 0;
 };
 

@@ -76,6 +76,10 @@ TEST(PackSimTest, SmallRunFollowsTheProtocol) {
     }
     EXPECT_LE(r.alloc_pct[kMaxArrivalPct], r.arrived_pct + 1e-9);  // never more than arrived
     EXPECT_NEAR(r.unallocated_gpus, cap * (1 - r.alloc_pct[kMaxArrivalPct] / 100), 1e-6);
+    // Every idle GPU share has exactly one cause (all GPUs are healthy).
+    EXPECT_GT(r.idle.total(), 0);
+    EXPECT_NEAR(r.idle.total(), r.unallocated_gpus, 1e-6);
+    EXPECT_EQ(r.idle.memory, 0);  // memory not enforced
   }
   // Same seed, same result.
   auto again = RunPack(SmallCluster(), SmallTrace(), "fgd", 1, cfg);
@@ -89,10 +93,62 @@ TEST(PackSimTest, SmallRunFollowsTheProtocol) {
   auto j = nlohmann::json::parse(FormatJson(sums, 1.0));
   EXPECT_TRUE(j.contains("fgd"));
   EXPECT_TRUE(j["tessera"].contains("alloc_pct_at_130"));
+  EXPECT_TRUE(j["tessera"]["idle_gpus_by_cause"].contains("fraction"));
   EXPECT_THAT(FormatSvg(sums), HasSubstr("<svg"));
   EXPECT_THAT(FormatSvg(sums), HasSubstr("polyline"));
   EXPECT_THAT(FormatRunsCsv(*runs), HasSubstr("trace,policy,seed"));
   EXPECT_THAT(FormatTable(sums, 1.0), HasSubstr("tessera"));
+}
+
+// A two-GPU node: GPU 0 has 190 milli free, GPU 1 is free.
+sched::NodeState IdleNode(int64_t cpu_free, int64_t memory_free) {
+  sched::NodeState st;
+  st.present = st.schedulable = true;
+  st.model = 0;
+  st.num_gpus = 2;
+  st.healthy_mask = 0b11;
+  st.cpu_free = cpu_free;
+  st.memory_free = memory_free;
+  st.free_milli[0] = 190;
+  st.free_milli[1] = 1000;
+  return st;
+}
+
+IdleShape Shape(int64_t cpu, int32_t milli, int32_t gpus, uint64_t mask = 0, int64_t mem = 0) {
+  return IdleShape{{.cpu_milli = cpu, .gpu_milli = milli, .gpus = gpus, .model_mask = mask}, mem};
+}
+
+TEST(PackSimTest, ClassifyIdleNamesTheCause) {
+  const std::vector<IdleShape> shapes = {Shape(4000, 810, 1), Shape(8000, 1000, 1),
+                                         Shape(2000, 0, 0), Shape(1000, 1000, 2)};
+  IdleGpus open;
+  ClassifyIdle(IdleNode(8000, 0), shapes, &open);
+  EXPECT_DOUBLE_EQ(open.fraction, 0.19);  // nothing asks <= 190 milli
+  EXPECT_DOUBLE_EQ(open.whole, 1.0);
+  EXPECT_DOUBLE_EQ(open.partial, 0);
+  EXPECT_DOUBLE_EQ(open.cpu + open.memory + open.model, 0);
+
+  IdleGpus cpu;
+  ClassifyIdle(IdleNode(3000, 0), shapes, &cpu);  // fits neither 4000 nor 8000 milli-CPU
+  EXPECT_DOUBLE_EQ(cpu.cpu, 1.0);                 // the CPU-only and 2-GPU shapes do not count
+  EXPECT_DOUBLE_EQ(cpu.fraction, 0.19);
+  EXPECT_DOUBLE_EQ(cpu.whole, 0);
+
+  IdleGpus model;
+  ClassifyIdle(IdleNode(8000, 0), {Shape(4000, 810, 1, /*mask=*/0b10)}, &model);
+  EXPECT_DOUBLE_EQ(model.model, 1.0);
+
+  IdleGpus mem;
+  ClassifyIdle(IdleNode(8000, 1024), {Shape(4000, 810, 1, 0, /*mem=*/4096)}, &mem);
+  EXPECT_DOUBLE_EQ(mem.memory, 1.0);
+
+  // A small pod makes the leftover usable; an unhealthy GPU is not idle capacity.
+  sched::NodeState st = IdleNode(8000, 0);
+  st.healthy_mask = 0b01;
+  IdleGpus small;
+  ClassifyIdle(st, {Shape(1000, 160, 1)}, &small);
+  EXPECT_DOUBLE_EQ(small.partial, 0.19);
+  EXPECT_DOUBLE_EQ(small.total(), 0.19);
 }
 
 TEST(PackSimTest, RejectsBadInput) {
@@ -127,6 +183,11 @@ TEST(PackSimTest, SharedTraceDefault) {
   // The authors' mean for FGD at 130% is 95.39; one seed lands near it.
   EXPECT_NEAR(fgd->alloc_pct[130], 95.39, 1.0);
   EXPECT_GT(tes->alloc_pct[130], fgd->alloc_pct[130]);
+  // Where the idle GPUs are: tessera strands fewer by CPU than FGD, and what
+  // remains is mostly shared-GPU leftovers (docs/sim-pack.md).
+  EXPECT_NEAR(tes->idle.total(), tes->unallocated_gpus, 1e-6);
+  EXPECT_LT(tes->idle.cpu, fgd->idle.cpu);
+  EXPECT_GT(tes->idle.partial, tes->unallocated_gpus / 2);
 }
 
 }  // namespace

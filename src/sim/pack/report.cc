@@ -53,6 +53,13 @@ std::vector<PackSummary> Summarize(const std::vector<PackRunResult>& runs) {
       fa.push_back(static_cast<double>(r->failed));
       for (int k = 0; k <= kMaxArrivalPct; ++k) s.mean_curve[k] += r->alloc_pct[k] / g.size();
       s.wall_s += r->wall_s;
+      const double w = 1.0 / static_cast<double>(g.size());
+      s.idle.fraction += r->idle.fraction * w;
+      s.idle.cpu += r->idle.cpu * w;
+      s.idle.memory += r->idle.memory * w;
+      s.idle.model += r->idle.model * w;
+      s.idle.partial += r->idle.partial * w;
+      s.idle.whole += r->idle.whole * w;
       pods += r->pods;
     }
     s.alloc100 = Of(a100);
@@ -137,6 +144,18 @@ std::string FormatTable(const std::vector<PackSummary>& sums, double total_wall_
                           delta, s.unallocated_gpus.mean, s.fragmented_gpus.mean, s.failed.mean,
                           s.pods_per_s);
   }
+  absl::StrAppend(&out,
+                  "\nidle GPUs at the end (mean), by cause: fraction = shared-GPU leftovers no "
+                  "pod fits; cpu/memory = the node lacks it for every pod that fits the GPU; "
+                  "model = gpu_spec excludes it; partial/whole = a pod would fit a partly "
+                  "used/free GPU but none came\n");
+  absl::StrAppendFormat(&out, "%-12s %-15s %9s %9s %9s %9s %9s %9s %9s\n", "trace", "policy",
+                        "idle", "fraction", "cpu", "memory", "model", "partial", "whole");
+  for (const PackSummary& s : sums) {
+    absl::StrAppendFormat(&out, "%-12s %-15s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f\n", s.trace,
+                          s.policy, s.idle.total(), s.idle.fraction, s.idle.cpu, s.idle.memory,
+                          s.idle.model, s.idle.partial, s.idle.whole);
+  }
   absl::StrAppendFormat(&out, "total wall time: %.2f s\n", total_wall_s);
   return out;
 }
@@ -155,6 +174,13 @@ std::string FormatJson(const std::vector<PackSummary>& sums, double total_wall_s
                         {"unallocated_gpus", stat(s.unallocated_gpus)},
                         {"fragmented_gpus", stat(s.fragmented_gpus)},
                         {"failed_pods", stat(s.failed)},
+                        {"idle_gpus_by_cause",
+                         {{"fraction", s.idle.fraction},
+                          {"cpu", s.idle.cpu},
+                          {"memory", s.idle.memory},
+                          {"model", s.idle.model},
+                          {"partial", s.idle.partial},
+                          {"whole", s.idle.whole}}},
                         {"wall_s", s.wall_s},
                         {"pods_per_s", s.pods_per_s}};
     if (s.published130 >= 0) {
