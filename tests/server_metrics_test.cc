@@ -164,6 +164,21 @@ TEST(ServerQueueTest, QueueObjectsDriveAdmissionLive) {
     usleep(50 * 1000);
   }
   EXPECT_EQ(q["status"]["gpusAllocated"]["H100"], 8.0) << q.dump();
+  // `tessera top queues` shows usage, quota and fair share.
+  {
+    const std::string cmd = "HOME=" + dir + " " + TesseraBin() +
+                            " top queues --server http://127.0.0.1:" + std::to_string(port) +
+                            " 2>&1";
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    EXPECT_EQ(pclose(p), 0) << out;
+    EXPECT_THAT(out, HasSubstr("FAIR SHARE"));
+    EXPECT_THAT(out, ::testing::ContainsRegex("team-a +2 +0 +8 +0 +H100:8 +[0-9.]+%"));
+  }
   // Restart: the tree comes back from the store; a third job waits.
   c.reset();
   server.reset();
