@@ -204,6 +204,23 @@ TEST_F(QueueControllerTest, ExportsPerQueueMetrics) {
   EXPECT_THAT(text, HasSubstr("# HELP tessera_queue_fair_share "));
 }
 
+TEST_F(QueueControllerTest, IdleStepsDoNotRetryEveryPendingJob) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8);
+  AddJob("b", 1, 8);
+  Step();
+  Step();  // sees the events of its own writes
+  const int64_t attempts = ctl_->stats().cycles;
+  Step();
+  EXPECT_EQ(ctl_->stats().cycles, attempts);  // nothing changed: no cycle
+  clock_.Advance(absl::Seconds(6));           // past ControllerOptions::idle_cycle
+  Step();
+  EXPECT_GT(ctl_->stats().cycles, attempts);
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+  Step();
+  EXPECT_EQ(Job("b")["status"]["phase"], "Scheduled");
+}
+
 TEST(QueueCodecTest, InvalidQueueChangesNameTheField) {
   sched::QueueManagerConfig base;
   auto q = [](const std::string& name, Json spec) {

@@ -199,7 +199,17 @@ void SchedulingController::RunCycles() {
       if (!rec->queue_error.empty()) to_submit_.push_back(key);
     }
   }
+  const bool submissions = !to_submit_.empty() || !to_restore_.empty();
   FlushSubmissions(now);
+  if (!cycle_needed_ && !submissions && now < next_deadline_ &&
+      now - last_cycle_ < options_.idle_cycle) {
+    WaitingReasons(now);  // gang timeouts
+    WriteQueueStatus(now);
+    return;
+  }
+  cycle_needed_ = false;
+  last_cycle_ = now;
+  next_deadline_ = absl::InfiniteFuture();
   const absl::Time cycle_start = clock_.Now();
   sched::CycleReport rep = qm_->Cycle(now);
   stats_.cycles += rep.attempts;
@@ -304,6 +314,13 @@ void SchedulingController::RunCycles() {
                             false);
         }
         break;
+    }
+  }
+  // The next victim kill the QueueManager will carry out.
+  const sched::RunningSet& running = qm_->running();
+  for (int32_t slot = 0; slot < running.num_slots(); ++slot) {
+    if (running.live(slot) && running.at(slot).terminating) {
+      next_deadline_ = std::min(next_deadline_, running.at(slot).kill_at);
     }
   }
   WaitingReasons(now);

@@ -62,6 +62,9 @@ void SchedulingController::Reset() {
   queues_dirty_ = true;
   capacity_dirty_ = true;
   resync_ = false;
+  cycle_needed_ = true;
+  next_deadline_ = absl::InfiniteFuture();
+  last_cycle_ = absl::InfinitePast();
   jobs_.clear();
   by_sched_key_.clear();
   nodes_.clear();
@@ -129,6 +132,7 @@ absl::Status SchedulingController::Step() {
     }
     if (!evs.ok()) return evs.status();
     for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
+    if (!evs->events.empty()) cycle_needed_ = true;
     revision_ = evs->revision;
     if (evs->events.empty()) break;
   }

@@ -95,6 +95,9 @@ struct ControllerOptions {
   // Queue objects' status (usage, fair share, credit) is rewritten at most
   // this often per queue.
   absl::Duration queue_status_period = absl::Seconds(5);
+  // Longest time between queue cycles when nothing changes (fair-share
+  // order and backfill reservations move with time).
+  absl::Duration idle_cycle = absl::Seconds(5);
   // Where to export scheduling and fleet metrics (borrowed; null: none).
   metrics::Registry* metrics = nullptr;
 };
@@ -209,6 +212,13 @@ class SchedulingController {
   bool queues_dirty_ = true;
   bool capacity_dirty_ = true;
   bool resync_ = false;  // memory may differ from the store: re-list
+  // A queue cycle runs when the store changed (every change of memory is
+  // also a store write whose event comes back), at a preemption deadline, or
+  // at least every options.idle_cycle; otherwise an idle server does not
+  // re-try every pending job every tick.
+  bool cycle_needed_ = true;
+  absl::Time next_deadline_ = absl::InfiniteFuture();
+  absl::Time last_cycle_ = absl::InfinitePast();
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};
   absl::flat_hash_map<std::string, bool> exported_ready_;           // node -> value last exported
