@@ -58,6 +58,10 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
       }
       if (ctx["server"]) c.server = ctx["server"].as<std::string>();
       if (ctx["token"]) c.token = ctx["token"].as<std::string>();
+      if (ctx["certificate-authority"]) c.ca_file = ctx["certificate-authority"].as<std::string>();
+      if (ctx["insecure-skip-tls-verify"]) {
+        c.insecure_skip_tls_verify = ctx["insecure-skip-tls-verify"].as<bool>();
+      }
       if (ctx["namespace"]) c.ns = ctx["namespace"].as<std::string>();
     } catch (const YAML::Exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", e.what()));
@@ -69,6 +73,8 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
   if (!flags.server.empty()) c.server = flags.server;
   if (!flags.token.empty()) c.token = flags.token;
   if (!flags.ns.empty()) c.ns = flags.ns;
+  if (!flags.ca_file.empty()) c.ca_file = flags.ca_file;
+  if (flags.insecure_skip_tls_verify) c.insecure_skip_tls_verify = true;
   if (!absl::StartsWith(c.server, "http://") && !absl::StartsWith(c.server, "https://")) {
     c.server = "http://" + c.server;
   }
@@ -83,6 +89,8 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
   httplib::Client http(config_.server);
   http.set_connection_timeout(5);
   http.set_read_timeout(60);
+  if (!config_.ca_file.empty()) http.set_ca_cert_path(config_.ca_file.c_str());
+  if (config_.insecure_skip_tls_verify) http.enable_server_certificate_verification(false);
   httplib::Headers headers;
   if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
   const std::string payload = body ? body->dump() : "";

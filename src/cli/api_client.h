@@ -12,7 +12,9 @@
 //     server: http://10.0.0.1:7420
 //     token: s3cret
 //     namespace: team-a
-// (or the three keys at top level for a single cluster).
+//     certificate-authority: /etc/tessera/ca.pem   # https:// servers
+//     insecure-skip-tls-verify: false
+// (or the keys at top level for a single cluster).
 #pragma once
 
 #include <memory>
@@ -27,11 +29,17 @@ struct ClientConfig {
   std::string server = "http://127.0.0.1:7420";
   std::string token;
   std::string ns = "default";
+  // https:// servers: the CA bundle that signed the server's certificate
+  // (empty: the system's), or no verification at all (like kubectl's
+  // --insecure-skip-tls-verify).
+  std::string ca_file;
+  bool insecure_skip_tls_verify = false;
 };
 
 struct ConfigFlags {
   std::string config_file;  // empty: TESSERA_CONFIG or ~/.tessera/config
-  std::string server, token, ns, context;
+  std::string server, token, ns, context, ca_file;
+  bool insecure_skip_tls_verify = false;
 };
 
 // Resolves the configuration; InvalidArgument naming the file and key when

@@ -248,12 +248,45 @@ void RunTop(const TopFlags& f) {
   if (f.what == "queues" || f.what == "queue" || f.what == "q") {
     struct Q {
       int64_t running = 0, waiting = 0, used_milli = 0, waiting_gpus = 0;
+      std::string quota = "-", fair_share = "-", credit = "-";
     };
     std::map<std::string, Q> qs;
     absl::StatusOr<std::vector<Json>> queues =
         ListAll(client, *FindResource("queues"), "", true, "");
     if (queues.ok()) {
-      for (const Json& q : *queues) qs[q["metadata"].value("name", "")];
+      // Quota from the spec (short or full form); fair share and credit from
+      // the status the scheduling controller writes.
+      for (const Json& q : *queues) {
+        Q& e = qs[q["metadata"].value("name", "")];
+        const Json spec = q.value("spec", Json::object());
+        std::map<std::string, std::string> quota;
+        const bool borrow = spec.value("borrowing", false);
+        const Json gpu_quota = spec.value("gpuQuota", Json::object());
+        const Json quotas = spec.value("quotas", Json::object());
+        for (const auto& [model, v] : gpu_quota.items()) {
+          quota[model] = absl::StrCat(v.dump(), borrow ? "+" : "");
+        }
+        for (const auto& [res, v] : quotas.items()) {
+          if (res.rfind("gpu/", 0) != 0 || !v.is_object()) continue;
+          std::string t = v.contains("guaranteed") ? v["guaranteed"].dump() : "0";
+          if (v.contains("borrowingLimit")) {
+            absl::StrAppend(&t, "+", v["borrowingLimit"].dump());
+          } else {
+            absl::StrAppend(&t, "+");
+          }
+          quota[res.substr(4)] = t;
+        }
+        std::vector<std::string> parts;
+        for (const auto& [m, t] : quota) parts.push_back(absl::StrCat(m, ":", t));
+        if (!parts.empty()) e.quota = absl::StrJoin(parts, ",");
+        const Json st = q.value("status", Json::object());
+        if (st.contains("fairShare") && st["fairShare"].is_number()) {
+          e.fair_share = absl::StrFormat("%.1f%%", 100 * st["fairShare"].get<double>());
+        }
+        if (st.contains("burstCreditGpuSeconds") && st["burstCreditGpuSeconds"].is_number()) {
+          e.credit = absl::StrFormat("%.0f", st["burstCreditGpuSeconds"].get<double>());
+        }
+      }
     }
     for (const Json& j : jobs) {
       const std::string phase = Phase(j);
@@ -269,11 +302,14 @@ void RunTop(const TopFlags& f) {
         for (auto& [n, m] : placed) q.used_milli += m;
       }
     }
-    std::vector<std::vector<std::string>> rows = {
-        {"QUEUE", "BOUND JOBS", "WAITING JOBS", "GPUS IN USE", "GPUS WAITING"}};
+    // QUOTA: guaranteed GPUs per model, "+N" the borrowing limit, "+" no limit.
+    std::vector<std::vector<std::string>> rows = {{"QUEUE", "BOUND JOBS", "WAITING JOBS",
+                                                   "GPUS IN USE", "GPUS WAITING", "QUOTA",
+                                                   "FAIR SHARE", "CREDIT GPU-S"}};
     for (auto& [name, q] : qs) {
       rows.push_back({name, std::to_string(q.running), std::to_string(q.waiting),
-                      Gpus(q.used_milli), std::to_string(q.waiting_gpus)});
+                      Gpus(q.used_milli), std::to_string(q.waiting_gpus), q.quota, q.fair_share,
+                      q.credit});
     }
     PrintTable(std::cout, rows);
     return;

@@ -26,7 +26,9 @@ struct SchedulingController::JobRec {
   int64_t generation = 0;
   int64_t attempts = 0;
   bool bound = false;
-  bool blocked = false;  // waits for a PriorityClass
+  bool blocked = false;     // waits for a PriorityClass
+  bool in_qm = false;       // pending or running in the QueueManager
+  std::string queue_error;  // why the QueueManager did not take it
   absl::Time queued_since;
   std::string last_message;
 };

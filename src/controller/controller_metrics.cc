@@ -23,6 +23,29 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
       preemptions(r.AddCounter("tessera_preemptions_total", "Jobs preempted.", {})),
       preempted_gpus(r.AddCounter("tessera_preempted_gpus_total", "GPUs freed by preemption.", {})),
       requeues(r.AddCounter("tessera_requeues_total",
-                            "Bound jobs sent back to the queue, by reason.", {"reason"})) {}
+                            "Bound jobs sent back to the queue, by reason.", {"reason"})),
+      queue_gpus_allocated(r.AddGauge("tessera_queue_gpus_allocated",
+                                      "GPUs charged to the queue (its subtree), by model.",
+                                      {"queue", "model"})),
+      queue_gpu_guaranteed(r.AddGauge("tessera_queue_gpu_quota_guaranteed",
+                                      "Nominal (guaranteed) GPU quota of the queue, by model.",
+                                      {"queue", "model"})),
+      queue_gpu_borrowing_limit(
+          r.AddGauge("tessera_queue_gpu_quota_borrowing_limit",
+                     "GPUs the queue may use beyond its guarantee, by model (absent: no limit).",
+                     {"queue", "model"})),
+      queue_fair_share(r.AddGauge("tessera_queue_fair_share",
+                                  "Weighted share of the fleet among queues that have work now "
+                                  "(0..1).",
+                                  {"queue"})),
+      queue_entitlement(r.AddGauge("tessera_queue_entitlement",
+                                   "Static weighted share of the fleet (0..1).", {"queue"})),
+      queue_dominant_share(r.AddGauge("tessera_queue_dominant_share",
+                                      "Instantaneous dominant-resource share in use (0..1).",
+                                      {"queue"})),
+      queue_credit(r.AddGauge("tessera_queue_burst_credit_gpu_seconds",
+                              "Burst credit left, in GPU-seconds of the fleet's GPUs.", {"queue"})),
+      queue_borrowing(r.AddGauge("tessera_queue_borrowing",
+                                 "1 when the queue uses more than its guarantee.", {"queue"})) {}
 
 }  // namespace tessera::controller

@@ -22,6 +22,15 @@ struct ControllerMetrics {
   metrics::Family<metrics::Counter>& preemptions;   // {}
   metrics::Family<metrics::Counter>& preempted_gpus;
   metrics::Family<metrics::Counter>& requeues;  // {reason}
+  // Per queue (issue 8 item 1).
+  metrics::Family<metrics::Gauge>& queue_gpus_allocated;       // {queue, model}
+  metrics::Family<metrics::Gauge>& queue_gpu_guaranteed;       // {queue, model}
+  metrics::Family<metrics::Gauge>& queue_gpu_borrowing_limit;  // {queue, model}
+  metrics::Family<metrics::Gauge>& queue_fair_share;           // {queue}
+  metrics::Family<metrics::Gauge>& queue_entitlement;          // {queue}
+  metrics::Family<metrics::Gauge>& queue_dominant_share;       // {queue}
+  metrics::Family<metrics::Gauge>& queue_credit;               // {queue}, GPU-seconds
+  metrics::Family<metrics::Gauge>& queue_borrowing;            // {queue}
 };
 
 }  // namespace tessera::controller

@@ -89,7 +89,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       }
     }
     if (!r.ready) (void)cluster_->SetSchedulable(r.id, false);
-    queue_->MoveAllToActive();
+    capacity_dirty_ = true;
     return;
   }
   NodeRec& rec = *it->second;
@@ -128,8 +128,8 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       (void)cluster_->RemoveNode(rec.name, &released);
       for (const std::string& k : released) {
         if (JobRec* j = JobBySchedKey(k)) {
-          j->bound = false;
-          queue_->Add(j->job);
+          ReleaseMemory(*j);
+          Enqueue(*j);
         }
       }
       rec.spec_dump = dump;
@@ -138,7 +138,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       rec.id = id.ok() ? *id : sched::kNoNode;
       rec.unhealthy = UnhealthyMask(obj);
       if (id.ok() && !rec.ready) (void)cluster_->SetSchedulable(rec.id, false);
-      queue_->MoveAllToActive();
+      capacity_dirty_ = true;
       RecordEvent(obj, rev, {"NodeChanged", "node spec changed; gangs on it were requeued"});
     }
   }
@@ -148,7 +148,6 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
   if (cordon != rec.cordoned) {
     rec.cordoned = cordon;
     (void)cluster_->SetSchedulable(rec.id, !cordon && rec.ready);
-    if (!cordon) queue_->MoveAllToActive();
     RecordEvent(obj, rev,
                 {cordon ? "Cordoned" : "Uncordoned",
                  cordon ? "node marked unschedulable" : "node schedulable again"});
@@ -161,7 +160,6 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       rec.ready = true;
       rec.evicted = false;
       (void)cluster_->SetSchedulable(rec.id, !rec.cordoned);
-      queue_->MoveAllToActive();
       int64_t base = 0;
       absl::StatusOr<int64_t> w = Update(
           key, -1,
@@ -178,13 +176,11 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
   const uint32_t mask = UnhealthyMask(obj);
   if (mask != rec.unhealthy) {
     std::vector<std::string> affected;
-    bool healed = false;
     const uint32_t changed = mask ^ rec.unhealthy;
     const int n = static_cast<int>(cluster_->node(rec.id).gpus.size());
     for (int g = 0; g < n; ++g) {
       if (((changed >> g) & 1u) == 0) continue;
       const bool now_bad = ((mask >> g) & 1u) != 0;
-      if (!now_bad) healed = true;
       (void)cluster_->SetGpuHealth(rec.id, g, !now_bad, now_bad ? &affected : nullptr);
       if (now_bad) {
         RecordEvent(obj, rev, {"GpuUnhealthy", absl::StrCat("GPU ", g, " turned unhealthy"), true});
@@ -200,7 +196,6 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
             {"GpuUnhealthy", absl::StrCat("a GPU of node ", rec.name, " turned unhealthy"), true});
       }
     }
-    if (healed) queue_->MoveAllToActive();
   }
 }
 
@@ -215,11 +210,12 @@ void SchedulingController::OnNodeDelete(const std::string& key) {
     (void)cluster_->RemoveNode(rec.name, &released);
     for (const std::string& k : released) {
       if (JobRec* j = JobBySchedKey(k)) {
-        j->bound = false;
-        queue_->Add(j->job);
+        ReleaseMemory(*j);
+        Enqueue(*j);
       }
     }
   }
+  capacity_dirty_ = true;
   nodes_.erase(it);
 }
 

@@ -12,6 +12,7 @@
 #include "controller/controller_internal.h"
 #include "controller/job_codec.h"
 #include "controller/node_codec.h"
+#include "controller/queue_codec.h"
 #include "sched/plugins/default_registry.h"
 
 namespace tessera::controller {
@@ -30,27 +31,40 @@ SchedulingController::~SchedulingController() { Stop(); }
 absl::StatusOr<std::unique_ptr<SchedulingController>> SchedulingController::Create(
     store::Store& store, Clock& clock, ControllerOptions options) {
   RETURN_IF_ERROR(sched::ValidateProfile(options.profile, sched::DefaultRegistry()));
+  options.queues.profile = options.profile;
+  RETURN_IF_ERROR(sched::ValidateQueueManagerConfig(options.queues));
   std::unique_ptr<SchedulingController> c(
       new SchedulingController(store, clock, std::move(options)));
   c->Reset();
-  if (c->scheduler_ == nullptr) return absl::InternalError("cannot build the scheduler");
+  if (c->qm_ == nullptr) return absl::InternalError("cannot build the scheduler");
   return c;
 }
 
 void SchedulingController::Reset() {
-  queue_.reset();
-  scheduler_.reset();
+  qm_.reset();
   cluster_ = std::make_unique<sched::ClusterState>();
-  absl::StatusOr<std::unique_ptr<sched::Scheduler>> s =
-      sched::Scheduler::Create(options_.profile, sched::DefaultRegistry(), cluster_.get());
-  if (s.ok()) {
-    scheduler_ = *std::move(s);
+  absl::StatusOr<std::unique_ptr<sched::QueueManager>> m =
+      sched::QueueManager::Create(options_.queues, cluster_.get());
+  if (m.ok()) {
+    qm_ = *std::move(m);
     // Decision traces: spans timed by the controller's clock and an
     // explanation of every placement ("placed ... on rack r012 ... because").
-    scheduler_->set_clock(&clock_);
-    scheduler_->set_explain(true);
-    queue_ = std::make_unique<sched::SchedulingQueue>(&scheduler_->queue_sort());
+    qm_->scheduler().set_clock(&clock_);
+    qm_->scheduler().set_explain(true);
+  } else {
+    std::cerr << "controller: queue configuration: " << m.status().message() << "\n";
   }
+  to_restore_.clear();
+  to_submit_.clear();
+  queue_objects_.clear();
+  queue_specs_.clear();
+  queue_problem_.clear();
+  queues_dirty_ = true;
+  capacity_dirty_ = true;
+  resync_ = false;
+  cycle_needed_ = true;
+  next_deadline_ = absl::InfiniteFuture();
+  last_cycle_ = absl::InfinitePast();
   jobs_.clear();
   by_sched_key_.clear();
   nodes_.clear();
@@ -82,6 +96,11 @@ absl::Status SchedulingController::Start() {
     if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) OnPriorityClass(*obj, false);
   }
   kvs.clear();
+  RETURN_IF_ERROR(ListPrefix(kQueuesPrefix, &rev, &kvs));
+  for (const store::KeyValue& kv : kvs) {
+    if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) OnQueue(*obj, false);
+  }
+  kvs.clear();
   RETURN_IF_ERROR(ListPrefix(kNodesPrefix, &rev, &kvs));
   for (const store::KeyValue& kv : kvs) {
     if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) {
@@ -103,7 +122,7 @@ absl::Status SchedulingController::Start() {
 }
 
 absl::Status SchedulingController::Step() {
-  if (!started_) RETURN_IF_ERROR(Start());
+  if (!started_ || resync_) RETURN_IF_ERROR(Start());
   while (true) {
     absl::StatusOr<store::EventsResult> evs = store_.Events("/registry/", revision_, options_.page);
     if (absl::IsOutOfRange(evs.status())) {
@@ -113,6 +132,7 @@ absl::Status SchedulingController::Step() {
     }
     if (!evs.ok()) return evs.status();
     for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
+    if (!evs->events.empty()) cycle_needed_ = true;
     revision_ = evs->revision;
     if (evs->events.empty()) break;
   }
@@ -130,12 +150,17 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
       absl::StartsWith(key, kTrainingJobsPrefix) || absl::StartsWith(key, kInferenceServicesPrefix);
   const bool is_node = absl::StartsWith(key, kNodesPrefix);
   const bool is_pc = absl::StartsWith(key, kPriorityClassesPrefix);
-  if (!is_job && !is_node && !is_pc) return absl::OkStatus();
+  const bool is_queue = absl::StartsWith(key, kQueuesPrefix);
+  const bool is_ckpt = absl::StartsWith(key, kCheckpointsPrefix);
+  if (!is_job && !is_node && !is_pc && !is_queue && !is_ckpt) return absl::OkStatus();
   if (del) {
     if (is_job) OnJobDelete(key);
     if (is_node) OnNodeDelete(key);
-    if (is_pc) {
-      if (absl::StatusOr<Json> obj = ParseStored(e.kv.value); obj.ok()) OnPriorityClass(*obj, true);
+    if (is_pc || is_queue) {
+      if (absl::StatusOr<Json> obj = ParseStored(e.kv.value); obj.ok()) {
+        if (is_pc) OnPriorityClass(*obj, true);
+        if (is_queue) OnQueue(*obj, true);
+      }
     }
     return absl::OkStatus();
   }
@@ -147,6 +172,8 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
   if (is_node) OnNodePut(key, *obj, e.kv.mod_revision, false);
   if (is_pc) OnPriorityClass(*obj, false);
+  if (is_queue) OnQueue(*obj, false);
+  if (is_ckpt) OnCheckpoint(*obj);
   return absl::OkStatus();
 }
 
@@ -300,17 +327,13 @@ absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase
       },
       why, &base);
   if (!rev.ok() && !terminal) return rev.status();
-  if (rec.bound) {
-    (void)scheduler_->Release(rec.job->key());
-    rec.bound = false;
-    queue_->MoveAllToActive();
-  }
+  ReleaseMemory(rec);
   if (terminal) return absl::OkStatus();
   rec.phase = phase;
   rec.last_message = why.message;
   if (base == rec.revision) rec.revision = *rev;
   rec.queued_since = now;
-  if (rec.job) queue_->Add(rec.job);
+  Enqueue(rec);
   ++stats_.requeued;
   return absl::OkStatus();
 }
@@ -361,6 +384,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
   rec.attempts = IntOr(st, "attempts", 0);
   rec.last_message = Str(st, "message");
   rec.blocked = false;
+  rec.queue_error.clear();
   if (Terminal(rec.phase)) return;
   absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {
     auto it = priority_classes_.find(pc);
@@ -401,6 +425,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     if (s.ok()) {
       rec.bound = true;
       ++stats_.restored;
+      to_restore_.push_back(rec.key);  // charged to its queue before the next cycle
       return;
     }
     (void)Requeue(
@@ -423,7 +448,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     }
   }
   (void)at_start;
-  queue_->Add(rec.job);
+  Enqueue(rec);
 }
 
 void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int64_t rev,
@@ -445,14 +470,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
   if (Terminal(phase)) {
     if (!Terminal(rec.phase)) {
       // Reported by an agent or a user: the gang's resources come back.
-      if (rec.job) {
-        queue_->Remove(rec.job->key());
-        if (rec.bound) {
-          (void)scheduler_->Release(rec.job->key());
-          rec.bound = false;
-          queue_->MoveAllToActive();
-        }
-      }
+      ReleaseMemory(rec);
       rec.phase = phase;
       // The binding ends with the job: clear status.placement (so the store
       // never shows a GPU bound to two live-looking jobs) and record why.
@@ -478,15 +496,15 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
   rec.phase = phase;
   const std::string spec = obj.contains("spec") ? obj["spec"].dump() : "";
   if (spec != rec.spec_dump && !rec.bound) {
-    if (rec.job) queue_->Remove(rec.job->key());
+    ReleaseMemory(rec);
     Admit(rec, obj, false);
   } else if (spec != rec.spec_dump && obj["spec"].is_object() &&
              obj["spec"].value("suspend", false)) {
     // Suspending a bound job unbinds it (store first, then memory) and keeps
     // it out of the queue. Other spec changes of a bound job wait for a requeue.
     rec.spec_dump = spec;
-    if (Requeue(rec, "Suspended", {"Suspended", "spec.suspend is true"}).ok() && rec.job) {
-      queue_->Remove(rec.job->key());
+    if (Requeue(rec, "Suspended", {"Suspended", "spec.suspend is true"}).ok()) {
+      ReleaseMemory(rec);
     }
   }
 }
@@ -495,176 +513,9 @@ void SchedulingController::OnJobDelete(const std::string& key) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
   JobRec& rec = *it->second;
-  if (rec.job) {
-    queue_->Remove(rec.job->key());
-    if (rec.bound) {
-      (void)scheduler_->Release(rec.job->key());
-      queue_->MoveAllToActive();
-    }
-    by_sched_key_.erase(rec.job->key());
-  }
+  ReleaseMemory(rec);
+  if (rec.job) by_sched_key_.erase(rec.job->key());
   jobs_.erase(it);
-}
-
-// --- Scheduling -----------------------------------------------------------
-
-void SchedulingController::RunCycles() {
-  const absl::Time now = clock_.Now();
-  for (int i = 0; i < options_.max_cycles_per_step; ++i) {
-    std::optional<sched::QueuedJob> qj = queue_->Pop(now);
-    if (!qj) break;
-    JobRec* rec = JobBySchedKey(qj->job->key());
-    if (rec == nullptr || rec->bound || Terminal(rec->phase) || rec->job != qj->job) continue;
-    const model::Job& job = *rec->job;
-    if (job.gang.timeout > absl::ZeroDuration() && now - rec->queued_since > job.gang.timeout) {
-      (void)SetJobPhase(
-          *rec, "Failed",
-          {"GangTimeout",
-           absl::StrCat("gang not placed within ", absl::FormatDuration(job.gang.timeout), ": ",
-                        qj->last_reason),
-           true},
-          true);
-      continue;
-    }
-    ++stats_.cycles;
-    const absl::Time cycle_start = clock_.Now();
-    sched::ScheduleResult r = scheduler_->Schedule(job);
-    if (metrics_) {
-      const char* result = r.placed()                                            ? "scheduled"
-                           : r.outcome == sched::ScheduleResult::Outcome::kError ? "error"
-                                                                                 : "unschedulable";
-      metrics_->attempts.With({result}).Inc();
-      metrics_->duration.With({result}).Observe(absl::ToDoubleSeconds(clock_.Now() - cycle_start));
-    }
-    if (r.placed()) {
-      const int64_t gen = rec->generation + 1;
-      Json placement = PlacementToJson(r.placement, job, *cluster_, gen);
-      std::vector<std::string> nodes;
-      for (const sched::MemberPlacement& m : r.placement.members) {
-        nodes.push_back(cluster_->node(m.node).name);
-      }
-      std::sort(nodes.begin(), nodes.end());
-      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-      // The scheduler's explanation says where and why; keep the node list
-      // and generation so the message stands on its own.
-      const std::string msg =
-          absl::StrCat("bound ", r.placement.members.size(), " members to ", nodes.size(),
-                       " node(s): ", absl::StrJoin(nodes, ", "), " (generation ", gen, ")",
-                       r.trace.explanation.empty() ? "" : "; ", r.trace.explanation);
-      int64_t base = 0;
-      absl::StatusOr<int64_t> rev = Update(
-          rec->key, rec->revision,
-          [&](Json& obj) {
-            Json& st = StatusOf(obj);
-            if (Terminal(Str(st, "phase"))) return false;
-            st["phase"] = "Scheduled";
-            st["placement"] = placement;
-            st["generation"] = gen;
-            st["attempts"] = rec->attempts + 1;
-            st["priority"] = job.priority;
-            st["scheduledTime"] = Timestamp(now);
-            st["message"] = msg;
-            SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
-            return true;
-          },
-          {"Scheduled", msg}, &base);
-      if (rev.ok()) {
-        rec->bound = true;
-        rec->generation = gen;
-        ++rec->attempts;
-        rec->phase = "Scheduled";
-        rec->last_message = msg;
-        rec->revision = *rev;
-        ++stats_.bound;
-      } else {
-        // Memory must never hold less than the store: undo, retry later.
-        (void)scheduler_->Release(job.key());
-        ++stats_.bind_conflicts;
-        queue_->Requeue(*std::move(qj), now,
-                        absl::StrCat("binding not written: ", rev.status().message()));
-      }
-      continue;
-    }
-    for (const std::string& v : r.victims) {
-      if (JobRec* victim = JobBySchedKey(v); victim != nullptr && victim->bound) {
-        if (metrics_) {
-          metrics_->preemptions.With({}).Inc();
-          if (const sched::Placement* p = cluster_->FindPlacement(v)) {
-            double gpus = 0;
-            for (const auto& m : p->members) {
-              for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
-            }
-            metrics_->preempted_gpus.With({}).Inc(gpus);
-          }
-        }
-        (void)Requeue(
-            *victim, "Preempted",
-            {"Preempted",
-             absl::StrCat("preempted by ", job.key(), " (priority ", job.priority, ")"), true});
-      }
-    }
-    std::string reason = r.reason.empty() ? "no placement found" : r.reason;
-    const std::string msg = absl::StrCat("waiting: ", reason);
-    queue_->Requeue(*std::move(qj), now, reason);
-    if (msg != rec->last_message) {
-      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false);
-    }
-  }
-}
-
-void SchedulingController::UpdateGauges() {
-  if (!metrics_) return;
-  // Pending jobs change with every cycle; they are few next to nodes.
-  metrics_->pending.Clear();
-  metrics_->job_pending.Clear();
-  const absl::Time now = clock_.Now();
-  int exported = 0;
-  for (const sched::QueuedJob* q : queue_->Waiting()) {
-    metrics_->pending.With({q->job->queue}).Add(1);
-    // Per-job series are capped so a flood of pending jobs cannot blow up
-    // the scrape; the alert only needs the long waiters.
-    if (exported++ < 1000) {
-      const JobRec* rec = JobBySchedKey(q->job->key());
-      absl::Time since = rec != nullptr ? rec->queued_since : now;
-      metrics_->job_pending.With({q->job->ns, q->job->name, q->last_reason})
-          .Set(absl::ToDoubleSeconds(now - since));
-    }
-  }
-  // Fleet gauges only when the cluster changed.
-  if (cluster_->generation() == gauges_generation_) return;
-  gauges_generation_ = cluster_->generation();
-  const sched::ClusterState& cs = *cluster_;
-  std::vector<int64_t> healthy(cs.num_models(), 0);
-  for (sched::NodeId id = 0; id < cs.num_node_slots(); ++id) {
-    const sched::NodeState& st = cs.state(id);
-    if (!st.present) continue;
-    healthy[st.model] += __builtin_popcount(st.healthy_mask);
-  }
-  for (sched::ModelId m = 0; m < cs.num_models(); ++m) {
-    if (cs.model_name(m).empty()) continue;  // CPU-only nodes
-    metrics_->gpus_total.With({cs.model_name(m)}).Set(static_cast<double>(cs.total_gpus(m)));
-    metrics_->gpus_allocated.With({cs.model_name(m)}).Set(cs.allocated_milli(m) / 1000.0);
-    metrics_->gpus_healthy.With({cs.model_name(m)}).Set(static_cast<double>(healthy[m]));
-  }
-  // Node readiness changes rarely while the cluster generation changes on
-  // every bind: touch a node's series only when its value changed. After the
-  // loop every live node is exported, so more exported names than nodes
-  // means some node went away: then rebuild the family.
-  auto export_ready = [&] {
-    for (const auto& [key, node] : nodes_) {
-      auto [it, inserted] = exported_ready_.try_emplace(node->name, node->ready);
-      if (inserted || it->second != node->ready) {
-        it->second = node->ready;
-        metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
-      }
-    }
-  };
-  export_ready();
-  if (exported_ready_.size() > nodes_.size()) {
-    metrics_->node_ready.Clear();
-    exported_ready_.clear();
-    export_ready();
-  }
 }
 
 // --- Background loop ------------------------------------------------------

@@ -1,7 +1,8 @@
 // SchedulingController: runs inside `tessera server` and makes the stored
 // objects come true: it schedules TrainingJobs and InferenceServices onto
-// Nodes with the real sched::Scheduler and SchedulingQueue, and drives the
-// job and node lifecycles.
+// Nodes through the queueing layer (sched::QueueManager: queue tree, quotas
+// with borrowing, fair share, burst credit, backfill, preemption) over the
+// real sched::Scheduler, and drives the job and node lifecycles.
 //
 // Algorithm
 //   Start(): list Nodes, PriorityClasses, TrainingJobs, InferenceServices;
@@ -13,8 +14,20 @@
 //     are recognised by revision and skipped); (2) node timers: no
 //     heartbeat for node_grace -> NotReady (cordoned in the ClusterState);
 //     NotReady for eviction_delay -> every gang with a member there is
-//     requeued (NodeLost); (3) scheduling cycles: pop, Schedule, write the
-//     binding.
+//     requeued (NodeLost); (3) one QueueManager cycle (every pending job
+//     tried in priority / fair-share order), then its events are written:
+//     Started -> the binding; CheckpointSignal -> the victim's
+//     PreemptionPending condition; Killed -> the victim is unbound (phase
+//     Preempted, resumeFrom the last Ready Checkpoint) and waits again;
+//     jobs that still wait get the queue layer's reason in status.message.
+//
+// Queues: the tree is the queue YAML (options.queues) plus every Queue
+// object plus an implicit quota-less top-level queue per job queue name that
+// neither defines (controller/queue_codec.h). A Queue change rebuilds the
+// tree at the next step (fair-share history restarts); a tree that does not
+// build leaves the previous one in force and says why in the Queue's
+// status.message. Each Queue's status carries its usage, fair share and
+// credit (written at most every queue_status_period).
 //
 // Lifecycle: Pending -> Admitted (decoded, priority resolved, queued) ->
 // Scheduled (bound) -> Running -> Succeeded | Failed (Running and the
@@ -29,7 +42,10 @@
 //   * The in-memory ClusterState always holds at least what the store says
 //     is bound: bind in memory, then write (undo on failure); unbind in the
 //     store first, then release in memory. So no GPU is ever bound twice in
-//     the store, whenever the process dies.
+//     the store, whenever the process dies. The one exception is a
+//     preemption victim, which the QueueManager releases in memory inside
+//     its cycle: its unbinding is written before any binding of that cycle,
+//     and if it cannot be written no binding is and the controller re-lists.
 //   * Fencing: status.generation is bumped on every placement and stamped
 //     on every member; an agent runs a member only while the job's current
 //     generation and placement name it.
@@ -57,7 +73,7 @@
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/profile.h"
 #include "sched/framework/scheduler.h"
-#include "sched/framework/scheduling_queue.h"
+#include "sched/queue/queue_manager.h"
 #include "store/store.h"
 
 namespace tessera::controller {
@@ -72,6 +88,16 @@ struct ControllerOptions {
   absl::Duration tick = absl::Milliseconds(200);
   int max_cycles_per_step = 10000;
   int64_t page = 5000;  // list / events page size
+  // The queueing configuration in force before any Queue object: fair-share
+  // half-life, priority classes, preemption policy, backfill, YAML queues.
+  // Its `profile` is replaced by `profile` above.
+  sched::QueueManagerConfig queues;
+  // Queue objects' status (usage, fair share, credit) is rewritten at most
+  // this often per queue.
+  absl::Duration queue_status_period = absl::Seconds(5);
+  // Longest time between queue cycles when nothing changes (fair-share
+  // order and backfill reservations move with time).
+  absl::Duration idle_cycle = absl::Seconds(5);
   // Where to export scheduling and fleet metrics (borrowed; null: none).
   metrics::Registry* metrics = nullptr;
 };
@@ -97,7 +123,8 @@ class SchedulingController {
 
   // --- Introspection (controller thread, or after Stop) ---
   const sched::ClusterState& cluster() const { return *cluster_; }
-  size_t queued() const { return queue_->size(); }
+  size_t queued() const { return qm_->pending_size(); }
+  const sched::QueueManager& queues() const { return *qm_; }
   int64_t revision() const { return revision_; }
   struct Stats {
     int64_t steps = 0;
@@ -105,7 +132,9 @@ class SchedulingController {
     int64_t bound = 0;
     int64_t bind_conflicts = 0;
     int64_t requeued = 0;
-    int64_t restored = 0;  // placements rebuilt by Start()
+    int64_t restored = 0;   // placements rebuilt by Start()
+    int64_t preempted = 0;  // victims unbound
+    int64_t queue_rebuilds = 0;
     absl::Duration start_time;
   };
   const Stats& stats() const { return stats_; }
@@ -123,6 +152,19 @@ class SchedulingController {
   void OnJobPut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
   void OnJobDelete(const std::string& key);
   void OnPriorityClass(const Json& obj, bool deleted);
+  void OnQueue(const Json& obj, bool deleted);
+  void OnCheckpoint(const Json& obj);
+  // Queue layer membership: Enqueue defers the submission to the next cycle;
+  // ReleaseMemory takes the job out of the QueueManager (its GPUs return in
+  // memory) or, if it is bound outside it, out of the ClusterState.
+  void Enqueue(JobRec& rec);
+  void ReleaseMemory(JobRec& rec);
+  void RebuildQueues();
+  void FlushSubmissions(absl::Time now);
+  // Writes a binding decided by the QueueManager; false if it was not written.
+  bool WriteBinding(JobRec& rec, const std::string& explanation, absl::Time now);
+  void WaitingReasons(absl::Time now);
+  void WriteQueueStatus(absl::Time now);
   void Admit(JobRec& rec, const Json& obj, bool at_start);
   void NodeTimers();
   void RunCycles();
@@ -159,8 +201,24 @@ class SchedulingController {
   Clock& clock_;
   const ControllerOptions options_;
   std::unique_ptr<sched::ClusterState> cluster_;
-  std::unique_ptr<sched::Scheduler> scheduler_;
-  std::unique_ptr<sched::SchedulingQueue> queue_;
+  std::unique_ptr<sched::QueueManager> qm_;
+  std::vector<std::string> to_restore_;                        // store keys of bound jobs to charge
+  std::vector<std::string> to_submit_;                         // store keys, deduplicated at flush
+  absl::flat_hash_map<std::string, Json> queue_objects_;       // by name
+  absl::flat_hash_map<std::string, std::string> queue_specs_;  // name -> spec dump
+  absl::flat_hash_map<std::string, std::string> queue_status_written_;
+  absl::flat_hash_map<std::string, absl::Time> queue_status_time_;
+  std::string queue_problem_;  // why the last tree did not build
+  bool queues_dirty_ = true;
+  bool capacity_dirty_ = true;
+  bool resync_ = false;  // memory may differ from the store: re-list
+  // A queue cycle runs when the store changed (every change of memory is
+  // also a store write whose event comes back), at a preemption deadline, or
+  // at least every options.idle_cycle; otherwise an idle server does not
+  // re-try every pending job every tick.
+  bool cycle_needed_ = true;
+  absl::Time next_deadline_ = absl::InfiniteFuture();
+  absl::Time last_cycle_ = absl::InfinitePast();
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};
   absl::flat_hash_map<std::string, bool> exported_ready_;           // node -> value last exported

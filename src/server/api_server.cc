@@ -86,6 +86,11 @@ std::string EventType(const store::Event& e) {
   return e.kv.create_revision == e.kv.mod_revision ? "ADDED" : "MODIFIED";
 }
 
+std::unique_ptr<httplib::Server> MakeHttpServer(const ApiServerOptions& o) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
+}
+
 }  // namespace
 
 ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
@@ -94,7 +99,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
       clock_(clock),
       auth_(std::move(auth)),
       options_(options),
-      http_(std::make_unique<httplib::Server>()),
+      http_(MakeHttpServer(options)),
       rng_(options.uid_seed) {
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -183,6 +188,14 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
 ApiServer::~ApiServer() { Stop(); }
 
 absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
+  if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!http_->is_valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot load the TLS certificate ", options_.tls_cert_file, " and key ",
+                     options_.tls_key_file, " (PEM files, matching each other)"));
+  }
   int bound =
       port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
@@ -525,6 +538,19 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
       });
 }
 
+bool ApiServer::Admit(const KindInfo& kind, const std::string& name, const Json* obj,
+                      httplib::Response& res) {
+  if (!options_.admit) return true;
+  absl::Status s = options_.admit(kind.kind, name, obj);
+  if (s.ok()) return true;
+  if (absl::IsInvalidArgument(s)) {
+    Fail(res, 422, "Invalid", absl::StrCat(kind.kind, " \"", name, "\" is invalid: ", s.message()));
+  } else {
+    Fail(res, 500, "InternalError", s.message());
+  }
+  return false;
+}
+
 void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res) {
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
@@ -536,6 +562,7 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
   Json obj = std::move(*body);
   Json& meta = obj["metadata"];
   const std::string name = meta["name"].get<std::string>();
+  if (!Admit(*r.kind, name, &obj, res)) return;
   if (r.kind->namespaced) meta["namespace"] = r.ns;
   meta["uid"] = NewUid();
   meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
@@ -610,6 +637,7 @@ void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httpli
   obj["metadata"]["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
   if (r.kind->namespaced) obj["metadata"]["namespace"] = r.ns;
   if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = (*old)["status"];
+  if (!status_only && !Admit(*r.kind, r.name, &obj, res)) return;
   absl::StatusOr<int64_t> rev = store_.Put(key, api::ToStored(obj), expected);
   if (!rev.ok()) return FailStore(res, rev.status(), what);
   obj["metadata"]["resourceVersion"] = std::to_string(*rev);
@@ -621,6 +649,7 @@ void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httpli
   if (!QueryInt(req, "resourceVersion", precondition, res)) return;
   const std::string key = api::StoreKey(*r.kind, r.ns, r.name);
   const std::string what = Describe(*r.kind, r.ns, r.name);
+  if (store_.Get(key).ok() && !Admit(*r.kind, r.name, nullptr, res)) return;
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<store::KeyValue> cur = store_.Get(key);
     if (!cur.ok()) return FailStore(res, cur.status(), what);

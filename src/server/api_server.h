@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "nlohmann/json.hpp"
 #include "server/auth.h"
 #include "store/store.h"
 
@@ -39,6 +40,12 @@ struct Response;
 
 namespace tessera::server {
 
+namespace api {
+struct KindInfo;
+}  // namespace api
+
+using Json = nlohmann::json;
+
 struct ApiServerOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   int threads = 128;                // request threads; each open watch holds one
@@ -48,11 +55,22 @@ struct ApiServerOptions {
   // request thread. 0 = threads / 2.
   int max_watches = 0;
   uint64_t uid_seed = 1;  // seeds metadata.uid generation
+  // TLS: PEM certificate (chain) and private key files; both or neither.
+  // Debian's cpp-httplib is built with CPPHTTPLIB_OPENSSL_SUPPORT, so this is
+  // its SSLServer (OpenSSL).
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Appended to GET /metrics (Prometheus text), e.g. the store's metrics.
   std::function<std::string()> extra_metrics;
   // Registers further routes (the dashboard, /api/v1/fleet) before the /api/v1
   // catch-all, so that they win over it. They do their own authentication.
   std::function<void(httplib::Server&)> extra_routes;
+  // Checks beyond the schema that need other stored objects (the queue tree
+  // stays valid), run before a create, update or delete of a kind is
+  // written; `obj` is null for a delete. A non-OK status is answered 422
+  // with its message (which names the field) and nothing is written.
+  std::function<absl::Status(const std::string& kind, const std::string& name, const Json* obj)>
+      admit;
 };
 
 class ApiServer {
@@ -85,6 +103,9 @@ class ApiServer {
                     bool status_only = false, const std::string& node = "");
   void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
+  // Runs options_.admit; on refusal answers `res` and returns false.
+  bool Admit(const api::KindInfo& kind, const std::string& name, const Json* obj,
+             httplib::Response& res);
   std::string NewUid();
 
   store::Store& store_;

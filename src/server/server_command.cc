@@ -2,13 +2,17 @@
 
 #include <signal.h>
 
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "common/clock.h"
+#include "config/queue_config.h"
+#include "controller/queue_codec.h"
 #include "controller/scheduling_controller.h"
 #include "metrics/registry.h"
 #include "server/api_server.h"
@@ -30,7 +34,29 @@ struct ServerFlags {
   bool scheduler = true;
   double node_grace_s = 40;
   double eviction_s = 300;
+  std::string queue_config;
+  std::string tls_cert, tls_key;
 };
+
+// Queue objects must keep the tree valid together with the queue YAML; the
+// check reads the stored queues (a concurrent write of another Queue is not
+// serialised with it: the controller then keeps the previous tree and says
+// so in the Queue's status).
+absl::Status AdmitQueue(store::Store& store, const sched::QueueManagerConfig& base,
+                        const std::string& name, const Json* obj) {
+  std::vector<Json> stored;
+  store::ListOptions opts;
+  while (true) {
+    absl::StatusOr<store::ListResult> page = store.List(controller::kQueuesPrefix, opts);
+    if (!page.ok()) return page.status();
+    for (const store::KeyValue& kv : page->kvs) {
+      if (absl::StatusOr<Json> o = controller::ParseStored(kv.value); o.ok()) stored.push_back(*o);
+    }
+    if (!page->more) break;
+    opts.continue_after = page->next_key;
+  }
+  return controller::ValidateQueueChange(base, stored, name, obj);
+}
 
 int RunServer(const ServerFlags& f) {
   size_t colon = f.listen.rfind(':');
@@ -61,6 +87,20 @@ int RunServer(const ServerFlags& f) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  sched::QueueManagerConfig queues;
+  if (!f.queue_config.empty()) {
+    std::ifstream in(f.queue_config);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<sched::QueueManagerConfig> c = config::ParseQueueConfig(text.str());
+    if (!in || !c.ok()) {
+      std::cerr << "tessera server: --queue-config " << f.queue_config << ": "
+                << (in ? c.status().message() : "cannot read") << "\n";
+      return 2;
+    }
+    queues = *std::move(c);
+  }
+
   absl::Time t0 = absl::Now();
   store::SqliteStoreOptions opts;
   opts.retain_revisions = f.retain_revisions;
@@ -75,6 +115,8 @@ int RunServer(const ServerFlags& f) {
   ApiServerOptions so;
   so.threads = f.threads;
   so.uid_seed = std::random_device{}();
+  so.tls_cert_file = f.tls_cert;
+  so.tls_key_file = f.tls_key;
   // Scheduling and fleet metrics (the controller's), rendered with the store's.
   metrics::Registry registry;
   so.extra_metrics = [&metered, &registry] {
@@ -84,14 +126,18 @@ int RunServer(const ServerFlags& f) {
   so.extra_routes = [&metered, auth](httplib::Server& http) {
     RegisterDashboardRoutes(http, metered, auth);
   };
+  so.admit = [&metered, &queues](const std::string& kind, const std::string& name,
+                                 const Json* obj) {
+    return kind == "Queue" ? AdmitQueue(metered, queues, name, obj) : absl::OkStatus();
+  };
   ApiServer server(metered, clock, std::move(auth), so);
   absl::StatusOr<int> bound = server.Start(host, port);
   if (!bound.ok()) {
     std::cerr << "tessera server: " << bound.status().message() << "\n";
     return 1;
   }
-  std::cout << "listening on " << host << ":" << *bound << " (revision "
-            << metered.CurrentRevision() << ", opened in "
+  std::cout << "listening on " << (f.tls_cert.empty() ? "" : "https://") << host << ":" << *bound
+            << " (revision " << metered.CurrentRevision() << ", opened in "
             << absl::ToDoubleMilliseconds(absl::Now() - t0) << " ms)" << std::endl;
   // The scheduling controller runs in-process on the same store (see
   // docs/control-plane.md); it lists and rebuilds state on its own thread.
@@ -101,6 +147,7 @@ int RunServer(const ServerFlags& f) {
     co.node_grace = absl::Seconds(f.node_grace_s);
     co.eviction_delay = absl::Seconds(f.eviction_s);
     co.metrics = &registry;
+    co.queues = queues;
     absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
         controller::SchedulingController::Create(metered, clock, co);
     if (!c.ok()) {
@@ -142,6 +189,11 @@ void RegisterServerCommands(CLI::App& app) {
                   "A node without a heartbeat this long turns NotReady (0: never)");
   cmd->add_option("--eviction-seconds", flags->eviction_s,
                   "A NotReady node loses its gangs after this long");
+  cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--queue-config", flags->queue_config,
+                  "Queueing YAML: fair share, priority classes, preemption, backfill, queues "
+                  "(docs/queueing.md); Queue objects add to its queues");
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });

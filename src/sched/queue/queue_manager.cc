@@ -49,6 +49,7 @@ QueueManager::~QueueManager() = default;
 absl::StatusOr<std::unique_ptr<QueueManager>> QueueManager::Create(QueueManagerConfig config,
                                                                    ClusterState* cluster) {
   std::unique_ptr<QueueManager> m(new QueueManager());
+  Profile profile = config.profile;
   m->cluster_ = cluster;
   m->env_.cluster = cluster;
   m->env_.running = &m->running_;
@@ -71,7 +72,6 @@ absl::StatusOr<std::unique_ptr<QueueManager>> QueueManager::Create(QueueManagerC
                        *pre = p.get();
                        return std::unique_ptr<Plugin>(std::move(p));
                      });
-  Profile profile = Profile::Default();
   profile.plugins.insert(profile.plugins.begin(), PluginConfig{.name = std::string(Quota::kName)});
   profile.plugins.push_back({.name = std::string(ReservationFilter::kName)});
   profile.plugins.push_back({.name = std::string(Preemption::kName)});
@@ -105,19 +105,7 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
     s = check_queue(*p.job);
     if (!s.ok()) return s;
   }
-  // Capacity of the fleet.
-  int64_t cpu = 0, mem = 0;
-  for (NodeId id = 0; id < cluster_->num_node_slots(); ++id) {
-    if (!cluster_->state(id).present) continue;
-    cpu += cluster_->node(id).cpu_milli;
-    mem += cluster_->node(id).memory_mib;
-  }
-  t->SetCapacity("cpu", cpu);
-  t->SetCapacity("memory", mem);
-  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
-    if (cluster_->model_name(m).empty()) continue;
-    t->SetCapacity(absl::StrCat("gpu/", cluster_->model_name(m)), cluster_->total_gpus(m) * 1000);
-  }
+  SetCapacities(*t);
   // Commit: re-charge running jobs against the new tree.
   tree_ = std::move(t);
   config_ = std::move(config);
@@ -136,6 +124,23 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
   for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
   return absl::OkStatus();
 }
+
+void QueueManager::SetCapacities(QueueTree& t) const {
+  int64_t cpu = 0, mem = 0;
+  for (NodeId id = 0; id < cluster_->num_node_slots(); ++id) {
+    if (!cluster_->state(id).present) continue;
+    cpu += cluster_->node(id).cpu_milli;
+    mem += cluster_->node(id).memory_mib;
+  }
+  t.SetCapacity("cpu", cpu);
+  t.SetCapacity("memory", mem);
+  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+    if (cluster_->model_name(m).empty()) continue;
+    t.SetCapacity(absl::StrCat("gpu/", cluster_->model_name(m)), cluster_->total_gpus(m) * 1000);
+  }
+}
+
+void QueueManager::RefreshCapacity() { SetCapacities(*tree_); }
 
 absl::Status QueueManager::Reconfigure(QueueManagerConfig config) {
   return Build(std::move(config));
@@ -223,6 +228,19 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   p.seq = ++seq_;
   p.reason = "not tried yet";
   pending_.emplace(key, std::move(p));
+  return absl::OkStatus();
+}
+
+absl::Status QueueManager::Restore(model::Job job, const Placement& placement,
+                                   const SubmitOptions& opts, absl::Time now) {
+  const std::string key = job.key();
+  if (cluster_->FindPlacement(key) == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", key, " holds no placement"));
+  }
+  absl::Status s = Submit(std::move(job), opts, now);
+  if (!s.ok()) return s;
+  CycleReport ignored;
+  Start(pending_.at(key), placement, now, &ignored);
   return absl::OkStatus();
 }
 
@@ -334,7 +352,8 @@ void QueueManager::SetEnv(const Pending& p, bool quota) {
   env_.allow_preemption = true;
 }
 
-void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep) {
+void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
+                         const std::string& explanation) {
   RunningJob rj;
   rj.key = placement.job_key;
   rj.job = p.job;
@@ -367,7 +386,9 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   meta.reason.clear();
   running_meta_[key] = std::move(meta);
   rep->events.push_back({QueueEvent::Kind::kStarted, key, "", absl::InfiniteFuture(),
-                         absl::StrCat("placed ", placement.members.size(), " members")});
+                         explanation.empty()
+                             ? absl::StrCat("placed ", placement.members.size(), " members")
+                             : explanation});
   ++rep->started;
 }
 
@@ -538,10 +559,11 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     env_.avoid_reserved = avoid;
     preemption_->Reset();
     ScheduleResult r = scheduler_->Schedule(*job);
+    ++rep.attempts;
     env_.quota_checked = false;
     if (r.placed()) {
       env_.avoid_reserved = false;
-      Start(p, r.placement, now, &rep);
+      Start(p, r.placement, now, &rep, r.trace.explanation);
       continue;
     }
     // The plan is verified (and, without a grace period, carried out) under
@@ -574,7 +596,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
         if (again != pending_.end()) {
           SetEnv(again->second, true);
           ScheduleResult r2 = scheduler_->Schedule(*again->second.job);
-          if (r2.placed()) Start(again->second, r2.placement, now, &rep);
+          if (r2.placed()) Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
         }
       }
       env_.avoid_reserved = false;

@@ -66,6 +66,9 @@ struct QueueManagerConfig {
   // Bounds on the reservation search (releases simulated, dry runs).
   int32_t reservation_max_releases = 4096;
   int32_t reservation_max_dry_runs = 32;
+  // The scheduling profile the queue plugins (quota, reservation, preemption)
+  // are added to.
+  Profile profile = Profile::Default();
 };
 
 // Names the field ("priorityClasses.foo: ...").
@@ -102,6 +105,7 @@ struct CycleReport {
   std::vector<QueueEvent> events;
   int32_t started = 0;
   int32_t preemptions = 0;  // plans signalled
+  int32_t attempts = 0;     // Schedule calls (jobs skipped by shape not counted)
   // Jobs started before the reservation was made (all of them when none was).
   int32_t started_before_reservation = 0;
   std::optional<Reservation> reservation;
@@ -120,6 +124,14 @@ class QueueManager {
 
   // A new job (validated; its queue must be a leaf queue).
   absl::Status Submit(model::Job job, const SubmitOptions& opts, absl::Time now);
+  // A job that already holds `placement` in the cluster (bound by the caller,
+  // e.g. rebuilt from a store after a restart): it runs from `now` on and is
+  // charged to its queue, which must be a leaf. Nothing is scheduled.
+  absl::Status Restore(model::Job job, const Placement& placement, const SubmitOptions& opts,
+                       absl::Time now);
+  // Re-reads the fleet capacity (the root's limit) from the cluster, after
+  // nodes were added or removed; fair-share state is kept.
+  void RefreshCapacity();
   // The job ended (or was cancelled): its resources return.
   absl::Status Finish(absl::string_view key, absl::Time now);
   // The job wrote a checkpoint at `at`.
@@ -138,6 +150,8 @@ class QueueManager {
   ClusterState& cluster() { return *cluster_; }
   size_t pending_size() const { return pending_.size(); }
   const std::optional<Reservation>& reservation() const { return reservation_; }
+  // For tracing options (clock, explanations); placements go through Cycle.
+  Scheduler& scheduler() { return *scheduler_; }
   // The preemption plan of the last Schedule that reached PostFilter.
   const struct VictimPlan& last_plan() const;
 
@@ -156,6 +170,7 @@ class QueueManager {
   };
   QueueManager() = default;
   absl::Status Build(QueueManagerConfig config);
+  void SetCapacities(QueueTree& t) const;
   ResourceList Demand(const model::Job& job, ModelId model) const;
   ModelId DemandModel(const model::Job& job) const;
   // GPU models of the fleet the job accepts (empty for a job without GPUs).
@@ -163,7 +178,8 @@ class QueueManager {
   void SetEnv(const Pending& p, bool quota);
   // A key equal for jobs that schedule identically (same queue and priority).
   std::string Shape(const Pending& p) const;
-  void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep);
+  void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
+             const std::string& explanation = "");
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
   void Kill(const std::string& key, absl::Time now, CycleReport* rep);
   std::optional<Reservation> ComputeReservation(const Pending& p, absl::Time now);

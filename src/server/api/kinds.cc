@@ -203,8 +203,26 @@ std::vector<KindInfo> BuildKinds() {
                            Optional("weight", S::Number().Positive()),
                            Optional("gpuQuota", S::Map(S::Int().Min(0))),
                            Optional("borrowing", S::Bool()),
+                           // Full form, in GPUs / CPU cores / GiB; keys "gpu/<model>",
+                           // "cpu", "memory" (controller/queue_codec.h checks them).
+                           Optional("quotas", S::Map(S::Object({
+                                                  Optional("guaranteed", S::Number()),
+                                                  Optional("borrowingLimit", S::Number()),
+                                                  Optional("lendingLimit", S::Number()),
+                                              }))),
                            Optional("namespaces", S::Array(S::String().DnsLabel())),
-                       })));
+                       }),
+                       {
+                           // Written by the scheduling controller.
+                           Optional("gpusAllocated", S::Map(S::Number())),
+                           Optional("pendingJobs", S::Int().Min(0)),
+                           Optional("admittedJobs", S::Int().Min(0)),
+                           Optional("entitlement", S::Number()),
+                           Optional("fairShare", S::Number()),
+                           Optional("dominantShare", S::Number()),
+                           Optional("burstCreditGpuSeconds", S::Number()),
+                           Optional("borrowing", S::Bool()),
+                       }));
   kinds.push_back(
       Make("PriorityClass", "priorityclasses", false, {"Active"},
            S::Object({

@@ -1,0 +1,255 @@
+// The queueing layer inside the controller, over the real (memory) store:
+// Queue objects become the live tree, quotas hold with many jobs, a
+// higher-priority job preempts (checkpoint signal, then Preempted and
+// requeued from the last Checkpoint), queue changes apply without a restart,
+// and a restart rebuilds the tree from the store.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "controller/controller_test_fixture.h"
+#include "controller/queue_codec.h"
+#include "metrics/registry.h"
+
+namespace tessera::controller {
+namespace {
+
+using ::testing::HasSubstr;
+
+class QueueControllerTest : public ControllerTest {
+ protected:
+  void AddQueue(const std::string& name, Json spec) {
+    Create("queues", "",
+           {{"kind", "Queue"},
+            {"metadata", {{"name", name}}},
+            {"spec", std::move(spec)},
+            {"status", {{"phase", "Active"}}}});
+  }
+  // GPUs bound per queue, from the store.
+  std::map<std::string, int> BoundByQueue() {
+    std::map<std::string, int> out;
+    absl::StatusOr<store::ListResult> l = store_.List(kTrainingJobsPrefix, {});
+    for (const store::KeyValue& kv : l->kvs) {
+      Json j = *ParseStored(kv.value);
+      if (!j["status"].contains("placement")) continue;
+      for (const Json& m : j["status"]["placement"]) {
+        out[j["spec"].value("queue", "default")] += static_cast<int>(m["gpus"].size());
+      }
+    }
+    return out;
+  }
+  int CountPhase(const std::string& phase) {
+    int n = 0;
+    absl::StatusOr<store::ListResult> l = store_.List(kTrainingJobsPrefix, {});
+    for (const store::KeyValue& kv : l->kvs)
+      n += (*ParseStored(kv.value))["status"]["phase"] == phase;
+    return n;
+  }
+};
+
+TEST_F(QueueControllerTest, QuotaHoldsWithManyJobsAndTheWaitSaysWhy) {
+  for (int i = 0; i < 8; ++i) AddNode(absl::StrCat("gpu-", i), 8);  // 64 GPUs
+  AddQueue("org", {{"gpuQuota", {{"H100", 48}}}});
+  AddQueue("team-a", {{"parent", "org"}, {"gpuQuota", {{"H100", 16}}}});
+  AddQueue("team-b", {{"parent", "org"}, {"gpuQuota", {{"H100", 24}}}, {"borrowing", true}});
+  for (int i = 0; i < 40; ++i) AddJob(absl::StrCat("a", i), 1, 2, {{"queue", "team-a"}});
+  for (int i = 0; i < 40; ++i) AddJob(absl::StrCat("b", i), 1, 2, {{"queue", "team-b"}});
+  for (int s = 0; s < 3; ++s) Step();
+  std::map<std::string, int> bound = BoundByQueue();
+  EXPECT_EQ(bound["team-a"], 16);  // never more than its quota
+  // team-b may borrow what team-a leaves of org's 48, but org never exceeds 48.
+  EXPECT_EQ(bound["team-b"], 32);
+  EXPECT_EQ(BoundGpus(), 48);
+  Json a = Job("a39");
+  EXPECT_EQ(a["status"]["phase"], "Admitted");
+  const std::string msg = a["status"]["message"];
+  EXPECT_THAT(msg, HasSubstr("waiting: queue team-a over quota"));
+  EXPECT_THAT(msg, HasSubstr("16 H100 GPUs"));
+  bool cond = false;
+  for (const Json& c : a["status"]["conditions"]) {
+    if (c["reason"] == "Unschedulable" &&
+        c["message"].get<std::string>().find("over quota") != std::string::npos) {
+      cond = true;
+    }
+  }
+  EXPECT_TRUE(cond) << a["status"].dump();
+  // Queue status for `tessera top queues`.
+  Json qa = Get("queues", "", "team-a");
+  EXPECT_EQ(qa["status"]["gpusAllocated"]["H100"], 16.0);
+  EXPECT_EQ(qa["status"]["admittedJobs"], 8);
+  EXPECT_EQ(qa["status"]["pendingJobs"], 32);
+  EXPECT_GT(qa["status"]["fairShare"].get<double>(), 0.0);
+  // Jobs end: the queue's freed quota goes to its own waiting jobs.
+  for (int i = 0; i < 40; ++i) {
+    Json j = Job(absl::StrCat("a", i));
+    if (j["status"]["phase"] == "Scheduled") {
+      Modify("trainingjobs", "team-a", absl::StrCat("a", i),
+             [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+    }
+  }
+  Step();
+  EXPECT_EQ(BoundByQueue()["team-a"], 16);
+  EXPECT_EQ(CountPhase("Succeeded"), 8);
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+}
+
+TEST_F(QueueControllerTest, HigherPriorityPreemptsAndVictimResumesFromCheckpoint) {
+  base_options_.queues.preemption.min_runtime = absl::ZeroDuration();
+  base_options_.queues.preemption.grace_period = absl::Seconds(30);
+  Restart();
+  AddNode("gpu-0", 8);
+  AddQueue("research", {{"gpuQuota", {{"H100", 8}}}});
+  AddJob("low", 1, 8, {{"queue", "research"}, {"priorityClassName", "development"}});
+  Step();
+  ASSERT_EQ(Job("low")["status"]["phase"], "Scheduled");
+  Create("checkpoints", "team-a",
+         {{"kind", "Checkpoint"},
+          {"metadata", {{"name", "low-step-7"}}},
+          {"spec", {{"jobName", "low"}, {"step", 7}, {"path", "/ckpt/low/7"}}},
+          {"status", {{"phase", "Ready"}}}});
+  clock_.Advance(absl::Seconds(1));
+  Heartbeat("gpu-0");
+  AddJob("high", 1, 8, {{"queue", "research"}, {"priorityClassName", "production"}});
+  Step();
+  // The victim is told to checkpoint; it keeps its GPUs during the grace period.
+  Json low = Job("low");
+  EXPECT_EQ(low["status"]["phase"], "Scheduled");
+  bool signalled = false;
+  for (const Json& c : low["status"]["conditions"]) {
+    signalled |= c["type"] == "PreemptionPending" && c["status"] == "True";
+  }
+  EXPECT_TRUE(signalled) << low["status"].dump();
+  EXPECT_THAT(Job("high")["status"]["message"].get<std::string>(),
+              HasSubstr("admitted after preemption"));
+  EXPECT_EQ(BoundGpus(), 8);
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Step();
+  low = Job("low");
+  EXPECT_EQ(low["status"]["phase"], "Preempted");
+  EXPECT_FALSE(low["status"].contains("placement"));
+  EXPECT_EQ(low["status"]["resumeFrom"]["checkpoint"], "low-step-7");
+  std::string preempted_msg;
+  absl::StatusOr<store::ListResult> events = store_.List(kEventsPrefix, {});
+  ASSERT_TRUE(events.ok());
+  for (const store::KeyValue& kv : events->kvs) {
+    Json e = *ParseStored(kv.value);
+    if (e["spec"]["reason"] == "Preempted") preempted_msg = e["spec"]["message"];
+  }
+  EXPECT_THAT(preempted_msg, HasSubstr("preempted by team-a/high"));
+  EXPECT_THAT(preempted_msg, HasSubstr("will resume from checkpoint low-step-7 (step 7)"));
+  Json high = Job("high");
+  EXPECT_EQ(high["status"]["phase"], "Scheduled");
+  EXPECT_EQ(BoundGpus(), 8);
+  std::vector<std::string> reasons = EventReasons("low");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Preempting"), reasons.end());
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Preempted"), reasons.end());
+  // The victim waits again and runs, with a new generation, once the preemptor ends.
+  Modify("trainingjobs", "team-a", "high", [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+  Step();
+  low = Job("low");
+  EXPECT_EQ(low["status"]["phase"], "Scheduled");
+  EXPECT_EQ(low["status"]["generation"], 2);
+  EXPECT_EQ(ctl_->stats().preempted, 1);
+}
+
+TEST_F(QueueControllerTest, QueueChangesApplyLiveAndRestartRebuildsTheTree) {
+  for (int i = 0; i < 4; ++i) AddNode(absl::StrCat("gpu-", i), 8);
+  AddQueue("team-a", {{"gpuQuota", {{"H100", 8}}}});
+  for (int i = 0; i < 10; ++i) AddJob(absl::StrCat("j", i), 1, 4, {{"queue", "team-a"}});
+  Step();
+  EXPECT_EQ(BoundGpus(), 8);
+  // Raise the quota through the object: no restart.
+  Modify("queues", "", "team-a", [](Json& o) { o["spec"]["gpuQuota"]["H100"] = 24; });
+  Step();
+  EXPECT_EQ(BoundGpus(), 24);
+  // Restart: the tree comes back from the store and the quota still holds.
+  Restart();
+  Step();
+  EXPECT_EQ(BoundGpus(), 24);
+  EXPECT_EQ(ctl_->stats().restored, 6);
+  absl::StatusOr<sched::QueueStatus> st = ctl_->queues().Queue("team-a");
+  ASSERT_TRUE(st.ok());
+  const sched::QueueTree& tree = ctl_->queues().tree();
+  EXPECT_EQ(tree.usage(tree.Find("team-a"), tree.FindResource("gpu/H100")), 24000);
+  AddJob("late", 1, 4, {{"queue", "team-a"}});
+  Step();
+  EXPECT_THAT(Job("late")["status"]["message"].get<std::string>(), HasSubstr("over quota"));
+  EXPECT_EQ(BoundGpus(), 24);
+  // Deleting the Queue object leaves an implicit queue without quota.
+  ASSERT_TRUE(store_.Delete(Key("queues", "", "team-a")).ok());
+  Step();
+  EXPECT_EQ(BoundGpus(), 32);
+}
+
+TEST_F(QueueControllerTest, ExportsPerQueueMetrics) {
+  metrics::Registry registry;
+  base_options_.metrics = &registry;
+  Restart();
+  AddNode("gpu-0", 8);
+  AddQueue("team-a", {{"gpuQuota", {{"H100", 4}}}, {"weight", 2}});
+  AddJob("a", 1, 4, {{"queue", "team-a"}});
+  AddJob("b", 1, 4, {{"queue", "team-a"}});
+  Step();
+  const std::string text = registry.Render();
+  EXPECT_THAT(text, HasSubstr("tessera_queue_gpus_allocated{queue=\"team-a\",model=\"H100\"} 4\n"));
+  EXPECT_THAT(text,
+              HasSubstr("tessera_queue_gpu_quota_guaranteed{queue=\"team-a\",model=\"H100\"} 4\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("tessera_queue_gpu_quota_borrowing_limit{queue=\"team-a\",model=\"H100\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("tessera_queue_fair_share{queue=\"team-a\"}"));
+  EXPECT_THAT(text, HasSubstr("tessera_queue_burst_credit_gpu_seconds{queue=\"team-a\"}"));
+  EXPECT_THAT(text, HasSubstr("tessera_pending_jobs{queue=\"team-a\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP tessera_queue_fair_share "));
+}
+
+TEST_F(QueueControllerTest, IdleStepsDoNotRetryEveryPendingJob) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8);
+  AddJob("b", 1, 8);
+  Step();
+  Step();  // sees the events of its own writes
+  const int64_t attempts = ctl_->stats().cycles;
+  Step();
+  EXPECT_EQ(ctl_->stats().cycles, attempts);  // nothing changed: no cycle
+  clock_.Advance(absl::Seconds(6));           // past ControllerOptions::idle_cycle
+  Step();
+  EXPECT_GT(ctl_->stats().cycles, attempts);
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+  Step();
+  EXPECT_EQ(Job("b")["status"]["phase"], "Scheduled");
+}
+
+TEST(QueueCodecTest, InvalidQueueChangesNameTheField) {
+  sched::QueueManagerConfig base;
+  auto q = [](const std::string& name, Json spec) {
+    return Json{{"kind", "Queue"}, {"metadata", {{"name", name}}}, {"spec", std::move(spec)}};
+  };
+  std::vector<Json> stored = {q("org", {{"gpuQuota", {{"H100", 16}}}}),
+                              q("team-a", {{"parent", "org"}, {"gpuQuota", {{"H100", 8}}}})};
+  EXPECT_TRUE(ValidateQueueChange(base, stored, "team-b", nullptr).ok());
+  Json ok = q("team-b", {{"parent", "org"}, {"gpuQuota", {{"H100", 8}}}});
+  EXPECT_TRUE(ValidateQueueChange(base, stored, "team-b", &ok).ok());
+  Json orphan = q("team-b", {{"parent", "nope"}});
+  absl::Status s = ValidateQueueChange(base, stored, "team-b", &orphan);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("spec.parent: unknown queue \"nope\""));
+  Json big = q("team-b", {{"parent", "org"}, {"gpuQuota", {{"H100", 9}}}});
+  s = ValidateQueueChange(base, stored, "team-b", &big);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("gpu/H100"));
+  Json cycle = q("org", {{"parent", "team-a"}});
+  EXPECT_THAT(std::string(ValidateQueueChange(base, stored, "org", &cycle).message()),
+              HasSubstr("cycle"));
+  s = ValidateQueueChange(base, stored, "org", nullptr);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("deleting queue \"org\""));
+  Json bad = q("x", {{"quotas", {{"gpu/H100", {{"guaranteed", -1}}}}}});
+  EXPECT_THAT(std::string(ValidateQueueChange(base, stored, "x", &bad).message()),
+              HasSubstr("spec.quotas.gpu/H100.guaranteed: must be a number >= 0"));
+  Json unk = q("x", {{"quotas", {{"tpu", {{"guaranteed", 1}}}}}});
+  EXPECT_THAT(std::string(ValidateQueueChange(base, stored, "x", &unk).message()),
+              HasSubstr("spec.quotas.tpu: unknown resource"));
+}
+
+}  // namespace
+}  // namespace tessera::controller

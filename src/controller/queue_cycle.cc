@@ -1,0 +1,527 @@
+// The queueing half of SchedulingController: Queue objects -> the live queue
+// tree, job membership in the QueueManager, one queue cycle per step and the
+// writes its events ask for, per-queue status and metrics
+// (see scheduling_controller.h).
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "controller/controller_internal.h"
+#include "controller/job_codec.h"
+#include "controller/queue_codec.h"
+#include "controller/scheduling_controller.h"
+
+namespace tessera::controller {
+
+using namespace internal;  // NOLINT: the module's own helpers
+
+// --- Queue objects and checkpoints ------------------------------------------
+
+void SchedulingController::OnQueue(const Json& obj, bool deleted) {
+  const std::string name = Str(obj["metadata"], "name");
+  if (deleted) {
+    queue_objects_.erase(name);
+    queue_specs_.erase(name);
+    queue_status_written_.erase(name);
+    queues_dirty_ = true;
+    return;
+  }
+  // Only a spec change rebuilds the tree; our own status writes come back
+  // as events too.
+  const std::string spec = obj.contains("spec") ? obj["spec"].dump() : "{}";
+  queue_objects_[name] = obj;
+  auto [it, inserted] = queue_specs_.try_emplace(name, spec);
+  if (inserted || it->second != spec) {
+    it->second = spec;
+    queues_dirty_ = true;
+  }
+}
+
+void SchedulingController::OnCheckpoint(const Json& obj) {
+  // A Ready checkpoint lowers the work a preemption of its job would lose.
+  if (Str(StatusOf(obj), "phase") != "Ready" || !obj.contains("spec")) return;
+  const std::string ns = Str(obj["metadata"], "namespace", "default");
+  auto it = jobs_.find(ObjectKey("trainingjobs", ns, Str(obj["spec"], "jobName")));
+  if (it == jobs_.end() || !it->second->bound || !it->second->in_qm) return;
+  (void)qm_->ReportCheckpoint(it->second->job->key(), clock_.Now());
+}
+
+// --- Membership -------------------------------------------------------------
+
+void SchedulingController::Enqueue(JobRec& rec) {
+  if (!rec.job) return;
+  to_submit_.push_back(rec.key);
+  if (qm_->tree().Find(rec.job->queue) < 0) queues_dirty_ = true;  // a new implicit queue
+}
+
+void SchedulingController::ReleaseMemory(JobRec& rec) {
+  if (rec.job && rec.in_qm) {
+    (void)qm_->Finish(rec.job->key(), clock_.Now());  // returns its GPUs when it ran
+  } else if (rec.job && rec.bound) {
+    (void)cluster_->Release(rec.job->key());
+  }
+  rec.in_qm = false;
+  rec.bound = false;
+}
+
+void SchedulingController::RebuildQueues() {
+  queues_dirty_ = false;
+  std::set<std::string> used;
+  for (const auto& [key, rec] : jobs_) {
+    if (rec->job && !Terminal(rec->phase)) used.insert(rec->job->queue);
+  }
+  std::vector<Json> objs;
+  std::vector<std::string> names;
+  for (const auto& [name, obj] : queue_objects_) names.push_back(name);
+  std::sort(names.begin(), names.end());  // deterministic tree order
+  for (const std::string& n : names) objs.push_back(queue_objects_.at(n));
+  std::vector<std::string> problems;
+  sched::QueueManagerConfig c = BuildQueueConfig(options_.queues, objs, used, &problems);
+  absl::Status s = qm_->Reconfigure(std::move(c));
+  if (!s.ok()) problems.push_back(std::string(s.message()));
+  queue_problem_ = absl::StrJoin(problems, "; ");
+  if (!queue_problem_.empty()) {
+    std::cerr << "controller: queue tree: " << queue_problem_
+              << (s.ok() ? "" : " (previous tree kept)") << "\n";
+  }
+  ++stats_.queue_rebuilds;
+  queue_status_time_.clear();  // every Queue's status is rewritten
+  // Jobs the previous tree refused may fit this one.
+  for (const auto& [key, rec] : jobs_) {
+    if (!rec->queue_error.empty()) to_submit_.push_back(key);
+  }
+}
+
+void SchedulingController::FlushSubmissions(absl::Time now) {
+  for (const std::string& key : to_restore_) {
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || !it->second->bound || !it->second->job || it->second->in_qm) continue;
+    JobRec& rec = *it->second;
+    const sched::Placement* p = cluster_->FindPlacement(rec.job->key());
+    absl::Status s =
+        p == nullptr ? absl::NotFoundError("no placement") : qm_->Restore(*rec.job, *p, {}, now);
+    if (s.ok()) {
+      rec.in_qm = true;
+    } else {
+      // Still bound (the GPUs stay taken), but not charged to a queue.
+      std::cerr << "controller: " << key << " not charged to queue " << rec.job->queue << ": "
+                << s.message() << "\n";
+    }
+  }
+  to_restore_.clear();
+  std::vector<std::string> keys;
+  keys.swap(to_submit_);
+  std::set<std::string> seen;
+  for (const std::string& key : keys) {
+    if (!seen.insert(key).second) continue;
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) continue;
+    JobRec& rec = *it->second;
+    if (!rec.job || rec.bound || rec.in_qm || rec.blocked || Terminal(rec.phase) ||
+        rec.phase == "Suspended") {
+      continue;
+    }
+    absl::Status s = qm_->Submit(*rec.job, {}, now);
+    if (s.ok()) {
+      rec.in_qm = true;
+      rec.queue_error.clear();
+      continue;
+    }
+    // Waits until the queue tree or the fleet changes (RebuildQueues and new
+    // nodes resubmit it).
+    rec.queue_error = std::string(s.message());
+    const std::string msg = absl::StrCat("waiting: ", rec.queue_error);
+    if (msg != rec.last_message) {
+      (void)SetJobPhase(rec, rec.phase, {"QueueRejected", msg, true, false}, false);
+    }
+  }
+}
+
+// --- Scheduling -------------------------------------------------------------
+
+bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanation,
+                                        absl::Time now) {
+  const model::Job& job = *rec.job;
+  const sched::Placement* pl = cluster_->FindPlacement(job.key());
+  if (pl == nullptr) return false;
+  const int64_t gen = rec.generation + 1;
+  Json placement = PlacementToJson(*pl, job, *cluster_, gen);
+  std::vector<std::string> nodes;
+  for (const sched::MemberPlacement& m : pl->members) nodes.push_back(cluster_->node(m.node).name);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  // The scheduler's explanation says where and why; keep the node list,
+  // queue and generation so the message stands on its own.
+  const std::string msg =
+      absl::StrCat("bound ", pl->members.size(), " members to ", nodes.size(),
+                   " node(s): ", absl::StrJoin(nodes, ", "), " (generation ", gen, ", queue ",
+                   job.queue, ")", explanation.empty() ? "" : "; ", explanation);
+  int64_t base = 0;
+  absl::StatusOr<int64_t> rev = Update(
+      rec.key, rec.revision,
+      [&](Json& obj) {
+        Json& st = StatusOf(obj);
+        if (Terminal(Str(st, "phase"))) return false;
+        st["phase"] = "Scheduled";
+        st["placement"] = placement;
+        st["generation"] = gen;
+        st["attempts"] = rec.attempts + 1;
+        st["priority"] = job.priority;
+        st["scheduledTime"] = Timestamp(now);
+        st["message"] = msg;
+        SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
+        SetCondition(st, "PreemptionPending", "False", "Scheduled", "", now);
+        return true;
+      },
+      {"Scheduled", msg}, &base);
+  if (!rev.ok()) return false;
+  rec.bound = true;
+  rec.generation = gen;
+  ++rec.attempts;
+  rec.phase = "Scheduled";
+  rec.last_message = msg;
+  rec.revision = *rev;
+  ++stats_.bound;
+  return true;
+}
+
+void SchedulingController::RunCycles() {
+  const absl::Time now = clock_.Now();
+  if (queues_dirty_) RebuildQueues();
+  if (capacity_dirty_) {
+    capacity_dirty_ = false;
+    qm_->RefreshCapacity();
+    // New GPU models may make refused jobs valid.
+    for (const auto& [key, rec] : jobs_) {
+      if (!rec->queue_error.empty()) to_submit_.push_back(key);
+    }
+  }
+  const bool submissions = !to_submit_.empty() || !to_restore_.empty();
+  FlushSubmissions(now);
+  if (!cycle_needed_ && !submissions && now < next_deadline_ &&
+      now - last_cycle_ < options_.idle_cycle) {
+    WaitingReasons(now);  // gang timeouts
+    WriteQueueStatus(now);
+    return;
+  }
+  cycle_needed_ = false;
+  last_cycle_ = now;
+  next_deadline_ = absl::InfiniteFuture();
+  const absl::Time cycle_start = clock_.Now();
+  sched::CycleReport rep = qm_->Cycle(now);
+  stats_.cycles += rep.attempts;
+  if (metrics_) {
+    metrics_->attempts.With({"scheduled"}).Inc(rep.started);
+    metrics_->attempts.With({"unschedulable"}).Inc(rep.attempts - rep.started);
+    if (rep.attempts > 0) {
+      metrics_->duration.With({rep.started > 0 ? "scheduled" : "unschedulable"})
+          .Observe(absl::ToDoubleSeconds(clock_.Now() - cycle_start));
+    }
+  }
+  for (const sched::QueueEvent& ev : rep.events) {
+    JobRec* rec = JobBySchedKey(ev.job);
+    if (rec == nullptr) continue;
+    switch (ev.kind) {
+      case sched::QueueEvent::Kind::kStarted:
+        if (!WriteBinding(*rec, ev.message, now)) {
+          // Memory must never hold less than the store: undo, retry later.
+          ++stats_.bind_conflicts;
+          ReleaseMemory(*rec);
+          if (!Terminal(rec->phase)) Enqueue(*rec);
+        }
+        break;
+      case sched::QueueEvent::Kind::kCheckpointSignal: {
+        if (metrics_) {
+          metrics_->preemptions.With({}).Inc();
+          if (const sched::Placement* p = cluster_->FindPlacement(ev.job)) {
+            double gpus = 0;
+            for (const auto& m : p->members) {
+              for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
+            }
+            metrics_->preempted_gpus.With({}).Inc(gpus);
+          }
+        }
+        const std::string msg =
+            absl::StrCat("checkpoint now: preempted for ", ev.other, "; stopped at ",
+                         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", ev.deadline, absl::UTCTimeZone()));
+        int64_t base = 0;
+        absl::StatusOr<int64_t> w = Update(
+            rec->key, -1,
+            [&](Json& o) {
+              Json& st = StatusOf(o);
+              if (Terminal(Str(st, "phase"))) return false;
+              SetCondition(st, "PreemptionPending", "True", "Preempting", msg, now);
+              return true;
+            },
+            {"Preempting", msg, true}, &base);
+        if (w.ok() && base == rec->revision) rec->revision = *w;
+        break;
+      }
+      case sched::QueueEvent::Kind::kKilled: {
+        // The QueueManager already released the victim in memory and holds
+        // it as pending; write the unbinding before any binding that follows.
+        Json resume = rec->kind == "TrainingJob" ? ResumePoint(*rec) : Json();
+        std::string msg = absl::StrCat("preempted by ", ev.other, " (", ev.message, ")");
+        if (resume.is_object()) {
+          absl::StrAppend(&msg, "; will resume from checkpoint ", Str(resume, "checkpoint"),
+                          " (step ", IntOr(resume, "step", 0), ")");
+        }
+        bool terminal = false;
+        int64_t base = 0;
+        absl::StatusOr<int64_t> w = Update(
+            rec->key, -1,
+            [&](Json& o) {
+              Json& st = StatusOf(o);
+              if (Terminal(Str(st, "phase"))) {
+                terminal = true;
+                return false;
+              }
+              st["phase"] = "Preempted";
+              st["message"] = msg;
+              st.erase("placement");
+              if (resume.is_object()) st["resumeFrom"] = resume;
+              SetCondition(st, "Scheduled", "False", "Preempted", msg, now);
+              SetCondition(st, "PreemptionPending", "False", "Preempted", msg, now);
+              return true;
+            },
+            {"Preempted", msg, true}, &base);
+        rec->bound = false;
+        if (metrics_) metrics_->requeues.With({"Preempted"}).Inc();
+        if (terminal) {
+          ReleaseMemory(*rec);
+          break;
+        }
+        if (!w.ok()) {
+          std::cerr << "controller: unbinding preempted " << rec->key << ": "
+                    << w.status().message() << "; re-listing\n";
+          resync_ = true;
+          return;  // no binding of this cycle is written
+        }
+        rec->phase = "Preempted";
+        rec->last_message = msg;
+        if (base == rec->revision) rec->revision = *w;
+        rec->queued_since = now;
+        ++stats_.preempted;
+        ++stats_.requeued;
+        break;
+      }
+      case sched::QueueEvent::Kind::kNominated:
+        if (absl::StrCat("waiting: ", ev.message) != rec->last_message) {
+          (void)SetJobPhase(*rec, rec->phase, {"Nominated", absl::StrCat("waiting: ", ev.message)},
+                            false);
+        }
+        break;
+    }
+  }
+  // The next victim kill the QueueManager will carry out.
+  const sched::RunningSet& running = qm_->running();
+  for (int32_t slot = 0; slot < running.num_slots(); ++slot) {
+    if (running.live(slot) && running.at(slot).terminating) {
+      next_deadline_ = std::min(next_deadline_, running.at(slot).kill_at);
+    }
+  }
+  WaitingReasons(now);
+  WriteQueueStatus(now);
+}
+
+void SchedulingController::WaitingReasons(absl::Time now) {
+  std::vector<JobRec*> waiting;
+  for (const auto& [key, rec] : jobs_) {
+    if (rec->in_qm && !rec->bound && !Terminal(rec->phase)) waiting.push_back(rec.get());
+  }
+  std::sort(waiting.begin(), waiting.end(),
+            [](const JobRec* a, const JobRec* b) { return a->key < b->key; });
+  for (JobRec* rec : waiting) {
+    const model::Job& job = *rec->job;
+    const std::string reason = qm_->WaitingReason(job.key());
+    if (job.gang.timeout > absl::ZeroDuration() && now - rec->queued_since > job.gang.timeout &&
+        qm_->Phase(job.key()) == sched::JobPhase::kPending) {
+      ReleaseMemory(*rec);
+      (void)SetJobPhase(*rec, "Failed",
+                        {"GangTimeout",
+                         absl::StrCat("gang not placed within ",
+                                      absl::FormatDuration(job.gang.timeout), ": ", reason),
+                         true},
+                        true);
+      continue;
+    }
+    if (reason.empty() || reason == "not tried yet") continue;
+    const std::string msg = absl::StrCat("waiting: ", reason);
+    if (msg != rec->last_message) {
+      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false);
+    }
+  }
+}
+
+// --- Queue status and metrics -----------------------------------------------
+
+namespace {
+
+double Round3(double v) { return static_cast<double>(std::llround(v * 1000)) / 1000; }
+
+}  // namespace
+
+void SchedulingController::WriteQueueStatus(absl::Time now) {
+  if (queue_objects_.empty()) return;
+  const sched::QueueTree& tree = qm_->tree();
+  std::map<std::string, std::pair<int64_t, int64_t>> jobs;  // queue -> (pending, admitted)
+  for (const auto& [key, rec] : jobs_) {
+    if (!rec->in_qm) continue;
+    auto& c = jobs[rec->job->queue];
+    ++(rec->bound ? c.second : c.first);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, obj] : queue_objects_) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    auto t = queue_status_time_.find(name);
+    if (t != queue_status_time_.end() && now - t->second < options_.queue_status_period) continue;
+    queue_status_time_[name] = now;
+    const int q = tree.Find(name);
+    Json st = {{"phase", "Active"}};
+    if (q < 0) {
+      st["message"] = absl::StrCat("not in the queue tree: ", queue_problem_);
+    } else {
+      sched::QueueStatus qs = tree.Status(q);
+      Json gpus = Json::object();
+      for (size_t r = 0; r < tree.resources().size(); ++r) {
+        const std::string& res = tree.resources()[r];
+        if (res.rfind("gpu/", 0) == 0) gpus[res.substr(4)] = Round3(tree.usage(q, r) / 1000.0);
+      }
+      int64_t pending = 0, admitted = 0;
+      for (const auto& [qn, c] : jobs) {
+        const int leaf = tree.Find(qn);
+        if (leaf >= 0 && tree.IsAncestor(q, leaf)) {
+          pending += c.first;
+          admitted += c.second;
+        }
+      }
+      st["gpusAllocated"] = gpus;
+      st["pendingJobs"] = pending;
+      st["admittedJobs"] = admitted;
+      st["entitlement"] = Round3(qs.entitlement);
+      st["fairShare"] = Round3(qs.fair_share);
+      st["dominantShare"] = Round3(qs.usage);
+      st["burstCreditGpuSeconds"] = Round3(qs.credit_gpu_seconds);
+      st["borrowing"] = qs.borrowing;
+      st["message"] =
+          queue_problem_.empty() ? "" : absl::StrCat("previous tree in force: ", queue_problem_);
+    }
+    const std::string dump = st.dump();
+    if (queue_status_written_[name] == dump) continue;
+    int64_t base = 0;
+    absl::StatusOr<int64_t> w = Update(
+        ObjectKey("queues", "", name), -1,
+        [&](Json& o) {
+          Json& s = StatusOf(o);
+          Json conds = s.contains("conditions") ? s["conditions"] : Json::array();
+          o["status"] = st;
+          o["status"]["conditions"] = conds;
+          return true;
+        },
+        {"", "", false, false}, &base);
+    if (w.ok()) queue_status_written_[name] = dump;
+  }
+}
+
+void SchedulingController::UpdateGauges() {
+  if (!metrics_) return;
+  const absl::Time now = clock_.Now();
+  // Pending jobs change with every cycle; they are few next to nodes.
+  metrics_->pending.Clear();
+  metrics_->job_pending.Clear();
+  std::vector<const JobRec*> waiting;
+  for (const auto& [key, rec] : jobs_) {
+    if (rec->job && !rec->bound && !Terminal(rec->phase) &&
+        (rec->in_qm || !rec->queue_error.empty()))
+      waiting.push_back(rec.get());
+  }
+  std::sort(waiting.begin(), waiting.end(),
+            [](const JobRec* a, const JobRec* b) { return a->queued_since < b->queued_since; });
+  for (const sched::QueueSpec& q : qm_->config().tree.queues) {
+    metrics_->pending.With({q.name}).Set(0);
+  }
+  int exported = 0;
+  for (const JobRec* rec : waiting) {
+    metrics_->pending.With({rec->job->queue}).Add(1);
+    // Per-job series are capped so a flood of pending jobs cannot blow up
+    // the scrape; the alert only needs the long waiters (oldest first).
+    if (exported++ < 1000) {
+      std::string reason =
+          rec->queue_error.empty() ? qm_->WaitingReason(rec->job->key()) : rec->queue_error;
+      metrics_->job_pending.With({rec->job->ns, rec->job->name, reason.substr(0, 200)})
+          .Set(absl::ToDoubleSeconds(now - rec->queued_since));
+    }
+  }
+  // Per queue: usage, quota, fair share, credit.
+  const sched::QueueTree& tree = qm_->tree();
+  for (auto* f : {&metrics_->queue_gpus_allocated, &metrics_->queue_gpu_guaranteed,
+                  &metrics_->queue_gpu_borrowing_limit, &metrics_->queue_fair_share,
+                  &metrics_->queue_entitlement, &metrics_->queue_dominant_share,
+                  &metrics_->queue_credit, &metrics_->queue_borrowing}) {
+    f->Clear();
+  }
+  for (const sched::QueueSpec& spec : qm_->config().tree.queues) {
+    const int q = tree.Find(spec.name);
+    if (q < 0) continue;
+    sched::QueueStatus st = tree.Status(q);
+    metrics_->queue_fair_share.With({spec.name}).Set(st.fair_share);
+    metrics_->queue_entitlement.With({spec.name}).Set(st.entitlement);
+    metrics_->queue_dominant_share.With({spec.name}).Set(st.usage);
+    metrics_->queue_credit.With({spec.name}).Set(st.credit_gpu_seconds);
+    metrics_->queue_borrowing.With({spec.name}).Set(st.borrowing ? 1 : 0);
+    for (size_t r = 0; r < tree.resources().size(); ++r) {
+      const std::string& res = tree.resources()[r];
+      if (res.rfind("gpu/", 0) != 0) continue;
+      const std::string model = res.substr(4);
+      metrics_->queue_gpus_allocated.With({spec.name, model}).Set(tree.usage(q, r) / 1000.0);
+      auto it = spec.quotas.find(res);
+      if (it == spec.quotas.end()) continue;
+      metrics_->queue_gpu_guaranteed.With({spec.name, model}).Set(it->second.guaranteed / 1000.0);
+      if (it->second.borrowing_limit >= 0) {
+        metrics_->queue_gpu_borrowing_limit.With({spec.name, model})
+            .Set(it->second.borrowing_limit / 1000.0);
+      }
+    }
+  }
+  // Fleet gauges only when the cluster changed.
+  if (cluster_->generation() == gauges_generation_) return;
+  gauges_generation_ = cluster_->generation();
+  const sched::ClusterState& cs = *cluster_;
+  std::vector<int64_t> healthy(cs.num_models(), 0);
+  for (sched::NodeId id = 0; id < cs.num_node_slots(); ++id) {
+    const sched::NodeState& st = cs.state(id);
+    if (!st.present) continue;
+    healthy[st.model] += __builtin_popcount(st.healthy_mask);
+  }
+  for (sched::ModelId m = 0; m < cs.num_models(); ++m) {
+    if (cs.model_name(m).empty()) continue;  // CPU-only nodes
+    metrics_->gpus_total.With({cs.model_name(m)}).Set(static_cast<double>(cs.total_gpus(m)));
+    metrics_->gpus_allocated.With({cs.model_name(m)}).Set(cs.allocated_milli(m) / 1000.0);
+    metrics_->gpus_healthy.With({cs.model_name(m)}).Set(static_cast<double>(healthy[m]));
+  }
+  // Node readiness changes rarely while the cluster generation changes on
+  // every bind: touch a node's series only when its value changed. After the
+  // loop every live node is exported, so more exported names than nodes
+  // means some node went away: then rebuild the family.
+  auto export_ready = [&] {
+    for (const auto& [key, node] : nodes_) {
+      auto [it, inserted] = exported_ready_.try_emplace(node->name, node->ready);
+      if (inserted || it->second != node->ready) {
+        it->second = node->ready;
+        metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
+      }
+    }
+  };
+  export_ready();
+  if (exported_ready_.size() > nodes_.size()) {
+    metrics_->node_ready.Clear();
+    exported_ready_.clear();
+    export_ready();
+  }
+}
+
+}  // namespace tessera::controller
