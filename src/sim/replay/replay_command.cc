@@ -17,8 +17,7 @@
 #include "sim/replay/report.h"
 #include "sim/replay/simulator.h"
 #include "sim/replay/synthetic_workload.h"
-#include "sim/replay/trace/openb_reader.h"
-#include "sim/replay/trace/philly_reader.h"
+#include "sim/replay/trace_workload.h"
 
 namespace tessera::sim::replay {
 

@@ -102,6 +102,10 @@ class Sim final : public JobFactsSource {
   void TakeSample();
   void Pass(bool full);
   int64_t FreeGpus() const;
+  // False only when no placement of `milli` milli-GPU can exist now: whole
+  // GPUs need that many entirely free GPUs, a share needs some free share on
+  // a schedulable node. An upper bound used to skip hopeless Schedule calls.
+  bool MayFit(int64_t milli) const;
   void ScheduleNextFailure(bool node);
 
   const Workload& w_;
@@ -122,12 +126,12 @@ class Sim final : public JobFactsSource {
   double last_t_ = 0;
 
   std::set<int32_t, PendingLess> pending_{PendingLess{this}};
-  std::map<int32_t, int64_t> pending_sizes_;
+  std::map<int64_t, int64_t> pending_sizes_;  // milli-GPU demand -> pending jobs
   std::vector<int32_t> new_arrivals_;
   double reserve_after_ = INFINITY;
   bool capacity_changed_ = false;
   std::vector<int32_t> running_;
-  std::vector<int64_t> running_gpus_by_band_;
+  std::vector<int64_t> running_milli_by_band_;
 
   // Fleet.
   int32_t gpn_ = 8;
@@ -141,11 +145,11 @@ class Sim final : public JobFactsSource {
 
   // Accounting.
   PolicyResult res_;
-  int64_t allocated_gpus_ = 0;
+  int64_t allocated_milli_ = 0;
   double alloc_integral_ = 0;
   double loss_total_ = 0;
   double last_sample_alloc_ = 0, last_sample_loss_ = 0;
-  std::vector<int64_t> q_running_, q_demand_;
+  std::vector<int64_t> q_running_, q_demand_;  // milli-GPU
   std::vector<double> q_alloc_;
   double jain_sum_ = 0;
   int64_t jain_n_ = 0;
@@ -187,9 +191,14 @@ int64_t Sim::FreeGpus() const {
   return f;
 }
 
+bool Sim::MayFit(int64_t milli) const {
+  if (milli >= model::kMilliPerGpu) return FreeGpus() * model::kMilliPerGpu >= milli;
+  return !state_.class_infos(/*with_free_gpu=*/true).empty();
+}
+
 void Sim::Advance(double t) {
   if (t > now_) {
-    alloc_integral_ += static_cast<double>(allocated_gpus_) * (t - now_);
+    alloc_integral_ += static_cast<double>(allocated_milli_) / model::kMilliPerGpu * (t - now_);
     now_ = t;
     clock_.SetTime(epoch_ + absl::Seconds(t));
   }
@@ -199,12 +208,12 @@ void Sim::AddPending(int32_t i) {
   JobRt& r = rt_[i];
   r.status = Status::kPending;
   pending_.insert(i);
-  ++pending_sizes_[w_.jobs[i].gpus];
+  ++pending_sizes_[w_.jobs[i].milli()];
 }
 
 void Sim::RemovePending(int32_t i) {
   pending_.erase(i);
-  auto it = pending_sizes_.find(w_.jobs[i].gpus);
+  auto it = pending_sizes_.find(w_.jobs[i].milli());
   if (--it->second == 0) pending_sizes_.erase(it);
 }
 
@@ -215,7 +224,7 @@ void Sim::Arrive(int32_t i) {
   r.facts.submit_s = sj.submit_s;
   r.facts.duration_s = sj.duration_s;
   r.facts.band = opt_.las.Band(0);
-  if (sj.gpus > capacity_gpus_) {
+  if (sj.milli() > capacity_gpus_ * model::kMilliPerGpu) {
     r.status = Status::kRejected;
     ++res_.rejected;
     ++done_;
@@ -231,7 +240,7 @@ void Sim::Arrive(int32_t i) {
   g.name = "worker";
   g.count = shape.members;
   g.resources.gpus = shape.per_member;
-  g.resources.gpu_milli = model::kMilliPerGpu;
+  g.resources.gpu_milli = sj.gpu_milli;  // < 1000: a shared GPU (shape 1 x 1)
   g.resources.cpu_milli = 1000;
   g.resources.memory_mib = 1024;
   job->groups.push_back(std::move(g));
@@ -242,14 +251,13 @@ void Sim::Arrive(int32_t i) {
                               : model::TopologyLevel::kBlock;
   }
   r.job = std::move(job);
-  q_demand_[sj.queue] += sj.gpus;
+  q_demand_[sj.queue] += sj.milli();
   AddPending(i);
   new_arrivals_.push_back(i);
 }
 
 bool Sim::TryPlace(int32_t i) {
-  const int32_t g = w_.jobs[i].gpus;
-  if (FreeGpus() >= g) {
+  if (MayFit(w_.jobs[i].milli())) {
     ++res_.schedule_calls;
     sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
     if (r.placed()) {
@@ -262,12 +270,15 @@ bool Sim::TryPlace(int32_t i) {
 }
 
 bool Sim::TryPreempt(int32_t i) {
-  const int32_t g = w_.jobs[i].gpus;
+  const int64_t g = w_.jobs[i].milli();
   const int32_t band = rt_[i].facts.band;
   int64_t reclaimable = 0;
-  for (size_t b = band + 1; b < running_gpus_by_band_.size(); ++b)
-    reclaimable += running_gpus_by_band_[b];
-  if (reclaimable == 0 || reclaimable + FreeGpus() < g) return false;
+  for (size_t b = band + 1; b < running_milli_by_band_.size(); ++b)
+    reclaimable += running_milli_by_band_[b];
+  // Whole GPUs: what is free plus what victims would free must cover the
+  // gang. A share may also use a partly free GPU, so only victims are needed.
+  if (reclaimable == 0) return false;
+  if (g >= model::kMilliPerGpu && reclaimable + FreeGpus() * model::kMilliPerGpu < g) return false;
   // Victims: worst band first, then the most recently started.
   std::vector<int32_t> victims;
   for (int32_t v : running_) {
@@ -283,7 +294,7 @@ bool Sim::TryPreempt(int32_t i) {
     ++res_.preemptions;
     AddPending(v);
     capacity_changed_ = true;
-    if (FreeGpus() < g) continue;
+    if (!MayFit(g)) continue;
     ++res_.schedule_calls;
     sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
     if (r.placed()) {
@@ -307,23 +318,23 @@ void Sim::Start(int32_t i) {
   if (r.killed_at >= 0) {
     restart_wait_sum_ += now_ - r.killed_at;
     ++restart_wait_n_;
-    res_.restart_wait_gpu_s += sj.gpus * (now_ - r.killed_at);
+    res_.restart_wait_gpu_s += sj.gpu_units() * (now_ - r.killed_at);
     r.killed_at = -1;
   }
   double end = now_ + r.seg_overhead + (sj.duration_s - r.progress0);
   Push(end, kComplete, i, r.epoch);
   r.running_pos = static_cast<int32_t>(running_.size());
   running_.push_back(i);
-  allocated_gpus_ += sj.gpus;
-  q_running_[sj.queue] += sj.gpus;
-  if (static_cast<size_t>(r.facts.band) >= running_gpus_by_band_.size()) {
-    running_gpus_by_band_.resize(r.facts.band + 1, 0);
+  allocated_milli_ += sj.milli();
+  q_running_[sj.queue] += sj.milli();
+  if (static_cast<size_t>(r.facts.band) >= running_milli_by_band_.size()) {
+    running_milli_by_band_.resize(r.facts.band + 1, 0);
   }
-  running_gpus_by_band_[r.facts.band] += sj.gpus;
+  running_milli_by_band_[r.facts.band] += sj.milli();
   if (policy_.uses_las_bands) {
     double band_end = opt_.las.BandEnd(r.facts.band);
     if (std::isfinite(band_end)) {
-      double t = now_ + (band_end - r.facts.attained_gpu_s) / sj.gpus;
+      double t = now_ + (band_end - r.facts.attained_gpu_s) / sj.gpu_units();
       if (t < end) Push(std::max(t, now_), kDemote, i, r.epoch);
     }
   }
@@ -345,7 +356,7 @@ void Sim::Stop(int32_t i, Cause cause) {
     kept = r.progress0 + std::floor(run / sj.checkpoint_s) * sj.checkpoint_s;
   }
   const double lost = cause == Cause::kNone ? 0 : r.progress0 + run - kept;
-  const double g = sj.gpus;
+  const double g = sj.gpu_units();
   res_.allocated_gpu_s += g * seg;
   q_alloc_[sj.queue] += g * seg;
   double* restart_acc = r.restart_cause == Cause::kPreempt ? &res_.preempt_restart_gpu_s
@@ -355,7 +366,7 @@ void Sim::Stop(int32_t i, Cause cause) {
   if (cause == Cause::kPreempt) res_.preempt_lost_gpu_s += g * lost;
   loss_total_ += g * (overhead + lost);
   r.facts.attained_gpu_s += g * seg;
-  running_gpus_by_band_[r.facts.band] -= sj.gpus;
+  running_milli_by_band_[r.facts.band] -= sj.milli();
   // Bands never go back: a demotion decided at a threshold crossing must
   // survive floating-point rounding of the attained service.
   r.facts.band = std::max(r.facts.band, opt_.las.Band(r.facts.attained_gpu_s));
@@ -368,8 +379,8 @@ void Sim::Stop(int32_t i, Cause cause) {
   rt_[last].running_pos = r.running_pos;
   running_.pop_back();
   r.running_pos = -1;
-  allocated_gpus_ -= sj.gpus;
-  q_running_[sj.queue] -= sj.gpus;
+  allocated_milli_ -= sj.milli();
+  q_running_[sj.queue] -= sj.milli();
   (void)scheduler_->Release(r.job->key());
   capacity_changed_ = true;
 }
@@ -381,8 +392,8 @@ void Sim::Complete(int32_t i) {
   r.status = Status::kDone;
   r.finish = now_;
   last_finish_ = std::max(last_finish_, now_);
-  q_demand_[sj.queue] -= sj.gpus;
-  res_.demand_gpu_s += sj.gpus * sj.duration_s;
+  q_demand_[sj.queue] -= sj.milli();
+  res_.demand_gpu_s += sj.gpu_units() * sj.duration_s;
   ++res_.completed;
   ++done_;
   r.job.reset();
@@ -395,18 +406,18 @@ void Sim::Demote(int32_t i) {
   const int32_t last_band = static_cast<int32_t>(opt_.las.thresholds_gpu_s.size());
   if (r.facts.band >= last_band) return;
   const int32_t band = r.facts.band + 1;
-  running_gpus_by_band_[r.facts.band] -= sj.gpus;
+  running_milli_by_band_[r.facts.band] -= sj.milli();
   // The band is recorded for victim selection only; attained service itself
   // is settled when the segment stops. The job is running, so it is not in
   // the pending set whose order depends on it.
   r.facts.band = band;
-  if (static_cast<size_t>(band) >= running_gpus_by_band_.size())
-    running_gpus_by_band_.resize(band + 1, 0);
-  running_gpus_by_band_[band] += sj.gpus;
+  if (static_cast<size_t>(band) >= running_milli_by_band_.size())
+    running_milli_by_band_.resize(band + 1, 0);
+  running_milli_by_band_[band] += sj.milli();
   capacity_changed_ = true;  // pending jobs of better bands may preempt it now
   double band_end = opt_.las.BandEnd(band);
   if (std::isfinite(band_end)) {
-    double t = r.seg_start + (band_end - r.facts.attained_gpu_s) / sj.gpus;
+    double t = r.seg_start + (band_end - r.facts.attained_gpu_s) / sj.gpu_units();
     Push(std::max(t, now_), kDemote, i, r.epoch);
   }
 }
@@ -454,7 +465,7 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
   // before the queue, on the spare if one took over.
   if (opt_.restart_killed_first) {
     for (int32_t i : killed) {
-      if (rt_[i].status == Status::kPending && FreeGpus() >= w_.jobs[i].gpus) {
+      if (rt_[i].status == Status::kPending && MayFit(w_.jobs[i].milli())) {
         ++res_.schedule_calls;
         if (scheduler_->Schedule(*rt_[i].job).placed()) Start(i);
       }
@@ -495,7 +506,7 @@ void Sim::ScheduleNextFailure(bool node) {
 void Sim::TakeSample() {
   Sample s;
   s.t_s = now_;
-  s.allocated_gpus = static_cast<double>(allocated_gpus_);
+  s.allocated_gpus = static_cast<double>(allocated_milli_) / model::kMilliPerGpu;
   s.capacity_gpus = static_cast<double>(capacity_gpus_);
   s.unhealthy_gpus = unhealthy_gpus_;
   s.running = static_cast<int64_t>(running_.size());
@@ -545,18 +556,18 @@ void Sim::Pass(bool full) {
     return;
   }
   new_arrivals_.clear();
-  int32_t min_failed = INT32_MAX;
+  int64_t min_failed = INT64_MAX;  // milli-GPU
   bool blocked_seen = false;
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (pending_sizes_.empty() || min_failed <= pending_sizes_.begin()->first) break;
     const int32_t i = *it;
-    const int32_t g = w_.jobs[i].gpus;
-    if (FreeGpus() < pending_sizes_.begin()->first) {
+    const int64_t g = w_.jobs[i].milli();
+    if (!MayFit(pending_sizes_.begin()->first)) {
       if (!policy_.preempt_lower_bands) break;
       // LAS order is by band: once no running job has a worse band than this
       // one, nothing later can preempt either.
-      int32_t worst = static_cast<int32_t>(running_gpus_by_band_.size()) - 1;
-      while (worst >= 0 && running_gpus_by_band_[worst] == 0) --worst;
+      int32_t worst = static_cast<int32_t>(running_milli_by_band_.size()) - 1;
+      while (worst >= 0 && running_milli_by_band_[worst] == 0) --worst;
       if (rt_[i].facts.band >= worst) break;
     }
     if (g >= min_failed) {
@@ -686,14 +697,15 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   std::vector<double> jct, qd, sd;
   struct Cls {
     const char* name;
-    int32_t lo, hi;
+    int64_t lo, hi;  // milli-GPU
     std::vector<double> jct, qd, sd;
   };
-  std::vector<Cls> classes = {{"1", 1, 1, {}, {}, {}},
-                              {"2-8", 2, 8, {}, {}, {}},
-                              {"9-64", 9, 64, {}, {}, {}},
-                              {"65-512", 65, 512, {}, {}, {}},
-                              {"513+", 513, INT32_MAX, {}, {}, {}}};
+  std::vector<Cls> classes = {{"<1", 1, 999, {}, {}, {}},
+                              {"1", 1000, 1000, {}, {}, {}},
+                              {"2-8", 2000, 8000, {}, {}, {}},
+                              {"9-64", 9000, 64000, {}, {}, {}},
+                              {"65-512", 65000, 512000, {}, {}, {}},
+                              {"513+", 513000, INT64_MAX, {}, {}, {}}};
   std::vector<double> q_jct_sum(w_.queues.size(), 0);
   std::vector<int64_t> q_jct_n(w_.queues.size(), 0);
   if (opt_.keep_job_jcts) res_.jct_by_job.assign(n, NAN);
@@ -712,7 +724,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
     q_jct_sum[sj.queue] += c;
     ++q_jct_n[sj.queue];
     for (Cls& k : classes) {
-      if (sj.gpus >= k.lo && sj.gpus <= k.hi) {
+      if (sj.milli() >= k.lo && sj.milli() <= k.hi) {
         k.jct.push_back(c);
         k.qd.push_back(q);
         k.sd.push_back(s);

@@ -31,7 +31,7 @@ double MakespanLowerBound(const Workload& w, int64_t capacity_gpus) {
   for (const SimJob& j : w.jobs) lb = std::max(lb, j.submit_s + j.duration_s);
   double suffix = 0;
   for (size_t i = w.jobs.size(); i-- > 0;) {
-    suffix += w.jobs[i].gpus * w.jobs[i].duration_s;
+    suffix += w.jobs[i].gpu_units() * w.jobs[i].duration_s;
     lb = std::max(lb, w.jobs[i].submit_s + suffix / capacity_gpus);
   }
   return lb - first;
@@ -51,7 +51,8 @@ double GoodputBound(const Workload& w, const SimOptions& opt) {
       rate += std::ceil(j.gpus / gpn) / (f.node_failure_interval_s * nodes);
     }
     double c = j.checkpoint_s > 0 ? std::min(j.checkpoint_s, j.duration_s) : j.duration_s;
-    double gp = j.gpus * j.duration_s;
+    // A share fails with its whole GPU (rate above) but weighs its share.
+    double gp = j.gpu_units() * j.duration_s;
     demand += gp;
     lost += gp * rate * (c / 2 + j.restart_s);
   }
