@@ -125,8 +125,28 @@ class Sim final : public JobFactsSource {
   double now_ = 0;
   double last_t_ = 0;
 
-  std::set<int32_t, PendingLess> pending_{PendingLess{this}};
-  std::map<int64_t, int64_t> pending_sizes_;  // milli-GPU demand -> pending jobs
+  // Pending jobs by milli-GPU demand, each bucket in policy order. A pass
+  // merges the buckets smaller than the smallest demand that already failed,
+  // so it never walks over jobs it would skip (a pending queue of 10^5 jobs
+  // behind blocked gangs). Buckets are never erased (cursors stay valid);
+  // the number of distinct demands is small.
+  using PendingSet = std::set<int32_t, PendingLess>;
+  std::map<int64_t, PendingSet> pending_;
+  int64_t pending_count_ = 0;
+  // Smallest pending demand (milli); INT64_MAX when none.
+  int64_t MinPendingMilli() const;
+  // First pending job in policy order; -1 when none.
+  int32_t PendingHead() const;
+  struct Cursor {
+    int64_t milli;
+    PendingSet* set;
+    PendingSet::iterator it;
+  };
+  std::vector<Cursor> cursors_;  // Pass scratch
+  // With preemption: running jobs by LAS band, as (segment start, index),
+  // so victims (worst band, latest start first) come without a scan.
+  std::vector<std::set<std::pair<double, int32_t>>> running_by_band_;
+  void TrackRunning(int32_t i, bool add);
   std::vector<int32_t> new_arrivals_;
   double reserve_after_ = INFINITY;
   bool capacity_changed_ = false;
@@ -207,14 +227,43 @@ void Sim::Advance(double t) {
 void Sim::AddPending(int32_t i) {
   JobRt& r = rt_[i];
   r.status = Status::kPending;
-  pending_.insert(i);
-  ++pending_sizes_[w_.jobs[i].milli()];
+  pending_.try_emplace(w_.jobs[i].milli(), PendingLess{this}).first->second.insert(i);
+  ++pending_count_;
 }
 
 void Sim::RemovePending(int32_t i) {
-  pending_.erase(i);
-  auto it = pending_sizes_.find(w_.jobs[i].milli());
-  if (--it->second == 0) pending_sizes_.erase(it);
+  pending_.find(w_.jobs[i].milli())->second.erase(i);
+  --pending_count_;
+}
+
+int64_t Sim::MinPendingMilli() const {
+  for (const auto& [milli, set] : pending_) {
+    if (!set.empty()) return milli;
+  }
+  return INT64_MAX;
+}
+
+int32_t Sim::PendingHead() const {
+  int32_t head = -1;
+  PendingLess less{this};
+  for (const auto& [milli, set] : pending_) {
+    if (!set.empty() && (head < 0 || less(*set.begin(), head))) head = *set.begin();
+  }
+  return head;
+}
+
+void Sim::TrackRunning(int32_t i, bool add) {
+  if (!policy_.preempt_lower_bands) return;
+  const JobRt& r = rt_[i];
+  if (static_cast<size_t>(r.facts.band) >= running_by_band_.size()) {
+    running_by_band_.resize(r.facts.band + 1);
+  }
+  auto& set = running_by_band_[r.facts.band];
+  if (add) {
+    set.emplace(r.seg_start, i);
+  } else {
+    set.erase({r.seg_start, i});
+  }
 }
 
 void Sim::Arrive(int32_t i) {
@@ -279,27 +328,21 @@ bool Sim::TryPreempt(int32_t i) {
   // gang. A share may also use a partly free GPU, so only victims are needed.
   if (reclaimable == 0) return false;
   if (g >= model::kMilliPerGpu && reclaimable + FreeGpus() * model::kMilliPerGpu < g) return false;
-  // Victims: worst band first, then the most recently started.
-  std::vector<int32_t> victims;
-  for (int32_t v : running_) {
-    if (rt_[v].facts.band > band) victims.push_back(v);
-  }
-  std::sort(victims.begin(), victims.end(), [&](int32_t a, int32_t b) {
-    if (rt_[a].facts.band != rt_[b].facts.band) return rt_[a].facts.band > rt_[b].facts.band;
-    if (rt_[a].seg_start != rt_[b].seg_start) return rt_[a].seg_start > rt_[b].seg_start;
-    return a > b;
-  });
-  for (int32_t v : victims) {
-    Stop(v, Cause::kPreempt);
-    ++res_.preemptions;
-    AddPending(v);
-    capacity_changed_ = true;
-    if (!MayFit(g)) continue;
-    ++res_.schedule_calls;
-    sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
-    if (r.placed()) {
-      Start(i);
-      return true;
+  // Victims: worst band first, then the most recently started (then the
+  // highest index), taken from the back of each band's running set.
+  for (int32_t vb = static_cast<int32_t>(running_by_band_.size()) - 1; vb > band; --vb) {
+    while (!running_by_band_[vb].empty()) {
+      const int32_t v = std::prev(running_by_band_[vb].end())->second;
+      Stop(v, Cause::kPreempt);  // leaves running_by_band_
+      ++res_.preemptions;
+      AddPending(v);
+      capacity_changed_ = true;
+      if (!MayFit(g)) continue;
+      ++res_.schedule_calls;
+      if (scheduler_->Schedule(*rt_[i].job).placed()) {
+        Start(i);
+        return true;
+      }
     }
   }
   return false;
@@ -331,6 +374,7 @@ void Sim::Start(int32_t i) {
     running_milli_by_band_.resize(r.facts.band + 1, 0);
   }
   running_milli_by_band_[r.facts.band] += sj.milli();
+  TrackRunning(i, true);
   if (policy_.uses_las_bands) {
     double band_end = opt_.las.BandEnd(r.facts.band);
     if (std::isfinite(band_end)) {
@@ -367,6 +411,7 @@ void Sim::Stop(int32_t i, Cause cause) {
   loss_total_ += g * (overhead + lost);
   r.facts.attained_gpu_s += g * seg;
   running_milli_by_band_[r.facts.band] -= sj.milli();
+  TrackRunning(i, false);  // before the band moves
   // Bands never go back: a demotion decided at a threshold crossing must
   // survive floating-point rounding of the attained service.
   r.facts.band = std::max(r.facts.band, opt_.las.Band(r.facts.attained_gpu_s));
@@ -407,6 +452,7 @@ void Sim::Demote(int32_t i) {
   if (r.facts.band >= last_band) return;
   const int32_t band = r.facts.band + 1;
   running_milli_by_band_[r.facts.band] -= sj.milli();
+  TrackRunning(i, false);
   // The band is recorded for victim selection only; attained service itself
   // is settled when the segment stops. The job is running, so it is not in
   // the pending set whose order depends on it.
@@ -414,6 +460,7 @@ void Sim::Demote(int32_t i) {
   if (static_cast<size_t>(band) >= running_milli_by_band_.size())
     running_milli_by_band_.resize(band + 1, 0);
   running_milli_by_band_[band] += sj.milli();
+  TrackRunning(i, true);
   capacity_changed_ = true;  // pending jobs of better bands may preempt it now
   double band_end = opt_.las.BandEnd(band);
   if (std::isfinite(band_end)) {
@@ -510,7 +557,7 @@ void Sim::TakeSample() {
   s.capacity_gpus = static_cast<double>(capacity_gpus_);
   s.unhealthy_gpus = unhealthy_gpus_;
   s.running = static_cast<int64_t>(running_.size());
-  s.pending = static_cast<int64_t>(pending_.size());
+  s.pending = pending_count_;
   double alloc = alloc_integral_ - last_sample_alloc_;
   double loss = loss_total_ - last_sample_loss_;
   s.goodput = alloc > 0 ? std::clamp(1 - loss / alloc, 0.0, 1.0) : 1.0;
@@ -536,33 +583,49 @@ void Sim::TakeSample() {
 }
 
 void Sim::Pass(bool full) {
-  if (pending_.empty()) {
+  if (pending_count_ == 0) {
     new_arrivals_.clear();
     return;
   }
   if (!full) {
     // Only new jobs can change anything: capacity did not grow.
-    const int32_t head = *pending_.begin();
+    const int32_t head = PendingHead();
     const bool head_reserved = now_ - w_.jobs[head].submit_s >= reserve_after_;
     std::vector<int32_t> arrivals;
     arrivals.swap(new_arrivals_);
     std::sort(arrivals.begin(), arrivals.end(), PendingLess{this});
     for (int32_t i : arrivals) {
       if (rt_[i].status != Status::kPending) continue;
-      const bool is_head = i == *pending_.begin();
+      const bool is_head = i == PendingHead();
       if (!is_head && (!policy_.backfill || head_reserved)) continue;
       TryPlace(i);
     }
+    new_arrivals_.swap(arrivals);  // keeps the capacity
+    new_arrivals_.clear();
     return;
   }
   new_arrivals_.clear();
+  // The walk visits pending jobs in policy order, but only those smaller
+  // than the smallest that failed in this pass (a larger one cannot fit
+  // where a smaller one did not): a merge of the size buckets below
+  // min_failed, each read through a cursor.
+  cursors_.clear();
+  for (auto& [milli, set] : pending_) cursors_.push_back({milli, &set, set.begin()});
+  const PendingLess less{this};
   int64_t min_failed = INT64_MAX;  // milli-GPU
   bool blocked_seen = false;
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (pending_sizes_.empty() || min_failed <= pending_sizes_.begin()->first) break;
-    const int32_t i = *it;
-    const int64_t g = w_.jobs[i].milli();
-    if (!MayFit(pending_sizes_.begin()->first)) {
+  for (;;) {
+    const int64_t min_pending = MinPendingMilli();
+    if (min_failed <= min_pending) break;
+    Cursor* next = nullptr;
+    for (Cursor& c : cursors_) {
+      if (c.milli >= min_failed || c.it == c.set->end()) continue;
+      if (next == nullptr || less(*c.it, *next->it)) next = &c;
+    }
+    if (next == nullptr) break;
+    const int32_t i = *next->it;
+    const int64_t g = next->milli;
+    if (!MayFit(min_pending)) {
       if (!policy_.preempt_lower_bands) break;
       // LAS order is by band: once no running job has a worse band than this
       // one, nothing later can preempt either.
@@ -570,12 +633,15 @@ void Sim::Pass(bool full) {
       while (worst >= 0 && running_milli_by_band_[worst] == 0) --worst;
       if (rt_[i].facts.band >= worst) break;
     }
-    if (g >= min_failed) {
-      ++it;
-      continue;
+    ++next->it;  // Start() erases i
+    const int64_t preemptions = res_.preemptions;
+    const bool placed = TryPlace(i);
+    if (res_.preemptions != preemptions) {
+      // Victims joined the queue behind i (worse bands): visit them too.
+      cursors_.clear();
+      for (auto& [milli, set] : pending_) cursors_.push_back({milli, &set, set.upper_bound(i)});
     }
-    ++it;  // Start() erases i; victims of a preemption are inserted later in the order
-    if (TryPlace(i)) continue;
+    if (placed) continue;
     min_failed = g;
     if (!policy_.backfill) break;
     if (!blocked_seen && now_ - w_.jobs[i].submit_s >= reserve_after_) break;
@@ -638,7 +704,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
     if (!std::isfinite(t)) break;
     // Stuck: nothing runs, nothing arrives, nothing is being repaired.
     if (running_.empty() && next_arrival >= n && pending_repairs == 0 && t_arr == INFINITY &&
-        !pending_.empty() && !capacity_changed_ && new_arrivals_.empty()) {
+        pending_count_ > 0 && !capacity_changed_ && new_arrivals_.empty()) {
       break;
     }
     Advance(t);
