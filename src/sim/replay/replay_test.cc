@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "common/clock.h"
 #include "sched/plugins/default_registry.h"
@@ -373,6 +374,32 @@ TEST(ReplayWorkload, SyntheticIsDeterministicAndShaped) {
   EXPECT_LT(big, 1200);
   EXPECT_TRUE(ValidateWorkload(*a).ok());
   EXPECT_FALSE(ParseSizeMix("1:0.5,x").ok());
+}
+
+TEST(ReplayWorkload, PerJobCheckpointMixLeavesTheRestUnchanged) {
+  SyntheticWorkloadSpec s;
+  s.jobs = 3000;
+  auto plain = GenerateSyntheticWorkload(s);
+  auto mix = ParseDurationMix("--checkpoint-mix", "10m:1,1h:2,0:1");
+  ASSERT_TRUE(mix.ok()) << mix.status();
+  EXPECT_EQ(*mix, (std::vector<std::pair<double, double>>{{600, 1}, {3600, 2}, {0, 1}}));
+  s.checkpoint_mix = *mix;
+  auto mixed = GenerateSyntheticWorkload(s);
+  ASSERT_TRUE(plain.ok() && mixed.ok());
+  std::map<double, int> seen;
+  for (size_t i = 0; i < mixed->jobs.size(); ++i) {
+    EXPECT_EQ(mixed->jobs[i].submit_s, plain->jobs[i].submit_s);
+    EXPECT_EQ(mixed->jobs[i].duration_s, plain->jobs[i].duration_s);
+    EXPECT_EQ(mixed->jobs[i].gpus, plain->jobs[i].gpus);
+    ++seen[mixed->jobs[i].checkpoint_s];
+  }
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_NEAR(seen[3600] / 3000.0, 0.5, 0.05);
+  EXPECT_NEAR(seen[0] / 3000.0, 0.25, 0.05);
+  EXPECT_FALSE(ParseDurationMix("--checkpoint-mix", "10m").ok());
+  EXPECT_FALSE(ParseDurationMix("--checkpoint-mix", "soon:1").ok());
+  s.checkpoint_mix = {{-1, 1}};
+  EXPECT_FALSE(GenerateSyntheticWorkload(s).ok());
 }
 
 }  // namespace
