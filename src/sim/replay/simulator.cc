@@ -760,69 +760,14 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   res_.unfinished = n - done_;
 
   // Metrics.
-  std::vector<double> jct, qd, sd;
-  struct Cls {
-    const char* name;
-    int64_t lo, hi;  // milli-GPU
-    std::vector<double> jct, qd, sd;
-  };
-  std::vector<Cls> classes = {{"<1", 1, 999, {}, {}, {}},
-                              {"1", 1000, 1000, {}, {}, {}},
-                              {"2-8", 2000, 8000, {}, {}, {}},
-                              {"9-64", 9000, 64000, {}, {}, {}},
-                              {"65-512", 65000, 512000, {}, {}, {}},
-                              {"513+", 513000, INT64_MAX, {}, {}, {}}};
-  std::vector<double> q_jct_sum(w_.queues.size(), 0);
-  std::vector<int64_t> q_jct_n(w_.queues.size(), 0);
-  if (opt_.keep_job_jcts) res_.jct_by_job.assign(n, NAN);
-  jct.reserve(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const JobRt& r = rt_[i];
-    if (r.status != Status::kDone) continue;
-    const SimJob& sj = w_.jobs[i];
-    double c = r.finish - sj.submit_s;
-    double q = r.first_start - sj.submit_s;
-    double s = c / std::max(sj.duration_s, 1.0);
-    jct.push_back(c);
-    qd.push_back(q);
-    sd.push_back(s);
-    if (opt_.keep_job_jcts) res_.jct_by_job[i] = c;
-    q_jct_sum[sj.queue] += c;
-    ++q_jct_n[sj.queue];
-    for (Cls& k : classes) {
-      if (sj.milli() >= k.lo && sj.milli() <= k.hi) {
-        k.jct.push_back(c);
-        k.qd.push_back(q);
-        k.sd.push_back(s);
-      }
+  {
+    std::vector<double> first_start(n, NAN), finish(n, NAN);
+    for (int64_t i = 0; i < n; ++i) {
+      if (rt_[i].status != Status::kDone) continue;
+      first_start[i] = rt_[i].first_start;
+      finish[i] = rt_[i].finish;
     }
-  }
-  res_.jct = MakeDist(jct);
-  res_.queue_delay = MakeDist(qd);
-  res_.slowdown = MakeDist(sd);
-  for (Cls& k : classes) {
-    if (k.jct.empty()) continue;
-    res_.by_size.push_back(
-        {k.name, MakeDist(std::move(k.jct)), MakeDist(std::move(k.qd)), MakeDist(std::move(k.sd))});
-  }
-  std::sort(jct.begin(), jct.end());
-  const size_t points = 2000;
-  if (jct.size() <= points) {
-    res_.jct_sorted = jct;
-  } else {
-    for (size_t k = 0; k < points; ++k)
-      res_.jct_sorted.push_back(jct[k * (jct.size() - 1) / (points - 1)]);
-  }
-  double total_alloc = 0;
-  for (double a : q_alloc_) total_alloc += a;
-  for (size_t q = 0; q < w_.queues.size(); ++q) {
-    QueueShare s;
-    s.queue = w_.queues[q];
-    s.gpu_hours = q_alloc_[q] / 3600;
-    s.share = total_alloc > 0 ? q_alloc_[q] / total_alloc : 0;
-    s.entitlement = 1.0 / w_.queues.size();
-    s.mean_jct_s = q_jct_n[q] > 0 ? q_jct_sum[q] / q_jct_n[q] : 0;
-    res_.queues.push_back(s);
+    AddJobMetrics(w_, first_start, finish, q_alloc_, opt_.keep_job_jcts, &res_);
   }
   res_.jain_mean = jain_n_ > 0 ? jain_sum_ / jain_n_ : 1;
   res_.useful_gpu_s = res_.allocated_gpu_s - res_.failure_lost_gpu_s - res_.failure_restart_gpu_s -
