@@ -1,7 +1,6 @@
 #include "trace/openb.h"
 
-#include <fstream>
-#include <sstream>
+#include <algorithm>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -9,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "model/node_topology.h"
+#include "trace/csv.h"
 
 namespace tessera::trace {
 namespace {
@@ -19,63 +19,15 @@ constexpr const char* kPodHeader11 =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
     "deletion_time,scheduled_time";
 
-// Iterates the data lines of a CSV: `visit(line_no, fields)`.
-template <typename Visit>
-absl::Status ForEachRow(absl::string_view text, absl::string_view file,
-                        const std::vector<std::string>& headers, size_t* columns, Visit&& visit) {
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
-  if (lines.empty() || absl::StripTrailingAsciiWhitespace(lines[0]).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ":1: empty file, expected a header"));
-  }
-  absl::string_view header = absl::StripTrailingAsciiWhitespace(lines[0]);
-  *columns = 0;
-  for (const std::string& h : headers) {
-    if (header == h) *columns = std::count(h.begin(), h.end(), ',') + 1;
-  }
-  if (*columns == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ":1: unexpected header \"", header,
-                                                   "\"; expected \"",
-                                                   absl::StrJoin(headers, "\" or \""), "\""));
-  }
-  std::vector<std::string> names = absl::StrSplit(header, ',');
-  for (size_t i = 1; i < lines.size(); ++i) {
-    absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i]);
-    if (line.empty()) continue;
-    std::vector<absl::string_view> f = absl::StrSplit(line, ',');
-    if (f.size() != *columns) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ":", i + 1, ": expected ", *columns, " columns, got ", f.size()));
-    }
-    absl::Status s = visit(i + 1, f, names);
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+// The loaders below name fields through the shared CSV helpers.
+absl::Status Bad(absl::string_view file, size_t line, size_t col, const CsvColumns& names,
+                 absl::string_view msg) {
+  return CsvFieldError(file, line, col, names, msg);
 }
 
-absl::Status Bad(absl::string_view file, size_t line, size_t col,
-                 const std::vector<std::string>& names, absl::string_view msg) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(file, ":", line, ": column ", col + 1, " (", names[col], "): ", msg));
-}
-
-absl::Status Int(absl::string_view file, size_t line, size_t col,
-                 const std::vector<std::string>& names, absl::string_view v, int64_t lo, int64_t hi,
-                 int64_t* out) {
-  if (!absl::SimpleAtoi(v, out)) {
-    return Bad(file, line, col, names, absl::StrCat("expected an integer, got \"", v, "\""));
-  }
-  if (*out < lo || *out > hi) {
-    return Bad(file, line, col, names, absl::StrCat("must be in ", lo, "..", hi, ", got ", *out));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+absl::Status Int(absl::string_view file, size_t line, size_t col, const CsvColumns& names,
+                 absl::string_view v, int64_t lo, int64_t hi, int64_t* out) {
+  return CsvInt(file, line, col, names, v, lo, hi, out);
 }
 
 constexpr int64_t kMax = int64_t{1} << 40;
@@ -87,29 +39,29 @@ absl::StatusOr<std::vector<OpenbNode>> ParseOpenbNodes(absl::string_view text,
   std::vector<OpenbNode> out;
   size_t columns = 0;
   absl::Status s =
-      ForEachRow(text, file, {kNodeHeader}, &columns,
-                 [&](size_t line, const std::vector<absl::string_view>& f,
-                     const std::vector<std::string>& names) -> absl::Status {
-                   OpenbNode n;
-                   n.sn = std::string(f[0]);
-                   if (n.sn.empty()) return Bad(file, line, 0, names, "must not be empty");
-                   int64_t gpu = 0;
-                   absl::Status st = Int(file, line, 1, names, f[1], 0, kMax, &n.cpu_milli);
-                   if (st.ok()) st = Int(file, line, 2, names, f[2], 0, kMax, &n.memory_mib);
-                   if (st.ok())
-                     st = Int(file, line, 3, names, f[3], 0, model::kMaxGpusPerNode, &gpu);
-                   if (!st.ok()) return st;
-                   n.gpu = static_cast<int32_t>(gpu);
-                   n.model = std::string(f[4]);
-                   if (n.gpu > 0 && n.model.empty()) {
-                     return Bad(file, line, 4, names, "a node with GPUs needs a GPU model");
-                   }
-                   if (n.gpu == 0 && !n.model.empty()) {
-                     return Bad(file, line, 4, names, "a node without GPUs has no GPU model");
-                   }
-                   out.push_back(std::move(n));
-                   return absl::OkStatus();
-                 });
+      ForEachCsvRow(text, file, {kNodeHeader}, &columns,
+                    [&](size_t line, const std::vector<absl::string_view>& f,
+                        const std::vector<std::string>& names) -> absl::Status {
+                      OpenbNode n;
+                      n.sn = std::string(f[0]);
+                      if (n.sn.empty()) return Bad(file, line, 0, names, "must not be empty");
+                      int64_t gpu = 0;
+                      absl::Status st = Int(file, line, 1, names, f[1], 0, kMax, &n.cpu_milli);
+                      if (st.ok()) st = Int(file, line, 2, names, f[2], 0, kMax, &n.memory_mib);
+                      if (st.ok())
+                        st = Int(file, line, 3, names, f[3], 0, model::kMaxGpusPerNode, &gpu);
+                      if (!st.ok()) return st;
+                      n.gpu = static_cast<int32_t>(gpu);
+                      n.model = std::string(f[4]);
+                      if (n.gpu > 0 && n.model.empty()) {
+                        return Bad(file, line, 4, names, "a node with GPUs needs a GPU model");
+                      }
+                      if (n.gpu == 0 && !n.model.empty()) {
+                        return Bad(file, line, 4, names, "a node without GPUs has no GPU model");
+                      }
+                      out.push_back(std::move(n));
+                      return absl::OkStatus();
+                    });
   if (!s.ok()) return s;
   return out;
 }
@@ -118,7 +70,7 @@ absl::StatusOr<std::vector<OpenbPod>> ParseOpenbPods(absl::string_view text,
                                                      absl::string_view file) {
   std::vector<OpenbPod> out;
   size_t columns = 0;
-  absl::Status s = ForEachRow(
+  absl::Status s = ForEachCsvRow(
       text, file, {kPodHeader11, kPodHeader5}, &columns,
       [&](size_t line, const std::vector<absl::string_view>& f,
           const std::vector<std::string>& names) -> absl::Status {
@@ -167,13 +119,13 @@ absl::StatusOr<std::vector<OpenbPod>> ParseOpenbPods(absl::string_view text,
 }
 
 absl::StatusOr<std::vector<OpenbNode>> LoadOpenbNodes(const std::string& path) {
-  auto text = ReadFile(path);
+  auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   return ParseOpenbNodes(*text, path);
 }
 
 absl::StatusOr<std::vector<OpenbPod>> LoadOpenbPods(const std::string& path) {
-  auto text = ReadFile(path);
+  auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   return ParseOpenbPods(*text, path);
 }

@@ -17,8 +17,7 @@
 #include "sim/replay/report.h"
 #include "sim/replay/simulator.h"
 #include "sim/replay/synthetic_workload.h"
-#include "sim/replay/trace/openb_reader.h"
-#include "sim/replay/trace/philly_reader.h"
+#include "sim/replay/trace_workload.h"
 
 namespace tessera::sim::replay {
 
@@ -37,6 +36,24 @@ absl::StatusOr<double> ParseSeconds(const std::string& flag, const std::string& 
   if (absl::ParseDuration(value, &d) && d >= absl::ZeroDuration()) return absl::ToDoubleSeconds(d);
   return absl::InvalidArgumentError(absl::StrCat(
       flag, ": \"", value, "\" is not a duration (seconds, or e.g. 30m, 2.5h, 1d, 1w)"));
+}
+
+absl::StatusOr<std::vector<std::pair<double, double>>> ParseDurationMix(const std::string& flag,
+                                                                        const std::string& value) {
+  std::vector<std::pair<double, double>> out;
+  for (absl::string_view part : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(part, ':');
+    double w = 0;
+    if (kv.size() != 2 || !absl::SimpleAtod(kv[1], &w) || !(w > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": \"", part, "\" is not DURATION:WEIGHT with WEIGHT > 0"));
+    }
+    auto d = ParseSeconds(flag, kv[0]);
+    if (!d.ok()) return d.status();
+    out.push_back({*d, w});
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": empty"));
+  return out;
 }
 
 namespace {
@@ -59,6 +76,7 @@ struct Flags {
   std::string gpu_repair = "4h";
   std::string node_repair = "12h";
   std::string checkpoint = "30m";
+  std::string checkpoint_mix;  // synthetic: per-job intervals
   std::string restart = "5m";
   std::string reserve_after;  // empty: each policy's own
   std::string las_thresholds = "3600,36000";
@@ -164,6 +182,11 @@ absl::Status Run(const Flags& f) {
       return s;
     }
     if (auto s = sec("--duration-max", f.duration_max, &spec.duration_max_s); !s.ok()) return s;
+    if (!f.checkpoint_mix.empty()) {
+      auto mix = ParseDurationMix("--checkpoint-mix", f.checkpoint_mix);
+      if (!mix.ok()) return mix.status();
+      spec.checkpoint_mix = *mix;
+    }
     if (!f.size_mix.empty()) {
       auto mix = ParseSizeMix(f.size_mix);
       if (!mix.ok()) return mix.status();
@@ -286,6 +309,10 @@ void RegisterSimReplayCommands(CLI::App& sim) {
   c->add_option("--node-repair", f.node_repair)->capture_default_str();
   c->add_option("--checkpoint", f.checkpoint, "checkpoint interval of every job (0: none)")
       ->capture_default_str();
+  c->add_option(
+      "--checkpoint-mix", f.checkpoint_mix,
+      "synthetic: per-job checkpoint intervals INTERVAL:WEIGHT,... (e.g. 10m:1,30m:2,0:1; "
+      "0: never); replaces --checkpoint");
   c->add_option("--restart", f.restart, "restart overhead after a failure or preemption")
       ->capture_default_str();
   c->add_option("--reserve-after", f.reserve_after,

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "common/clock.h"
 #include "sched/plugins/default_registry.h"
@@ -236,6 +237,87 @@ TEST(ReplayMetrics, GoodputBoundFollowsCheckpointModel) {
   EXPECT_NEAR(GoodputBound(w, o), 0.94, 1e-12);
 }
 
+SimJob Share(double submit, double duration, int32_t milli) {
+  SimJob j = J(submit, duration, 1);
+  j.gpu_milli = milli;
+  return j;
+}
+
+TEST(ReplaySharedGpu, SharesPackOntoOneGpuAndCountAsFractions) {
+  // One GPU. A and B (0.5 each) share it 0-100; C (0.6, at 10) cannot join
+  // them and runs 100-150; D (a whole GPU, at 20, 60 s) runs 150-210. Every
+  // policy agrees here (no priorities; C is older and shorter than D).
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {Share(0, 100, 500), Share(0, 100, 500), Share(10, 50, 600), J(20, 60, 1)};
+  ASSERT_TRUE(ValidateWorkload(w).ok());
+  EXPECT_DOUBLE_EQ(w.GpuSeconds(), 0.5 * 100 * 2 + 0.6 * 50 + 60);
+  SimOptions o = Fleet(1, 1);
+  o.sample_interval_s = 10;
+  for (std::string p : {"fifo", "sjf", "las", "default"}) {
+    PolicyResult r = RunOne(w, o, p);
+    ASSERT_EQ(r.completed, 4) << p;
+    ExpectJcts(r, {100, 100, 140, 190});
+    EXPECT_DOUBLE_EQ(r.allocated_gpu_s, 190) << p;  // GPU-fraction seconds
+    EXPECT_DOUBLE_EQ(r.demand_gpu_s, 190) << p;
+    EXPECT_DOUBLE_EQ(r.makespan_s, 210) << p;
+    EXPECT_DOUBLE_EQ(r.utilization, 190.0 / 210) << p;
+    double peak = 0;
+    for (const Sample& s : r.series) peak = std::max(peak, s.allocated_gpus);
+    EXPECT_DOUBLE_EQ(peak, 1.0) << p;  // two halves, never more than the GPU
+    ASSERT_FALSE(r.by_size.empty());
+    EXPECT_EQ(r.by_size[0].name, "<1") << p;
+    EXPECT_EQ(r.by_size[0].jct.n, 3) << p;
+  }
+  // As whole GPUs the same pods would serialise: B would end at 200.
+  Workload whole = w;
+  for (SimJob& j : whole.jobs) j.gpu_milli = 1000;
+  EXPECT_DOUBLE_EQ(RunOne(whole, o, "fifo").jct_by_job[1], 200);
+}
+
+TEST(ReplaySharedGpu, FailureKillsEverySharerWithAccountingInFractions) {
+  // Two 0.5 shares on GPU 0 of the only node, checkpoint 30 s, restart 10 s.
+  // GPU 0 fails at 45 (repaired at 55): both lose 15 s of work; they restart
+  // at 55 and need 10 + 70 s more: done at 135.
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {Share(0, 100, 500), Share(0, 100, 500)};
+  for (SimJob& j : w.jobs) {
+    j.checkpoint_s = 30;
+    j.restart_s = 10;
+  }
+  SimOptions o = Fleet(1, 1);
+  o.scripted_failures = {{.t_s = 45, .node = 0, .gpu = 0, .repair_s = 10}};
+  PolicyResult r = RunOne(w, o, "default");
+  ExpectJcts(r, {135, 135});
+  EXPECT_EQ(r.gang_kills, 2);
+  EXPECT_DOUBLE_EQ(r.failure_lost_gpu_s, 2 * 0.5 * 15);
+  EXPECT_DOUBLE_EQ(r.failure_restart_gpu_s, 2 * 0.5 * 10);
+  EXPECT_DOUBLE_EQ(r.useful_gpu_s, 100);
+  EXPECT_DOUBLE_EQ(r.allocated_gpu_s, 2 * 0.5 * (45 + 80));
+}
+
+TEST(ReplayMetrics, JainIndexAcrossQueues) {
+  // Two queues, one 2-GPU job each on 2 GPUs. FIFO runs a's job 0-100 (a
+  // gets all, b none: Jain 0.5) then b's 100-200 (only b active: 1).
+  // Samples every 10 s count while some queue has demand: 10..90 -> 0.5,
+  // 100..190 -> 1 (at 100 a is done and b not yet started: one active queue).
+  Workload w;
+  w.queues = {"a", "b"};
+  w.jobs = {J(0, 100, 2), J(0, 100, 2)};
+  w.jobs[1].queue = 1;
+  SimOptions o = Fleet(1, 2);
+  o.sample_interval_s = 10;
+  PolicyResult r = RunOne(w, o, "fifo");
+  EXPECT_NEAR(r.jain_mean, (9 * 0.5 + 10 * 1.0) / 19, 1e-12);
+  ASSERT_EQ(r.queues.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.queues[0].share, 0.5);
+  EXPECT_DOUBLE_EQ(r.queues[1].share, 0.5);
+  EXPECT_DOUBLE_EQ(r.queues[0].entitlement, 0.5);
+  // Both at once on 4 GPUs: perfectly fair.
+  EXPECT_DOUBLE_EQ(RunOne(w, Fleet(1, 4), "fifo").jain_mean, 1.0);
+}
+
 TEST(ReplayPolicies, RegistryAndErrors) {
   PolicyRegistry r = PolicyRegistry::Builtin();
   EXPECT_EQ(r.Names(), (std::vector<std::string>{"default", "fifo", "las", "sjf"}));
@@ -292,6 +374,32 @@ TEST(ReplayWorkload, SyntheticIsDeterministicAndShaped) {
   EXPECT_LT(big, 1200);
   EXPECT_TRUE(ValidateWorkload(*a).ok());
   EXPECT_FALSE(ParseSizeMix("1:0.5,x").ok());
+}
+
+TEST(ReplayWorkload, PerJobCheckpointMixLeavesTheRestUnchanged) {
+  SyntheticWorkloadSpec s;
+  s.jobs = 3000;
+  auto plain = GenerateSyntheticWorkload(s);
+  auto mix = ParseDurationMix("--checkpoint-mix", "10m:1,1h:2,0:1");
+  ASSERT_TRUE(mix.ok()) << mix.status();
+  EXPECT_EQ(*mix, (std::vector<std::pair<double, double>>{{600, 1}, {3600, 2}, {0, 1}}));
+  s.checkpoint_mix = *mix;
+  auto mixed = GenerateSyntheticWorkload(s);
+  ASSERT_TRUE(plain.ok() && mixed.ok());
+  std::map<double, int> seen;
+  for (size_t i = 0; i < mixed->jobs.size(); ++i) {
+    EXPECT_EQ(mixed->jobs[i].submit_s, plain->jobs[i].submit_s);
+    EXPECT_EQ(mixed->jobs[i].duration_s, plain->jobs[i].duration_s);
+    EXPECT_EQ(mixed->jobs[i].gpus, plain->jobs[i].gpus);
+    ++seen[mixed->jobs[i].checkpoint_s];
+  }
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_NEAR(seen[3600] / 3000.0, 0.5, 0.05);
+  EXPECT_NEAR(seen[0] / 3000.0, 0.25, 0.05);
+  EXPECT_FALSE(ParseDurationMix("--checkpoint-mix", "10m").ok());
+  EXPECT_FALSE(ParseDurationMix("--checkpoint-mix", "soon:1").ok());
+  s.checkpoint_mix = {{-1, 1}};
+  EXPECT_FALSE(GenerateSyntheticWorkload(s).ok());
 }
 
 }  // namespace

@@ -102,6 +102,14 @@ class Sim final : public JobFactsSource {
   void TakeSample();
   void Pass(bool full);
   int64_t FreeGpus() const;
+  // False only when no placement of `milli` milli-GPU can exist now: whole
+  // GPUs need that many entirely free GPUs, a share needs some free share on
+  // a schedulable node. An upper bound used to skip hopeless Schedule calls.
+  bool MayFit(int64_t milli) const;
+  // The same for job `i` with its gang shape: its members of whole GPUs must
+  // fit on the nodes' whole free GPUs (the cluster's free histograms). Only
+  // Schedule calls that must fail are skipped; results do not change.
+  bool MayFitJob(int32_t i) const;
   void ScheduleNextFailure(bool node);
 
   const Workload& w_;
@@ -121,13 +129,33 @@ class Sim final : public JobFactsSource {
   double now_ = 0;
   double last_t_ = 0;
 
-  std::set<int32_t, PendingLess> pending_{PendingLess{this}};
-  std::map<int32_t, int64_t> pending_sizes_;
+  // Pending jobs by milli-GPU demand, each bucket in policy order. A pass
+  // merges the buckets smaller than the smallest demand that already failed,
+  // so it never walks over jobs it would skip (a pending queue of 10^5 jobs
+  // behind blocked gangs). Buckets are never erased (cursors stay valid);
+  // the number of distinct demands is small.
+  using PendingSet = std::set<int32_t, PendingLess>;
+  std::map<int64_t, PendingSet> pending_;
+  int64_t pending_count_ = 0;
+  // Smallest pending demand (milli); INT64_MAX when none.
+  int64_t MinPendingMilli() const;
+  // First pending job in policy order; -1 when none.
+  int32_t PendingHead() const;
+  struct Cursor {
+    int64_t milli;
+    PendingSet* set;
+    PendingSet::iterator it;
+  };
+  std::vector<Cursor> cursors_;  // Pass scratch
+  // With preemption: running jobs by LAS band, as (segment start, index),
+  // so victims (worst band, latest start first) come without a scan.
+  std::vector<std::set<std::pair<double, int32_t>>> running_by_band_;
+  void TrackRunning(int32_t i, bool add);
   std::vector<int32_t> new_arrivals_;
   double reserve_after_ = INFINITY;
   bool capacity_changed_ = false;
   std::vector<int32_t> running_;
-  std::vector<int64_t> running_gpus_by_band_;
+  std::vector<int64_t> running_milli_by_band_;
 
   // Fleet.
   int32_t gpn_ = 8;
@@ -141,11 +169,11 @@ class Sim final : public JobFactsSource {
 
   // Accounting.
   PolicyResult res_;
-  int64_t allocated_gpus_ = 0;
+  int64_t allocated_milli_ = 0;
   double alloc_integral_ = 0;
   double loss_total_ = 0;
   double last_sample_alloc_ = 0, last_sample_loss_ = 0;
-  std::vector<int64_t> q_running_, q_demand_;
+  std::vector<int64_t> q_running_, q_demand_;  // milli-GPU
   std::vector<double> q_alloc_;
   double jain_sum_ = 0;
   int64_t jain_n_ = 0;
@@ -187,9 +215,25 @@ int64_t Sim::FreeGpus() const {
   return f;
 }
 
+bool Sim::MayFit(int64_t milli) const {
+  if (milli >= model::kMilliPerGpu) return FreeGpus() * model::kMilliPerGpu >= milli;
+  return !state_.class_infos(/*with_free_gpu=*/true).empty();
+}
+
+bool Sim::MayFitJob(int32_t i) const {
+  const SimJob& sj = w_.jobs[i];
+  if (sj.gpu_milli < model::kMilliPerGpu) return MayFit(sj.milli());
+  const GangShape shape = ShapeFor(sj.gpus, gpn_);
+  int64_t members = 0;
+  for (sched::ModelId m = 0; m < state_.num_models() && members < shape.members; ++m) {
+    members += state_.cluster_free(m).MembersThatFit(shape.per_member);
+  }
+  return members >= shape.members;
+}
+
 void Sim::Advance(double t) {
   if (t > now_) {
-    alloc_integral_ += static_cast<double>(allocated_gpus_) * (t - now_);
+    alloc_integral_ += static_cast<double>(allocated_milli_) / model::kMilliPerGpu * (t - now_);
     now_ = t;
     clock_.SetTime(epoch_ + absl::Seconds(t));
   }
@@ -198,14 +242,43 @@ void Sim::Advance(double t) {
 void Sim::AddPending(int32_t i) {
   JobRt& r = rt_[i];
   r.status = Status::kPending;
-  pending_.insert(i);
-  ++pending_sizes_[w_.jobs[i].gpus];
+  pending_.try_emplace(w_.jobs[i].milli(), PendingLess{this}).first->second.insert(i);
+  ++pending_count_;
 }
 
 void Sim::RemovePending(int32_t i) {
-  pending_.erase(i);
-  auto it = pending_sizes_.find(w_.jobs[i].gpus);
-  if (--it->second == 0) pending_sizes_.erase(it);
+  pending_.find(w_.jobs[i].milli())->second.erase(i);
+  --pending_count_;
+}
+
+int64_t Sim::MinPendingMilli() const {
+  for (const auto& [milli, set] : pending_) {
+    if (!set.empty()) return milli;
+  }
+  return INT64_MAX;
+}
+
+int32_t Sim::PendingHead() const {
+  int32_t head = -1;
+  PendingLess less{this};
+  for (const auto& [milli, set] : pending_) {
+    if (!set.empty() && (head < 0 || less(*set.begin(), head))) head = *set.begin();
+  }
+  return head;
+}
+
+void Sim::TrackRunning(int32_t i, bool add) {
+  if (!policy_.preempt_lower_bands) return;
+  const JobRt& r = rt_[i];
+  if (static_cast<size_t>(r.facts.band) >= running_by_band_.size()) {
+    running_by_band_.resize(r.facts.band + 1);
+  }
+  auto& set = running_by_band_[r.facts.band];
+  if (add) {
+    set.emplace(r.seg_start, i);
+  } else {
+    set.erase({r.seg_start, i});
+  }
 }
 
 void Sim::Arrive(int32_t i) {
@@ -215,7 +288,7 @@ void Sim::Arrive(int32_t i) {
   r.facts.submit_s = sj.submit_s;
   r.facts.duration_s = sj.duration_s;
   r.facts.band = opt_.las.Band(0);
-  if (sj.gpus > capacity_gpus_) {
+  if (sj.milli() > capacity_gpus_ * model::kMilliPerGpu) {
     r.status = Status::kRejected;
     ++res_.rejected;
     ++done_;
@@ -231,7 +304,7 @@ void Sim::Arrive(int32_t i) {
   g.name = "worker";
   g.count = shape.members;
   g.resources.gpus = shape.per_member;
-  g.resources.gpu_milli = model::kMilliPerGpu;
+  g.resources.gpu_milli = sj.gpu_milli;  // < 1000: a shared GPU (shape 1 x 1)
   g.resources.cpu_milli = 1000;
   g.resources.memory_mib = 1024;
   job->groups.push_back(std::move(g));
@@ -242,14 +315,13 @@ void Sim::Arrive(int32_t i) {
                               : model::TopologyLevel::kBlock;
   }
   r.job = std::move(job);
-  q_demand_[sj.queue] += sj.gpus;
+  q_demand_[sj.queue] += sj.milli();
   AddPending(i);
   new_arrivals_.push_back(i);
 }
 
 bool Sim::TryPlace(int32_t i) {
-  const int32_t g = w_.jobs[i].gpus;
-  if (FreeGpus() >= g) {
+  if (MayFitJob(i)) {
     ++res_.schedule_calls;
     sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
     if (r.placed()) {
@@ -262,33 +334,30 @@ bool Sim::TryPlace(int32_t i) {
 }
 
 bool Sim::TryPreempt(int32_t i) {
-  const int32_t g = w_.jobs[i].gpus;
+  const int64_t g = w_.jobs[i].milli();
   const int32_t band = rt_[i].facts.band;
   int64_t reclaimable = 0;
-  for (size_t b = band + 1; b < running_gpus_by_band_.size(); ++b)
-    reclaimable += running_gpus_by_band_[b];
-  if (reclaimable == 0 || reclaimable + FreeGpus() < g) return false;
-  // Victims: worst band first, then the most recently started.
-  std::vector<int32_t> victims;
-  for (int32_t v : running_) {
-    if (rt_[v].facts.band > band) victims.push_back(v);
-  }
-  std::sort(victims.begin(), victims.end(), [&](int32_t a, int32_t b) {
-    if (rt_[a].facts.band != rt_[b].facts.band) return rt_[a].facts.band > rt_[b].facts.band;
-    if (rt_[a].seg_start != rt_[b].seg_start) return rt_[a].seg_start > rt_[b].seg_start;
-    return a > b;
-  });
-  for (int32_t v : victims) {
-    Stop(v, Cause::kPreempt);
-    ++res_.preemptions;
-    AddPending(v);
-    capacity_changed_ = true;
-    if (FreeGpus() < g) continue;
-    ++res_.schedule_calls;
-    sched::ScheduleResult r = scheduler_->Schedule(*rt_[i].job);
-    if (r.placed()) {
-      Start(i);
-      return true;
+  for (size_t b = band + 1; b < running_milli_by_band_.size(); ++b)
+    reclaimable += running_milli_by_band_[b];
+  // Whole GPUs: what is free plus what victims would free must cover the
+  // gang. A share may also use a partly free GPU, so only victims are needed.
+  if (reclaimable == 0) return false;
+  if (g >= model::kMilliPerGpu && reclaimable + FreeGpus() * model::kMilliPerGpu < g) return false;
+  // Victims: worst band first, then the most recently started (then the
+  // highest index), taken from the back of each band's running set.
+  for (int32_t vb = static_cast<int32_t>(running_by_band_.size()) - 1; vb > band; --vb) {
+    while (!running_by_band_[vb].empty()) {
+      const int32_t v = std::prev(running_by_band_[vb].end())->second;
+      Stop(v, Cause::kPreempt);  // leaves running_by_band_
+      ++res_.preemptions;
+      AddPending(v);
+      capacity_changed_ = true;
+      if (!MayFitJob(i)) continue;
+      ++res_.schedule_calls;
+      if (scheduler_->Schedule(*rt_[i].job).placed()) {
+        Start(i);
+        return true;
+      }
     }
   }
   return false;
@@ -307,23 +376,24 @@ void Sim::Start(int32_t i) {
   if (r.killed_at >= 0) {
     restart_wait_sum_ += now_ - r.killed_at;
     ++restart_wait_n_;
-    res_.restart_wait_gpu_s += sj.gpus * (now_ - r.killed_at);
+    res_.restart_wait_gpu_s += sj.gpu_units() * (now_ - r.killed_at);
     r.killed_at = -1;
   }
   double end = now_ + r.seg_overhead + (sj.duration_s - r.progress0);
   Push(end, kComplete, i, r.epoch);
   r.running_pos = static_cast<int32_t>(running_.size());
   running_.push_back(i);
-  allocated_gpus_ += sj.gpus;
-  q_running_[sj.queue] += sj.gpus;
-  if (static_cast<size_t>(r.facts.band) >= running_gpus_by_band_.size()) {
-    running_gpus_by_band_.resize(r.facts.band + 1, 0);
+  allocated_milli_ += sj.milli();
+  q_running_[sj.queue] += sj.milli();
+  if (static_cast<size_t>(r.facts.band) >= running_milli_by_band_.size()) {
+    running_milli_by_band_.resize(r.facts.band + 1, 0);
   }
-  running_gpus_by_band_[r.facts.band] += sj.gpus;
+  running_milli_by_band_[r.facts.band] += sj.milli();
+  TrackRunning(i, true);
   if (policy_.uses_las_bands) {
     double band_end = opt_.las.BandEnd(r.facts.band);
     if (std::isfinite(band_end)) {
-      double t = now_ + (band_end - r.facts.attained_gpu_s) / sj.gpus;
+      double t = now_ + (band_end - r.facts.attained_gpu_s) / sj.gpu_units();
       if (t < end) Push(std::max(t, now_), kDemote, i, r.epoch);
     }
   }
@@ -345,7 +415,7 @@ void Sim::Stop(int32_t i, Cause cause) {
     kept = r.progress0 + std::floor(run / sj.checkpoint_s) * sj.checkpoint_s;
   }
   const double lost = cause == Cause::kNone ? 0 : r.progress0 + run - kept;
-  const double g = sj.gpus;
+  const double g = sj.gpu_units();
   res_.allocated_gpu_s += g * seg;
   q_alloc_[sj.queue] += g * seg;
   double* restart_acc = r.restart_cause == Cause::kPreempt ? &res_.preempt_restart_gpu_s
@@ -355,7 +425,8 @@ void Sim::Stop(int32_t i, Cause cause) {
   if (cause == Cause::kPreempt) res_.preempt_lost_gpu_s += g * lost;
   loss_total_ += g * (overhead + lost);
   r.facts.attained_gpu_s += g * seg;
-  running_gpus_by_band_[r.facts.band] -= sj.gpus;
+  running_milli_by_band_[r.facts.band] -= sj.milli();
+  TrackRunning(i, false);  // before the band moves
   // Bands never go back: a demotion decided at a threshold crossing must
   // survive floating-point rounding of the attained service.
   r.facts.band = std::max(r.facts.band, opt_.las.Band(r.facts.attained_gpu_s));
@@ -368,8 +439,8 @@ void Sim::Stop(int32_t i, Cause cause) {
   rt_[last].running_pos = r.running_pos;
   running_.pop_back();
   r.running_pos = -1;
-  allocated_gpus_ -= sj.gpus;
-  q_running_[sj.queue] -= sj.gpus;
+  allocated_milli_ -= sj.milli();
+  q_running_[sj.queue] -= sj.milli();
   (void)scheduler_->Release(r.job->key());
   capacity_changed_ = true;
 }
@@ -381,8 +452,8 @@ void Sim::Complete(int32_t i) {
   r.status = Status::kDone;
   r.finish = now_;
   last_finish_ = std::max(last_finish_, now_);
-  q_demand_[sj.queue] -= sj.gpus;
-  res_.demand_gpu_s += sj.gpus * sj.duration_s;
+  q_demand_[sj.queue] -= sj.milli();
+  res_.demand_gpu_s += sj.gpu_units() * sj.duration_s;
   ++res_.completed;
   ++done_;
   r.job.reset();
@@ -395,18 +466,20 @@ void Sim::Demote(int32_t i) {
   const int32_t last_band = static_cast<int32_t>(opt_.las.thresholds_gpu_s.size());
   if (r.facts.band >= last_band) return;
   const int32_t band = r.facts.band + 1;
-  running_gpus_by_band_[r.facts.band] -= sj.gpus;
+  running_milli_by_band_[r.facts.band] -= sj.milli();
+  TrackRunning(i, false);
   // The band is recorded for victim selection only; attained service itself
   // is settled when the segment stops. The job is running, so it is not in
   // the pending set whose order depends on it.
   r.facts.band = band;
-  if (static_cast<size_t>(band) >= running_gpus_by_band_.size())
-    running_gpus_by_band_.resize(band + 1, 0);
-  running_gpus_by_band_[band] += sj.gpus;
+  if (static_cast<size_t>(band) >= running_milli_by_band_.size())
+    running_milli_by_band_.resize(band + 1, 0);
+  running_milli_by_band_[band] += sj.milli();
+  TrackRunning(i, true);
   capacity_changed_ = true;  // pending jobs of better bands may preempt it now
   double band_end = opt_.las.BandEnd(band);
   if (std::isfinite(band_end)) {
-    double t = r.seg_start + (band_end - r.facts.attained_gpu_s) / sj.gpus;
+    double t = r.seg_start + (band_end - r.facts.attained_gpu_s) / sj.gpu_units();
     Push(std::max(t, now_), kDemote, i, r.epoch);
   }
 }
@@ -454,7 +527,7 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
   // before the queue, on the spare if one took over.
   if (opt_.restart_killed_first) {
     for (int32_t i : killed) {
-      if (rt_[i].status == Status::kPending && FreeGpus() >= w_.jobs[i].gpus) {
+      if (rt_[i].status == Status::kPending && MayFitJob(i)) {
         ++res_.schedule_calls;
         if (scheduler_->Schedule(*rt_[i].job).placed()) Start(i);
       }
@@ -495,11 +568,11 @@ void Sim::ScheduleNextFailure(bool node) {
 void Sim::TakeSample() {
   Sample s;
   s.t_s = now_;
-  s.allocated_gpus = static_cast<double>(allocated_gpus_);
+  s.allocated_gpus = static_cast<double>(allocated_milli_) / model::kMilliPerGpu;
   s.capacity_gpus = static_cast<double>(capacity_gpus_);
   s.unhealthy_gpus = unhealthy_gpus_;
   s.running = static_cast<int64_t>(running_.size());
-  s.pending = static_cast<int64_t>(pending_.size());
+  s.pending = pending_count_;
   double alloc = alloc_integral_ - last_sample_alloc_;
   double loss = loss_total_ - last_sample_loss_;
   s.goodput = alloc > 0 ? std::clamp(1 - loss / alloc, 0.0, 1.0) : 1.0;
@@ -525,46 +598,65 @@ void Sim::TakeSample() {
 }
 
 void Sim::Pass(bool full) {
-  if (pending_.empty()) {
+  if (pending_count_ == 0) {
     new_arrivals_.clear();
     return;
   }
   if (!full) {
     // Only new jobs can change anything: capacity did not grow.
-    const int32_t head = *pending_.begin();
+    const int32_t head = PendingHead();
     const bool head_reserved = now_ - w_.jobs[head].submit_s >= reserve_after_;
     std::vector<int32_t> arrivals;
     arrivals.swap(new_arrivals_);
     std::sort(arrivals.begin(), arrivals.end(), PendingLess{this});
     for (int32_t i : arrivals) {
       if (rt_[i].status != Status::kPending) continue;
-      const bool is_head = i == *pending_.begin();
+      const bool is_head = i == PendingHead();
       if (!is_head && (!policy_.backfill || head_reserved)) continue;
       TryPlace(i);
     }
+    new_arrivals_.swap(arrivals);  // keeps the capacity
+    new_arrivals_.clear();
     return;
   }
   new_arrivals_.clear();
-  int32_t min_failed = INT32_MAX;
+  // The walk visits pending jobs in policy order, but only those smaller
+  // than the smallest that failed in this pass (a larger one cannot fit
+  // where a smaller one did not): a merge of the size buckets below
+  // min_failed, each read through a cursor.
+  cursors_.clear();
+  for (auto& [milli, set] : pending_) cursors_.push_back({milli, &set, set.begin()});
+  const PendingLess less{this};
+  int64_t min_failed = INT64_MAX;  // milli-GPU
   bool blocked_seen = false;
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (pending_sizes_.empty() || min_failed <= pending_sizes_.begin()->first) break;
-    const int32_t i = *it;
-    const int32_t g = w_.jobs[i].gpus;
-    if (FreeGpus() < pending_sizes_.begin()->first) {
+  for (;;) {
+    const int64_t min_pending = MinPendingMilli();
+    if (min_failed <= min_pending) break;
+    Cursor* next = nullptr;
+    for (Cursor& c : cursors_) {
+      if (c.milli >= min_failed || c.it == c.set->end()) continue;
+      if (next == nullptr || less(*c.it, *next->it)) next = &c;
+    }
+    if (next == nullptr) break;
+    const int32_t i = *next->it;
+    const int64_t g = next->milli;
+    if (!MayFit(min_pending)) {
       if (!policy_.preempt_lower_bands) break;
       // LAS order is by band: once no running job has a worse band than this
       // one, nothing later can preempt either.
-      int32_t worst = static_cast<int32_t>(running_gpus_by_band_.size()) - 1;
-      while (worst >= 0 && running_gpus_by_band_[worst] == 0) --worst;
+      int32_t worst = static_cast<int32_t>(running_milli_by_band_.size()) - 1;
+      while (worst >= 0 && running_milli_by_band_[worst] == 0) --worst;
       if (rt_[i].facts.band >= worst) break;
     }
-    if (g >= min_failed) {
-      ++it;
-      continue;
+    ++next->it;  // Start() erases i
+    const int64_t preemptions = res_.preemptions;
+    const bool placed = TryPlace(i);
+    if (res_.preemptions != preemptions) {
+      // Victims joined the queue behind i (worse bands): visit them too.
+      cursors_.clear();
+      for (auto& [milli, set] : pending_) cursors_.push_back({milli, &set, set.upper_bound(i)});
     }
-    ++it;  // Start() erases i; victims of a preemption are inserted later in the order
-    if (TryPlace(i)) continue;
+    if (placed) continue;
     min_failed = g;
     if (!policy_.backfill) break;
     if (!blocked_seen && now_ - w_.jobs[i].submit_s >= reserve_after_) break;
@@ -627,7 +719,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
     if (!std::isfinite(t)) break;
     // Stuck: nothing runs, nothing arrives, nothing is being repaired.
     if (running_.empty() && next_arrival >= n && pending_repairs == 0 && t_arr == INFINITY &&
-        !pending_.empty() && !capacity_changed_ && new_arrivals_.empty()) {
+        pending_count_ > 0 && !capacity_changed_ && new_arrivals_.empty()) {
       break;
     }
     Advance(t);
@@ -683,68 +775,14 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   res_.unfinished = n - done_;
 
   // Metrics.
-  std::vector<double> jct, qd, sd;
-  struct Cls {
-    const char* name;
-    int32_t lo, hi;
-    std::vector<double> jct, qd, sd;
-  };
-  std::vector<Cls> classes = {{"1", 1, 1, {}, {}, {}},
-                              {"2-8", 2, 8, {}, {}, {}},
-                              {"9-64", 9, 64, {}, {}, {}},
-                              {"65-512", 65, 512, {}, {}, {}},
-                              {"513+", 513, INT32_MAX, {}, {}, {}}};
-  std::vector<double> q_jct_sum(w_.queues.size(), 0);
-  std::vector<int64_t> q_jct_n(w_.queues.size(), 0);
-  if (opt_.keep_job_jcts) res_.jct_by_job.assign(n, NAN);
-  jct.reserve(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const JobRt& r = rt_[i];
-    if (r.status != Status::kDone) continue;
-    const SimJob& sj = w_.jobs[i];
-    double c = r.finish - sj.submit_s;
-    double q = r.first_start - sj.submit_s;
-    double s = c / std::max(sj.duration_s, 1.0);
-    jct.push_back(c);
-    qd.push_back(q);
-    sd.push_back(s);
-    if (opt_.keep_job_jcts) res_.jct_by_job[i] = c;
-    q_jct_sum[sj.queue] += c;
-    ++q_jct_n[sj.queue];
-    for (Cls& k : classes) {
-      if (sj.gpus >= k.lo && sj.gpus <= k.hi) {
-        k.jct.push_back(c);
-        k.qd.push_back(q);
-        k.sd.push_back(s);
-      }
+  {
+    std::vector<double> first_start(n, NAN), finish(n, NAN);
+    for (int64_t i = 0; i < n; ++i) {
+      if (rt_[i].status != Status::kDone) continue;
+      first_start[i] = rt_[i].first_start;
+      finish[i] = rt_[i].finish;
     }
-  }
-  res_.jct = MakeDist(jct);
-  res_.queue_delay = MakeDist(qd);
-  res_.slowdown = MakeDist(sd);
-  for (Cls& k : classes) {
-    if (k.jct.empty()) continue;
-    res_.by_size.push_back(
-        {k.name, MakeDist(std::move(k.jct)), MakeDist(std::move(k.qd)), MakeDist(std::move(k.sd))});
-  }
-  std::sort(jct.begin(), jct.end());
-  const size_t points = 2000;
-  if (jct.size() <= points) {
-    res_.jct_sorted = jct;
-  } else {
-    for (size_t k = 0; k < points; ++k)
-      res_.jct_sorted.push_back(jct[k * (jct.size() - 1) / (points - 1)]);
-  }
-  double total_alloc = 0;
-  for (double a : q_alloc_) total_alloc += a;
-  for (size_t q = 0; q < w_.queues.size(); ++q) {
-    QueueShare s;
-    s.queue = w_.queues[q];
-    s.gpu_hours = q_alloc_[q] / 3600;
-    s.share = total_alloc > 0 ? q_alloc_[q] / total_alloc : 0;
-    s.entitlement = 1.0 / w_.queues.size();
-    s.mean_jct_s = q_jct_n[q] > 0 ? q_jct_sum[q] / q_jct_n[q] : 0;
-    res_.queues.push_back(s);
+    AddJobMetrics(w_, first_start, finish, q_alloc_, opt_.keep_job_jcts, &res_);
   }
   res_.jain_mean = jain_n_ > 0 ? jain_sum_ / jain_n_ : 1;
   res_.useful_gpu_s = res_.allocated_gpu_s - res_.failure_lost_gpu_s - res_.failure_restart_gpu_s -

@@ -173,6 +173,13 @@ absl::StatusOr<PolicyResult> RunReplay(const Workload& w, const SimOptions& opt,
                                        const PolicySpec& policy,
                                        const sched::PluginRegistry& registry, Clock* wall);
 
+// Fills the per-job metrics of `res` (JCT, queueing delay, slowdown overall
+// and by size, the JCT CDF, queue shares) from each job's first start and
+// finish (NaN: not completed) and the GPU-seconds allocated per queue.
+void AddJobMetrics(const Workload& w, const std::vector<double>& first_start,
+                   const std::vector<double>& finish, const std::vector<double>& q_alloc,
+                   bool keep_job_jcts, PolicyResult* res);
+
 // Makespan lower bound (traces README): with capacity C,
 // LB = max(max_j (a_j + p_j), max_t [t + sum_{a_j >= t} g_j p_j / C]) - min_j a_j.
 double MakespanLowerBound(const Workload& w, int64_t capacity_gpus);

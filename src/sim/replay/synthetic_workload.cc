@@ -36,7 +36,16 @@ absl::StatusOr<Workload> GenerateSyntheticWorkload(const SyntheticWorkloadSpec& 
   if (!(spec.duration_median_s > 0) || spec.duration_sigma < 0) {
     return absl::InvalidArgumentError("--duration-median/--duration-sigma: must be > 0 / >= 0");
   }
+  for (const auto& [c, wt] : spec.checkpoint_mix) {
+    if (!(c >= 0) || !(wt > 0)) {
+      return absl::InvalidArgumentError("--checkpoint-mix: intervals >= 0 and weights > 0");
+    }
+  }
   std::mt19937_64 rng(spec.seed);
+  std::mt19937_64 ckpt_rng(spec.seed ^ 0x5851f42d4c957f2dULL);
+  std::vector<double> ckpt_w;
+  for (const auto& [c, wt] : spec.checkpoint_mix) ckpt_w.push_back(wt);
+  std::discrete_distribution<int> ckpt_d(ckpt_w.begin(), ckpt_w.end());
   Workload w;
   w.source = "synthetic";
   for (int32_t q = 0; q < spec.queues; ++q) w.queues.push_back(absl::StrCat("q", q));
@@ -62,7 +71,8 @@ absl::StatusOr<Workload> GenerateSyntheticWorkload(const SyntheticWorkloadSpec& 
     j.duration_s = std::round(std::clamp(d, spec.duration_min_s, spec.duration_max_s));
     j.queue = queue_d(rng);
     j.priority = unit(rng) < spec.high_priority_fraction ? spec.high_priority : 0;
-    j.checkpoint_s = spec.checkpoint_s;
+    j.checkpoint_s = spec.checkpoint_mix.empty() ? spec.checkpoint_s
+                                                 : spec.checkpoint_mix[ckpt_d(ckpt_rng)].first;
     j.restart_s = spec.restart_s;
     w.jobs.push_back(j);
   }

@@ -6,7 +6,9 @@
 // queue from a Zipf-like mix over `queues` queues (queue i has weight
 // 1/(i+1)^queue_skew), a high priority with probability
 // `high_priority_fraction`, and the given checkpoint interval and restart
-// overhead. Deterministic for a seed: the generator owns a std::mt19937_64.
+// overhead. Checkpoint intervals may instead vary per job (`checkpoint_mix`,
+// drawn from a second stream so the rest of the workload is the same with or
+// without it). Deterministic for a seed: the generator owns its generators.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,9 @@ struct SyntheticWorkloadSpec {
   double high_priority_fraction = 0.1;
   int32_t high_priority = 100;
   double checkpoint_s = 1800;
+  // Per-job checkpoint interval (seconds, 0: never) : weight; replaces
+  // checkpoint_s when not empty.
+  std::vector<std::pair<double, double>> checkpoint_mix;
   double restart_s = 300;
   uint64_t seed = 1;
 };

@@ -9,7 +9,7 @@ namespace tessera::sim::replay {
 
 double Workload::GpuSeconds() const {
   double s = 0;
-  for (const SimJob& j : jobs) s += j.gpus * j.duration_s;
+  for (const SimJob& j : jobs) s += j.gpu_units() * j.duration_s;
   return s;
 }
 
@@ -25,6 +25,10 @@ absl::Status ValidateWorkload(const Workload& w) {
       return bad("duration", "must be >= 0");
     }
     if (j.gpus <= 0) return bad("gpus", "must be > 0");
+    if (j.gpu_milli <= 0 || j.gpu_milli > 1000) return bad("gpu_milli", "must be in 1..1000");
+    if (j.gpu_milli < 1000 && j.gpus != 1) {
+      return bad("gpu_milli", "a share of a GPU (< 1000) needs gpus == 1");
+    }
     if (j.queue < 0 || j.queue >= static_cast<int32_t>(w.queues.size())) {
       return bad("queue", "out of range");
     }

@@ -3,7 +3,10 @@
 //
 // Times are seconds from the start of the workload (the first submit is not
 // necessarily 0). A job asks for `gpus` whole GPUs as one gang; the simulator
-// turns that into members of at most one node each (GangShape).
+// turns that into members of at most one node each (GangShape). A job with
+// gpus == 1 may instead ask for a share of one GPU (gpu_milli < 1000, as the
+// openb sharing pods do); it then counts as gpu_milli / 1000 GPU in every
+// GPU-time metric.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +21,15 @@ struct SimJob {
   double submit_s = 0;
   double duration_s = 0;  // run time on its GPUs without failures (the oracle)
   int32_t gpus = 1;
+  int32_t gpu_milli = 1000;  // per GPU; < 1000 (a shared GPU) only with gpus == 1
   int32_t priority = 0;
   int32_t queue = 0;        // index into Workload::queues
   double checkpoint_s = 0;  // a checkpoint every this many seconds of run; 0: never
   double restart_s = 0;     // restart overhead after a failure or preemption
+
+  int64_t milli() const { return int64_t{gpus} * gpu_milli; }
+  // GPUs held, in GPU units (a fraction for a shared GPU).
+  double gpu_units() const { return static_cast<double>(milli()) / 1000.0; }
 };
 
 struct Workload {
@@ -29,7 +37,7 @@ struct Workload {
   std::vector<std::string> queues;  // at least one
   std::vector<SimJob> jobs;         // sorted by submit_s (stable)
 
-  // Total demand, sum of gpus * duration.
+  // Total demand, sum of GPU units * duration.
   double GpuSeconds() const;
   double FirstSubmit() const { return jobs.empty() ? 0 : jobs.front().submit_s; }
 };
