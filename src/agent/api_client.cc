@@ -23,6 +23,8 @@ ApiClient::ApiClient(const std::string& server, std::string token, absl::Duratio
 
 ApiClient::~ApiClient() = default;
 
+void ApiClient::Cancel() { http_->stop(); }
+
 absl::StatusOr<ApiResponse> ApiClient::Do(const char* method, const std::string& path,
                                           const nlohmann::json* body) {
   httplib::Headers headers;
