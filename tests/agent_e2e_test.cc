@@ -108,7 +108,7 @@ class AgentE2eTest : public ::testing::Test {
     // Agents use node tokens: they may read jobs and write only their status.
     {
       std::ofstream tokens(dir_ + "/tokens");
-      tokens << "admintoken * admin\ntok-e2e e2e user\ntok-other other user\n";
+      tokens << "admintoken * admin\ntok-e2e-user e2e user\ntok-other-user other user\n";
       for (const std::string& n : names_) tokens << "tok-" << n << " - node:" << n << "\n";
     }
     int port = server_.Start({"--data-dir", dir_ + "/store", "--node-grace-seconds", "3",
@@ -315,11 +315,11 @@ TEST_F(AgentE2eTest, GangRunsWhereScheduledAndMovesOffAnXidResumingFromItsCheckp
   auto anonymous = logs.Get("/logs?namespace=e2e&job=gang");
   ASSERT_TRUE(anonymous);
   EXPECT_EQ(anonymous->status, 401);
-  logs.set_bearer_token_auth("tok-other");  // a tenant of another namespace
+  logs.set_bearer_token_auth("tok-other-user");  // a tenant of another namespace
   auto foreign = logs.Get("/logs?namespace=e2e&job=gang");
   ASSERT_TRUE(foreign);
   EXPECT_EQ(foreign->status, 403);
-  logs.set_bearer_token_auth("tok-e2e");  // the job's own tenant
+  logs.set_bearer_token_auth("tok-e2e-user");  // the job's own tenant
   ASSERT_TRUE(WaitFor(
       [&] {
         auto l = logs.Get("/logs?namespace=e2e&job=gang");

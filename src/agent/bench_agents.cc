@@ -223,6 +223,14 @@ Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
   if (fd < 0) return nullptr;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // 12,500 agents share one machine: spread them over 127.0.0.0/8 source addresses so that
+  // their connections do not exhaust one address's ephemeral ports (real agents have their
+  // own hosts). The port is picked at connect time.
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + agent % 200);
+  bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port_);
@@ -234,7 +242,9 @@ Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
   auto* c = new Conn{kind, agent, fd};
   c->started = absl::Now();
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP;
+  // Edge-triggered: a connected socket is always writable, so level-triggered EPOLLOUT would
+  // spin; reads and writes run until EAGAIN instead.
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = c;
   epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
   Send(c, std::move(request));

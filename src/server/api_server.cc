@@ -1,6 +1,8 @@
 #include "server/api_server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <deque>
@@ -112,6 +114,10 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   http_->set_socket_options([this](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    // Inherited by accepted sockets: cpp-httplib writes a response's headers and body
+    // separately, and Nagle + the peer's delayed ACK would hold the body ~40 ms on a
+    // long-lived connection (a node agent's bindings long-poll).
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     listen_fd_ = sock;
   });
   http_->set_keep_alive_max_count(100000);
