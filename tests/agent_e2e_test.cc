@@ -108,7 +108,7 @@ class AgentE2eTest : public ::testing::Test {
     // Agents use node tokens: they may read jobs and write only their status.
     {
       std::ofstream tokens(dir_ + "/tokens");
-      tokens << "admintoken * admin\n";
+      tokens << "admintoken * admin\ntok-e2e-user e2e user\ntok-other-user other user\n";
       for (const std::string& n : names_) tokens << "tok-" << n << " - node:" << n << "\n";
     }
     int port = server_.Start({"--data-dir", dir_ + "/store", "--node-grace-seconds", "3",
@@ -158,7 +158,7 @@ class AgentE2eTest : public ::testing::Test {
          "--heartbeat",
          "1s",
          "--sync",
-         "300ms",
+         "30s",  // binding changes must come through the bindings long-poll, not a re-list
          "--cgroup-parent",
          "",
          "--metrics-listen",
@@ -211,6 +211,7 @@ class AgentE2eTest : public ::testing::Test {
   }
   Json Members(int i) {
     httplib::Client c(agents_[i]->endpoint());
+    c.set_bearer_token_auth("admintoken");  // the agent checks it with the server
     auto r = c.Get("/members");
     if (!r || r->status != 200) return Json::array();
     return Json::parse(r->body, nullptr, false);
@@ -269,6 +270,7 @@ TEST_F(AgentE2eTest, GangRunsWhereScheduledAndMovesOffAnXidResumingFromItsCheckp
   const std::string bad_node = placement[0]["node"];
   const int bad_gpu = placement[0]["gpus"][3];
   httplib::Client agent(agents_[AgentIndex(bad_node)]->endpoint());
+  agent.set_bearer_token_auth("admintoken");
   const absl::Time t0 = absl::Now();
   auto r =
       agent.Post(absl::StrCat("/fake/event?gpu=", bad_gpu, "&type=xid&xid=79"), "", "text/plain");
@@ -309,6 +311,15 @@ TEST_F(AgentE2eTest, GangRunsWhereScheduledAndMovesOffAnXidResumingFromItsCheckp
   }
   const std::string new_node = moved["status"]["placement"][0]["node"];
   httplib::Client logs(agents_[AgentIndex(new_node)]->endpoint());
+  // Logs need a token the server lets read this job (docs/agent.md, "HTTP endpoint").
+  auto anonymous = logs.Get("/logs?namespace=e2e&job=gang");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  logs.set_bearer_token_auth("tok-other-user");  // a tenant of another namespace
+  auto foreign = logs.Get("/logs?namespace=e2e&job=gang");
+  ASSERT_TRUE(foreign);
+  EXPECT_EQ(foreign->status, 403);
+  logs.set_bearer_token_auth("tok-e2e-user");  // the job's own tenant
   ASSERT_TRUE(WaitFor(
       [&] {
         auto l = logs.Get("/logs?namespace=e2e&job=gang");
@@ -476,11 +487,27 @@ TEST(TesseraUpTest, RunsTheDemoAndStopsEverything) {
                                        " --fake-gpus ", src, "/deploy/fake-gpus 2>&1");
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  std::string out, logs_out;
+  char line[4096];
+  while (fgets(line, sizeof line, p) != nullptr) {
+    out += line;
+    // Run the `tessera logs ... -f --token T` command `up` printed, while the cluster runs: the
+    // agents check its token with the server.
+    std::string l = line;
+    if (size_t at = l.find("logs:"); at != std::string::npos && logs_out.empty()) {
+      std::string logs_cmd = l.substr(l.find_first_not_of(' ', at + 5));
+      logs_cmd.erase(logs_cmd.find_last_not_of("\r\n ") + 1);
+      FILE* lp = popen(("timeout 3 " + logs_cmd + " 2>&1").c_str(), "r");
+      ASSERT_NE(lp, nullptr);
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, lp)) > 0) logs_out.append(buf, n);
+      pclose(lp);
+    }
+  }
   const int status = pclose(p);
+  EXPECT_NE(logs_out.find("] rank 0 generation"), std::string::npos) << logs_out;
+  EXPECT_EQ(logs_out.find("HTTP 401"), std::string::npos) << logs_out;
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("6/6 nodes Ready"), std::string::npos) << out;
   EXPECT_NE(out.find("dashboard http://"), std::string::npos) << out;

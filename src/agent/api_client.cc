@@ -19,9 +19,12 @@ ApiClient::ApiClient(const std::string& server, std::string token, absl::Duratio
   http_->set_read_timeout(ms / 1000, (ms % 1000) * 1000);
   http_->set_write_timeout(ms / 1000, (ms % 1000) * 1000);
   http_->set_keep_alive(true);
+  http_->set_tcp_nodelay(true);  // headers and body go out as two writes; do not wait for ACKs
 }
 
 ApiClient::~ApiClient() = default;
+
+void ApiClient::Cancel() { http_->stop(); }
 
 absl::StatusOr<ApiResponse> ApiClient::Do(const char* method, const std::string& path,
                                           const nlohmann::json* body) {

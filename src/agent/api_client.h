@@ -36,6 +36,9 @@ class ApiClient {
   absl::StatusOr<ApiResponse> Put(const std::string& path, const nlohmann::json& body);
   absl::StatusOr<ApiResponse> Delete(const std::string& path);
 
+  // Aborts a request in flight (from another thread): it fails with Unavailable.
+  void Cancel();
+
   // "HOST:PORT" -> "http://HOST:PORT"; a URL with a scheme is kept.
   static std::string NormalizeUrl(const std::string& server);
 

@@ -6,8 +6,11 @@
 //  - RegisterNode is idempotent: it creates the Node object or updates its spec.
 //  - Heartbeat replaces the node's GPU health and refreshes its heartbeat time.
 //  - ListBindings returns every member the server currently binds to this node, each with the
-//    job's *current* fencing generation. A member missing from the list (or listed with a newer
-//    generation than the one running) must not run here.
+//    job's *current* fencing generation, and the server revision the list is valid at. A member
+//    missing from the list (or listed with a newer generation than the one running) must not run
+//    here. Its cost is O(this node's bindings), never O(all jobs).
+//  - WatchBindings(since, timeout) is the same list once the node's bindings changed after
+//    `since` (changed == false: `timeout` passed with nothing new); since 0 answers at once.
 //  - ReportMembers writes the members' observed states into their jobs' status.
 // Errors: Unavailable for transport failures (the agent backs off and retries); other codes are
 // answers from the server.
@@ -77,13 +80,22 @@ struct MemberReport {
   int exit_code = -1;  // when !running
 };
 
+// The bindings of one node at one server revision.
+struct BindingSet {
+  int64_t revision = 0;
+  bool changed = true;  // false: nothing changed after `since`, `bindings` is empty
+  std::vector<Binding> bindings;
+};
+
 class ControlPlaneClient {
  public:
   virtual ~ControlPlaneClient() = default;
   virtual absl::Status RegisterNode(const NodeRegistration& node) = 0;
   virtual absl::Status Heartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,
                                  absl::Time now) = 0;
-  virtual absl::StatusOr<std::vector<Binding>> ListBindings(const std::string& node) = 0;
+  virtual absl::StatusOr<BindingSet> ListBindings(const std::string& node) = 0;
+  virtual absl::StatusOr<BindingSet> WatchBindings(const std::string& node, int64_t since,
+                                                   absl::Duration timeout) = 0;
   virtual absl::Status ReportMembers(const std::string& node,
                                      const std::vector<MemberReport>& members) = 0;
 };

@@ -72,8 +72,9 @@ int ParseSignal(const std::string& name_in) {
   return it == kNames.end() ? -1 : it->second;
 }
 
-HttpControlPlaneClient::HttpControlPlaneClient(const std::string& server, const std::string& token)
-    : api_(server, token) {}
+HttpControlPlaneClient::HttpControlPlaneClient(const std::string& server, const std::string& token,
+                                               absl::Duration timeout)
+    : api_(server, token, timeout) {}
 
 absl::Status HttpControlPlaneClient::RegisterNode(const NodeRegistration& node) {
   const std::string path = "/api/v1/nodes/" + node.name;
@@ -180,107 +181,119 @@ absl::Status HttpControlPlaneClient::Heartbeat(const std::string& node,
   return absl::AbortedError("heartbeat of node " + node + ": too many conflicts");
 }
 
-absl::StatusOr<std::vector<Binding>> HttpControlPlaneClient::ListBindings(const std::string& node) {
-  std::vector<Binding> out;
-  for (const char* kind : {"TrainingJob", "InferenceService"}) {
-    const std::string plural =
-        std::string(kind) == "TrainingJob" ? "trainingjobs" : "inferenceservices";
-    std::string cont;
-    do {
-      std::string path = absl::StrCat("/api/v1/", plural, "?limit=500");
-      if (!cont.empty()) absl::StrAppend(&path, "&continue=", cont);
-      absl::StatusOr<ApiResponse> r = api_.Get(path);
-      if (!r.ok()) return r.status();
-      if (r->code != 200) return Unexpected("list " + plural, *r);
-      cont = Str(Sub(r->body, "metadata"), "continue");
-      const Json& items = Sub(r->body, "items");
-      if (!items.is_array()) break;
-      for (const Json& job : items) {
-        const Json& st = Sub(job, "status");
-        const Json& placement = Sub(st, "placement");
-        if (!BoundPhase(Str(st, "phase")) || !placement.is_array()) continue;
-        const Json& meta = Sub(job, "metadata");
-        const Json& spec = Sub(job, "spec");
-        const Json& ann = Sub(meta, "annotations");
-        Binding base;
-        base.kind = kind;
-        base.namespace_name = Str(meta, "namespace");
-        base.job = Str(meta, "name");
-        if (spec.contains("command") && spec["command"].is_array()) {
-          for (const Json& c : spec["command"]) {
-            if (c.is_string()) base.command.push_back(c.get<std::string>());
-          }
-        }
-        if (std::string c = Str(ann, "tessera.dev/command"); !c.empty()) {
-          Json arr = Json::parse(c, nullptr, false);
-          if (arr.is_array()) {
-            base.command.clear();
-            for (const Json& a : arr) {
-              if (a.is_string()) base.command.push_back(a.get<std::string>());
-            }
-          }
-        }
-        if (std::string e = Str(ann, "tessera.dev/env"); !e.empty()) {
-          Json env = Json::parse(e, nullptr, false);
-          if (env.is_object()) {
-            for (auto it = env.begin(); it != env.end(); ++it) {
-              if (it.value().is_string()) base.env[it.key()] = it.value().get<std::string>();
-            }
-          }
-        }
-        base.working_dir = Str(ann, "tessera.dev/working-dir");
-        if (std::string s = Str(ann, "tessera.dev/checkpoint-signal"); !s.empty()) {
-          int sig = ParseSignal(s);
-          if (sig > 0) base.checkpoint_signal = sig;
-        }
-        double grace = 0;
-        if (absl::SimpleAtod(Str(ann, "tessera.dev/grace-seconds"), &grace) && grace >= 0) {
-          base.grace = absl::Seconds(grace);
-        }
-        if (std::string p = Str(Sub(spec, "checkpoint"), "path"); !p.empty()) {
-          base.env["TESSERA_CHECKPOINT_PATH"] = p;
-        }
-        if (std::string p = Str(Sub(st, "resumeFrom"), "path"); !p.empty()) {
-          base.env["TESSERA_RESUME_FROM"] = p;
-        }
-        base.env["TESSERA_WORLD_SIZE"] = absl::StrCat(placement.size());
-        const int64_t job_gen = Int(st, "generation", 0);
-        int rank = 0;
-        for (const Json& m : placement) {
-          const int my_rank = rank++;
-          if (Str(m, "node") != node) continue;
-          Binding b = base;
-          b.group = Str(m, "group");
-          b.index = static_cast<int>(Int(m, "member", 0));
-          b.generation = Int(m, "generation", job_gen);
-          // docs/control-plane.md, "Fencing": only a member stamped with the job's current
-          // generation may run.
-          if (job_gen != 0 && b.generation != job_gen) continue;
-          b.env["TESSERA_RANK"] = absl::StrCat(my_rank);
-          if (m.contains("gpus") && m["gpus"].is_array()) {
-            for (const Json& g : m["gpus"]) {
-              if (g.is_number_integer()) b.gpus.push_back(g.get<int>());
-            }
-          }
-          // Per-group resources become cgroup limits.
-          if (spec.contains("groups") && spec["groups"].is_array()) {
-            for (const Json& g : spec["groups"]) {
-              if (Str(g, "name") != b.group) continue;
-              const Json& res = Sub(g, "resources");
-              if (res.is_object() && res.contains("cpu") && res["cpu"].is_number()) {
-                b.cpu_milli = static_cast<int64_t>(res["cpu"].get<double>() * 1000);
-              }
-              if (res.is_object() && res.contains("memoryGiB") && res["memoryGiB"].is_number()) {
-                b.memory_mib = static_cast<int64_t>(res["memoryGiB"].get<double>() * 1024);
-              }
-            }
-          }
-          if (!b.command.empty()) out.push_back(std::move(b));
+absl::StatusOr<BindingSet> HttpControlPlaneClient::ListBindings(const std::string& node) {
+  return WatchBindings(node, 0, absl::ZeroDuration());
+}
+
+absl::StatusOr<BindingSet> HttpControlPlaneClient::WatchBindings(const std::string& node,
+                                                                 int64_t since,
+                                                                 absl::Duration timeout) {
+  std::string path = absl::StrCat("/api/v1/nodes/", node, "/bindings");
+  const int64_t wait_s = absl::ToInt64Seconds(timeout);
+  if (since > 0 && wait_s > 0) {
+    absl::StrAppend(&path, "?resourceVersion=", since, "&timeoutSeconds=", wait_s);
+  }
+  absl::StatusOr<ApiResponse> r = api_.Get(path);
+  if (!r.ok()) return r.status();
+  if (r->code == 429) return absl::UnavailableError("bindings of " + node + ": " + ApiError(*r));
+  if (r->code != 200) return Unexpected("bindings of " + node, *r);
+  const Json& meta = Sub(r->body, "metadata");
+  BindingSet set;
+  if (!absl::SimpleAtoi(Str(meta, "resourceVersion"), &set.revision)) {
+    return absl::FailedPreconditionError("bindings of " + node + ": no resourceVersion");
+  }
+  if (meta.is_object() && meta.contains("unchanged") && meta["unchanged"] == true) {
+    set.changed = false;
+    return set;
+  }
+  std::vector<Binding>& out = set.bindings;
+  const Json& items = Sub(r->body, "items");
+  if (!items.is_array()) return set;
+  for (const Json& job : items) {
+    const std::string kind = Str(job, "kind", "TrainingJob");
+    const Json& st = Sub(job, "status");
+    const Json& placement = Sub(st, "placement");
+    if (!BoundPhase(Str(st, "phase")) || !placement.is_array()) continue;
+    const Json& meta = Sub(job, "metadata");
+    const Json& spec = Sub(job, "spec");
+    const Json& ann = Sub(meta, "annotations");
+    Binding base;
+    base.kind = kind;
+    base.namespace_name = Str(meta, "namespace");
+    base.job = Str(meta, "name");
+    if (spec.contains("command") && spec["command"].is_array()) {
+      for (const Json& c : spec["command"]) {
+        if (c.is_string()) base.command.push_back(c.get<std::string>());
+      }
+    }
+    if (std::string c = Str(ann, "tessera.dev/command"); !c.empty()) {
+      Json arr = Json::parse(c, nullptr, false);
+      if (arr.is_array()) {
+        base.command.clear();
+        for (const Json& a : arr) {
+          if (a.is_string()) base.command.push_back(a.get<std::string>());
         }
       }
-    } while (!cont.empty());
+    }
+    if (std::string e = Str(ann, "tessera.dev/env"); !e.empty()) {
+      Json env = Json::parse(e, nullptr, false);
+      if (env.is_object()) {
+        for (auto it = env.begin(); it != env.end(); ++it) {
+          if (it.value().is_string()) base.env[it.key()] = it.value().get<std::string>();
+        }
+      }
+    }
+    base.working_dir = Str(ann, "tessera.dev/working-dir");
+    if (std::string s = Str(ann, "tessera.dev/checkpoint-signal"); !s.empty()) {
+      int sig = ParseSignal(s);
+      if (sig > 0) base.checkpoint_signal = sig;
+    }
+    double grace = 0;
+    if (absl::SimpleAtod(Str(ann, "tessera.dev/grace-seconds"), &grace) && grace >= 0) {
+      base.grace = absl::Seconds(grace);
+    }
+    if (std::string p = Str(Sub(spec, "checkpoint"), "path"); !p.empty()) {
+      base.env["TESSERA_CHECKPOINT_PATH"] = p;
+    }
+    if (std::string p = Str(Sub(st, "resumeFrom"), "path"); !p.empty()) {
+      base.env["TESSERA_RESUME_FROM"] = p;
+    }
+    base.env["TESSERA_WORLD_SIZE"] = absl::StrCat(placement.size());
+    const int64_t job_gen = Int(st, "generation", 0);
+    int rank = 0;
+    for (const Json& m : placement) {
+      const int my_rank = rank++;
+      if (Str(m, "node") != node) continue;
+      Binding b = base;
+      b.group = Str(m, "group");
+      b.index = static_cast<int>(Int(m, "member", 0));
+      b.generation = Int(m, "generation", job_gen);
+      // docs/control-plane.md, "Fencing": only a member stamped with the job's current
+      // generation may run.
+      if (job_gen != 0 && b.generation != job_gen) continue;
+      b.env["TESSERA_RANK"] = absl::StrCat(my_rank);
+      if (m.contains("gpus") && m["gpus"].is_array()) {
+        for (const Json& g : m["gpus"]) {
+          if (g.is_number_integer()) b.gpus.push_back(g.get<int>());
+        }
+      }
+      // Per-group resources become cgroup limits.
+      if (spec.contains("groups") && spec["groups"].is_array()) {
+        for (const Json& g : spec["groups"]) {
+          if (Str(g, "name") != b.group) continue;
+          const Json& res = Sub(g, "resources");
+          if (res.is_object() && res.contains("cpu") && res["cpu"].is_number()) {
+            b.cpu_milli = static_cast<int64_t>(res["cpu"].get<double>() * 1000);
+          }
+          if (res.is_object() && res.contains("memoryGiB") && res["memoryGiB"].is_number()) {
+            b.memory_mib = static_cast<int64_t>(res["memoryGiB"].get<double>() * 1024);
+          }
+        }
+      }
+      if (!b.command.empty()) out.push_back(std::move(b));
+    }
   }
-  return out;
+  return set;
 }
 
 absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,

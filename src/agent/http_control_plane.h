@@ -7,12 +7,13 @@
 //    server whose Node schema predates these fields (422) gets {gpuType, gpuCount, topology
 //    {rack, block}} and the heartbeat in status.observed instead; the client remembers which one
 //    worked.
-//  - Bindings: TrainingJobs and InferenceServices in a bound phase whose status.placement[]
-//    names this node: {group, member, node, gpus[], generation}. The command is spec.command or
-//    the annotation tessera.dev/command (a JSON array); annotations tessera.dev/env (JSON object),
-//    tessera.dev/working-dir, tessera.dev/checkpoint-signal (USR1, TERM, ... or a number) and
-//    tessera.dev/grace-seconds tune the member. spec.checkpoint.path and status.resumeFrom.path
-//    reach the member as TESSERA_CHECKPOINT_PATH / TESSERA_RESUME_FROM.
+//  - Bindings: GET /api/v1/nodes/NAME/bindings[?resourceVersion=R&timeoutSeconds=S] (the
+//    server's per-node index: TrainingJobs and InferenceServices in a bound phase whose
+//    status.placement[] names this node: {group, member, node, gpus[], generation}). The command is
+//    spec.command or the annotation tessera.dev/command (a JSON array); annotations tessera.dev/env
+//    (JSON object), tessera.dev/working-dir, tessera.dev/checkpoint-signal (USR1, TERM, ... or a
+//    number) and tessera.dev/grace-seconds tune the member. spec.checkpoint.path and
+//    status.resumeFrom.path reach the member as TESSERA_CHECKPOINT_PATH / TESSERA_RESUME_FROM.
 //  - Member reports: status.observed["<group>-<index>"] = "Running gen=G node=N" or
 //    "Exited code=C gen=G node=N"; the phase moves Scheduled -> Running when a member runs,
 //    -> Failed when a member of the current generation exits non-zero, -> Succeeded when every
@@ -32,14 +33,20 @@ namespace tessera::agent {
 
 class HttpControlPlaneClient final : public ControlPlaneClient {
  public:
-  HttpControlPlaneClient(const std::string& server, const std::string& token);
+  // `timeout`: per request (a long-poll needs its wait plus this).
+  HttpControlPlaneClient(const std::string& server, const std::string& token,
+                         absl::Duration timeout = absl::Seconds(10));
 
   absl::Status RegisterNode(const NodeRegistration& node) override;
   absl::Status Heartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,
                          absl::Time now) override;
-  absl::StatusOr<std::vector<Binding>> ListBindings(const std::string& node) override;
+  absl::StatusOr<BindingSet> ListBindings(const std::string& node) override;
+  absl::StatusOr<BindingSet> WatchBindings(const std::string& node, int64_t since,
+                                           absl::Duration timeout) override;
   absl::Status ReportMembers(const std::string& node,
                              const std::vector<MemberReport>& members) override;
+  // Aborts the request in flight (a long WatchBindings), from any thread.
+  void Cancel() { api_.Cancel(); }
 
  private:
   ApiClient api_;

@@ -146,7 +146,13 @@ void NodeAgent::Fail(const absl::Status& s, const char* what) {
             << absl::FormatDuration(wait) << "\n";
 }
 
-bool NodeAgent::WakeOrStop(NodeAgent* a) { return a->wake_ || a->stop_; }
+bool NodeAgent::WakeOrStop(NodeAgent* a) { return a->wake_ || a->stop_ || a->offered_; }
+
+void NodeAgent::OfferBindings(BindingSet set) {
+  absl::MutexLock l(&mu_);
+  if (offered_ && offered_->revision > set.revision) return;
+  offered_ = std::move(set);
+}
 
 void NodeAgent::Wake() {
   absl::MutexLock l(&mu_);
@@ -161,10 +167,12 @@ void NodeAgent::Stop() {
 absl::Duration NodeAgent::Step() {
   absl::Time now = clock_.Now();
   bool woken = false;
+  std::optional<BindingSet> offered;
   {
     absl::MutexLock l(&mu_);
     woken = wake_;
     wake_ = false;
+    offered.swap(offered_);
   }
   const absl::Duration partition_after = options_.partition_after > absl::ZeroDuration()
                                              ? options_.partition_after
@@ -202,16 +210,30 @@ absl::Duration NodeAgent::Step() {
     next_heartbeat_ = now + options_.heartbeat_interval;
   }
   launcher_.Poll();
-  if (now >= next_sync_ || woken) {
-    absl::StatusOr<std::vector<Binding>> b = client_.ListBindings(options_.node_name);
+  if (now >= next_sync_ || woken || fence_next_sync_) {
+    absl::StatusOr<BindingSet> b = client_.ListBindings(options_.node_name);
+    ++stats_.lists;
     if (!b.ok()) {
       Fail(b.status(), "list bindings");
       return next_attempt_ - now;
     }
-    SyncBindings(*b, fence_next_sync_);
+    SyncBindings(b->bindings, fence_next_sync_);
+    applied_revision_ = b->revision;
     fence_next_sync_ = false;
     next_sync_ = now + options_.sync_interval;
     launcher_.Poll();
+    last_bindings_ = std::move(b->bindings);
+  } else if (offered && offered->changed && offered->revision >= applied_revision_) {
+    ++stats_.offers;
+    SyncBindings(offered->bindings, /*fence=*/false);
+    applied_revision_ = offered->revision;
+    next_sync_ = now + options_.sync_interval;
+    launcher_.Poll();
+    last_bindings_ = std::move(offered->bindings);
+  } else if (!fence_next_sync_) {
+    // Nothing new from the server, but a member may have finished stopping: its successor
+    // (the next generation on the same member id) starts now, from the last set the server sent.
+    SyncBindings(last_bindings_, /*fence=*/false);
   }
   Report();
   absl::Time next = std::min(next_heartbeat_, next_sync_);

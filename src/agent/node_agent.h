@@ -10,7 +10,10 @@
 //     a tracker listener, so a health change reaches the server within one heartbeat, usually
 //     at once). A failed heartbeat, or none for partition_after (the agent was cut off or
 //     paused), drops to step 1 (re-register, then fence).
-//  3. Sync bindings every sync_interval: a tracked member that is not bound any more, or bound
+//  3. Sync bindings when a BindingWatcher offers a newer set (OfferBindings: the server's
+//     per-node long-poll, so a bind reaches the agent at once at O(own bindings) cost), and as a
+//     safety net every sync_interval (ListBindings); a fencing sync always lists afresh. A
+//     tracked member that is not bound any more, or bound
 //     with another fencing generation, is stopped: killed at once on a fencing sync (Slurm's
 //     rule: after a restart or a partition the server may have rebound its GPUs), else sent its
 //     checkpoint signal with its grace period (preemption, a gang moved off an unhealthy GPU). A
@@ -24,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,6 +70,8 @@ struct NodeAgentStats {
   int64_t started = 0;
   int64_t fenced = 0;   // killed at once: unbound at (re-)registration
   int64_t stopped = 0;  // checkpoint signal: unbound while connected
+  int64_t lists = 0;    // ListBindings calls (fencing and safety-net syncs)
+  int64_t offers = 0;   // binding sets applied from OfferBindings
 };
 
 class NodeAgent {
@@ -84,6 +90,9 @@ class NodeAgent {
   void Stop();
   // A health change (or anything else) wants a heartbeat now.
   void Wake();
+  // A newer binding set from a watcher: synced on the next Step (at once: it wakes Run), unless
+  // older than the set last applied, or the next sync is a fencing one (that lists afresh).
+  void OfferBindings(BindingSet set);
 
   bool registered() const { return registered_; }
   const NodeAgentStats& stats() const { return stats_; }
@@ -119,6 +128,9 @@ class NodeAgent {
 
   mutable absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<BindingSet> offered_ ABSL_GUARDED_BY(mu_);
+  int64_t applied_revision_ = 0;        // of the binding set last synced
+  std::vector<Binding> last_bindings_;  // that set
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<std::string, WorkloadLabels> workloads_ ABSL_GUARDED_BY(mu_);
 };

@@ -28,9 +28,14 @@ class FakeControlPlane final : public ControlPlaneClient {
     heartbeats.push_back(gpus);
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<Binding>> ListBindings(const std::string&) override {
+  absl::StatusOr<BindingSet> ListBindings(const std::string&) override {
     if (!up) return absl::UnavailableError("connection refused");
-    return bindings;
+    ++lists;
+    return BindingSet{revision, true, bindings};
+  }
+  absl::StatusOr<BindingSet> WatchBindings(const std::string& node, int64_t,
+                                           absl::Duration) override {
+    return ListBindings(node);
   }
   absl::Status ReportMembers(const std::string&, const std::vector<MemberReport>& m) override {
     if (!up) return absl::UnavailableError("connection refused");
@@ -38,6 +43,8 @@ class FakeControlPlane final : public ControlPlaneClient {
     return absl::OkStatus();
   }
   bool up = true;
+  int lists = 0;
+  int64_t revision = 1;
   std::vector<NodeRegistration> registered;
   std::vector<std::vector<GpuHealthReport>> heartbeats;
   std::vector<Binding> bindings;
@@ -265,6 +272,44 @@ TEST_F(NodeAgentTest, BacksOffExponentiallyWhileTheServerIsDown) {
   cp_.up = true;
   a.Step();
   EXPECT_TRUE(a.registered());
+}
+
+}  // namespace
+}  // namespace tessera::agent
+
+namespace tessera::agent {
+namespace {
+
+TEST_F(NodeAgentTest, OfferedBindingsAreSyncedWithoutAListAndStaleOnesAreIgnored) {
+  options_.sync_interval = absl::Hours(1);  // only the first (fencing) sync lists
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  // An offer that arrives before registration is not trusted for the fencing sync.
+  a.OfferBindings(BindingSet{5, true, {Bind("sleep 100", 1, {0})}});
+  cp_.revision = 10;
+  a.Step();
+  EXPECT_EQ(cp_.lists, 1);
+  EXPECT_TRUE(launcher_->List().empty());  // the fresh list (empty) won
+  // A newer offer starts its member without another list.
+  a.OfferBindings(BindingSet{11, true, {Bind("touch started; sleep 100", 1, {0})}});
+  ASSERT_TRUE(StepUntil(a, [&] { return std::filesystem::exists(dir_ + "/started"); }));
+  EXPECT_EQ(cp_.lists, 1);
+  EXPECT_EQ(a.stats().offers, 1);
+  // An older set (a poll that lost the race with a newer one) changes nothing.
+  a.OfferBindings(BindingSet{7, true, {}});
+  a.Step();
+  EXPECT_EQ(launcher_->List().size(), 1u);
+  EXPECT_EQ(a.stats().offers, 1);
+  // The next generation arrives: the old member is stopped (checkpoint signal).
+  a.OfferBindings(BindingSet{12, true, {Bind("sleep 100", 2, {1})}});
+  ASSERT_TRUE(StepUntil(a, [&] {
+    for (const MemberStatus& m : launcher_->List()) {
+      if (m.spec.generation == 2 && m.state == MemberState::kRunning) return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(a.stats().stopped, 1);
+  EXPECT_EQ(cp_.lists, 1);
 }
 
 }  // namespace

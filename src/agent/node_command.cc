@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "CLI/CLI.hpp"
@@ -20,8 +21,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/api_client.h"
+#include "agent/bench_agents.h"
+#include "agent/binding_watcher.h"
 #include "agent/dcgm_metrics.h"
 #include "agent/discovery.h"
+#include "agent/endpoint_auth.h"
 #include "agent/fake/fake_backend.h"
 #include "agent/health.h"
 #include "agent/health_monitor.h"
@@ -52,7 +56,10 @@ struct AgentFlags {
   std::string rack, block;
   std::vector<std::string> labels;
   std::string heartbeat = "10s";
-  std::string sync = "2s";
+  std::string sync = "60s";
+  std::string watch_timeout = "30s";
+  std::string endpoint_token_file;
+  bool metrics_token = false;
   std::string sample = "1s";
   std::vector<uint64_t> ignore_xids;
   std::string cgroup_parent = "/sys/fs/cgroup/tessera";
@@ -168,6 +175,24 @@ int RunAgent(const AgentFlags& f) {
     std::cerr << "--sync: expected a duration such as 2s, got '" << f.sync << "'\n";
     return 2;
   }
+  absl::Duration watch_timeout;
+  if (!absl::ParseDuration(f.watch_timeout, &watch_timeout) || watch_timeout < absl::Seconds(1)) {
+    std::cerr << "--watch-timeout: expected a duration of at least 1s, got '" << f.watch_timeout
+              << "'\n";
+    return 2;
+  }
+  EndpointAuth::Options eo;
+  eo.require_metrics_token = f.metrics_token;
+  if (!f.endpoint_token_file.empty()) {
+    std::ifstream in(f.endpoint_token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      std::cerr << "--endpoint-token-file: cannot read " << f.endpoint_token_file << "\n";
+      return 2;
+    }
+    eo.agent_tokens = EndpointAuth::ParseTokens(text.str());
+  }
   if (!absl::ParseDuration(f.sample, &sample) || sample <= absl::ZeroDuration()) {
     std::cerr << "--sample: expected a duration such as 1s, got '" << f.sample << "'\n";
     return 2;
@@ -252,6 +277,39 @@ int RunAgent(const AgentFlags& f) {
     std::cerr << "agent: " << s.message() << "\n";
     return 1;
   }
+  // The bindings long-poll has its own connection (and thread): it sleeps in the server most of
+  // the time while the agent heartbeats on the other.
+  HttpControlPlaneClient watch_client(f.server, f.token, watch_timeout + absl::Seconds(15));
+  BindingWatcher watcher(
+      watch_client, agent, f.node_name, watch_timeout, [&watch_client] { watch_client.Cancel(); },
+      ao.seed + 1);
+  // Who may read logs: the agent's tokens, or whatever the server lets read the job.
+  EndpointAuth auth(eo, [&f](const std::string& token, const std::string& kind,
+                             const std::string& ns, const std::string& job) {
+    ApiClient api(f.server, token, absl::Seconds(5));
+    const char* plural = kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
+    // Admin: the server's /metrics is admin-only.
+    absl::StatusOr<ApiResponse> r =
+        job.empty() ? api.Get("/metrics")
+                    : api.Get(absl::StrCat("/api/v1/namespaces/", ns.empty() ? "default" : ns, "/",
+                                           plural, "/", job));
+    if (!r.ok()) return 0;
+    return r->code == 404 ? 403 : r->code;  // a job it cannot see is not its logs
+  });
+  http.set_pre_routing_handler([&auth](const httplib::Request& req, httplib::Response& res) {
+    EndpointRequest er;
+    er.path = req.path;
+    er.authorization = req.get_header_value("Authorization");
+    er.name_space = req.has_param("namespace") ? req.get_param_value("namespace") : "default";
+    er.job = req.get_param_value("job");
+    if (req.has_param("kind")) er.kind = req.get_param_value("kind");
+    EndpointVerdict v = auth.Check(er);
+    if (v.code == 200) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = v.code;
+    if (v.code == 401) res.set_header("WWW-Authenticate", "Bearer");
+    res.set_content(v.message + "\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   tracker.AddListener([&agent](const HealthTransition& t) {
     std::cerr << "agent: GPU " << t.uuid << " " << HealthName(t.from) << " -> " << HealthName(t.to)
               << (t.reason.empty() ? "" : ": ") << t.reason << "\n";
@@ -327,7 +385,9 @@ int RunAgent(const AgentFlags& f) {
     while (!g_stop.load()) usleep(100 * 1000);
     agent.Stop();
   });
+  watcher.Start();
   agent.Run();
+  watcher.Stop();
   // Members keep running: they are in their own sessions and are re-adopted on restart.
   monitor.Stop();
   http.stop();
@@ -351,7 +411,8 @@ struct LogsFlags {
   std::string kind = "TrainingJob";
 };
 
-int RunLogs(const LogsFlags& f) {
+int RunLogs(LogsFlags f) {
+  if (f.token.empty() && getenv("TESSERA_TOKEN") != nullptr) f.token = getenv("TESSERA_TOKEN");
   ApiClient api(f.server, f.token);
   const char* plural = f.kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
   absl::StatusOr<ApiResponse> job =
@@ -390,9 +451,11 @@ int RunLogs(const LogsFlags& f) {
     threads.emplace_back([&, endpoint, node] {
       httplib::Client c(endpoint);
       c.set_read_timeout(3600, 0);
-      std::string path =
-          absl::StrCat("/logs?namespace=", f.ns, "&job=", f.job, "&stream=", f.stream,
-                       f.follow ? "&follow=1" : "", f.member.empty() ? "" : "&member=" + f.member);
+      // The agent checks this token with the server (may it read this job?) or against its own.
+      if (!f.token.empty()) c.set_bearer_token_auth(f.token);
+      std::string path = absl::StrCat("/logs?namespace=", f.ns, "&job=", f.job, "&kind=", f.kind,
+                                      "&stream=", f.stream, f.follow ? "&follow=1" : "",
+                                      f.member.empty() ? "" : "&member=" + f.member);
       auto res = c.Get(path, [&](const char* data, size_t len) {
         std::lock_guard<std::mutex> l(out_mu);
         std::cout.write(data, len);
@@ -415,6 +478,7 @@ int RunLogs(const LogsFlags& f) {
 
 void RegisterNodeCommands(CLI::App& app) {
   RegisterUpCommand(app);
+  RegisterAgentsBenchCommand(app);
   auto f = std::make_shared<AgentFlags>();
   CLI::App* a =
       app.add_subcommand("agent", "Run the node agent: register, heartbeat, run bound members");
@@ -428,12 +492,20 @@ void RegisterNodeCommands(CLI::App& app) {
   a->add_option("--state-dir", f->state_dir,
                 "Member records and logs (default /var/lib/tessera/agent/NODE)");
   a->add_option("--metrics-listen", f->listen,
-                "HOST:PORT for /metrics, /logs, /members (port 0: any)");
+                "HOST:PORT for /metrics, /logs, /members (default 127.0.0.1:0: loopback, "
+                "any port)");
   a->add_option("--rack", f->rack, "Rack of this node");
   a->add_option("--block", f->block, "Block (spine domain) of this node");
   a->add_option("--label", f->labels, "Node label k=v (repeatable)");
   a->add_option("--heartbeat", f->heartbeat, "Heartbeat interval (default 10s)");
-  a->add_option("--sync", f->sync, "Binding sync interval (default 2s)");
+  a->add_option("--sync", f->sync,
+                "Full binding re-list interval, a safety net under the watch (default 60s)");
+  a->add_option("--watch-timeout", f->watch_timeout,
+                "How long one bindings long-poll waits in the server (default 30s)");
+  a->add_option("--endpoint-token-file", f->endpoint_token_file,
+                "Tokens (one a line) accepted by this agent's endpoint besides server tokens");
+  a->add_flag("--metrics-require-token", f->metrics_token,
+              "Require a token for /metrics too (default: open for Prometheus)");
   a->add_option("--sample", f->sample, "GPU metrics sampling interval (default 1s)");
   a->add_option("--ignore-xid", f->ignore_xids, "XIDs that never affect health")->delimiter(',');
   a->add_option("--cgroup-parent", f->cgroup_parent,
@@ -449,7 +521,8 @@ void RegisterNodeCommands(CLI::App& app) {
   logs->add_option("-n,--namespace", l->ns, "Namespace (default: default)");
   logs->add_flag("-f,--follow", l->follow, "Keep streaming while the members run");
   logs->add_option("--server", l->server, "tessera server (default 127.0.0.1:7420)");
-  logs->add_option("--token", l->token, "Bearer token");
+  logs->add_option("--token", l->token,
+                   "Bearer token, for the server and the agents (default: env TESSERA_TOKEN)");
   logs->add_option("--member", l->member, "Only this member (GROUP-INDEX)");
   logs->add_option("--stream", l->stream, "stdout or stderr")
       ->check(CLI::IsMember({"stdout", "stderr"}));

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,12 +164,42 @@ int RunUp(const UpFlags& f) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
+  // 0. Tokens: an admin token for `up` and the user, one node token per agent (agents read only
+  //    their own bindings; their endpoints check `tessera logs` tokens with the server).
+  std::random_device rd;
+  auto secret = [&rd] {
+    return absl::StrCat(absl::Hex(static_cast<uint64_t>(rd()) << 32 | rd(), absl::kZeroPad16));
+  };
+  const std::string admin_token = secret();
+  std::map<std::string, std::string> node_tokens;
+
   // 1. The server.
   Child server{"server"};
   int out = -1;
-  server.pid = Spawn({exe, "server", "--data-dir", data + "/store", "--listen", f.listen,
-                      "--node-grace-seconds", "6", "--eviction-seconds", "10"},
-                     data + "/logs/server.log", &out);
+  struct NodeDef {
+    std::string name, config, rack;
+  };
+  std::vector<NodeDef> nodes;
+  for (int i = 0; i < f.h100_nodes; ++i) {
+    nodes.push_back({absl::StrCat("h100-", i), fake_dir + "/up-h100-nvswitch-8.yaml",
+                     absl::StrCat("rack-", i / 2)});
+  }
+  for (int i = 0; i < f.pcie_nodes; ++i) {
+    nodes.push_back({absl::StrCat("pcie-", i), fake_dir + "/up-pcie-4.yaml", "rack-pcie"});
+  }
+  {
+    std::ofstream tokens(data + "/tokens");
+    tokens << "# tessera up: TOKEN NAMESPACE ROLE\n" << admin_token << " * admin\n";
+    for (const NodeDef& n : nodes) {
+      node_tokens[n.name] = secret();
+      tokens << node_tokens[n.name] << " - node:" << n.name << "\n";
+    }
+  }
+  chmod((data + "/tokens").c_str(), 0600);
+  server.pid =
+      Spawn({exe, "server", "--data-dir", data + "/store", "--listen", f.listen, "--tokens-file",
+             data + "/tokens", "--node-grace-seconds", "6", "--eviction-seconds", "10"},
+            data + "/logs/server.log", &out);
   std::string line;
   char buf[512];
   while (line.find('\n') == std::string::npos) {
@@ -189,31 +221,36 @@ int RunUp(const UpFlags& f) {
 
   // 2. The agents.
   std::vector<Child> agents;
-  struct NodeDef {
-    std::string name, config, rack;
-  };
-  std::vector<NodeDef> nodes;
-  for (int i = 0; i < f.h100_nodes; ++i) {
-    nodes.push_back({absl::StrCat("h100-", i), fake_dir + "/up-h100-nvswitch-8.yaml",
-                     absl::StrCat("rack-", i / 2)});
-  }
-  for (int i = 0; i < f.pcie_nodes; ++i) {
-    nodes.push_back({absl::StrCat("pcie-", i), fake_dir + "/up-pcie-4.yaml", "rack-pcie"});
-  }
   for (const NodeDef& n : nodes) {
     Child c{n.name};
-    c.pid = Spawn({exe,         "agent",       "--server",
-                   url,         "--node-name", n.name,
-                   "--backend", "fake",        "--fake-config",
-                   n.config,    "--state-dir", data + "/agents/" + n.name,
-                   "--rack",    n.rack,        "--block",
-                   "block-0",   "--heartbeat", "2s",
-                   "--sync",    "1s",          "--cgroup-parent",
+    c.pid = Spawn({exe,
+                   "agent",
+                   "--server",
+                   url,
+                   "--token",
+                   node_tokens[n.name],
+                   "--node-name",
+                   n.name,
+                   "--backend",
+                   "fake",
+                   "--fake-config",
+                   n.config,
+                   "--state-dir",
+                   data + "/agents/" + n.name,
+                   "--rack",
+                   n.rack,
+                   "--block",
+                   "block-0",
+                   "--heartbeat",
+                   "2s",
+                   "--sync",
+                   "1s",
+                   "--cgroup-parent",
                    ""},
                   data + "/logs/agent-" + n.name + ".log", nullptr);
     agents.push_back(c);
   }
-  ApiClient api(url, "");
+  ApiClient api(url, admin_token);
   absl::Time ready_by = absl::Now() + absl::Seconds(60);
   size_t ready = 0;
   while (absl::Now() < ready_by && !g_up_stop.load()) {
@@ -304,10 +341,13 @@ int RunUp(const UpFlags& f) {
     }
     std::cout
         << "\n  logs:        " << exe << " logs llm-pretrain -n demo -f --server " << addr
-        << "\n  checkpoints: " << data << "/checkpoints/llm-pretrain"
-        << "\n  nodes:       curl " << url << "/api/v1/nodes"
+        << " --token " << admin_token << "\n  checkpoints: " << data << "/checkpoints/llm-pretrain"
+        << "\n  nodes:       curl -H 'Authorization: Bearer " << admin_token << "' " << url
+        << "/api/v1/nodes"
         << "\n  metrics:     the tessera.dev/agent-endpoint annotation of each node + /metrics"
-        << "\n  inject XID:  curl -XPOST '<agent-endpoint>/fake/event?gpu=3&type=xid&xid=79'\n";
+        << "\n  inject XID:  curl -XPOST -H 'Authorization: Bearer " << admin_token
+        << "' '<agent-endpoint>/fake/event?gpu=3&type=xid&xid=79'"
+        << "\n  token:       " << admin_token << " (admin; all tokens in " << data << "/tokens)\n";
   }
   std::cout << (f.duration > 0 ? absl::StrCat("running for ", f.duration, " s") : "running")
             << "; Ctrl-C stops everything" << std::endl;

@@ -1,6 +1,8 @@
 #include "server/api_server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <deque>
@@ -14,6 +16,7 @@
 #include "server/api/kinds.h"
 #include "server/api/object_codec.h"
 #include "server/api/selector.h"
+#include "server/elastic_pool.h"
 
 namespace tessera::server {
 
@@ -100,9 +103,15 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
       auth_(std::move(auth)),
       options_(options),
       http_(MakeHttpServer(options)),
+      bindings_(std::make_unique<NodeBindingIndex>(store)),
       rng_(options.uid_seed) {
-  const int threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->new_task_queue = [this] {
+    ElasticPoolOptions po;
+    po.min_threads = options_.threads;
+    po.max_threads = options_.threads + options_.max_binding_waits;
+    pool_ = new ElasticPool(po);
+    return pool_;
+  };
   http_->set_payload_max_length(options_.max_body_bytes);
   // Remember the listening socket: this cpp-httplib listens with a backlog of
   // 5, which drops connections when many clients connect at once; Start()
@@ -110,6 +119,10 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   http_->set_socket_options([this](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    // Inherited by accepted sockets: cpp-httplib writes a response's headers and body
+    // separately, and Nagle + the peer's delayed ACK would hold the body ~40 ms on a
+    // long-lived connection (a node agent's bindings long-poll).
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     listen_fd_ = sock;
   });
   http_->set_keep_alive_max_count(100000);
@@ -140,6 +153,16 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
                     "# HELP tessera_api_open_watches Watch streams open now.\n"
                     "# TYPE tessera_api_open_watches gauge\ntessera_api_open_watches ",
                     open_watches_.load(), "\n");
+    absl::StrAppend(&out,
+                    "# HELP tessera_api_binding_waits Node agents waiting for a binding change "
+                    "now.\n# TYPE tessera_api_binding_waits gauge\ntessera_api_binding_waits ",
+                    bindings_->waiters(), "\n");
+    if (pool_ != nullptr) {
+      absl::StrAppend(&out,
+                      "# HELP tessera_api_threads Request threads (one per open connection).\n"
+                      "# TYPE tessera_api_threads gauge\ntessera_api_threads ",
+                      pool_->threads(), "\n");
+    }
     if (options_.extra_metrics) out += options_.extra_metrics();
     res.set_content(out, "text/plain; version=0.0.4");
   });
@@ -201,6 +224,7 @@ absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
   if (bound <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
   }
+  if (absl::Status s = bindings_->Start(); !s.ok()) return s;
   if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   return bound;
@@ -213,6 +237,7 @@ void ApiServer::Stop() {
     stopped_ = true;
   }
   stopping_ = true;
+  bindings_->Stop();  // ends open binding long-polls
   http_->stop();
   if (listener_.joinable()) listener_.join();
 }
@@ -248,6 +273,13 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
   if (seg.size() == 1 && seg[0] == "batch") {
     if (req.method != "POST") return Fail(res, 405, "MethodNotAllowed", "batch takes POST");
     return HandleBatch(*who, req, res);
+  }
+  if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "bindings") {
+    if (req.method != "GET") return Fail(res, 405, "MethodNotAllowed", "bindings take GET");
+    if (!api::IsDnsLabel(seg[1])) {
+      return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+    }
+    return HandleNodeBindings(*who, seg[1], req, res);
   }
   Route r;
   if (seg.size() >= 3 && seg.size() <= 4 && seg[0] == "namespaces") {
@@ -740,6 +772,75 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
          {"kind", "List"},
          {"metadata", {{"resourceVersion", std::to_string(*rev)}}},
          {"items", std::move(items)}});
+}
+
+// GET /api/v1/nodes/NAME/bindings[?resourceVersion=R&timeoutSeconds=S]: the jobs bound to node
+// NAME (docs/api.md, "Node bindings"). With R and S, waits up to S seconds for a change after R.
+void ApiServer::HandleNodeBindings(const Principal& p, const std::string& node,
+                                   const httplib::Request& req, httplib::Response& res) {
+  // A node sees only its own bindings; users none (they span tenants).
+  if (p.role == Principal::Role::kUser) {
+    return Fail(res, 403, "Forbidden", "node bindings are for node agents and admins");
+  }
+  if (p.role == Principal::Role::kNode && p.node != node) {
+    return Fail(res, 403, "Forbidden",
+                absl::StrCat("node \"", p.node, "\" may only read its own bindings"));
+  }
+  int64_t since = 0, timeout_s = 0;
+  if (!QueryInt(req, "resourceVersion", since, res)) return;
+  if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;
+  // From another store (restored, or a new cluster at the same address): answer in full.
+  if (since > store_.CurrentRevision()) since = 0;
+  // Fresh for a plain read (a registering agent fences on it); a long-poll is woken by the
+  // index's follower instead.
+  if (absl::Status s = bindings_->CatchUp(); !s.ok()) return FailStore(res, s, "bindings");
+  absl::Time deadline = absl::InfinitePast();
+  struct Slot {
+    std::atomic<int>* open = nullptr;
+    ~Slot() {
+      if (open != nullptr) (*open)--;
+    }
+  } slot;
+  if (since > 0 && timeout_s > 0) {
+    if (open_binding_waits_.fetch_add(1) >= options_.max_binding_waits) {
+      open_binding_waits_--;
+      res.set_header("Retry-After", "1");
+      return Fail(res, 429, "TooManyRequests",
+                  absl::StrCat("too many binding waits (", options_.max_binding_waits, ")"));
+    }
+    slot.open = &open_binding_waits_;
+    deadline = absl::Now() + std::min(absl::Seconds(timeout_s), options_.max_binding_wait);
+  }
+  NodeBindingIndex::Snapshot snap = bindings_->Wait(node, since, deadline);
+  Json out = {{"apiVersion", api::kApiVersion},
+              {"kind", "NodeBindingList"},
+              {"metadata", {{"resourceVersion", std::to_string(snap.revision)}}}};
+  if (!snap.changed) {
+    // Nothing new: the agent keeps what it has (no per-job reads here).
+    out["metadata"]["unchanged"] = true;
+    return Reply(res, 200, out);
+  }
+  Json items = Json::array();
+  for (const std::string& key : snap.jobs) {
+    absl::StatusOr<store::KeyValue> kv = store_.Get(key);
+    if (!kv.ok()) {
+      if (absl::IsNotFound(kv.status())) continue;  // deleted since the snapshot
+      return FailStore(res, kv.status(), key);
+    }
+    absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
+    if (!obj.ok()) return FailStore(res, obj.status(), key);
+    // The job may have moved since the snapshot: never show a node someone else's job.
+    bool here = false;
+    const Json& st = (*obj)["status"];
+    if (st.is_object() && st.contains("placement") && st["placement"].is_array()) {
+      for (const Json& m : st["placement"]) {
+        if (m.is_object() && m.contains("node") && m["node"] == node) here = true;
+      }
+    }
+    if (here) items.push_back(std::move(*obj));
+  }
+  out["items"] = std::move(items);
+  Reply(res, 200, out);
 }
 
 }  // namespace tessera::server

@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
+#include "server/node_bindings.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -45,10 +46,17 @@ struct KindInfo;
 }  // namespace api
 
 using Json = nlohmann::json;
+class ElasticPool;
 
 struct ApiServerOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
-  int threads = 128;                // request threads; each open watch holds one
+  // Request threads kept ready. Each connection holds a thread for its life (cpp-httplib), so the
+  // pool grows beyond this on demand (ElasticPool), up to threads + max_binding_waits.
+  int threads = 128;
+  // Open node binding long-polls (GET /api/v1/nodes/NAME/bindings?resourceVersion=R&
+  // timeoutSeconds=S; one per node agent) beyond this get 429.
+  int max_binding_waits = 20000;
+  absl::Duration max_binding_wait = absl::Minutes(5);
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
   // Open watches beyond this get 429, so that watches cannot take every
@@ -106,6 +114,9 @@ class ApiServer {
   // Runs options_.admit; on refusal answers `res` and returns false.
   bool Admit(const api::KindInfo& kind, const std::string& name, const Json* obj,
              httplib::Response& res);
+  // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex.
+  void HandleNodeBindings(const Principal& p, const std::string& node, const httplib::Request& req,
+                          httplib::Response& res);
   std::string NewUid();
 
   store::Store& store_;
@@ -117,6 +128,9 @@ class ApiServer {
   std::atomic<bool> stopping_{false};
   std::atomic<int> listen_fd_{-1};
   std::atomic<int> open_watches_{0};
+  std::atomic<int> open_binding_waits_{0};
+  std::unique_ptr<NodeBindingIndex> bindings_;
+  ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);

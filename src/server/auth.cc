@@ -82,9 +82,12 @@ std::string Authorize(const Principal& p, Verb verb, const Resource& r) {
     case Principal::Role::kNode:
       // A node agent reads the jobs bound to it and reports its members' states; the server
       // keeps such an update to the job's status (ApiServer, status-only updates).
+      // Its bindings come from GET /api/v1/nodes/NAME/bindings (its own only), never from a
+      // list or watch of every job.
       if (r.plural == "trainingjobs" || r.plural == "inferenceservices") {
-        if (read || verb == Verb::kUpdate) return "";
-        return "nodes may only read jobs and update their status";
+        if (verb == Verb::kGet || verb == Verb::kUpdate) return "";
+        return "nodes may only get jobs and update their status; their bindings are at "
+               "/api/v1/nodes/NAME/bindings";
       }
       if (r.plural != "nodes" || r.name != p.node) {
         return absl::StrCat("node \"", p.node, "\" may only access its own Node object");

@@ -5,9 +5,9 @@
 //   ROLE admin          everything; NAMESPACE is ignored (write "*")
 //   ROLE user           every verb on namespaced kinds in NAMESPACE only;
 //                       read-only (get/list/watch) on cluster-scoped kinds
-//   ROLE node:NAME      get/create/update of the Node object NAME; get/list/watch of
-//                       TrainingJobs and InferenceServices and updates of their status only
-//                       (the node agent's bindings and member reports)
+//   ROLE node:NAME      get/create/update of the Node object NAME; get (not list or watch)
+//                       of TrainingJobs and InferenceServices and updates of their status
+//                       only (member reports); its bindings at /api/v1/nodes/NAME/bindings
 // Unknown token or none: 401. Known token, action not allowed: 403.
 //
 // Immutable after loading; thread-safe.

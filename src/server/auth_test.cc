@@ -45,8 +45,9 @@ TEST(AuthTest, Rules) {
   EXPECT_EQ(Authorize(node, Verb::kCreate, n1), "");
   EXPECT_NE(Authorize(node, Verb::kUpdate, n2), "");
   EXPECT_NE(Authorize(node, Verb::kDelete, n1), "");
-  EXPECT_EQ(Authorize(node, Verb::kGet, own), "");  // its bindings
-  EXPECT_EQ(Authorize(node, Verb::kList, all), "");
+  EXPECT_EQ(Authorize(node, Verb::kGet, own), "");   // its bindings
+  EXPECT_NE(Authorize(node, Verb::kList, all), "");  // its bindings come from its own index
+  EXPECT_NE(Authorize(node, Verb::kWatch, all), "");
   EXPECT_EQ(Authorize(node, Verb::kUpdate, own), "");  // status only (ApiServer)
   EXPECT_NE(Authorize(node, Verb::kDelete, own), "");
   EXPECT_NE(Authorize(node, Verb::kCreate, own), "");

@@ -1,0 +1,651 @@
+// `tessera bench agents`: N simulated node agents against a real `tessera server` process on
+// loopback, speaking the real agent's protocol (docs/agent.md, "Agent <-> server"):
+//   register      POST /api/v1/nodes (a Node with 8 GPUs and its 8 x 8 link matrix)
+//   heartbeat     every --heartbeat (phases spread at random): GET + PUT of the Node, on a fresh
+//                 connection, as the real agent's is closed by the server's 5 s keep-alive
+//   bindings      one long-poll per agent, GET /api/v1/nodes/NAME/bindings?resourceVersion=R&
+//                 timeoutSeconds=30, re-issued at once on the same connection
+// A binder binds new jobs to random agents (--binds-per-second) and each agent notes when its
+// long-poll answer first contains the job. The agents are light: one epoll loop on one thread
+// drives all of them (no per-agent thread), so the client itself stays cheap.
+//
+// Prints one JSON object: server CPU seconds per second, heartbeat latency p50/p99, bind ->
+// agent-sees-it latency p50/p99, server RSS and threads, client CPU, load averages. The server
+// runs with --no-scheduler: this measures the API, the store and the bindings index under
+// 12,500 agents; the scheduler's own cost is `tessera bench sched`.
+#include "agent/bench_agents.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "agent/api_client.h"
+#include "common/bench_stats.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::agent {
+namespace {
+
+using Json = nlohmann::json;
+
+struct BenchFlags {
+  int agents = 12500;
+  double heartbeat_s = 10;
+  double seconds = 60;
+  double binds_per_second = 20;
+  int poll_timeout_s = 30;
+  int register_concurrency = 64;
+  std::string dir;
+};
+
+// /proc/PID/stat utime + stime, in seconds.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) {
+      stime = std::stod(field);
+      break;
+    }
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A field of /proc/PID/status ("VmRSS", "VmHWM": kB; "Threads").
+int64_t StatusField(pid_t pid, const std::string& name) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, name + ":")) {
+      int64_t v = 0;
+      std::string num;
+      for (char c : line.substr(name.size() + 1)) {
+        if (absl::ascii_isdigit(static_cast<unsigned char>(c))) num += c;
+        if (c == 'k') break;
+      }
+      (void)absl::SimpleAtoi(num, &v);
+      return v;
+    }
+  }
+  return 0;
+}
+
+std::string LoadAvg() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return absl::StrCat(a, " ", b, " ", c);
+}
+
+std::string NodeName(int i) { return absl::StrCat("bench-", i); }
+
+std::string NodeBody(int i, bool with_status) {
+  Json gpus = Json::array(), health = Json::array(), links = Json::array();
+  for (int g = 0; g < 8; ++g) {
+    gpus.push_back({{"index", g},
+                    {"uuid", absl::StrCat("GPU-bench-", i, "-", g)},
+                    {"model", "NVIDIA H100 80GB HBM3"},
+                    {"memoryMiB", 81559}});
+    health.push_back({{"index", g}, {"health", "Healthy"}});
+    Json row = Json::array();
+    for (int h = 0; h < 8; ++h) row.push_back(g == h ? "X" : "NVSWITCH");
+    links.push_back(row);
+  }
+  Json node = {{"apiVersion", "tessera.dev/v1"},
+               {"kind", "Node"},
+               {"metadata",
+                {{"name", NodeName(i)},
+                 {"annotations", {{"tessera.dev/agent-endpoint", "http://127.0.0.1:9"}}}}},
+               {"spec",
+                {{"gpus", gpus},
+                 {"links", links},
+                 {"rack", absl::StrCat("rack-", i / 32)},
+                 {"block", absl::StrCat("block-", i / 1024)}}}};
+  if (with_status) {
+    node["status"] = {{"lastHeartbeatTime",
+                       absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone())},
+                      {"gpus", health}};
+  }
+  return node.dump();
+}
+
+// One HTTP/1.1 connection driven by the epoll loop.
+struct Conn {
+  enum class Kind { kRegister, kHeartbeat, kWatch };
+  Kind kind;
+  int agent = 0;
+  int fd = -1;
+  int step = 0;  // heartbeat: 0 = GET sent, 1 = PUT sent
+  std::string out;
+  size_t out_off = 0;
+  std::string in;
+  absl::Time started;
+};
+
+struct Shared {
+  std::mutex mu;
+  std::vector<absl::Time> bind_t0;  // by bind id (binder thread writes, loop reads)
+  std::vector<int> bind_node;
+};
+
+class Loop {
+ public:
+  Loop(const BenchFlags& f, int port, Shared& shared)
+      : f_(f),
+        port_(port),
+        shared_(shared),
+        rv_(f.agents, 0),
+        watch_(f.agents, nullptr),
+        seen_(f.agents) {
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+  }
+  ~Loop() { close(ep_); }
+
+  // Registers every agent, opens its long-poll and schedules its first heartbeat.
+  bool Register();
+  // Runs until `until`; samples count only after `measure_from`.
+  void Run(absl::Time measure_from, absl::Time until);
+
+  std::vector<double> hb_ms, bind_ms;
+  int64_t heartbeats = 0, heartbeat_errors = 0, polls = 0, poll_errors = 0, foreign = 0;
+  int64_t seen_binds = 0;
+  int watching = 0;
+
+ private:
+  Conn* Open(Conn::Kind kind, int agent, std::string request);
+  void Send(Conn* c, std::string request);
+  void Close(Conn* c);
+  // Handles epoll events of `c` (which may be closed and deleted on return).
+  void OnEvent(Conn* c, uint32_t events);
+  // Returns false when it closed (deleted) `c`.
+  bool OnResponse(Conn* c, int code, const std::string& body);
+  void StartWatch(int agent);
+  void StartHeartbeat(int agent);
+  void Flush(Conn* c);
+  std::string Request(const std::string& method, const std::string& path, const std::string& body,
+                      bool close) const {
+    return absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                        body.empty() ? "" : "Content-Type: application/json\r\n",
+                        "Content-Length: ", body.size(), "\r\n",
+                        close ? "Connection: close\r\n" : "", "\r\n", body);
+  }
+
+  const BenchFlags& f_;
+  const int port_;
+  Shared& shared_;
+  int ep_ = -1;
+  std::vector<int64_t> rv_;
+  std::vector<Conn*> watch_;
+  std::vector<std::vector<bool>> seen_;
+  int registered_ = 0, reg_inflight_ = 0;
+  bool measuring_ = false;
+  std::priority_queue<std::pair<absl::Time, int>, std::vector<std::pair<absl::Time, int>>,
+                      std::greater<>>
+      due_;
+  std::mt19937_64 rng_{42};
+};
+
+Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // 12,500 agents share one machine: spread them over 127.0.0.0/8 source addresses so that
+  // their connections do not exhaust one address's ephemeral ports (real agents have their
+  // own hosts). The port is picked at connect time.
+  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + agent % 200);
+  bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+    close(fd);
+    return nullptr;
+  }
+  auto* c = new Conn{kind, agent, fd};
+  c->started = absl::Now();
+  epoll_event ev{};
+  // Edge-triggered: a connected socket is always writable, so level-triggered EPOLLOUT would
+  // spin; reads and writes run until EAGAIN instead.
+  ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+  ev.data.ptr = c;
+  epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  Send(c, std::move(request));
+  return c;
+}
+
+void Loop::Send(Conn* c, std::string request) {
+  c->out = std::move(request);
+  c->out_off = 0;
+  Flush(c);
+}
+
+void Loop::Flush(Conn* c) {
+  while (c->out_off < c->out.size()) {
+    ssize_t n = write(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off);
+    if (n <= 0) return;  // EAGAIN (or not connected yet): EPOLLOUT brings us back
+    c->out_off += n;
+  }
+}
+
+void Loop::Close(Conn* c) {
+  epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+  close(c->fd);
+  if (c->kind == Conn::Kind::kWatch && watch_[c->agent] == c) watch_[c->agent] = nullptr;
+  delete c;
+}
+
+void Loop::StartWatch(int agent) {
+  std::string path = absl::StrCat("/api/v1/nodes/", NodeName(agent), "/bindings");
+  if (rv_[agent] > 0) {
+    absl::StrAppend(&path, "?resourceVersion=", rv_[agent], "&timeoutSeconds=", f_.poll_timeout_s);
+  }
+  if (watch_[agent] == nullptr) {
+    watch_[agent] = Open(Conn::Kind::kWatch, agent, Request("GET", path, "", false));
+    if (watch_[agent] == nullptr) ++poll_errors;
+  } else {
+    Send(watch_[agent], Request("GET", path, "", false));
+  }
+  ++polls;
+}
+
+void Loop::StartHeartbeat(int agent) {
+  Open(Conn::Kind::kHeartbeat, agent,
+       Request("GET", "/api/v1/nodes/" + NodeName(agent), "", false));
+}
+
+bool Loop::OnResponse(Conn* c, int code, const std::string& body) {
+  switch (c->kind) {
+    case Conn::Kind::kRegister:
+      --reg_inflight_;
+      if (code == 201 || code == 409) {
+        ++registered_;
+        StartWatch(c->agent);
+        std::uniform_real_distribution<double> phase(0, f_.heartbeat_s);
+        due_.push({absl::Now() + absl::Seconds(phase(rng_)), c->agent});
+      } else {
+        std::cerr << "bench agents: register " << NodeName(c->agent) << ": HTTP " << code << "\n";
+      }
+      Close(c);
+      return false;
+    case Conn::Kind::kHeartbeat:
+      if (code != 200) {
+        ++heartbeat_errors;
+        Close(c);
+        return false;
+      }
+      if (c->step == 0) {
+        c->step = 1;
+        Send(c, Request("PUT", "/api/v1/nodes/" + NodeName(c->agent), NodeBody(c->agent, true),
+                        /*close=*/true));  // the server closes: its side keeps the TIME_WAIT
+        return true;
+      }
+      if (measuring_) {
+        ++heartbeats;
+        hb_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - c->started));
+      }
+      Close(c);
+      return false;
+    case Conn::Kind::kWatch: {
+      if (code != 200) {
+        ++poll_errors;
+        StartWatch(c->agent);
+        return true;
+      }
+      size_t at = body.rfind("\"resourceVersion\":\"");
+      if (at != std::string::npos) {
+        int64_t rv = 0;
+        size_t from = at + 19;
+        if (absl::SimpleAtoi(body.substr(from, body.find('"', from) - from), &rv)) {
+          if (rv_[c->agent] == 0) ++watching;
+          rv_[c->agent] = rv;
+        }
+      }
+      // Items are jobs named bind-ID.
+      for (size_t p = body.find("\"name\":\"bind-"); p != std::string::npos;
+           p = body.find("\"name\":\"bind-", p + 1)) {
+        size_t from = p + 13;
+        int id = 0;
+        if (!absl::SimpleAtoi(body.substr(from, body.find('"', from) - from), &id)) continue;
+        absl::Time t0;
+        int node = -1;
+        {
+          std::lock_guard<std::mutex> l(shared_.mu);
+          if (id < 0 || id >= static_cast<int>(shared_.bind_t0.size())) continue;
+          t0 = shared_.bind_t0[id];
+          node = shared_.bind_node[id];
+        }
+        if (node != c->agent) {
+          ++foreign;  // the server showed a node someone else's job
+          continue;
+        }
+        std::vector<bool>& s = seen_[c->agent];
+        if (static_cast<int>(s.size()) <= id) s.resize(id + 1);
+        if (s[id]) continue;
+        s[id] = true;
+        ++seen_binds;
+        bind_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t0));
+      }
+      StartWatch(c->agent);
+      return true;
+    }
+  }
+  return true;
+}
+
+void Loop::OnEvent(Conn* c, uint32_t events) {
+  if (events & EPOLLOUT) Flush(c);
+  if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
+  char buf[16384];
+  bool eof = (events & (EPOLLHUP | EPOLLERR)) != 0;
+  for (;;) {
+    ssize_t n = read(c->fd, buf, sizeof buf);
+    if (n > 0) {
+      c->in.append(buf, n);
+      continue;
+    }
+    if (n == 0 || errno != EAGAIN) eof = true;
+    break;
+  }
+  // Complete responses (Content-Length framing, as cpp-httplib sends them).
+  for (;;) {
+    size_t head_end = c->in.find("\r\n\r\n");
+    if (head_end == std::string::npos) break;
+    int code = 0;
+    if (c->in.size() > 12) (void)absl::SimpleAtoi(c->in.substr(9, 3), &code);
+    size_t len = 0;
+    std::string head = absl::AsciiStrToLower(c->in.substr(0, head_end));
+    size_t cl = head.find("content-length:");
+    if (cl != std::string::npos) {
+      (void)absl::SimpleAtoi(
+          absl::StripAsciiWhitespace(head.substr(cl + 15, head.find('\r', cl) - cl - 15)), &len);
+    }
+    if (c->in.size() < head_end + 4 + len) break;
+    std::string body = c->in.substr(head_end + 4, len);
+    c->in.erase(0, head_end + 4 + len);
+    if (!OnResponse(c, code, body)) return;  // c is gone
+  }
+  if (!eof) return;
+  // The server closed a connection that still expected an answer.
+  switch (c->kind) {
+    case Conn::Kind::kRegister:
+      --reg_inflight_;
+      std::cerr << "bench agents: register " << NodeName(c->agent) << ": connection closed\n";
+      Close(c);
+      return;
+    case Conn::Kind::kHeartbeat:
+      ++heartbeat_errors;
+      Close(c);
+      return;
+    case Conn::Kind::kWatch: {
+      const int agent = c->agent;
+      ++poll_errors;
+      Close(c);
+      StartWatch(agent);
+      return;
+    }
+  }
+}
+
+bool Loop::Register() {
+  int next = 0;
+  absl::Time deadline = absl::Now() + absl::Minutes(10);
+  epoll_event evs[512];
+  while (registered_ < f_.agents && absl::Now() < deadline) {
+    while (next < f_.agents && reg_inflight_ < f_.register_concurrency) {
+      Conn* c = Open(Conn::Kind::kRegister, next,
+                     Request("POST", "/api/v1/nodes", NodeBody(next, false), true));
+      if (c == nullptr) return false;
+      ++reg_inflight_;
+      ++next;
+    }
+    int n = epoll_wait(ep_, evs, 512, 10);
+    for (int i = 0; i < n; ++i) OnEvent(static_cast<Conn*>(evs[i].data.ptr), evs[i].events);
+  }
+  return registered_ == f_.agents;
+}
+
+void Loop::Run(absl::Time measure_from, absl::Time until) {
+  epoll_event evs[512];
+  while (absl::Now() < until) {
+    const absl::Time now = absl::Now();
+    measuring_ = now >= measure_from;
+    while (!due_.empty() && due_.top().first <= now) {
+      const int agent = due_.top().second;
+      due_.pop();
+      StartHeartbeat(agent);
+      due_.push({now + absl::Seconds(f_.heartbeat_s), agent});
+    }
+    int n = epoll_wait(ep_, evs, 512, 5);
+    for (int i = 0; i < n; ++i) OnEvent(static_cast<Conn*>(evs[i].data.ptr), evs[i].events);
+  }
+}
+
+int RunBench(const BenchFlags& f) {
+  if (f.agents <= 0 || f.heartbeat_s <= 0 || f.seconds <= 0 || f.poll_timeout_s <= 0) {
+    std::cerr << "bench agents: --agents, --heartbeat, --seconds and --poll-timeout must be > 0\n";
+    return 2;
+  }
+  // Each agent holds a long-poll connection on both ends; ask for the hard limit.
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  if (static_cast<rlim_t>(f.agents) + 2000 > rl.rlim_cur) {
+    std::cerr << "bench agents: " << f.agents << " agents need ~" << f.agents + 2000
+              << " file descriptors per process; the limit is " << rl.rlim_cur << "\n";
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  std::string dir = f.dir;
+  bool remove_dir = false;
+  if (dir.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    std::string t = absl::StrCat(tmp ? tmp : "/tmp", "/tessera_bench_agents_XXXXXX");
+    if (mkdtemp(t.data()) == nullptr) return 1;
+    dir = t;
+    remove_dir = true;
+  }
+  // The real server, as its own process (its CPU and RSS are read from /proc).
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return 1;
+  pid_t server = fork();
+  if (server == 0) {
+    dup2(fds[1], 1);
+    int log = open((dir + "/server.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log >= 0) dup2(log, 2);
+    execl("/proc/self/exe", "tessera", "server", "--data-dir", (dir + "/store").c_str(), "--listen",
+          "127.0.0.1:0", "--no-scheduler", nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string line;
+  char buf[512];
+  while (line.find('\n') == std::string::npos) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 30000) <= 0) break;
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    line.append(buf, n);
+  }
+  close(fds[0]);
+  int port = 0;
+  size_t colon = line.find("127.0.0.1:");
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(line.substr(colon + 10, line.find(' ', colon) - colon - 10), &port)) {
+    std::cerr << "bench agents: the server did not start (see " << dir << "/server.log)\n";
+    kill(server, SIGKILL);
+    waitpid(server, nullptr, 0);
+    return 1;
+  }
+  const std::string load_before = LoadAvg();
+  Shared shared;
+  Loop loop(f, port, shared);
+  const absl::Time t_reg = absl::Now();
+  const bool registered = loop.Register();
+  const absl::Duration reg_time = absl::Now() - t_reg;
+  int rc = 0;
+  Json out;
+  if (!registered) {
+    std::cerr << "bench agents: not every agent registered\n";
+    rc = 1;
+  } else {
+    // Warm-up: every agent watching and one full heartbeat period, then the measured window.
+    const absl::Time measure_from = absl::Now() + absl::Seconds(f.heartbeat_s);
+    const absl::Time until = measure_from + absl::Seconds(f.seconds);
+    std::atomic<bool> stop{false};
+    double cpu0 = 0, cpu1 = 0;
+    std::thread binder([&] {
+      ApiClient api(absl::StrCat("127.0.0.1:", port), "");
+      std::mt19937_64 rng(7);
+      absl::SleepFor(measure_from - absl::Now());
+      cpu0 = CpuSeconds(server);
+      const absl::Duration every = absl::Seconds(1.0 / std::max(0.01, f.binds_per_second));
+      absl::Time next = absl::Now();
+      for (int id = 0; !stop && absl::Now() < until - absl::Seconds(2); ++id) {
+        absl::SleepFor(next - absl::Now());
+        next += every;
+        const int node = static_cast<int>(rng() % f.agents);
+        Json job = {{"apiVersion", "tessera.dev/v1"},
+                    {"kind", "TrainingJob"},
+                    {"metadata", {{"name", absl::StrCat("bind-", id)}, {"namespace", "bench"}}},
+                    {"spec",
+                     {{"command", {"/bin/true"}},
+                      {"groups", {{{"name", "w"}, {"count", 1}, {"gpusPerReplica", 8}}}}}},
+                    {"status",
+                     {{"phase", "Scheduled"},
+                      {"generation", 1},
+                      {"placement",
+                       {{{"group", "w"},
+                         {"member", 0},
+                         {"node", NodeName(node)},
+                         {"gpus", {0, 1, 2, 3, 4, 5, 6, 7}},
+                         {"generation", 1}}}}}}};
+        {
+          std::lock_guard<std::mutex> l(shared.mu);
+          shared.bind_t0.push_back(absl::Now());
+          shared.bind_node.push_back(node);
+        }
+        absl::StatusOr<ApiResponse> r = api.Post("/api/v1/namespaces/bench/trainingjobs", job);
+        if (!r.ok() || r->code != 201) std::cerr << "bench agents: bind " << id << " failed\n";
+      }
+    });
+    loop.Run(measure_from, until);
+    cpu1 = CpuSeconds(server);
+    stop = true;
+    binder.join();
+    const double window = f.seconds;
+    int64_t binds = 0;
+    {
+      std::lock_guard<std::mutex> l(shared.mu);
+      binds = static_cast<int64_t>(shared.bind_t0.size());
+    }
+    out = {
+        {"benchmark", "agents"},
+        {"agents", f.agents},
+        {"heartbeat_s", f.heartbeat_s},
+        {"poll_timeout_s", f.poll_timeout_s},
+        {"window_s", window},
+        {"register_all_s", absl::ToDoubleSeconds(reg_time)},
+        {"agents_watching", loop.watching},
+        {"server_cpu_s_per_s", (cpu1 - cpu0) / window},
+        {"server_rss_mib", StatusField(server, "VmRSS") / 1024.0},
+        {"server_peak_rss_mib", StatusField(server, "VmHWM") / 1024.0},
+        {"server_threads", StatusField(server, "Threads")},
+        {"heartbeats", loop.heartbeats},
+        {"heartbeats_per_s", loop.heartbeats / window},
+        {"heartbeat_errors", loop.heartbeat_errors},
+        {"heartbeat_ms_p50", Percentile(loop.hb_ms, 0.5)},
+        {"heartbeat_ms_p99", Percentile(loop.hb_ms, 0.99)},
+        {"binds", binds},
+        {"binds_seen", loop.seen_binds},
+        {"bind_seen_ms_p50", Percentile(loop.bind_ms, 0.5)},
+        {"bind_seen_ms_p99", Percentile(loop.bind_ms, 0.99)},
+        {"foreign_bindings_seen", loop.foreign},
+        {"polls", loop.polls},
+        {"poll_errors", loop.poll_errors},
+        {"client_cpu_s_per_s", CpuSeconds(getpid()) / absl::ToDoubleSeconds(absl::Now() - t_reg)},
+        {"client_peak_rss_mib", PeakRssMb()},
+        {"loadavg_before", load_before},
+        {"loadavg_after", LoadAvg()}};
+  }
+  kill(server, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(server, &status, WNOHANG) == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  if (waitpid(server, &status, WNOHANG) == 0) {
+    kill(server, SIGKILL);
+    waitpid(server, &status, 0);
+  }
+  if (rc == 0) std::cout << out.dump(2) << std::endl;
+  if (remove_dir) std::filesystem::remove_all(dir);
+  return rc;
+}
+
+}  // namespace
+
+void RegisterAgentsBenchCommand(CLI::App& app) {
+  CLI::App* bench = nullptr;
+  try {
+    bench = app.get_subcommand("bench");
+  } catch (const CLI::OptionNotFound&) {
+    bench = app.add_subcommand("bench", "Benchmarks that print JSON");
+    bench->require_subcommand(1);
+  }
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = bench->add_subcommand(
+      "agents", "N simulated node agents (register, heartbeat, bindings long-poll) vs a server");
+  cmd->add_option("--agents", f->agents, "Simulated agents (default 12500)");
+  cmd->add_option("--heartbeat", f->heartbeat_s, "Heartbeat period, seconds (default 10)");
+  cmd->add_option("--seconds", f->seconds, "Measured window, seconds (default 60)");
+  cmd->add_option("--binds-per-second", f->binds_per_second,
+                  "New jobs bound to random agents per second (default 20)");
+  cmd->add_option("--poll-timeout", f->poll_timeout_s,
+                  "Bindings long-poll timeout, seconds (default 30)");
+  cmd->add_option("--register-concurrency", f->register_concurrency,
+                  "Registrations in flight at once (default 64)");
+  cmd->add_option("--dir", f->dir, "Server data directory (default: a temporary one, removed)");
+  cmd->callback([f] {
+    if (int rc = RunBench(*f); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace tessera::agent

@@ -1,0 +1,252 @@
+#include "server/node_bindings.h"
+
+#include <algorithm>
+
+#include "nlohmann/json.hpp"
+#include "server/api/kinds.h"
+#include "server/api/object_codec.h"
+
+namespace tessera::server {
+namespace {
+
+using Json = nlohmann::json;
+
+// The phases in which a job's placement is live (the agent runs its members).
+bool BoundPhase(const std::string& p) {
+  return p == "Scheduled" || p == "Running" || p == "Deploying" || p == "Ready" || p == "Degraded";
+}
+
+// The nodes a stored job is bound to (empty when not in a bound phase).
+std::set<std::string> BoundNodes(const std::string& value) {
+  std::set<std::string> out;
+  Json obj = Json::parse(value, nullptr, false);
+  if (!obj.is_object()) return out;
+  auto st = obj.find("status");
+  if (st == obj.end() || !st->is_object()) return out;
+  auto phase = st->find("phase");
+  if (phase == st->end() || !phase->is_string() || !BoundPhase(phase->get<std::string>())) {
+    return out;
+  }
+  auto placement = st->find("placement");
+  if (placement == st->end() || !placement->is_array()) return out;
+  for (const Json& m : *placement) {
+    if (!m.is_object()) continue;
+    auto n = m.find("node");
+    if (n != m.end() && n->is_string()) out.insert(n->get<std::string>());
+  }
+  return out;
+}
+
+std::vector<std::string> JobPrefixes() {
+  std::vector<std::string> out;
+  for (const char* plural : {"trainingjobs", "inferenceservices"}) {
+    out.push_back(api::StorePrefix(*api::KindByPlural(plural), ""));
+  }
+  return out;
+}
+
+}  // namespace
+
+NodeBindingIndex::NodeBindingIndex(store::Store& store) : store_(store) {}
+
+NodeBindingIndex::~NodeBindingIndex() { Stop(); }
+
+absl::Status NodeBindingIndex::Start() {
+  {
+    absl::MutexLock a(&apply_mu_);
+    if (started_) return absl::OkStatus();
+    started_ = true;
+  }
+  // The build (a list of every job) runs on the follower, so a restarting server listens at
+  // once; the first bindings request builds it itself if it comes first (CatchUp).
+  follower_ = std::thread([this] { Follow(); });
+  return absl::OkStatus();
+}
+
+void NodeBindingIndex::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [name, e] : nodes_) e->cv.SignalAll();
+  }
+  if (follower_.joinable()) follower_.join();
+}
+
+NodeBindingIndex::NodeEntry& NodeBindingIndex::Entry(const std::string& node) {
+  std::unique_ptr<NodeEntry>& e = nodes_[node];
+  if (!e) e = std::make_unique<NodeEntry>();
+  return *e;
+}
+
+absl::Status NodeBindingIndex::Rebuild() {
+  const int64_t target = store_.CurrentRevision();
+  std::map<std::string, std::set<std::string>> job_nodes;
+  std::map<std::string, int64_t> job_rev;
+  int64_t revision = target;
+  for (const std::string& prefix : JobPrefixes()) {
+    store::ListOptions opts;
+    opts.limit = 5000;
+    for (;;) {
+      absl::StatusOr<store::ListResult> page = store_.List(prefix, opts);
+      if (!page.ok()) return page.status();
+      // Later pages may be newer than the first; the events after the oldest page are
+      // replayed below (per-job revisions make that idempotent).
+      revision = std::min(revision, page->revision);
+      for (const store::KeyValue& kv : page->kvs) {
+        job_rev[kv.key] = kv.mod_revision;
+        std::set<std::string> nodes = BoundNodes(kv.value);
+        if (!nodes.empty()) job_nodes[kv.key] = std::move(nodes);
+      }
+      if (!page->more) break;
+      opts.continue_after = page->next_key;
+    }
+  }
+  job_rev_ = std::move(job_rev);
+  absl::MutexLock l(&mu_);
+  job_nodes_ = std::move(job_nodes);
+  for (auto& [name, e] : nodes_) e->jobs.clear();
+  for (const auto& [job, nodes] : job_nodes_) {
+    for (const std::string& n : nodes) Entry(n).jobs.insert(job);
+  }
+  applied_ = revision;
+  base_ = revision;
+  // Everyone re-reads: bindings may have changed while the index was not looking.
+  for (auto& [name, e] : nodes_) e->cv.SignalAll();
+  return absl::OkStatus();
+}
+
+void NodeBindingIndex::Apply(const std::string& key, const std::string* value, int64_t revision,
+                             std::set<std::string>& touched) {
+  auto seen = job_rev_.find(key);
+  if (seen != job_rev_.end() && seen->second >= revision) return;  // replayed after a rebuild
+  if (value == nullptr) {
+    job_rev_.erase(key);
+  } else {
+    job_rev_[key] = revision;
+  }
+  std::set<std::string> now = value == nullptr ? std::set<std::string>() : BoundNodes(*value);
+  absl::MutexLock l(&mu_);
+  auto it = job_nodes_.find(key);
+  if (it != job_nodes_.end()) {
+    for (const std::string& n : it->second) {
+      NodeEntry& e = Entry(n);
+      if (!now.contains(n)) e.jobs.erase(key);
+      e.changed = std::max(e.changed, revision);
+      touched.insert(n);
+    }
+  }
+  for (const std::string& n : now) {
+    NodeEntry& e = Entry(n);
+    e.jobs.insert(key);
+    e.changed = std::max(e.changed, revision);
+    touched.insert(n);
+  }
+  if (now.empty()) {
+    if (it != job_nodes_.end()) job_nodes_.erase(it);
+  } else {
+    job_nodes_[key] = std::move(now);
+  }
+}
+
+absl::Status NodeBindingIndex::CatchUp() {
+  absl::MutexLock a(&apply_mu_);
+  if (!built_) {
+    if (absl::Status s = Rebuild(); !s.ok()) return s;
+    built_ = true;
+  }
+  const int64_t target = store_.CurrentRevision();
+  int64_t from;
+  {
+    absl::MutexLock l(&mu_);
+    from = applied_;
+  }
+  if (target <= from) return absl::OkStatus();
+  std::vector<store::Event> events;
+  for (const std::string& prefix : JobPrefixes()) {
+    absl::StatusOr<store::EventsResult> r = store_.Events(prefix, from, 0);
+    if (!r.ok()) {
+      if (absl::IsOutOfRange(r.status())) return Rebuild();  // compaction overtook us
+      return r.status();
+    }
+    for (store::Event& e : r->events) {
+      if (e.revision <= target) events.push_back(std::move(e));
+    }
+  }
+  std::stable_sort(events.begin(), events.end(), [](const store::Event& a, const store::Event& b) {
+    return a.revision < b.revision;
+  });
+  std::set<std::string> touched;
+  for (const store::Event& e : events) {
+    Apply(e.kv.key, e.type == store::Event::Type::kDelete ? nullptr : &e.kv.value, e.revision,
+          touched);
+  }
+  absl::MutexLock l(&mu_);
+  applied_ = std::max(applied_, target);
+  for (const std::string& n : touched) {
+    auto it = nodes_.find(n);
+    if (it != nodes_.end()) it->second->cv.SignalAll();
+  }
+  return absl::OkStatus();
+}
+
+void NodeBindingIndex::Follow() {
+  absl::Time last = absl::InfinitePast();
+  (void)CatchUp();  // builds
+  for (;;) {
+    int64_t next;
+    {
+      absl::MutexLock l(&mu_);
+      if (stopping_) return;
+      next = applied_ + 1;
+    }
+    // Short slices, so Stop() is prompt.
+    if (store_.WaitForRevision(next, absl::Now() + absl::Milliseconds(200)).ok()) {
+      // Most writes are not to jobs (12,500 heartbeats every 10 s): catching up at most every
+      // 2 ms bounds the cost of reading past them, for at most 2 ms of extra latency.
+      absl::SleepFor(last + absl::Milliseconds(2) - absl::Now());
+      last = absl::Now();
+      if (absl::Status s = CatchUp(); !s.ok()) absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+}
+
+NodeBindingIndex::Snapshot NodeBindingIndex::Wait(const std::string& node, int64_t since,
+                                                  absl::Time deadline) {
+  absl::MutexLock l(&mu_);
+  NodeEntry& e = Entry(node);
+  auto changed = [&] { return std::max(e.changed, base_) > since; };
+  Snapshot out;
+  if (since > 0 && !changed()) {
+    ++e.waiters;
+    ++waiting_;
+    while (!changed() && !stopping_) {
+      if (e.cv.WaitWithDeadline(&mu_, deadline)) break;  // timed out
+    }
+    --e.waiters;
+    --waiting_;
+    out.changed = changed();
+  }
+  out.revision = applied_;
+  out.jobs.assign(e.jobs.begin(), e.jobs.end());
+  return out;
+}
+
+int64_t NodeBindingIndex::revision() const {
+  absl::MutexLock l(&mu_);
+  return applied_;
+}
+
+int NodeBindingIndex::waiters() const {
+  absl::MutexLock l(&mu_);
+  return waiting_;
+}
+
+size_t NodeBindingIndex::bound_nodes() const {
+  absl::MutexLock l(&mu_);
+  size_t n = 0;
+  for (const auto& [name, e] : nodes_) n += e->jobs.empty() ? 0 : 1;
+  return n;
+}
+
+}  // namespace tessera::server
