@@ -1,8 +1,8 @@
 #include "controller/scheduling_controller.h"
 
 #include <algorithm>
-#include <iostream>
 #include <limits>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "controller/controller_internal.h"
+#include "controller/decision_spans.h"
 #include "controller/job_codec.h"
 #include "controller/node_codec.h"
 #include "sched/plugins/default_registry.h"
@@ -107,7 +108,8 @@ absl::Status SchedulingController::Step() {
   while (true) {
     absl::StatusOr<store::EventsResult> evs = store_.Events("/registry/", revision_, options_.page);
     if (absl::IsOutOfRange(evs.status())) {
-      std::cerr << "controller: history compacted past revision " << revision_ << "; re-listing\n";
+      options_.log.Warn("history compacted past our revision; re-listing",
+                        {{"revision", revision_}});
       RETURN_IF_ERROR(Start());
       continue;
     }
@@ -141,7 +143,8 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   }
   absl::StatusOr<Json> obj = ParseStored(e.kv.value);
   if (!obj.ok()) {
-    std::cerr << "controller: " << key << ": " << obj.status().message() << "\n";
+    options_.log.Warn("stored object does not parse",
+                      {{"key", key}, {"error", std::string(obj.status().message())}});
     return absl::OkStatus();
   }
   if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
@@ -188,7 +191,29 @@ void SchedulingController::RecordEvent(const Json& obj, int64_t rev, const Chang
   std::string key =
       ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name"));
   absl::StatusOr<int64_t> r = store_.Put(key, ToStoredValue(ev));
-  if (!r.ok()) std::cerr << "controller: event " << key << ": " << r.status().message() << "\n";
+  if (!r.ok()) {
+    options_.log.Error("event not written",
+                       {{"key", key}, {"error", std::string(r.status().message())}});
+  }
+  LogChange(obj, why);
+}
+
+void SchedulingController::LogChange(const Json& obj, const Change& why) const {
+  if (why.reason.empty()) return;
+  const Json& meta = obj["metadata"];
+  const std::string kind = Str(obj, "kind");
+  std::vector<obs::LogField> f;
+  f.reserve(why.fields.size() + 4);
+  if (kind == "Node") {
+    f.emplace_back("node", Str(meta, "name"));
+  } else {
+    f.emplace_back("job", Str(meta, "name"));
+    f.emplace_back("namespace", Str(meta, "namespace", "default"));
+    f.emplace_back("kind", kind);
+  }
+  f.emplace_back("reason", why.reason);
+  f.insert(f.end(), why.fields.begin(), why.fields.end());
+  options_.log.Log(why.warning ? obs::LogLevel::kWarn : obs::LogLevel::kInfo, why.message, f);
 }
 
 absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int64_t expected,
@@ -214,6 +239,7 @@ absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int
     absl::StatusOr<int64_t> rev = store_.Txn(ops);
     if (rev.ok()) {
       *base = kv.mod_revision;
+      LogChange(obj, event);
       return rev;
     }
     if (!absl::IsFailedPrecondition(rev.status()) || expected > 0 || attempt >= 5) {
@@ -419,7 +445,9 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     std::string msg =
         absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
     if (absl::Status s = SetJobPhase(rec, "Admitted", {"Admitted", msg}, false); !s.ok()) {
-      std::cerr << "controller: admit " << rec.key << ": " << s.message() << "\n";
+      options_.log.Error(
+          "admission not written",
+          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
     }
   }
   (void)at_start;
@@ -510,6 +538,8 @@ void SchedulingController::OnJobDelete(const std::string& key) {
 
 void SchedulingController::RunCycles() {
   const absl::Time now = clock_.Now();
+  // Start of the queue_sort span of the next decision (see decision_spans.h).
+  absl::Time sort_start = now;
   for (int i = 0; i < options_.max_cycles_per_step; ++i) {
     std::optional<sched::QueuedJob> qj = queue_->Pop(now);
     if (!qj) break;
@@ -535,6 +565,24 @@ void SchedulingController::RunCycles() {
                                                                                  : "unschedulable";
       metrics_->attempts.With({result}).Inc();
       metrics_->duration.With({result}).Observe(absl::ToDoubleSeconds(clock_.Now() - cycle_start));
+    }
+    if (options_.on_decision) {
+      DecisionContext dc;
+      dc.sort_start = sort_start;
+      dc.cycle_start = cycle_start;
+      dc.end = clock_.Now();
+      dc.queue_length = static_cast<int64_t>(queue_->size());
+      dc.waited = now - rec->queued_since;
+      dc.result = r.placed()                                            ? "scheduled"
+                  : r.outcome == sched::ScheduleResult::Outcome::kError ? "error"
+                                                                        : "unschedulable";
+      for (const sched::MemberPlacement& m : r.placement.members) {
+        dc.nodes.push_back(cluster_->node(m.node).name);
+      }
+      std::sort(dc.nodes.begin(), dc.nodes.end());
+      dc.nodes.erase(std::unique(dc.nodes.begin(), dc.nodes.end()), dc.nodes.end());
+      options_.on_decision(DecisionSpans(job, r, dc));
+      sort_start = dc.end;
     }
     if (r.placed()) {
       const int64_t gen = rec->generation + 1;
@@ -567,7 +615,14 @@ void SchedulingController::RunCycles() {
             SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
             return true;
           },
-          {"Scheduled", msg}, &base);
+          {"Scheduled",
+           msg,
+           false,
+           true,
+           {{"nodes", absl::StrJoin(nodes, ",")},
+            {"generation", gen},
+            {"members", static_cast<int64_t>(r.placement.members.size())}}},
+          &base);
       if (rev.ok()) {
         rec->bound = true;
         rec->generation = gen;
@@ -587,20 +642,22 @@ void SchedulingController::RunCycles() {
     }
     for (const std::string& v : r.victims) {
       if (JobRec* victim = JobBySchedKey(v); victim != nullptr && victim->bound) {
-        if (metrics_) {
-          metrics_->preemptions.With({}).Inc();
-          if (const sched::Placement* p = cluster_->FindPlacement(v)) {
-            double gpus = 0;
-            for (const auto& m : p->members) {
-              for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
-            }
-            metrics_->preempted_gpus.With({}).Inc(gpus);
+        double gpus = 0;
+        if (const sched::Placement* p = cluster_->FindPlacement(v)) {
+          for (const auto& m : p->members) {
+            for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
           }
         }
-        (void)Requeue(
-            *victim, "Preempted",
-            {"Preempted",
-             absl::StrCat("preempted by ", job.key(), " (priority ", job.priority, ")"), true});
+        if (metrics_) {
+          metrics_->preemptions.With({}).Inc();
+          metrics_->preempted_gpus.With({}).Inc(gpus);
+        }
+        (void)Requeue(*victim, "Preempted",
+                      {"Preempted",
+                       absl::StrCat("preempted by ", job.key(), " (priority ", job.priority, ")"),
+                       true,
+                       true,
+                       {{"preemptor", job.key()}, {"gpus_evicted", gpus}}});
       }
     }
     std::string reason = r.reason.empty() ? "no placement found" : r.reason;
@@ -646,24 +703,47 @@ void SchedulingController::UpdateGauges() {
     metrics_->gpus_allocated.With({cs.model_name(m)}).Set(cs.allocated_milli(m) / 1000.0);
     metrics_->gpus_healthy.With({cs.model_name(m)}).Set(static_cast<double>(healthy[m]));
   }
-  // Node readiness changes rarely while the cluster generation changes on
-  // every bind: touch a node's series only when its value changed. After the
-  // loop every live node is exported, so more exported names than nodes
-  // means some node went away: then rebuild the family.
-  auto export_ready = [&] {
+  // By pool: a few (model, pool) pairs, summed here, then one Set each.
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> pools;
+  for (const auto& [key, node] : nodes_) {
+    if (node->id == sched::kNoNode) continue;
+    const sched::NodeState& st = cs.state(node->id);
+    if (!st.present || st.model == sched::kNoModel) continue;
+    auto& [total, milli] = pools[{cs.model_name(st.model), node->pool}];
+    total += st.num_gpus;
+    for (int g = 0; g < st.num_gpus; ++g) milli += model::kMilliPerGpu - st.free_milli[g];
+  }
+  metrics_->pool_total.Clear();
+  metrics_->pool_allocated.Clear();
+  for (const auto& [k, v] : pools) {
+    metrics_->pool_total.With({k.first, k.second}).Set(static_cast<double>(v.first));
+    metrics_->pool_allocated.With({k.first, k.second}).Set(v.second / 1000.0);
+  }
+  // Node readiness and GPU health change rarely while the cluster generation
+  // changes on every bind: touch a node's series only when its value changed.
+  // After the loop every live node is exported, so more exported names than
+  // nodes means some node went away: then rebuild the families.
+  auto export_nodes = [&] {
     for (const auto& [key, node] : nodes_) {
       auto [it, inserted] = exported_ready_.try_emplace(node->name, node->ready);
       if (inserted || it->second != node->ready) {
         it->second = node->ready;
         metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
       }
+      auto [u, fresh] = exported_unhealthy_.try_emplace(node->name, node->unhealthy);
+      if (fresh || u->second != node->unhealthy) {
+        u->second = node->unhealthy;
+        metrics_->node_unhealthy.With({node->name}).Set(__builtin_popcount(node->unhealthy));
+      }
     }
   };
-  export_ready();
+  export_nodes();
   if (exported_ready_.size() > nodes_.size()) {
     metrics_->node_ready.Clear();
+    metrics_->node_unhealthy.Clear();
     exported_ready_.clear();
-    export_ready();
+    exported_unhealthy_.clear();
+    export_nodes();
   }
 }
 
@@ -676,16 +756,18 @@ void SchedulingController::RunInBackground() {
     while (!stop_) {
       absl::Status s = Step();
       if (!s.ok()) {
-        std::cerr << "controller: " << s.message() << "\n";
+        options_.log.Error("step failed", {{"error", std::string(s.message())}});
         absl::SleepFor(options_.tick);
         continue;
       }
       if (!announced) {
         announced = true;
-        std::cerr << "controller: resumed at revision " << revision_ << " with "
-                  << cluster_->num_nodes() << " nodes, " << jobs_.size() << " jobs, "
-                  << stats_.restored << " placements restored in "
-                  << absl::ToDoubleMilliseconds(stats_.start_time) << " ms" << std::endl;
+        options_.log.Info("controller resumed",
+                          {{"revision", revision_},
+                           {"nodes", static_cast<int64_t>(cluster_->num_nodes())},
+                           {"jobs", static_cast<int64_t>(jobs_.size())},
+                           {"restored", stats_.restored},
+                           {"start_ms", absl::ToDoubleMilliseconds(stats_.start_time)}});
       }
       (void)store_.WaitForRevision(revision_ + 1, absl::Now() + options_.tick);
     }

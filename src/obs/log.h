@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -42,6 +43,8 @@ struct LogField {
   LogField(absl::string_view k, absl::string_view v) : key(k), value(v) {}
   LogField(absl::string_view k, const char* v) : key(k), value(v) {}
   LogField(absl::string_view k, const std::string& v) : key(k), value(v) {}
+  // Debian's abseil has its own string_view, distinct from std::string_view.
+  LogField(absl::string_view k, std::string_view v) : key(k), value(v) {}
   LogField(absl::string_view k, int64_t v) : key(k), value(std::to_string(v)), quoted(false) {}
   LogField(absl::string_view k, int v) : key(k), value(std::to_string(v)), quoted(false) {}
   LogField(absl::string_view k, uint64_t v) : key(k), value(std::to_string(v)), quoted(false) {}

@@ -3,8 +3,12 @@
 // collector that is down or a full queue drop spans and count them.
 #include "obs/otlp_exporter.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
@@ -152,11 +156,18 @@ TEST(OtlpExporterTest, PostsSpecShapedJsonToV1Traces) {
 }
 
 TEST(OtlpExporterTest, CollectorDownDropsAndCounts) {
-  // A port that was free a moment ago: nothing listens there.
-  int port;
+  // A port that was free a moment ago (bound, read back, closed): nothing listens there.
+  int port = -1;
   {
-    httplib::Server s;
-    port = s.bind_to_any_port("127.0.0.1");
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
   }
   metrics::Registry reg;
   OtlpExporterOptions o;
