@@ -43,8 +43,10 @@ class ServerProcess {
     if (pid_ < 0) return Fail("fork");
     if (pid_ == 0) {
       dup2(fds[1], 1);
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 2);
+      int err = stderr_path_.empty()
+                    ? open("/dev/null", O_WRONLY)
+                    : open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      dup2(err, 2);
       std::vector<char*> argv;
       for (std::string& a : argv_s) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -87,7 +89,10 @@ class ServerProcess {
     return status;
   }
 
+  // Where the server's stderr (its log) goes; set before Start. Empty: /dev/null.
+  void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& listening_line() const { return line_; }
   const std::string& error() const { return error_; }
 
@@ -99,7 +104,7 @@ class ServerProcess {
   }
   pid_t pid_ = -1;
   int port_ = -1;
-  std::string line_, error_;
+  std::string line_, error_, stderr_path_;
 };
 
 }  // namespace tessera::testing

@@ -117,7 +117,8 @@ std::string Labels(const GpuSnapshot& g, const DcgmRenderOptions& o) {
       g.info.minor.value_or(g.info.index), "\",modelName=\"", EscapeLabelValue(g.info.name),
       "\",Hostname=\"", EscapeLabelValue(o.hostname), "\"");
   if (auto it = o.workloads.find(g.info.uuid); it != o.workloads.end()) {
-    absl::StrAppend(&out, ",namespace=\"", EscapeLabelValue(it->second.namespace_name), "\",job=\"",
+    absl::StrAppend(&out, ",tessera_namespace=\"", EscapeLabelValue(it->second.namespace_name),
+                    "\",tessera_job=\"",
                     EscapeLabelValue(it->second.job), "\"");
   }
   return out;

@@ -139,11 +139,11 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
   EXPECT_EQ(temp_b.labels.at("device"), "nvidia1");
   EXPECT_EQ(temp_b.labels.at("modelName"), "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(temp_b.labels.at("Hostname"), "node-7");
-  EXPECT_EQ(temp_b.labels.at("namespace"), "team-a");
-  EXPECT_EQ(temp_b.labels.at("job"), "train-42");
+  EXPECT_EQ(temp_b.labels.at("tessera_namespace"), "team-a");
+  EXPECT_EQ(temp_b.labels.at("tessera_job"), "train-42");
   const Sample& temp_a = by["DCGM_FI_DEV_GPU_TEMP"]["GPU-a"];
-  EXPECT_EQ(temp_a.labels.count("namespace"), 0u);  // no workload on GPU-a
-  EXPECT_EQ(temp_a.labels.count("job"), 0u);
+  EXPECT_EQ(temp_a.labels.count("tessera_namespace"), 0u);  // no workload on GPU-a
+  EXPECT_EQ(temp_a.labels.count("tessera_job"), 0u);
   EXPECT_EQ(by["DCGM_FI_DEV_FB_USED"]["GPU-a"].value, "70000");
   EXPECT_EQ(by["DCGM_FI_DEV_FB_FREE"]["GPU-a"].value, "11559");
   EXPECT_EQ(by["DCGM_FI_DEV_POWER_USAGE"]["GPU-a"].value, "652.75");
@@ -156,7 +156,7 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
   std::string text = RenderDcgmMetrics(gpus, o);
   EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-b\",device=\"nvidia1\","
                       "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-7\","
-                      "namespace=\"team-a\",job=\"train-42\"} 97\n"),
+                      "tessera_namespace=\"team-a\",tessera_job=\"train-42\"} 97\n"),
             std::string::npos)
       << text;
 }
@@ -174,8 +174,8 @@ TEST(DcgmMetricsTest, EscapesLabelValues) {
   for (const Sample& s : e.samples) {
     EXPECT_EQ(s.labels.at("modelName"), "Weird \"GPU\"\\model\nline2");
     EXPECT_EQ(s.labels.at("Hostname"), "h\"ost");
-    EXPECT_EQ(s.labels.at("namespace"), "ns\\1");
-    EXPECT_EQ(s.labels.at("job"), "job \"x\"\n");
+    EXPECT_EQ(s.labels.at("tessera_namespace"), "ns\\1");
+    EXPECT_EQ(s.labels.at("tessera_job"), "job \"x\"\n");
   }
 }
 

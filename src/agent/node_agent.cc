@@ -1,7 +1,6 @@
 #include "agent/node_agent.h"
 
 #include <algorithm>
-#include <iostream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -113,8 +112,13 @@ absl::Status NodeAgent::Init() {
   }
   std::vector<MemberStatus> adopted = launcher_.Adopt();
   for (const MemberStatus& s : adopted) {
-    std::cerr << "agent: adopted member " << s.spec.Id() << " (pid " << s.pid << ", generation "
-              << s.spec.generation << ", " << MemberStateName(s.state) << ")\n";
+    options_.log.Info("adopted member", {{"node", options_.node_name},
+                                         {"job", s.spec.job},
+                                         {"namespace", s.spec.namespace_name},
+                                         {"member", s.spec.Id()},
+                                         {"pid", static_cast<int64_t>(s.pid)},
+                                         {"generation", s.spec.generation},
+                                         {"state", MemberStateName(s.state)}});
   }
   return absl::OkStatus();
 }
@@ -142,8 +146,9 @@ void NodeAgent::Fail(const absl::Status& s, const char* what) {
   absl::Duration wait = backoff_ * jitter(rng_);
   backoff_ = std::min(backoff_ * 2, options_.max_backoff);
   next_attempt_ = clock_.Now() + wait;
-  std::cerr << "agent: " << what << " failed: " << s.message() << "; retrying in "
-            << absl::FormatDuration(wait) << "\n";
+  options_.log.Warn(absl::StrCat(what, " failed"), {{"node", options_.node_name},
+                                                    {"error", std::string(s.message())},
+                                                    {"retry_in", absl::FormatDuration(wait)}});
 }
 
 bool NodeAgent::WakeOrStop(NodeAgent* a) { return a->wake_ || a->stop_ || a->offered_; }
@@ -178,8 +183,9 @@ absl::Duration NodeAgent::Step() {
                                              ? options_.partition_after
                                              : options_.heartbeat_interval * 3;
   if (registered_ && now - last_heartbeat_ok_ > partition_after) {
-    std::cerr << "agent: no heartbeat for " << absl::FormatDuration(now - last_heartbeat_ok_)
-              << "; re-registering and fencing\n";
+    options_.log.Warn(
+        "no heartbeat accepted; re-registering and fencing",
+        {{"node", options_.node_name}, {"since", absl::FormatDuration(now - last_heartbeat_ok_)}});
     registered_ = false;
     next_attempt_ = now;
   }
@@ -261,14 +267,22 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
       continue;
     }
     if (fence) {
-      std::cerr << "agent: fencing member " << id << " (generation " << m.spec.generation
-                << "): not bound here with that generation\n";
+      options_.log.Warn("fencing member: not bound here with that generation",
+                        {{"node", options_.node_name},
+                         {"job", m.spec.job},
+                         {"namespace", m.spec.namespace_name},
+                         {"member", id},
+                         {"generation", m.spec.generation}});
       ++stats_.fenced;
       (void)launcher_.Stop(id, /*graceful=*/false);
     } else if (m.state != MemberState::kStopping) {
-      std::cerr << "agent: stopping member " << id << " (unbound; checkpoint signal "
-                << m.spec.checkpoint_signal << ", grace " << absl::FormatDuration(m.spec.grace)
-                << ")\n";
+      options_.log.Info("stopping member: unbound",
+                        {{"node", options_.node_name},
+                         {"job", m.spec.job},
+                         {"namespace", m.spec.namespace_name},
+                         {"member", id},
+                         {"checkpoint_signal", m.spec.checkpoint_signal},
+                         {"grace", absl::FormatDuration(m.spec.grace)}});
       ++stats_.stopped;
       (void)launcher_.Stop(id, /*graceful=*/true);
     }
@@ -283,12 +297,21 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
     if (!ok) continue;  // the server will move it once our heartbeat lands
     absl::StatusOr<MemberStatus> s = launcher_.Start(spec);
     if (!s.ok()) {
-      std::cerr << "agent: cannot start " << id << ": " << s.status().message() << "\n";
+      options_.log.Error("cannot start member", {{"node", options_.node_name},
+                                                 {"job", spec.job},
+                                                 {"namespace", spec.namespace_name},
+                                                 {"member", id},
+                                                 {"error", std::string(s.status().message())}});
       continue;
     }
     ++stats_.started;
-    std::cerr << "agent: started member " << id << " (generation " << spec.generation << ", GPUs "
-              << absl::StrJoin(spec.gpu_indices, ",") << ", pid " << s->pid << ")\n";
+    options_.log.Info("started member", {{"node", options_.node_name},
+                                         {"job", spec.job},
+                                         {"namespace", spec.namespace_name},
+                                         {"member", id},
+                                         {"generation", spec.generation},
+                                         {"gpus", absl::StrJoin(spec.gpu_indices, ",")},
+                                         {"pid", static_cast<int64_t>(s->pid)}});
   }
   absl::flat_hash_map<std::string, WorkloadLabels> w;
   for (const MemberStatus& m : launcher_.List()) {
@@ -322,10 +345,23 @@ void NodeAgent::Report() {
   if (reports.empty()) return;
   absl::Status s = client_.ReportMembers(options_.node_name, reports);
   if (!s.ok()) {
-    std::cerr << "agent: report failed: " << s.message() << "\n";
+    options_.log.Warn("member report failed",
+                      {{"node", options_.node_name}, {"error", std::string(s.message())}});
     return;  // retried next step
   }
   for (auto& [id, key] : sent) reported_[id] = key;
+  for (const MemberReport& r : reports) {
+    if (r.running) continue;
+    options_.log.Log(r.exit_code == 0 ? obs::LogLevel::kInfo : obs::LogLevel::kWarn,
+                     "member exited",
+                     {{"node", options_.node_name},
+                      {"job", r.job},
+                      {"namespace", r.namespace_name},
+                      {"group", r.group},
+                      {"index", r.index},
+                      {"generation", r.generation},
+                      {"exit_code", r.exit_code}});
+  }
 }
 
 void NodeAgent::Run() {

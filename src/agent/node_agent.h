@@ -43,6 +43,7 @@
 #include "agent/health.h"
 #include "agent/launcher/launcher.h"
 #include "common/clock.h"
+#include "obs/log.h"
 
 namespace tessera::agent {
 
@@ -61,6 +62,9 @@ struct NodeAgentOptions {
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
   uint64_t seed = 1;
+  // Launches, exits, fencing and control-plane failures, one structured line
+  // each with job / namespace / node fields.
+  obs::Logger log;
 };
 
 struct NodeAgentStats {

@@ -35,6 +35,7 @@
 #include "agent/nvml/nvml_backend.h"
 #include "agent/up_command.h"
 #include "common/clock.h"
+#include "obs/log.h"
 
 namespace tessera::agent {
 namespace {
@@ -63,6 +64,7 @@ struct AgentFlags {
   std::string sample = "1s";
   std::vector<uint64_t> ignore_xids;
   std::string cgroup_parent = "/sys/fs/cgroup/tessera";
+  std::string log_format = "text";
 };
 
 std::string Hostname() {
@@ -162,17 +164,26 @@ Json MembersJson(const Launcher& launcher) {
 
 int RunAgent(const AgentFlags& f) {
   RealClock clock;
+  absl::StatusOr<obs::LogFormat> format = obs::ParseLogFormat(f.log_format);
+  if (!format.ok()) {
+    std::cerr << "tessera agent: " << format.status().message() << "\n";
+    return 2;
+  }
+  const obs::Logger log = obs::Logger::Stderr(*format, "agent");
   if (f.server.empty() || f.node_name.empty()) {
-    std::cerr << "tessera agent: --server and --node-name are required\n";
+    log.Error(absl::StrCat("tessera agent: --server and --node-name are required"),
+              {{"node", f.node_name}});
     return 2;
   }
   absl::Duration heartbeat, sync, sample;
   if (!absl::ParseDuration(f.heartbeat, &heartbeat) || heartbeat <= absl::ZeroDuration()) {
-    std::cerr << "--heartbeat: expected a duration such as 10s, got '" << f.heartbeat << "'\n";
+    log.Error(absl::StrCat("--heartbeat: expected a duration such as 10s, got '", f.heartbeat, "'"),
+              {{"node", f.node_name}});
     return 2;
   }
   if (!absl::ParseDuration(f.sync, &sync) || sync <= absl::ZeroDuration()) {
-    std::cerr << "--sync: expected a duration such as 2s, got '" << f.sync << "'\n";
+    log.Error(absl::StrCat("--sync: expected a duration such as 2s, got '", f.sync, "'"),
+              {{"node", f.node_name}});
     return 2;
   }
   absl::Duration watch_timeout;
@@ -194,14 +205,15 @@ int RunAgent(const AgentFlags& f) {
     eo.agent_tokens = EndpointAuth::ParseTokens(text.str());
   }
   if (!absl::ParseDuration(f.sample, &sample) || sample <= absl::ZeroDuration()) {
-    std::cerr << "--sample: expected a duration such as 1s, got '" << f.sample << "'\n";
+    log.Error(absl::StrCat("--sample: expected a duration such as 1s, got '", f.sample, "'"),
+              {{"node", f.node_name}});
     return 2;
   }
   std::map<std::string, std::string> labels;
   for (const std::string& l : f.labels) {
     std::pair<std::string, std::string> kv = absl::StrSplit(l, absl::MaxSplits('=', 1));
     if (kv.first.empty()) {
-      std::cerr << "--label: expected k=v, got '" << l << "'\n";
+      log.Error(absl::StrCat("--label: expected k=v, got '", l, "'"), {{"node", f.node_name}});
       return 2;
     }
     labels[kv.first] = kv.second;
@@ -210,12 +222,14 @@ int RunAgent(const AgentFlags& f) {
   FakeBackend* fake = nullptr;
   if (f.backend == "fake") {
     if (f.fake_config.empty()) {
-      std::cerr << "--fake-config: required with --backend fake (see deploy/fake-gpus/)\n";
+      log.Error(absl::StrCat("--fake-config: required with --backend fake (see deploy/fake-gpus/)"),
+                {{"node", f.node_name}});
       return 2;
     }
     absl::StatusOr<std::unique_ptr<FakeBackend>> fb = FakeBackend::FromFile(f.fake_config, clock);
     if (!fb.ok()) {
-      std::cerr << "--fake-config: " << fb.status().message() << "\n";
+      log.Error(absl::StrCat("--fake-config: ", std::string(fb.status().message())),
+                {{"node", f.node_name}});
       return 2;
     }
     fake = fb->get();
@@ -224,7 +238,8 @@ int RunAgent(const AgentFlags& f) {
     backend = std::make_unique<NvmlBackend>(clock, f.nvml_lib);
   }
   if (absl::Status s = backend->Init(); !s.ok()) {
-    std::cerr << "GPU backend " << f.backend << ": " << s.message() << "\n";
+    log.Error(absl::StrCat("GPU backend ", f.backend, ": ", std::string(s.message())),
+              {{"node", f.node_name}});
     return 1;
   }
   std::string state_dir =
@@ -234,7 +249,7 @@ int RunAgent(const AgentFlags& f) {
   lo.cgroup_parent = f.cgroup_parent.empty() ? "" : f.cgroup_parent + "/" + f.node_name;
   Launcher launcher(lo, clock);
   if (absl::Status s = launcher.Init(); !s.ok()) {
-    std::cerr << "--state-dir: " << s.message() << "\n";
+    log.Error(absl::StrCat("--state-dir: ", std::string(s.message())), {{"node", f.node_name}});
     return 1;
   }
   HealthPolicy policy;
@@ -244,7 +259,7 @@ int RunAgent(const AgentFlags& f) {
   mo.sample_every = sample;
   HealthMonitor monitor(*backend, tracker, clock, mo);
   if (absl::Status s = monitor.Start(); !s.ok()) {
-    std::cerr << "health monitor: " << s.message() << "\n";
+    log.Error(absl::StrCat("health monitor: ", std::string(s.message())), {{"node", f.node_name}});
     return 1;
   }
 
@@ -253,13 +268,15 @@ int RunAgent(const AgentFlags& f) {
   std::vector<std::string> hp = absl::StrSplit(f.listen, absl::MaxSplits(':', 1));
   int port = 0;
   if (hp.size() != 2 || !absl::SimpleAtoi(hp[1], &port)) {
-    std::cerr << "--metrics-listen: expected HOST:PORT, got '" << f.listen << "'\n";
+    log.Error(absl::StrCat("--metrics-listen: expected HOST:PORT, got '", f.listen, "'"),
+              {{"node", f.node_name}});
     return 2;
   }
   int bound =
       port == 0 ? http.bind_to_any_port(hp[0]) : (http.bind_to_port(hp[0], port) ? port : -1);
   if (bound <= 0) {
-    std::cerr << "--metrics-listen: cannot listen on " << f.listen << "\n";
+    log.Error(absl::StrCat("--metrics-listen: cannot listen on ", f.listen),
+              {{"node", f.node_name}});
     return 1;
   }
   NodeAgentOptions ao;
@@ -271,10 +288,11 @@ int RunAgent(const AgentFlags& f) {
   ao.sync_interval = sync;
   ao.agent_endpoint = absl::StrCat("http://", hp[0], ":", bound);
   ao.seed = std::hash<std::string>()(f.node_name);
+  ao.log = log;
   HttpControlPlaneClient client(f.server, f.token);
   NodeAgent agent(*backend, tracker, launcher, client, clock, ao);
   if (absl::Status s = agent.Init(); !s.ok()) {
-    std::cerr << "agent: " << s.message() << "\n";
+    log.Error(absl::StrCat("agent: ", std::string(s.message())), {{"node", f.node_name}});
     return 1;
   }
   // The bindings long-poll has its own connection (and thread): it sleeps in the server most of
@@ -310,9 +328,14 @@ int RunAgent(const AgentFlags& f) {
     res.set_content(v.message + "\n", "text/plain");
     return httplib::Server::HandlerResponse::Handled;
   });
-  tracker.AddListener([&agent](const HealthTransition& t) {
-    std::cerr << "agent: GPU " << t.uuid << " " << HealthName(t.from) << " -> " << HealthName(t.to)
-              << (t.reason.empty() ? "" : ": ") << t.reason << "\n";
+  tracker.AddListener([&agent, &log, &f](const HealthTransition& t) {
+    log.Log(t.to == Health::kHealthy ? obs::LogLevel::kInfo : obs::LogLevel::kWarn,
+            "GPU health changed",
+            {{"node", f.node_name},
+             {"gpu_uuid", t.uuid},
+             {"from", HealthName(t.from)},
+             {"to", HealthName(t.to)},
+             {"reason", t.reason}});
     agent.Wake();
   });
   // Several fake nodes share one machine: their metrics are told apart by node name.
@@ -365,8 +388,11 @@ int RunAgent(const AgentFlags& f) {
           return;
         }
       }
-      std::cerr << "agent: injected " << GpuEventKindName(e.kind) << " " << e.xid << " on GPU "
-                << gpu << " at " << absl::FormatTime(e.time) << "\n";
+      log.Info("injected GPU event", {{"node", f.node_name},
+                                      {"gpu", gpu},
+                                      {"gpu_uuid", e.gpu_uuid},
+                                      {"event", GpuEventKindName(e.kind)},
+                                      {"xid", static_cast<int64_t>(e.xid)}});
       tracker.OnEvent(e);
       res.set_content("ok\n", "text/plain");
     });
@@ -395,8 +421,8 @@ int RunAgent(const AgentFlags& f) {
   monitor_thread.join();
   http_thread.join();
   backend->Shutdown().IgnoreError();
-  std::cerr << "agent " << f.node_name << ": stopped (" << launcher.List().size()
-            << " members left running for the next agent)\n";
+  log.Info("stopped; members left running for the next agent",
+           {{"node", f.node_name}, {"members", static_cast<int64_t>(launcher.List().size())}});
   return 0;
 }
 
@@ -510,6 +536,8 @@ void RegisterNodeCommands(CLI::App& app) {
   a->add_option("--ignore-xid", f->ignore_xids, "XIDs that never affect health")->delimiter(',');
   a->add_option("--cgroup-parent", f->cgroup_parent,
                 "cgroup v2 directory for members (empty: no cgroups)");
+  a->add_option("--log-format", f->log_format,
+                "Log lines on stderr: text, or json (one object per line)");
   a->callback([f]() {
     int code = RunAgent(*f);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -45,6 +45,7 @@ struct SchedulingController::NodeRec {
   absl::Time not_ready_since;
   bool evicted = false;
   uint32_t unhealthy = 0;
+  std::string pool;  // spec.pool, else the `pool` label; for metrics
 };
 
 namespace internal {
@@ -66,6 +67,19 @@ inline int64_t IntOr(const Json& o, const char* key, int64_t def) {
   auto it = o.find(key);
   if (it == o.end() || !it->is_number_integer()) return def;
   return it->get<int64_t>();
+}
+
+// A node's pool: spec.pool, else metadata.labels.pool, else "".
+inline std::string PoolOf(const Json& node) {
+  auto spec = node.find("spec");
+  if (spec != node.end() && spec->is_object()) {
+    std::string p = Str(*spec, "pool");
+    if (!p.empty()) return p;
+  }
+  auto meta = node.find("metadata");
+  if (meta == node.end() || !meta->is_object()) return "";
+  auto labels = meta->find("labels");
+  return labels != meta->end() && labels->is_object() ? Str(*labels, "pool") : "";
 }
 
 inline Json& StatusOf(Json& obj) {

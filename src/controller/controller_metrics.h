@@ -19,6 +19,9 @@ struct ControllerMetrics {
   metrics::Family<metrics::Gauge>& gpus_allocated;  // {model}, whole-GPU equivalents
   metrics::Family<metrics::Gauge>& gpus_healthy;    // {model}
   metrics::Family<metrics::Gauge>& node_ready;      // {node}
+  metrics::Family<metrics::Gauge>& node_unhealthy;  // {node}, unhealthy GPUs
+  metrics::Family<metrics::Gauge>& pool_total;      // {model, pool}
+  metrics::Family<metrics::Gauge>& pool_allocated;  // {model, pool}, whole-GPU equivalents
   metrics::Family<metrics::Counter>& preemptions;   // {}
   metrics::Family<metrics::Counter>& preempted_gpus;
   metrics::Family<metrics::Counter>& requeues;  // {reason}

@@ -1,7 +1,6 @@
 // The node half of SchedulingController: registration, heartbeats, GPU
 // health, cordon/drain, NotReady and eviction (see scheduling_controller.h).
 #include <algorithm>
-#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "controller/controller_internal.h"
@@ -28,7 +27,9 @@ void SchedulingController::EvictNode(sched::NodeId id, const std::string& phase,
     JobRec* rec = JobBySchedKey(k);
     if (rec == nullptr || (pick && !pick(*rec))) continue;
     if (absl::Status s = Requeue(*rec, phase, why); !s.ok()) {
-      std::cerr << "controller: requeue " << rec->key << ": " << s.message() << "\n";
+      options_.log.Error(
+          "requeue not written",
+          {{"job", rec->name}, {"namespace", rec->ns}, {"error", std::string(s.message())}});
     }
   }
 }
@@ -50,15 +51,18 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
     rec->last_seen = now;
     rec->not_ready_since = now;
     rec->unhealthy = UnhealthyMask(obj);
+    rec->pool = PoolOf(obj);
     if (!node.ok()) {
-      std::cerr << "controller: node " << rec->name << ": " << node.status().message() << "\n";
+      options_.log.Warn("node spec invalid",
+                        {{"node", rec->name}, {"error", std::string(node.status().message())}});
       nodes_.emplace(key, std::move(rec));
       return;
     }
     rec->cordoned = node->unschedulable;
     absl::StatusOr<sched::NodeId> id = cluster_->AddNode(*node);
     if (!id.ok()) {
-      std::cerr << "controller: node " << rec->name << ": " << id.status().message() << "\n";
+      options_.log.Warn("node not added",
+                        {{"node", rec->name}, {"error", std::string(id.status().message())}});
       nodes_.emplace(key, std::move(rec));
       return;
     }
@@ -104,8 +108,8 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
   if (dump != rec.spec_dump) {
     absl::StatusOr<model::Node> node = NodeFromObject(obj);
     if (!node.ok()) {
-      std::cerr << "controller: node " << rec.name << " update ignored: " << node.status().message()
-                << "\n";
+      options_.log.Warn("node update ignored",
+                        {{"node", rec.name}, {"error", std::string(node.status().message())}});
     } else {
       // The scheduler has no in-place node update: the gangs on the node are
       // requeued (a NoExecute taint, i.e. drain, wants exactly that) and the
@@ -133,6 +137,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
         }
       }
       rec.spec_dump = dump;
+      rec.pool = PoolOf(obj);
       rec.cordoned = node->unschedulable;
       absl::StatusOr<sched::NodeId> id = cluster_->AddNode(*node);
       rec.id = id.ok() ? *id : sched::kNoNode;
@@ -183,7 +188,14 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       const bool now_bad = ((mask >> g) & 1u) != 0;
       (void)cluster_->SetGpuHealth(rec.id, g, !now_bad, now_bad ? &affected : nullptr);
       if (now_bad) {
-        RecordEvent(obj, rev, {"GpuUnhealthy", absl::StrCat("GPU ", g, " turned unhealthy"), true});
+        RecordEvent(obj, rev,
+                    {"GpuUnhealthy",
+                     absl::StrCat("GPU ", g, " turned unhealthy"),
+                     true,
+                     true,
+                     {{"gpu", g}}});
+      } else {
+        options_.log.Info("GPU healthy again", {{"node", rec.name}, {"gpu", g}});
       }
     }
     rec.unhealthy = mask;

@@ -3,13 +3,14 @@
 // writes its events ask for, per-queue status and metrics
 // (see scheduling_controller.h).
 #include <algorithm>
-#include <iostream>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "controller/controller_internal.h"
+#include "controller/decision_spans.h"
 #include "controller/job_codec.h"
 #include "controller/queue_codec.h"
 #include "controller/scheduling_controller.h"
@@ -84,8 +85,8 @@ void SchedulingController::RebuildQueues() {
   if (!s.ok()) problems.push_back(std::string(s.message()));
   queue_problem_ = absl::StrJoin(problems, "; ");
   if (!queue_problem_.empty()) {
-    std::cerr << "controller: queue tree: " << queue_problem_
-              << (s.ok() ? "" : " (previous tree kept)") << "\n";
+    options_.log.Warn(s.ok() ? "queue tree has problems" : "queue tree refused; previous kept",
+                      {{"error", queue_problem_}});
   }
   ++stats_.queue_rebuilds;
   queue_status_time_.clear();  // every Queue's status is rewritten
@@ -107,8 +108,11 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
       rec.in_qm = true;
     } else {
       // Still bound (the GPUs stay taken), but not charged to a queue.
-      std::cerr << "controller: " << key << " not charged to queue " << rec.job->queue << ": "
-                << s.message() << "\n";
+      options_.log.Warn("bound job not charged to its queue",
+                        {{"job", rec.name},
+                         {"namespace", rec.ns},
+                         {"queue", rec.job->queue},
+                         {"error", std::string(s.message())}});
     }
   }
   to_restore_.clear();
@@ -176,7 +180,14 @@ bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanat
         SetCondition(st, "PreemptionPending", "False", "Scheduled", "", now);
         return true;
       },
-      {"Scheduled", msg}, &base);
+      {"Scheduled",
+       msg,
+       false,
+       true,
+       {{"nodes", absl::StrJoin(nodes, ",")},
+        {"generation", gen},
+        {"members", static_cast<int64_t>(pl->members.size())}}},
+      &base);
   if (!rev.ok()) return false;
   rec.bound = true;
   rec.generation = gen;
@@ -211,6 +222,7 @@ void SchedulingController::RunCycles() {
   last_cycle_ = now;
   next_deadline_ = absl::InfiniteFuture();
   const absl::Time cycle_start = clock_.Now();
+  decision_mark_ = cycle_start;
   sched::CycleReport rep = qm_->Cycle(now);
   stats_.cycles += rep.attempts;
   if (metrics_) {
@@ -234,15 +246,15 @@ void SchedulingController::RunCycles() {
         }
         break;
       case sched::QueueEvent::Kind::kCheckpointSignal: {
+        double gpus = 0;
+        if (const sched::Placement* p = cluster_->FindPlacement(ev.job)) {
+          for (const auto& m : p->members) {
+            for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
+          }
+        }
         if (metrics_) {
           metrics_->preemptions.With({}).Inc();
-          if (const sched::Placement* p = cluster_->FindPlacement(ev.job)) {
-            double gpus = 0;
-            for (const auto& m : p->members) {
-              for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
-            }
-            metrics_->preempted_gpus.With({}).Inc(gpus);
-          }
+          metrics_->preempted_gpus.With({}).Inc(gpus);
         }
         const std::string msg =
             absl::StrCat("checkpoint now: preempted for ", ev.other, "; stopped at ",
@@ -256,7 +268,8 @@ void SchedulingController::RunCycles() {
               SetCondition(st, "PreemptionPending", "True", "Preempting", msg, now);
               return true;
             },
-            {"Preempting", msg, true}, &base);
+            {"Preempting", msg, true, true, {{"preemptor", ev.other}, {"gpus_evicted", gpus}}},
+            &base);
         if (w.ok() && base == rec->revision) rec->revision = *w;
         break;
       }
@@ -295,8 +308,10 @@ void SchedulingController::RunCycles() {
           break;
         }
         if (!w.ok()) {
-          std::cerr << "controller: unbinding preempted " << rec->key << ": "
-                    << w.status().message() << "; re-listing\n";
+          options_.log.Error("preempted job's unbinding not written; re-listing",
+                             {{"job", rec->name},
+                              {"namespace", rec->ns},
+                              {"error", std::string(w.status().message())}});
           resync_ = true;
           return;  // no binding of this cycle is written
         }
@@ -503,25 +518,67 @@ void SchedulingController::UpdateGauges() {
     metrics_->gpus_allocated.With({cs.model_name(m)}).Set(cs.allocated_milli(m) / 1000.0);
     metrics_->gpus_healthy.With({cs.model_name(m)}).Set(static_cast<double>(healthy[m]));
   }
-  // Node readiness changes rarely while the cluster generation changes on
-  // every bind: touch a node's series only when its value changed. After the
-  // loop every live node is exported, so more exported names than nodes
-  // means some node went away: then rebuild the family.
-  auto export_ready = [&] {
+  // By pool: a few (model, pool) pairs, summed here, then one Set each.
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> pools;
+  for (const auto& [key, node] : nodes_) {
+    if (node->id == sched::kNoNode) continue;
+    const sched::NodeState& st = cs.state(node->id);
+    if (!st.present || st.model == sched::kNoModel) continue;
+    auto& [total, milli] = pools[{cs.model_name(st.model), node->pool}];
+    total += st.num_gpus;
+    for (int g = 0; g < st.num_gpus; ++g) milli += model::kMilliPerGpu - st.free_milli[g];
+  }
+  metrics_->pool_total.Clear();
+  metrics_->pool_allocated.Clear();
+  for (const auto& [k, v] : pools) {
+    metrics_->pool_total.With({k.first, k.second}).Set(static_cast<double>(v.first));
+    metrics_->pool_allocated.With({k.first, k.second}).Set(v.second / 1000.0);
+  }
+  // Node readiness and GPU health change rarely while the cluster generation
+  // changes on every bind: touch a node's series only when its value changed.
+  // After the loop every live node is exported, so more exported names than
+  // nodes means some node went away: then rebuild the families.
+  auto export_nodes = [&] {
     for (const auto& [key, node] : nodes_) {
       auto [it, inserted] = exported_ready_.try_emplace(node->name, node->ready);
       if (inserted || it->second != node->ready) {
         it->second = node->ready;
         metrics_->node_ready.With({node->name}).Set(node->ready ? 1 : 0);
       }
+      auto [u, fresh] = exported_unhealthy_.try_emplace(node->name, node->unhealthy);
+      if (fresh || u->second != node->unhealthy) {
+        u->second = node->unhealthy;
+        metrics_->node_unhealthy.With({node->name}).Set(__builtin_popcount(node->unhealthy));
+      }
     }
   };
-  export_ready();
+  export_nodes();
   if (exported_ready_.size() > nodes_.size()) {
     metrics_->node_ready.Clear();
+    metrics_->node_unhealthy.Clear();
     exported_ready_.clear();
-    export_ready();
+    exported_unhealthy_.clear();
+    export_nodes();
   }
+}
+
+void SchedulingController::RecordDecision(const model::Job& job, const sched::ScheduleResult& r) {
+  DecisionContext dc;
+  dc.sort_start = decision_mark_;
+  dc.cycle_start = decision_mark_;
+  dc.end = clock_.Now();
+  dc.queue_length = static_cast<int64_t>(qm_->pending_size());
+  if (const JobRec* rec = JobBySchedKey(job.key())) dc.waited = dc.end - rec->queued_since;
+  dc.result = r.placed()                                            ? "scheduled"
+              : r.outcome == sched::ScheduleResult::Outcome::kError ? "error"
+                                                                    : "unschedulable";
+  for (const sched::MemberPlacement& m : r.placement.members) {
+    dc.nodes.push_back(cluster_->node(m.node).name);
+  }
+  std::sort(dc.nodes.begin(), dc.nodes.end());
+  dc.nodes.erase(std::unique(dc.nodes.begin(), dc.nodes.end()), dc.nodes.end());
+  options_.on_decision(DecisionSpans(job, r, dc));
+  decision_mark_ = dc.end;
 }
 
 }  // namespace tessera::controller

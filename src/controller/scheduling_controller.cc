@@ -1,8 +1,8 @@
 #include "controller/scheduling_controller.h"
 
 #include <algorithm>
-#include <iostream>
 #include <limits>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "controller/controller_internal.h"
+#include "controller/decision_spans.h"
 #include "controller/job_codec.h"
 #include "controller/node_codec.h"
 #include "controller/queue_codec.h"
@@ -51,8 +52,14 @@ void SchedulingController::Reset() {
     // explanation of every placement ("placed ... on rack r012 ... because").
     qm_->scheduler().set_clock(&clock_);
     qm_->scheduler().set_explain(true);
+    if (options_.on_decision) {
+      qm_->set_attempt_observer([this](const model::Job& job, const sched::ScheduleResult& r) {
+        RecordDecision(job, r);
+      });
+    }
   } else {
-    std::cerr << "controller: queue configuration: " << m.status().message() << "\n";
+    options_.log.Error("queue configuration refused",
+                       {{"error", std::string(m.status().message())}});
   }
   to_restore_.clear();
   to_submit_.clear();
@@ -126,7 +133,8 @@ absl::Status SchedulingController::Step() {
   while (true) {
     absl::StatusOr<store::EventsResult> evs = store_.Events("/registry/", revision_, options_.page);
     if (absl::IsOutOfRange(evs.status())) {
-      std::cerr << "controller: history compacted past revision " << revision_ << "; re-listing\n";
+      options_.log.Warn("history compacted past our revision; re-listing",
+                        {{"revision", revision_}});
       RETURN_IF_ERROR(Start());
       continue;
     }
@@ -166,7 +174,8 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   }
   absl::StatusOr<Json> obj = ParseStored(e.kv.value);
   if (!obj.ok()) {
-    std::cerr << "controller: " << key << ": " << obj.status().message() << "\n";
+    options_.log.Warn("stored object does not parse",
+                      {{"key", key}, {"error", std::string(obj.status().message())}});
     return absl::OkStatus();
   }
   if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
@@ -215,7 +224,29 @@ void SchedulingController::RecordEvent(const Json& obj, int64_t rev, const Chang
   std::string key =
       ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name"));
   absl::StatusOr<int64_t> r = store_.Put(key, ToStoredValue(ev));
-  if (!r.ok()) std::cerr << "controller: event " << key << ": " << r.status().message() << "\n";
+  if (!r.ok()) {
+    options_.log.Error("event not written",
+                       {{"key", key}, {"error", std::string(r.status().message())}});
+  }
+  LogChange(obj, why);
+}
+
+void SchedulingController::LogChange(const Json& obj, const Change& why) const {
+  if (why.reason.empty()) return;
+  const Json& meta = obj["metadata"];
+  const std::string kind = Str(obj, "kind");
+  std::vector<obs::LogField> f;
+  f.reserve(why.fields.size() + 4);
+  if (kind == "Node") {
+    f.emplace_back("node", Str(meta, "name"));
+  } else {
+    f.emplace_back("job", Str(meta, "name"));
+    f.emplace_back("namespace", Str(meta, "namespace", "default"));
+    f.emplace_back("kind", kind);
+  }
+  f.emplace_back("reason", why.reason);
+  f.insert(f.end(), why.fields.begin(), why.fields.end());
+  options_.log.Log(why.warning ? obs::LogLevel::kWarn : obs::LogLevel::kInfo, why.message, f);
 }
 
 absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int64_t expected,
@@ -241,6 +272,7 @@ absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int
     absl::StatusOr<int64_t> rev = store_.Txn(ops);
     if (rev.ok()) {
       *base = kv.mod_revision;
+      LogChange(obj, event);
       return rev;
     }
     if (!absl::IsFailedPrecondition(rev.status()) || expected > 0 || attempt >= 5) {
@@ -444,7 +476,9 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     std::string msg =
         absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
     if (absl::Status s = SetJobPhase(rec, "Admitted", {"Admitted", msg}, false); !s.ok()) {
-      std::cerr << "controller: admit " << rec.key << ": " << s.message() << "\n";
+      options_.log.Error(
+          "admission not written",
+          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
     }
   }
   (void)at_start;
@@ -527,16 +561,18 @@ void SchedulingController::RunInBackground() {
     while (!stop_) {
       absl::Status s = Step();
       if (!s.ok()) {
-        std::cerr << "controller: " << s.message() << "\n";
+        options_.log.Error("step failed", {{"error", std::string(s.message())}});
         absl::SleepFor(options_.tick);
         continue;
       }
       if (!announced) {
         announced = true;
-        std::cerr << "controller: resumed at revision " << revision_ << " with "
-                  << cluster_->num_nodes() << " nodes, " << jobs_.size() << " jobs, "
-                  << stats_.restored << " placements restored in "
-                  << absl::ToDoubleMilliseconds(stats_.start_time) << " ms" << std::endl;
+        options_.log.Info("controller resumed",
+                          {{"revision", revision_},
+                           {"nodes", static_cast<int64_t>(cluster_->num_nodes())},
+                           {"jobs", static_cast<int64_t>(jobs_.size())},
+                           {"restored", stats_.restored},
+                           {"start_ms", absl::ToDoubleMilliseconds(stats_.start_time)}});
       }
       (void)store_.WaitForRevision(revision_ + 1, absl::Now() + options_.tick);
     }

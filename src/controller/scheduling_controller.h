@@ -70,6 +70,8 @@
 #include "controller/controller_metrics.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
+#include "obs/log.h"
+#include "obs/otlp_exporter.h"
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/profile.h"
 #include "sched/framework/scheduler.h"
@@ -100,6 +102,12 @@ struct ControllerOptions {
   absl::Duration idle_cycle = absl::Seconds(5);
   // Where to export scheduling and fleet metrics (borrowed; null: none).
   metrics::Registry* metrics = nullptr;
+  // One structured line per transition (binding, preemption, requeue, node
+  // NotReady, GPU health), with job / namespace / node fields.
+  obs::Logger log;
+  // Each scheduling decision's spans (see decision_spans.h), called on the
+  // controller thread; must not block (OtlpExporter::Export queues). Empty: none.
+  std::function<void(obs::TraceRecord)> on_decision;
 };
 
 class SchedulingController {
@@ -168,6 +176,10 @@ class SchedulingController {
   void Admit(JobRec& rec, const Json& obj, bool at_start);
   void NodeTimers();
   void RunCycles();
+  // One Schedule attempt of the queue cycle as a decision trace for
+  // options.on_decision (set as the QueueManager's attempt observer).
+  void RecordDecision(const model::Job& job, const sched::ScheduleResult& r);
+  absl::Time decision_mark_;  // end of the previous decision in this cycle
   // Refreshes the fleet gauges (GPUs by model, node readiness, pending jobs).
   void UpdateGauges();
 
@@ -178,7 +190,8 @@ class SchedulingController {
     std::string reason;
     std::string message;
     bool warning = false;
-    bool record = true;  // also write an Event object
+    bool record = true;                 // also write an Event object
+    std::vector<obs::LogField> fields;  // extra fields of the log line
   };
   // On success `*base` is the revision the object had before the write.
   absl::StatusOr<int64_t> Update(const std::string& key, int64_t expected,
@@ -187,6 +200,8 @@ class SchedulingController {
   // An Event object about `obj` (a standalone write, for changes made by others).
   void RecordEvent(const Json& obj, int64_t rev, const Change& why);
   Json EventObject(const Json& obj, int64_t base, const Change& why) const;
+  // The log line of a transition written for `obj`.
+  void LogChange(const Json& obj, const Change& why) const;
   // Writes status (phase, condition, message) of a job; keeps its revision.
   absl::Status SetJobPhase(JobRec& rec, const std::string& phase, const Change& why,
                            bool clear_placement);
@@ -222,6 +237,7 @@ class SchedulingController {
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};
   absl::flat_hash_map<std::string, bool> exported_ready_;           // node -> value last exported
+  absl::flat_hash_map<std::string, uint32_t> exported_unhealthy_;   // node -> mask last exported
   absl::flat_hash_map<std::string, std::unique_ptr<JobRec>> jobs_;  // by store key
   absl::flat_hash_map<std::string, JobRec*> by_sched_key_;
   absl::flat_hash_map<std::string, std::unique_ptr<NodeRec>> nodes_;  // by store key

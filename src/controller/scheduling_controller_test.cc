@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <set>
 
@@ -337,6 +338,62 @@ TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlaceme
   // describe job shows the scheduler's explanation.
   EXPECT_THAT(Job("fits")["status"]["message"].get<std::string>(),
               ::testing::HasSubstr("because pack: fullest feasible nodes first"));
+}
+
+}  // namespace
+}  // namespace tessera::controller
+
+namespace tessera::controller {
+namespace {
+
+// Every decision reaches on_decision as one trace: a "schedule" root whose
+// children are queue_sort and the scheduler's phases, with the node counts.
+TEST_F(ControllerTest, EachDecisionIsOneTraceWithPhaseSpans) {
+  std::vector<obs::TraceRecord> traces;
+  ControllerOptions o;
+  o.on_decision = [&traces](obs::TraceRecord t) { traces.push_back(std::move(t)); };
+  Restart(o);
+  AddNode("n1", 8);
+  AddNode("n2", 8);
+  AddJob("fits", 1, 4);
+  AddJob("toobig", 1, 16);
+  Step();
+  ASSERT_GE(traces.size(), 2u);
+  std::map<std::string, const obs::TraceRecord*> by_job;
+  for (const obs::TraceRecord& t : traces) {
+    ASSERT_FALSE(t.empty());
+    EXPECT_EQ(t[0].name, "schedule");
+    EXPECT_EQ(t[0].parent, -1);
+    for (const obs::SpanAttribute& a : t[0].attributes) {
+      if (a.key == "tessera.job") by_job[std::get<std::string>(a.value)] = &t;
+    }
+  }
+  ASSERT_TRUE(by_job.count("fits") && by_job.count("toobig"));
+  auto attr = [](const obs::SpanRecord& s, const std::string& k) -> std::string {
+    for (const obs::SpanAttribute& a : s.attributes) {
+      if (a.key != k) continue;
+      if (auto* v = std::get_if<std::string>(&a.value)) return *v;
+      if (auto* v = std::get_if<int64_t>(&a.value)) return std::to_string(*v);
+    }
+    return "";
+  };
+  const obs::TraceRecord& fits = *by_job["fits"];
+  EXPECT_EQ(attr(fits[0], "tessera.result"), "scheduled");
+  EXPECT_EQ(attr(fits[0], "tessera.namespace"), "team-a");
+  std::vector<std::string> names;
+  for (size_t i = 1; i < fits.size(); ++i) {
+    EXPECT_EQ(fits[i].parent, 0);
+    EXPECT_GE(fits[i].end, fits[i].start);
+    names.push_back(fits[i].name);
+    if (fits[i].name == "filter") {
+      EXPECT_EQ(attr(fits[i], "tessera.candidates"), "2");
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"queue_sort", "prefilter", "filter", "score",
+                                             "reserve", "permit", "bind"}));
+  const obs::TraceRecord& big = *by_job["toobig"];
+  EXPECT_EQ(attr(big[0], "tessera.result"), "unschedulable");
+  EXPECT_NE(attr(big[0], "tessera.reason"), "");
 }
 
 }  // namespace

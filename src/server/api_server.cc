@@ -127,7 +127,14 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   });
   http_->set_keep_alive_max_count(100000);
   http_->set_keep_alive_timeout(5);  // also bounds how long Stop() waits for idle clients
-  auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    const absl::Time start = absl::Now();  // real time: network latency, not the API clock
+    Handle(req, res);
+    const std::string watch = req.get_param_value("watch");
+    request_metrics_.Observe(ClassifyRequest(req.method, req.path, watch == "true" || watch == "1"),
+                             res.status <= 0 ? 200 : res.status,
+                             absl::ToDoubleSeconds(absl::Now() - start));
+  };
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -163,6 +170,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
                       "# TYPE tessera_api_threads gauge\ntessera_api_threads ",
                       pool_->threads(), "\n");
     }
+    out += request_registry_.Render();
     if (options_.extra_metrics) out += options_.extra_metrics();
     res.set_content(out, "text/plain; version=0.0.4");
   });

@@ -28,9 +28,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "metrics/registry.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
 #include "server/node_bindings.h"
+#include "server/request_metrics.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -132,6 +134,8 @@ class ApiServer {
   std::unique_ptr<NodeBindingIndex> bindings_;
   ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
+  metrics::Registry request_registry_;      // API request rate and latency, in /metrics
+  ApiRequestMetrics request_metrics_{request_registry_};
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

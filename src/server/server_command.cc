@@ -15,6 +15,8 @@
 #include "controller/queue_codec.h"
 #include "controller/scheduling_controller.h"
 #include "metrics/registry.h"
+#include "obs/log.h"
+#include "obs/otlp_exporter.h"
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/bench_api.h"
@@ -36,6 +38,8 @@ struct ServerFlags {
   double eviction_s = 300;
   std::string queue_config;
   std::string tls_cert, tls_key;
+  std::string log_format = "text";
+  std::string otlp_endpoint;
 };
 
 // Queue objects must keep the tree valid together with the queue YAML; the
@@ -59,11 +63,17 @@ absl::Status AdmitQueue(store::Store& store, const sched::QueueManagerConfig& ba
 }
 
 int RunServer(const ServerFlags& f) {
+  absl::StatusOr<obs::LogFormat> format = obs::ParseLogFormat(f.log_format);
+  if (!format.ok()) {
+    std::cerr << "tessera server: " << format.status().message() << "\n";
+    return 2;
+  }
+  const obs::Logger log = obs::Logger::Stderr(*format, "server");
   size_t colon = f.listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos || !absl::SimpleAtoi(f.listen.substr(colon + 1), &port) ||
       port < 0 || port > 65535) {
-    std::cerr << "tessera server: --listen " << f.listen << ": expected HOST:PORT\n";
+    log.Error("--listen: expected HOST:PORT", {{"listen", f.listen}});
     return 2;
   }
   const std::string host = f.listen.substr(0, colon);
@@ -71,12 +81,12 @@ int RunServer(const ServerFlags& f) {
   if (!f.tokens_file.empty()) {
     absl::StatusOr<Authenticator> a = Authenticator::LoadFile(f.tokens_file);
     if (!a.ok()) {
-      std::cerr << "tessera server: " << a.status().message() << "\n";
+      log.Error(a.status().message());
       return 2;
     }
     auth = *std::move(a);
   } else {
-    std::cerr << "tessera server: no --tokens-file: authentication is DISABLED\n";
+    log.Warn("no --tokens-file: authentication is DISABLED");
   }
 
   // Signals go to one waiting thread, never to a request thread.
@@ -107,7 +117,7 @@ int RunServer(const ServerFlags& f) {
   absl::StatusOr<std::unique_ptr<store::SqliteStore>> db =
       store::SqliteStore::Open(f.data_dir, opts);
   if (!db.ok()) {
-    std::cerr << "tessera server: " << db.status().message() << "\n";
+    log.Error(db.status().message(), {{"data_dir", f.data_dir}});
     return 1;
   }
   RealClock clock;
@@ -130,10 +140,25 @@ int RunServer(const ServerFlags& f) {
                                  const Json* obj) {
     return kind == "Queue" ? AdmitQueue(metered, queues, name, obj) : absl::OkStatus();
   };
+  // Decision spans to an OpenTelemetry collector, off the scheduling thread.
+  std::unique_ptr<obs::OtlpExporter> otlp;
+  if (!f.otlp_endpoint.empty()) {
+    obs::OtlpExporterOptions oo;
+    oo.endpoint = f.otlp_endpoint;
+    oo.seed = std::random_device{}();
+    oo.metrics = &registry;
+    absl::StatusOr<std::unique_ptr<obs::OtlpExporter>> e = obs::OtlpExporter::Create(oo);
+    if (!e.ok()) {
+      log.Error(e.status().message());
+      return 2;
+    }
+    otlp = *std::move(e);
+    log.Info("exporting decision spans", {{"otlp_endpoint", f.otlp_endpoint}});
+  }
   ApiServer server(metered, clock, std::move(auth), so);
   absl::StatusOr<int> bound = server.Start(host, port);
   if (!bound.ok()) {
-    std::cerr << "tessera server: " << bound.status().message() << "\n";
+    log.Error(bound.status().message());
     return 1;
   }
   std::cout << "listening on " << (f.tls_cert.empty() ? "" : "https://") << host << ":" << *bound
@@ -148,10 +173,12 @@ int RunServer(const ServerFlags& f) {
     co.eviction_delay = absl::Seconds(f.eviction_s);
     co.metrics = &registry;
     co.queues = queues;
+    co.log = log.WithComponent("controller");
+    if (otlp) co.on_decision = [&otlp](obs::TraceRecord t) { otlp->Export(std::move(t)); };
     absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
         controller::SchedulingController::Create(metered, clock, co);
     if (!c.ok()) {
-      std::cerr << "tessera server: " << c.status().message() << "\n";
+      log.Error(c.status().message());
       server.Stop();
       return 1;
     }
@@ -168,7 +195,7 @@ int RunServer(const ServerFlags& f) {
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
   if (ctl) ctl->Stop();
-  std::cerr << "tessera server: stopped\n";
+  log.Info("stopped");
   return 0;
 }
 
@@ -194,6 +221,11 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--queue-config", flags->queue_config,
                   "Queueing YAML: fair share, priority classes, preemption, backfill, queues "
                   "(docs/queueing.md); Queue objects add to its queues");
+  cmd->add_option("--log-format", flags->log_format,
+                  "Log lines on stderr: text, or json (one object per line)");
+  cmd->add_option("--otlp-endpoint", flags->otlp_endpoint,
+                  "Export scheduling decision spans as OTLP/HTTP JSON to this collector "
+                  "(http://HOST:4318)");
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });

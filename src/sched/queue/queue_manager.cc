@@ -560,6 +560,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     preemption_->Reset();
     ScheduleResult r = scheduler_->Schedule(*job);
     ++rep.attempts;
+    if (attempt_observer_) attempt_observer_(*job, r);
     env_.quota_checked = false;
     if (r.placed()) {
       env_.avoid_reserved = false;
@@ -596,6 +597,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
         if (again != pending_.end()) {
           SetEnv(again->second, true);
           ScheduleResult r2 = scheduler_->Schedule(*again->second.job);
+          if (attempt_observer_) attempt_observer_(*again->second.job, r2);
           if (r2.placed()) Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
         }
       }

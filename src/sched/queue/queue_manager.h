@@ -33,6 +33,7 @@
 #pragma once
 
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -141,6 +142,13 @@ class QueueManager {
 
   CycleReport Cycle(absl::Time now);
 
+  // Called after every Schedule attempt a Cycle makes, placed or not, with
+  // the job as scheduled (quota-restricted models applied) and the result;
+  // for decision tracing. Runs on the caller's thread inside Cycle and must
+  // not call back into the manager. Empty (the default) costs nothing.
+  using AttemptObserver = std::function<void(const model::Job&, const ScheduleResult&)>;
+  void set_attempt_observer(AttemptObserver f) { attempt_observer_ = std::move(f); }
+
   // Introspection.
   JobPhase Phase(absl::string_view key) const;
   std::string WaitingReason(absl::string_view key) const;
@@ -198,6 +206,7 @@ class QueueManager {
   absl::flat_hash_map<std::string, Pending> running_meta_;
   std::optional<Reservation> reservation_;
   uint64_t seq_ = 0;
+  AttemptObserver attempt_observer_;
 };
 
 }  // namespace tessera::sched
