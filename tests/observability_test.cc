@@ -281,9 +281,14 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   const std::string url = absl::StrCat("http://127.0.0.1:", port);
   httplib::Client api("127.0.0.1", port);
 
+  // The agent's own endpoint wants a token for /fake/event (endpoint_auth.h).
+  const std::string agent_token = "obs-agent-endpoint-token";
+  std::ofstream(dir + "/agent-tokens") << agent_token << "\n";
   AgentProcess agent;
   ASSERT_TRUE(
-      agent.Start({"--server",
+      agent.Start({"--endpoint-token-file",
+                   dir + "/agent-tokens",
+                   "--server",
                    url,
                    "--node-name",
                    "obs-n1",
@@ -408,6 +413,7 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
       absl::Seconds(40)))
       << "job did not succeed";
   httplib::Client agent_http(agent.endpoint());
+  agent_http.set_bearer_token_auth(agent_token);
   auto inj = agent_http.Post("/fake/event?gpu=7&type=xid&xid=79", "", "text/plain");
   ASSERT_TRUE(inj && inj->status == 200);
   EXPECT_EQ(prom.QueryUntil("tessera_node_gpus_unhealthy{node=\"obs-n1\"} == 1").size(), 1u);

@@ -157,7 +157,10 @@ try {
   const node = await cluster.api('GET', `/api/v1/nodes/${h100}`);
   const endpoint = node.metadata.annotations['tessera.dev/agent-endpoint'];
   assert.ok(endpoint, 'the agent publishes its endpoint');
-  const inj = await fetch(`${endpoint}/fake/event?gpu=${bad}&type=xid&xid=79`, { method: 'POST' });
+  const inj = await fetch(`${endpoint}/fake/event?gpu=${bad}&type=xid&xid=79`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${cluster.adminToken}` },
+  });
   assert.ok(inj.ok, 'XID injected: ' + inj.status);
   await page.selectOption('#mode', 'health');
   await waitPixel(h100, bad, colors.unhealthy, 'GPU after XID 79');
