@@ -35,6 +35,21 @@ void Reply(httplib::Response& res, int code, const Json& body) {
   res.set_content(body.dump() + "\n", "application/json");
 }
 
+// Replies with the object just written, from its stored text (no second
+// JSON encoding of the object).
+void ReplyStored(httplib::Response& res, int code, std::string_view stored, int64_t revision) {
+  absl::StatusOr<std::string> text = api::StoredToApiText(stored, revision);
+  if (!text.ok()) {
+    res.status = 500;
+    res.set_content(api::StatusBody(500, "InternalError", text.status().message()).dump() + "\n",
+                    "application/json");
+    return;
+  }
+  text->push_back('\n');
+  res.status = code;
+  res.set_content(std::move(*text), "application/json");
+}
+
 void Fail(httplib::Response& res, int code, absl::string_view reason, absl::string_view message,
           const std::vector<api::FieldError>& causes = {}) {
   Reply(res, code, api::StatusBody(code, reason, message, causes));
@@ -107,6 +122,12 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_fd_ = sock;
   });
+  // Without TCP_NODELAY a keep-alive exchange stalls on Nagle's algorithm
+  // against the peer's delayed ACK (~40 ms on Linux) whenever a message goes
+  // out in two writes (headers, then body): that, not the store, bounded
+  // one-job-per-request submissions at ~1,100/s with 100 clients. Accepted
+  // sockets inherit the option from the listening socket.
+  http_->set_tcp_nodelay(true);
   http_->set_keep_alive_max_count(100000);
   http_->set_keep_alive_timeout(5);  // also bounds how long Stop() waits for idle clients
   auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
@@ -542,11 +563,10 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
   if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = Json::object();
   if (!obj["status"].contains("phase")) obj["status"]["phase"] = r.kind->phases.front();
   const std::string what = Describe(*r.kind, r.ns, name);
-  absl::StatusOr<int64_t> rev =
-      store_.Create(api::StoreKey(*r.kind, r.ns, name), api::ToStored(obj));
+  std::string stored = api::ToStored(obj);
+  absl::StatusOr<int64_t> rev = store_.Create(api::StoreKey(*r.kind, r.ns, name), stored);
   if (!rev.ok()) return FailStore(res, rev.status(), what);
-  meta["resourceVersion"] = std::to_string(*rev);
-  Reply(res, 201, obj);
+  ReplyStored(res, 201, stored, *rev);
 }
 
 void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
@@ -609,10 +629,10 @@ void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httpli
   obj["metadata"]["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
   if (r.kind->namespaced) obj["metadata"]["namespace"] = r.ns;
   if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = (*old)["status"];
-  absl::StatusOr<int64_t> rev = store_.Put(key, api::ToStored(obj), expected);
+  std::string stored = api::ToStored(obj);
+  absl::StatusOr<int64_t> rev = store_.Put(key, stored, expected);
   if (!rev.ok()) return FailStore(res, rev.status(), what);
-  obj["metadata"]["resourceVersion"] = std::to_string(*rev);
-  Reply(res, 200, obj);
+  ReplyStored(res, 200, stored, *rev);
 }
 
 void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res) {
