@@ -114,6 +114,8 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   const int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
+  const int64_t read_us = absl::ToInt64Microseconds(options_.read_timeout);
+  http_->set_read_timeout(read_us / 1000000, read_us % 1000000);
   // Remember the listening socket: this cpp-httplib listens with a backlog of
   // 5, which drops connections when many clients connect at once; Start()
   // raises it.
@@ -183,6 +185,9 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
       Fail(res, 413, "RequestEntityTooLarge", "request body too large");
     } else if (res.status == 404) {
       Fail(res, 404, "NotFound", "no such path");
+    } else if (res.status == 400) {
+      Fail(res, 400, "BadRequest",
+           "malformed HTTP request, or its body did not arrive within the read timeout");
     } else {
       Fail(res, res.status, "Error", absl::StrCat("HTTP ", res.status));
     }

@@ -42,6 +42,9 @@ namespace tessera::server {
 struct ApiServerOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   int threads = 128;                // request threads; each open watch holds one
+  // A request whose headers or body stall this long gets 400 and changes
+  // nothing, so a slow sender holds a request thread only this long.
+  absl::Duration read_timeout = absl::Seconds(5);
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
   // Open watches beyond this get 429, so that watches cannot take every
