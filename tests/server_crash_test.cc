@@ -140,7 +140,7 @@ class Watcher {
           path,
           [&](const httplib::Response& r) {
             status = r.status;
-            return true;
+            return r.status == 200;  // an error body is not a stream of events
           },
           [&](const char* data, size_t len) {
             buf.append(data, len);
@@ -150,7 +150,7 @@ class Watcher {
               buf.erase(0, nl + 1);
               if (line.empty()) continue;
               Json ev = Json::parse(line, nullptr, false);
-              if (ev.is_discarded() || ev["type"] == "ERROR") {
+              if (ev.is_discarded() || ev["type"] == "ERROR" || !ev["object"].is_object()) {
                 SetError(line);
                 failed = true;
                 return false;
@@ -161,6 +161,7 @@ class Watcher {
             return !stop_.load();
           });
       // 429: all watch slots taken for a moment; retry.
+      if (status == 429) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       if (status != 0 && status != 200 && status != 429) {
         SetError(std::string("watch status ").append(std::to_string(status)));
         failed = true;
