@@ -340,6 +340,56 @@ TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlaceme
               ::testing::HasSubstr("because pack: fullest feasible nodes first"));
 }
 
+// A store that someone else keeps writing to: every Events() call is
+// preceded by an unrelated write, as under a steady stream of API requests.
+class BusyStore : public store::Store {
+ public:
+  explicit BusyStore(store::Store& inner) : inner_(inner) {}
+  absl::StatusOr<store::KeyValue> Get(std::string_view key) override { return inner_.Get(key); }
+  absl::StatusOr<store::ListResult> List(std::string_view prefix,
+                                         const store::ListOptions& options) override {
+    return inner_.List(prefix, options);
+  }
+  absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
+    return inner_.Txn(ops);
+  }
+  absl::StatusOr<store::EventsResult> Events(std::string_view prefix, int64_t since,
+                                             int64_t limit) override {
+    if (busy && writes < 1000) {
+      ++writes;
+      (void)inner_.Put(absl::StrCat("/registry/checkpoints/other/c", writes), "{}");
+    }
+    return inner_.Events(prefix, since, limit);
+  }
+  absl::Status WaitForRevision(int64_t revision, absl::Time deadline) override {
+    return inner_.WaitForRevision(revision, deadline);
+  }
+  int64_t CurrentRevision() override { return inner_.CurrentRevision(); }
+  int64_t CompactedRevision() override { return inner_.CompactedRevision(); }
+  absl::Status Compact(int64_t revision) override { return inner_.Compact(revision); }
+
+  bool busy = false;
+  int writes = 0;
+
+ private:
+  store::Store& inner_;
+};
+
+// A step catches up with the revision it started at and then schedules; it
+// does not chase writes that keep arriving (that starved binding under load).
+TEST_F(ControllerTest, StepSchedulesUnderAStreamOfWrites) {
+  AddNode("n1", 8);
+  AddJob("train", 1, 4);
+  BusyStore busy(store_);
+  auto c = SchedulingController::Create(busy, clock_, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Start().ok());
+  busy.busy = true;
+  ASSERT_TRUE((*c)->Step().ok());
+  EXPECT_LT(busy.writes, 10) << "the step chased the stream of writes";
+  EXPECT_EQ(Job("train")["status"]["phase"], "Scheduled");
+}
+
 }  // namespace
 }  // namespace tessera::controller
 

@@ -59,6 +59,9 @@ struct ApiServerOptions {
   // timeoutSeconds=S; one per node agent) beyond this get 429.
   int max_binding_waits = 20000;
   absl::Duration max_binding_wait = absl::Minutes(5);
+  // A request whose headers or body stall this long gets 400 and changes
+  // nothing, so a slow sender holds a request thread only this long.
+  absl::Duration read_timeout = absl::Seconds(5);
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
   // Open watches beyond this get 429, so that watches cannot take every

@@ -2,10 +2,14 @@
 // port on a SqliteStore in a temporary directory.
 #include "server/api_server.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <set>
@@ -65,6 +69,7 @@ class ApiServerTest : public ::testing::Test {
     opts.threads = 16;
     opts.watch_heartbeat = absl::Milliseconds(300);
     opts.max_watches = 3;
+    opts.read_timeout = absl::Seconds(1);
     server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
     auto port = server_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.ok()) << port.status();
@@ -239,6 +244,40 @@ TEST_F(ApiServerTest, HostileBodiesAreRejected) {
   EXPECT_EQ(Do("GET", "/api/v1/namespaces/team-a/queues").status, 404);
   EXPECT_EQ(Do("POST", "/api/v1/trainingjobs", Job("x")).status, 405);
   EXPECT_EQ(store_->CurrentRevision(), 0);
+}
+
+// A client that sends part of a body and stalls gets a 400 naming the
+// problem after the read timeout, changes nothing, and blocks nobody else.
+TEST_F(ApiServerTest, SlowSenderGets400AndChangesNothing) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string body = Job("slow").dump();
+  const std::string head =
+      absl::StrCat("POST ", kJobs, " HTTP/1.1\r\nHost: x\r\n", "Authorization: Bearer ", kAdmin,
+                   "\r\n", "Content-Type: application/json\r\nContent-Length: ", body.size(),
+                   "\r\n\r\n", body.substr(0, 10));
+  ASSERT_EQ(send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  // Others are served meanwhile.
+  EXPECT_EQ(Do("GET", kJobs).status, 200);
+  std::string reply;
+  char buf[4096];
+  while (reply.find("}\n") == std::string::npos) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    reply.append(buf, n);
+  }
+  close(fd);
+  EXPECT_THAT(reply, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(reply, HasSubstr("did not arrive within the read timeout"));
+  EXPECT_EQ(store_->CurrentRevision(), 0);
+  EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/slow")).status, 404);
 }
 
 TEST_F(ApiServerTest, ListWithSelectorsAndPagination) {

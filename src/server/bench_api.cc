@@ -65,6 +65,7 @@ Json Submit(int port, int clients, double seconds, int batch, const std::string&
     threads.emplace_back([&, c] {
       httplib::Client cli("127.0.0.1", port);
       cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);  // as HTTP clients usually do (Go's net/http, curl)
       cli.set_read_timeout(30, 0);
       for (int seq = 0; !stop; ++seq) {
         std::string body;

@@ -178,6 +178,11 @@ std::string StorePrefix(const KindInfo& kind, std::string_view ns) {
 }
 
 std::string ToStored(const Json& obj) {
+  // Copy the object only when there is a resourceVersion to drop.
+  auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->is_object() || !meta->contains("resourceVersion")) {
+    return obj.dump();
+  }
   Json copy = obj;
   copy["metadata"].erase("resourceVersion");
   return copy.dump();
