@@ -1,14 +1,17 @@
 // `tessera server --tls-cert --tls-key` over real TLS on loopback: a
 // self-signed certificate made here with the `openssl` CLI; the API answers
 // over HTTPS only, and the `tessera` CLI reaches it with --ca-file (verified)
-// or --insecure-skip-tls-verify, and refuses it without either.
+// or --insecure-skip-tls-verify, and refuses it without either; a node agent
+// registers over HTTPS with --ca-file and cannot without it.
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
 #include <string>
+#include <thread>
 
+#include "agent_process.h"
 #include "httplib.h"
 #include "server_process.h"
 
@@ -91,6 +94,36 @@ TEST(ServerTlsTest, ServesHttpsAndTheCliVerifiesTheCertificate) {
   Result insecure = RunCli("get nodes --insecure-skip-tls-verify --server " + url);
   EXPECT_EQ(insecure.rc, 0) << insecure.out;
   EXPECT_NE(insecure.out.find("n1"), std::string::npos) << insecure.out;
+
+  // A node agent with fake GPUs registers over HTTPS, verifying with --ca-file...
+  const std::string fake =
+      std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/up-h100-nvswitch-8.yaml";
+  AgentProcess agent;
+  ASSERT_TRUE(
+      agent.Start({"--server", url, "--ca-file", cert, "--node-name", "tls-n1", "--backend", "fake",
+                   "--fake-config", fake, "--state-dir", dir + "/agent", "--heartbeat", "1s"},
+                  dir + "/agent.log"))
+      << "see " << dir << "/agent.log";
+  // 1: registered with its GPUs; 0: the Node exists without GPUs; -1: no such Node.
+  auto node_gpus = [&](const std::string& name) {
+    auto g = tls.Get("/api/v1/nodes/" + name);
+    if (!g || g->status != 200) return -1;
+    return g->body.find("\"uuid\"") != std::string::npos ? 1 : 0;
+  };
+  bool registered = false;
+  for (int i = 0; i < 100 && !registered; ++i) {
+    registered = node_gpus("tls-n1") == 1;
+    if (!registered) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(registered) << "the agent did not register its GPUs over HTTPS; see " << dir
+                          << "/agent.log";
+  agent.Kill(SIGTERM);
+  // ...and without the CA it cannot register (the certificate is not trusted).
+  const std::string untrusting = "timeout 3 " + TesseraBin() + " agent --server " + url +
+                                 " --node-name tls-n2 --backend fake --fake-config " + fake +
+                                 " --state-dir " + dir + "/agent2 >" + dir + "/agent2.log 2>&1";
+  (void)system(untrusting.c_str());  // exits (or is stopped by timeout) without registering
+  EXPECT_EQ(node_gpus("tls-n2"), -1) << "an agent registered without trusting the certificate";
 }
 
 }  // namespace

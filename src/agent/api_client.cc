@@ -12,8 +12,11 @@ std::string ApiClient::NormalizeUrl(const std::string& server) {
   return "http://" + server;
 }
 
-ApiClient::ApiClient(const std::string& server, std::string token, absl::Duration timeout)
+ApiClient::ApiClient(const std::string& server, std::string token, absl::Duration timeout,
+                     const TlsClientOptions& tls)
     : http_(std::make_unique<httplib::Client>(NormalizeUrl(server))), token_(std::move(token)) {
+  if (!tls.ca_file.empty()) http_->set_ca_cert_path(tls.ca_file.c_str());
+  if (tls.insecure_skip_verify) http_->enable_server_certificate_verification(false);
   const int64_t ms = absl::ToInt64Milliseconds(timeout);
   http_->set_connection_timeout(ms / 1000, (ms % 1000) * 1000);
   http_->set_read_timeout(ms / 1000, (ms % 1000) * 1000);

@@ -22,11 +22,19 @@ struct ApiResponse {
   nlohmann::json body;
 };
 
+// How an https:// server's certificate is checked (kubectl's habits): against `ca_file` (PEM),
+// else the system's CAs; `insecure_skip_verify` turns the check off. Ignored for http://.
+struct TlsClientOptions {
+  std::string ca_file;
+  bool insecure_skip_verify = false;
+};
+
 class ApiClient {
  public:
-  // `server`: "http://HOST:PORT" (or "HOST:PORT"); `token` may be empty (no Authorization).
+  // `server`: "http://HOST:PORT", "https://HOST:PORT" (or "HOST:PORT"); `token` may be empty
+  // (no Authorization).
   ApiClient(const std::string& server, std::string token,
-            absl::Duration timeout = absl::Seconds(10));
+            absl::Duration timeout = absl::Seconds(10), const TlsClientOptions& tls = {});
   ~ApiClient();
 
   // Unavailable when no HTTP exchange happened (connection refused, timeout); otherwise the

@@ -73,8 +73,8 @@ int ParseSignal(const std::string& name_in) {
 }
 
 HttpControlPlaneClient::HttpControlPlaneClient(const std::string& server, const std::string& token,
-                                               absl::Duration timeout)
-    : api_(server, token, timeout) {}
+                                               absl::Duration timeout, const TlsClientOptions& tls)
+    : api_(server, token, timeout, tls) {}
 
 absl::Status HttpControlPlaneClient::RegisterNode(const NodeRegistration& node) {
   const std::string path = "/api/v1/nodes/" + node.name;

@@ -35,7 +35,8 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
  public:
   // `timeout`: per request (a long-poll needs its wait plus this).
   HttpControlPlaneClient(const std::string& server, const std::string& token,
-                         absl::Duration timeout = absl::Seconds(10));
+                         absl::Duration timeout = absl::Seconds(10),
+                         const TlsClientOptions& tls = {});
 
   absl::Status RegisterNode(const NodeRegistration& node) override;
   absl::Status Heartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,

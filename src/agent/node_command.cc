@@ -61,6 +61,7 @@ struct AgentFlags {
   std::string watch_timeout = "30s";
   std::string endpoint_token_file;
   bool metrics_token = false;
+  TlsClientOptions tls;  // how an https:// --server is verified
   std::string sample = "1s";
   std::vector<uint64_t> ignore_xids;
   std::string cgroup_parent = "/sys/fs/cgroup/tessera";
@@ -289,7 +290,7 @@ int RunAgent(const AgentFlags& f) {
   ao.agent_endpoint = absl::StrCat("http://", hp[0], ":", bound);
   ao.seed = std::hash<std::string>()(f.node_name);
   ao.log = log;
-  HttpControlPlaneClient client(f.server, f.token);
+  HttpControlPlaneClient client(f.server, f.token, absl::Seconds(10), f.tls);
   NodeAgent agent(*backend, tracker, launcher, client, clock, ao);
   if (absl::Status s = agent.Init(); !s.ok()) {
     log.Error(absl::StrCat("agent: ", std::string(s.message())), {{"node", f.node_name}});
@@ -297,14 +298,14 @@ int RunAgent(const AgentFlags& f) {
   }
   // The bindings long-poll has its own connection (and thread): it sleeps in the server most of
   // the time while the agent heartbeats on the other.
-  HttpControlPlaneClient watch_client(f.server, f.token, watch_timeout + absl::Seconds(15));
+  HttpControlPlaneClient watch_client(f.server, f.token, watch_timeout + absl::Seconds(15), f.tls);
   BindingWatcher watcher(
       watch_client, agent, f.node_name, watch_timeout, [&watch_client] { watch_client.Cancel(); },
       ao.seed + 1);
   // Who may read logs: the agent's tokens, or whatever the server lets read the job.
   EndpointAuth auth(eo, [&f](const std::string& token, const std::string& kind,
                              const std::string& ns, const std::string& job) {
-    ApiClient api(f.server, token, absl::Seconds(5));
+    ApiClient api(f.server, token, absl::Seconds(5), f.tls);
     const char* plural = kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
     // Admin: the server's /metrics is admin-only.
     absl::StatusOr<ApiResponse> r =
@@ -510,6 +511,9 @@ void RegisterNodeCommands(CLI::App& app) {
       app.add_subcommand("agent", "Run the node agent: register, heartbeat, run bound members");
   a->add_option("--server", f->server, "tessera server URL (http://HOST:PORT)")->required();
   a->add_option("--token", f->token, "Bearer token (role node:NAME)");
+  a->add_option("--ca-file", f->tls.ca_file, "PEM CA bundle to verify an https:// --server with");
+  a->add_flag("--insecure-skip-tls-verify", f->tls.insecure_skip_verify,
+              "Do not verify an https:// server's certificate (testing only)");
   a->add_option("--node-name", f->node_name, "This node's name")->required();
   a->add_option("--backend", f->backend, "GPU backend: nvml or fake")
       ->check(CLI::IsMember({"nvml", "fake"}));

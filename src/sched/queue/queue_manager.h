@@ -32,8 +32,8 @@
 // the caller (server or simulator) to act on. Not thread-safe.
 #pragma once
 
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
