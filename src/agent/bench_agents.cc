@@ -622,16 +622,9 @@ int RunBench(const BenchFlags& f) {
 
 }  // namespace
 
-void RegisterAgentsBenchCommand(CLI::App& app) {
-  CLI::App* bench = nullptr;
-  try {
-    bench = app.get_subcommand("bench");
-  } catch (const CLI::OptionNotFound&) {
-    bench = app.add_subcommand("bench", "Benchmarks that print JSON");
-    bench->require_subcommand(1);
-  }
+void RegisterAgentsBenchCommand(CLI::App& bench) {
   auto f = std::make_shared<BenchFlags>();
-  CLI::App* cmd = bench->add_subcommand(
+  CLI::App* cmd = bench.add_subcommand(
       "agents", "N simulated node agents (register, heartbeat, bindings long-poll) vs a server");
   cmd->add_option("--agents", f->agents, "Simulated agents (default 12500)");
   cmd->add_option("--heartbeat", f->heartbeat_s, "Heartbeat period, seconds (default 10)");

@@ -6,6 +6,7 @@
 namespace tessera::agent {
 
 // Adds `bench agents` under `bench` (created when absent).
-void RegisterAgentsBenchCommand(CLI::App& app);
+// `bench`: the `tessera bench` parent command (src/main).
+void RegisterAgentsBenchCommand(CLI::App& bench);
 
 }  // namespace tessera::agent

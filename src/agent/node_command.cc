@@ -21,7 +21,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/api_client.h"
-#include "agent/bench_agents.h"
 #include "agent/binding_watcher.h"
 #include "agent/dcgm_metrics.h"
 #include "agent/discovery.h"
@@ -505,7 +504,6 @@ int RunLogs(LogsFlags f) {
 
 void RegisterNodeCommands(CLI::App& app) {
   RegisterUpCommand(app);
-  RegisterAgentsBenchCommand(app);
   auto f = std::make_shared<AgentFlags>();
   CLI::App* a =
       app.add_subcommand("agent", "Run the node agent: register, heartbeat, run bound members");

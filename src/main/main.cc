@@ -6,16 +6,18 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "agent/agent_command.h"
+#include "agent/bench_agents.h"
+#include "agent/node_command.h"
 #include "bench/sched_bench.h"
+#include "bench_preempt/bench_preempt.h"
 #include "cli/cli_commands.h"
 #include "controller/restart_bench.h"
-#include "server/server_command.h"
-#include "agent/agent_command.h"
 #include "deviceplugin/deviceplugin_command.h"
-#include "sim/replay/replay_command.h"
-#include "bench_preempt/bench_preempt.h"
+#include "server/bench_api.h"
+#include "server/server_command.h"
 #include "sim/pack/commands.h"
-#include "agent/node_command.h"
+#include "sim/replay/replay_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
@@ -28,6 +30,8 @@ int main(int argc, char** argv) {
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
   tessera::controller::RegisterRestartBenchCommands(*bench);
+  tessera::server::RegisterApiBenchCommand(*bench);
+  tessera::agent::RegisterAgentsBenchCommand(*bench);
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);

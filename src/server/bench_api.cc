@@ -237,17 +237,9 @@ int RunBench(const BenchFlags& f) {
 
 }  // namespace
 
-void RegisterApiBenchCommand(CLI::App& app) {
-  // `bench` may already exist (other modules add their own benchmarks).
-  CLI::App* bench = nullptr;
-  try {
-    bench = app.get_subcommand("bench");
-  } catch (const CLI::OptionNotFound&) {
-    bench = app.add_subcommand("bench", "Benchmarks that print JSON");
-    bench->require_subcommand(1);
-  }
+void RegisterApiBenchCommand(CLI::App& bench) {
   auto flags = std::make_shared<BenchFlags>();
-  CLI::App* cmd = bench->add_subcommand("api", "API server: durable submissions/s, p99, restart");
+  CLI::App* cmd = bench.add_subcommand("api", "API server: durable submissions/s, p99, restart");
   cmd->add_option("--clients", flags->clients, "Concurrent HTTP clients");
   cmd->add_option("--seconds", flags->seconds, "Duration of each submission phase");
   cmd->add_option("--batch", flags->batch, "Jobs per request in the batched phase");

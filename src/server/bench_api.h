@@ -7,6 +7,7 @@ namespace tessera::server {
 
 // Adds `bench api` to `app` (creating `bench` if no other module has).
 // Called by RegisterServerCommands.
-void RegisterApiBenchCommand(CLI::App& app);
+// `bench`: the `tessera bench` parent command (src/main).
+void RegisterApiBenchCommand(CLI::App& bench);
 
 }  // namespace tessera::server

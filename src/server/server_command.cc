@@ -19,7 +19,6 @@
 #include "obs/otlp_exporter.h"
 #include "server/api_server.h"
 #include "server/auth.h"
-#include "server/bench_api.h"
 #include "server/dashboard.h"
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
@@ -229,7 +228,6 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });
-  RegisterApiBenchCommand(app);
 }
 
 }  // namespace tessera::server
