@@ -107,14 +107,20 @@ TEST(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
 
   EXPECT_TRUE(WaitFor([&] { return std::filesystem::exists(dir + "/gen1"); }, absl::Seconds(20)));
   // The scheduler moves the member to GPU 5 with generation 2: the watch delivers it.
-  absl::StatusOr<ApiResponse> cur = admin.Get("/api/v1/namespaces/team/trainingjobs/mine");
-  ASSERT_TRUE(cur.ok() && cur->code == 200);
-  Json next = BoundJob("mine", "n1", 2, absl::StrCat("touch ", dir, "/gen2; sleep 100"), 5);
-  next["metadata"]["resourceVersion"] = cur->body["metadata"]["resourceVersion"];
-  next["status"]["observed"] = cur->body["status"].value("observed", Json::object());
+  // The agent reports member status on the same object, so a stale
+  // resourceVersion (409) is retried from a fresh read, as any API client does.
   const absl::Time bound_at = absl::Now();
-  absl::StatusOr<ApiResponse> put = admin.Put("/api/v1/namespaces/team/trainingjobs/mine", next);
-  ASSERT_TRUE(put.ok() && put->code == 200) << (put.ok() ? put->body.dump() : "");
+  absl::StatusOr<ApiResponse> put;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    absl::StatusOr<ApiResponse> cur = admin.Get("/api/v1/namespaces/team/trainingjobs/mine");
+    if (!cur.ok() || cur->code != 200) break;
+    Json next = BoundJob("mine", "n1", 2, absl::StrCat("touch ", dir, "/gen2; sleep 100"), 5);
+    next["metadata"]["resourceVersion"] = cur->body["metadata"]["resourceVersion"];
+    next["status"]["observed"] = cur->body["status"].value("observed", Json::object());
+    put = admin.Put("/api/v1/namespaces/team/trainingjobs/mine", next);
+    if (!put.ok() || put->code != 409) break;
+  }
+  EXPECT_TRUE(put.ok() && put->code == 200) << (put.ok() ? put->body.dump() : "");
   EXPECT_TRUE(WaitFor([&] { return std::filesystem::exists(dir + "/gen2"); }, absl::Seconds(30)));
   std::cout << "bind -> generation 2 running: " << absl::FormatDuration(absl::Now() - bound_at)
             << " (includes the generation-1 member's checkpoint stop)" << std::endl;
