@@ -4,7 +4,8 @@
 //
 // Contract (what the agent relies on):
 //  - RegisterNode is idempotent: it creates the Node object or updates its spec.
-//  - Heartbeat replaces the node's GPU health and refreshes its heartbeat time.
+//  - Heartbeat replaces the node's GPU health and measured utilization and refreshes its
+//    heartbeat time.
 //  - ListBindings returns every member the server currently binds to this node, each with the
 //    job's *current* fencing generation, and the server revision the list is valid at. A member
 //    missing from the list (or listed with a newer generation than the one running) must not run
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,9 @@ struct GpuHealthReport {
   int index = 0;
   bool healthy = true;
   std::string message;
+  // Measured GPU utilization in percent (the sample behind DCGM_FI_DEV_GPU_UTIL); empty when the
+  // backend cannot report it. Rides on the heartbeat's write, no extra request.
+  std::optional<uint32_t> utilization_percent;
 };
 
 struct Binding {

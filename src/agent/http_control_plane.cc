@@ -155,6 +155,8 @@ absl::Status HttpControlPlaneClient::Heartbeat(const std::string& node,
       for (const GpuHealthReport& g : gpus) {
         Json j = {{"index", g.index}, {"health", g.healthy ? "Healthy" : "Unhealthy"}};
         if (!g.message.empty()) j["message"] = g.message.substr(0, 1024);
+        if (g.utilization_percent && !no_utilization_field_)
+          j["utilization"] = *g.utilization_percent;
         list.push_back(j);
       }
       st["gpus"] = list;
@@ -172,6 +174,12 @@ absl::Status HttpControlPlaneClient::Heartbeat(const std::string& node,
     if (!put.ok()) return put.status();
     if (put->code == 200) return absl::OkStatus();
     if (put->code == 409) continue;
+    // A server older than the field rejects it (422): drop it first, then fall back to the
+    // legacy schema.
+    if (put->code == 422 && !legacy_node_schema_ && !no_utilization_field_) {
+      no_utilization_field_ = true;
+      continue;
+    }
     if (put->code == 422 && !legacy_node_schema_) {
       legacy_node_schema_ = true;
       continue;

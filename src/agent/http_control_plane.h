@@ -52,6 +52,8 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
  private:
   ApiClient api_;
   bool legacy_node_schema_ = false;
+  // Set once a server rejected status.gpus[].utilization (older schema): heartbeats omit it.
+  bool no_utilization_field_ = false;
 };
 
 // "SIGUSR1", "USR1", "10" -> 10; -1 when unknown.

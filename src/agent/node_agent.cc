@@ -133,6 +133,10 @@ std::vector<GpuHealthReport> NodeAgent::HealthReports() const {
       r.healthy = h->health == Health::kHealthy;
       r.message = h->reason;
     }
+    // A failed sample leaves the field empty: the heartbeat still goes out.
+    if (absl::StatusOr<GpuMetrics> m = backend_.GetMetrics(g.index); m.ok()) {
+      r.utilization_percent = m->gpu_util_percent;
+    }
     out.push_back(r);
   }
   return out;

@@ -106,6 +106,14 @@ TEST(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
   std::thread run([&] { agent.Run(); });
 
   EXPECT_TRUE(WaitFor([&] { return std::filesystem::exists(dir + "/gen1"); }, absl::Seconds(20)));
+  // The heartbeat's one write carries each GPU's measured utilization (the file's 0 % for GPU 1)
+  // into the Node's status, beside its health.
+  absl::StatusOr<ApiResponse> node = admin.Get("/api/v1/nodes/n1");
+  ASSERT_TRUE(node.ok() && node->code == 200);
+  const Json& gpus = node->body["status"]["gpus"];
+  ASSERT_TRUE(gpus.is_array() && gpus.size() == 8u) << node->body.dump();
+  EXPECT_EQ(gpus[1].value("utilization", -1), 0) << gpus.dump();
+  EXPECT_EQ(gpus[1].value("health", ""), "Healthy");
   // The scheduler moves the member to GPU 5 with generation 2: the watch delivers it.
   // The agent reports member status on the same object, so a stale
   // resourceVersion (409) is retried from a fresh read, as any API client does.

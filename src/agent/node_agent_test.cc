@@ -150,6 +150,27 @@ TEST_F(NodeAgentTest, RegistersGpusTopologyAndRackThenHeartbeatsHealth) {
   EXPECT_TRUE(cp_.heartbeats[1][2].healthy);
 }
 
+TEST_F(NodeAgentTest, HeartbeatsCarryEachGpusMeasuredUtilization) {
+  // GPU 2 reads 63 %, the others the file's 0 %; a GPU the driver cannot sample reports none.
+  absl::StatusOr<FakeConfig> cfg =
+      LoadFakeConfig(std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/h100-nvswitch-8.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  cfg->events.clear();
+  cfg->gpus[2].metrics.gpu_util_percent = 63;
+  cfg->gpus[5].metrics.gpu_util_percent.reset();
+  FakeBackend fb(*std::move(cfg), clock_);
+  ASSERT_TRUE(fb.Init().ok());
+  NodeAgent a(fb, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  a.Step();
+  ASSERT_EQ(cp_.heartbeats.size(), 1u);
+  const std::vector<GpuHealthReport>& h = cp_.heartbeats[0];
+  ASSERT_EQ(h.size(), 8u);
+  EXPECT_EQ(h[2].utilization_percent, std::optional<uint32_t>(63));
+  EXPECT_EQ(h[0].utilization_percent, std::optional<uint32_t>(0));
+  EXPECT_FALSE(h[5].utilization_percent.has_value());
+}
+
 TEST_F(NodeAgentTest, StartsOnlyBoundMembersWithTheirGpus) {
   NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
   ASSERT_TRUE(a.Init().ok());

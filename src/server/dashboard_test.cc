@@ -153,7 +153,10 @@ TEST_F(DashboardTest, ServesThePageFromTheBinary) {
 TEST_F(DashboardTest, FullSummaryHasNodesGpusJobsAndQueues) {
   CreateWithStatus("/api/v1/nodes", Node("n1", "r1", "nvlink-pairs"),
                    {{"phase", "Ready"},
-                    {"gpus", {{{"index", 3}, {"health", "Unhealthy"}, {"message", "XID 79"}}}}});
+                    {"gpus",
+                     {{{"index", 0}, {"health", "Healthy"}, {"utilization", 97}},
+                      {{"index", 3}, {"health", "Unhealthy"}, {"message", "XID 79"}},
+                      {{"index", 5}, {"health", "Healthy"}, {"utilization", 0}}}}});
   CreateWithStatus("/api/v1/nodes", Node("n2", "r2", "nvswitch"), nullptr);
   CreateWithStatus("/api/v1/namespaces/team-a/trainingjobs", Job("team-a", "train"),
                    {{"phase", "Running"},
@@ -183,10 +186,13 @@ TEST_F(DashboardTest, FullSummaryHasNodesGpusJobsAndQueues) {
   EXPECT_EQ((*n1)[6], Json({0, 0, 1, 1, 2, 2, 3, 3}));  // NVLink pairs
   EXPECT_EQ((*n1)[7], "HHHUHHHH");
   EXPECT_EQ((*n1)[8], "http://x:1");
+  // Measured utilization as the agent reported it; -1 for GPUs it reported none for.
+  EXPECT_EQ((*n1)[9], Json({97, -1, -1, -1, -1, 0, -1, -1}));
   const Json* n2 = FindRow(f["nodes"], 0, "n2");
   ASSERT_NE(n2, nullptr);
   EXPECT_EQ((*n2)[6], Json({0, 0, 0, 0, 0, 0, 0, 0}));  // one NVSwitch domain
   EXPECT_EQ((*n2)[7], "HHHHHHHH");
+  EXPECT_EQ((*n2)[9], Json::array({-1, -1, -1, -1, -1, -1, -1, -1}));
 
   ASSERT_EQ(f["jobs"].size(), 2u);
   const Json* train = FindRow(f["jobs"], 2, "train");
@@ -238,6 +244,7 @@ TEST_F(DashboardTest, ChangeSetsCarryOnlyWhatChangedAfterTheRevision) {
   obj["status"] = {{"phase", "Ready"}, {"gpus", {{{"index", 5}, {"health", "Unhealthy"}}}}};
   ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2", obj).status, 200);
   obj["status"]["gpus"][0]["index"] = 6;
+  obj["status"]["gpus"][0]["utilization"] = 55;  // a heartbeat's measured sample
   obj["metadata"].erase("resourceVersion");
   ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2", obj).status, 200);
   ASSERT_EQ(Do("DELETE", "/api/v1/namespaces/team-a/trainingjobs/train").status, 200);
@@ -248,6 +255,7 @@ TEST_F(DashboardTest, ChangeSetsCarryOnlyWhatChangedAfterTheRevision) {
   ASSERT_EQ(d.body["nodes"].size(), 1u);
   EXPECT_EQ(d.body["nodes"][0][0], "n2");
   EXPECT_EQ(d.body["nodes"][0][7], "HHHHHHUH");
+  EXPECT_EQ(d.body["nodes"][0][9], Json({-1, -1, -1, -1, -1, -1, 55, -1}));
   EXPECT_TRUE(d.body["jobs"].empty());
   EXPECT_EQ(d.body["deletedJobs"], Json({{"T", "team-a", "train"}}));
   EXPECT_GT(std::stoll(d.body["resourceVersion"].get<std::string>()), std::stoll(rv));

@@ -105,10 +105,22 @@ Json NodeRow(const Json& obj) {
     endpoint = Str(ann, "tessera.dev/agent-endpoint");
   }
   const Json& status = Field(obj, "status");
+  // Measured utilization per GPU from the agent's heartbeat; -1 where none was reported.
+  Json util = Json::array();
+  for (size_t i = 0; i < health.size(); ++i) util.push_back(-1);
+  if (const Json& gpus = Field(status, "gpus"); gpus.is_array()) {
+    for (const Json& g : gpus) {
+      if (!g.is_object()) continue;
+      const double idx = Num(g, "index", -1), u = Num(g, "utilization", -1);
+      if (idx >= 0 && idx < static_cast<double>(util.size()) && u >= 0) {
+        util[static_cast<size_t>(idx)] = static_cast<int>(std::min(u, 100.0));
+      }
+    }
+  }
   return Json::array({Str(meta, "name"), rack.empty() ? "default" : rack,
                       block.empty() ? "default" : block,
                       status.is_object() ? Str(status, "phase") : "", model, unschedulable ? 1 : 0,
-                      domains, health, endpoint});
+                      domains, health, endpoint, util});
 }
 
 // GPUs one member of `g` asks for: whole GPUs, or a share in thousandths.

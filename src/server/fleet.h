@@ -17,7 +17,8 @@
 // upserts), never lost. Rows (docs/dashboard.md):
 //   nodes: [name, rack, block, phase, gpuModel, unschedulable 0|1,
 //           [NVLink domain per GPU], health letters ("H" healthy, "U" unhealthy)
-//           per GPU, agent endpoint]
+//           per GPU, agent endpoint, [measured utilization % per GPU, -1 where
+//           the agent reported none]]
 //   jobs:  [kind "T"|"I", namespace, name, phase, queue, GPUs requested,
 //           priority, [[node, [GPU indices], gpuMilli], ...], message]
 //   queues: the Queue objects as the API returns them.

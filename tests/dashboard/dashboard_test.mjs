@@ -2,7 +2,9 @@
 // a real `tessera server` with tokens, two agents with fake GPUs (8 x H100 on
 // NVSwitch, 4 x A100 PCIe). Asserts on what the page shows:
 //   1. without a token the page asks for one; with it, 12 GPU cells are drawn
-//      (canvas pixels read back at each cell), none for GPUs that do not exist;
+//      (canvas pixels read back at each cell), none for GPUs that do not exist,
+//      colored by the utilization the agents measured (0 %) and, in allocation
+//      mode, free;
 //   2. a submitted job's placement appears in the jobs table (as the API
 //      reports it) and its GPUs turn "allocated" on the canvas;
 //   3. an XID injected through the agent's fake backend turns that GPU's cell
@@ -97,13 +99,21 @@ try {
   assert.equal(await page.evaluate(() => sessionStorage.getItem('tessera.token')), cluster.adminToken,
     'the token is kept for the tab');
   const colors = await page.evaluate(() => window.tessera.colors);
+  const utilColors = await page.evaluate(() => window.tessera.utilColors);
+  assert.notEqual(utilColors[0], colors.noData, 'measured 0 % differs from "not reported"');
   const cells = new Set();
+  // The default mode is measured utilization: the fake GPUs report 0 % with every heartbeat
+  // (deploy/fake-gpus/up-*.yaml, gpu_util: 0), which the fleet summary carries to the page.
+  for (const [node, n] of [[h100, 8], [pcie, 4]]) {
+    for (let g = 0; g < n; g++) await waitPixel(node, g, utilColors[0], 'measured utilization 0 %');
+  }
+  await page.selectOption('#mode', 'alloc');
   for (const [node, n] of [[h100, 8], [pcie, 4]]) {
     for (let g = 0; g < n; g++) {
       const c = await page.evaluate(([a, b]) => window.tessera.cellAt(a, b), [node, g]);
       assert.ok(c, `a cell for GPU ${g} of ${node}`);
       cells.add(`${c.x},${c.y}`);
-      assert.equal(await pixel(node, g), colors.free, `GPU ${g} of ${node} is drawn free`);
+      await waitPixel(node, g, colors.free, 'unallocated GPU in allocation mode');
     }
     assert.equal(await page.evaluate(([a, b]) => window.tessera.cellAt(a, b), [node, n]), null,
       `no cell beyond the ${n} GPUs of ${node}`);

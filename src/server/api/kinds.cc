@@ -267,6 +267,8 @@ std::vector<KindInfo> BuildKinds() {
                                     Required("index", S::Int().Min(0)),
                                     Required("health", S::String().OneOf({"Healthy", "Unhealthy"})),
                                     Optional("message", S::String().MaxLength(1024)),
+                                    // Measured percent (DCGM_FI_DEV_GPU_UTIL's sample).
+                                    Optional("utilization", S::Int().Min(0)),
                                 }))),
            }));
   // One transition of an object's lifecycle, written by the controller in the

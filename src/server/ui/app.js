@@ -37,12 +37,26 @@
     free: '#2b3446',
     share: '#3f7fd0',
     full: '#f59e0b',
+    util0: '#1e3a5f',    // measured utilization 0% ...
+    util100: '#facc15',  // ... to 100%, in 10% steps between
+    noData: '#3b3f47',   // the agent reported no utilization
   };
   const C = Object.fromEntries(Object.entries(COLORS).map(([k, v]) => [k, rgb(v)]));
+  // The utilization ramp: UTIL_HEX[i] is the color of i*10 % (rounded).
+  const UTIL_HEX = Array.from({ length: 11 }, (_, i) => {
+    const a = parseInt(COLORS.util0.slice(1), 16), b = parseInt(COLORS.util100.slice(1), 16);
+    const ch = (v, s) => (v >> s) & 0xff;
+    const mix = (s) => Math.round(ch(a, s) + (ch(b, s) - ch(a, s)) * i / 10);
+    return '#' + [16, 8, 0].map((s) => mix(s).toString(16).padStart(2, '0')).join('');
+  });
+  const UTIL_C = UTIL_HEX.map(rgb);
+  const utilStep = (u) => Math.round(Math.min(Math.max(u, 0), 100) / 10);
 
   const model = {
     rv: null,
-    nodes: new Map(),  // name -> {name, rack, block, phase, model, cordoned, domains, health, endpoint}
+    // name -> {name, rack, block, phase, model, cordoned, domains, health, endpoint, util}
+    // (util: measured % per GPU from the agents' heartbeats, -1 where none was reported)
+    nodes: new Map(),
     jobs: new Map(),   // "T/ns/name" -> {kind, ns, name, phase, queue, gpus, priority, placement, message}
     queues: new Map(), // name -> Queue object
     alloc: new Map(),  // node -> Array(gpus) of allocated milli-GPUs (active jobs)
@@ -91,9 +105,10 @@
   // ---------------------------------------------------------------- model
 
   function setNode(row) {
-    const [name, rack, block, phase, gpuModel, cordoned, domains, health, endpoint] = row;
+    const [name, rack, block, phase, gpuModel, cordoned, domains, health, endpoint, util] = row;
     const old = model.nodes.get(name);
-    const n = { name, rack, block, phase, model: gpuModel, cordoned: !!cordoned, domains, health, endpoint };
+    const n = { name, rack, block, phase, model: gpuModel, cordoned: !!cordoned, domains, health, endpoint,
+                util: util || [] };
     if (!old || old.rack !== rack || old.block !== block || old.health.length !== health.length ||
         old.domains.join() !== domains.join()) {
       view.layoutDirty = true;
@@ -245,6 +260,10 @@
       return C.healthy;
     }
     if (n.phase !== 'Ready') return C.notReady;
+    if (view.mode === 'util') {
+      const u = n.util[g];
+      return u === undefined || u < 0 ? C.noData : UTIL_C[utilStep(u)];
+    }
     const a = model.alloc.get(n.name);
     const milli = a ? a[g] || 0 : 0;
     if (milli >= 1000) return C.full;
@@ -406,13 +425,16 @@
   function renderLegend() {
     const items = view.mode === 'health'
       ? [['healthy', 'healthy'], ['unhealthy', 'unhealthy (XID/ECC…)'], ['cordoned', 'cordoned'], ['notReady', 'node not Ready']]
-      : [['free', 'free'], ['share', 'shared (part of a GPU)'], ['full', 'allocated'], ['notReady', 'node not Ready']];
+      : view.mode === 'util'
+        ? [['util0', '0 %'], [UTIL_HEX[5], '50 %'], ['util100', '100 % measured'], ['noData', 'not reported'],
+           ['notReady', 'node not Ready']]
+        : [['free', 'free'], ['share', 'shared (part of a GPU)'], ['full', 'allocated'], ['notReady', 'node not Ready']];
     const l = $('legend');
     l.textContent = '';
     for (const [k, label] of items) {
       const span = document.createElement('span');
       const i = document.createElement('i');
-      i.style.background = COLORS[k];
+      i.style.background = COLORS[k] || k;
       span.append(i, label);
       l.appendChild(span);
     }
@@ -531,7 +553,9 @@
       }
       const health = n.health[g] === 'U' ? 'Unhealthy' : 'Healthy';
       const h = text('td', health + (msgs[g] ? ' — ' + msgs[g] : ''), health);
-      const tr = row([g, n.domains[g], h, a[g] ? (a[g] / 1000).toFixed(a[g] % 1000 ? 2 : 0) : '0', jobs.join(', ') || '—']);
+      const u = n.util[g] === undefined || n.util[g] < 0 ? '—' : n.util[g] + ' %';
+      const tr = row([g, n.domains[g], h, a[g] ? (a[g] / 1000).toFixed(a[g] % 1000 ? 2 : 0) : '0', u,
+                      jobs.join(', ') || '—']);
       tr.dataset.gpu = g;
       tr.dataset.health = health;
       tbody.appendChild(tr);
@@ -575,9 +599,11 @@
       if (!h || h.gpu < 0) { tip.hidden = true; return; }
       const n = model.nodes.get(h.node);
       const a = (model.alloc.get(h.node) || [])[h.gpu] || 0;
+      const u = n.util[h.gpu];
       tip.textContent = `${n.name} GPU ${h.gpu} (NVLink domain ${n.domains[h.gpu]})\n` +
         `${n.model}\n${n.health[h.gpu] === 'U' ? 'Unhealthy' : 'Healthy'}, node ${n.phase}` +
-        `\nallocated ${(a / 1000).toFixed(2)}`;
+        `\nallocated ${(a / 1000).toFixed(2)}, utilization ` +
+        (u === undefined || u < 0 ? 'not reported' : `${u} %`);
       tip.style.left = ev.clientX + 14 + 'px';
       tip.style.top = ev.clientY + 14 + 'px';
       tip.hidden = false;
@@ -699,6 +725,7 @@
       return { x: g.x + g.xs[gpu], y: g.y, w: view.layout.cell, h: view.layout.cell };
     },
     colors: COLORS,
+    utilColors: UTIL_HEX,  // UTIL_HEX[i]: measured utilization i*10 %
   };
 
   setupInput();
