@@ -19,10 +19,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-struct Result {
-  int rc = -1;
-  std::string out;
-};
+using Result = CliResult;
 
 class CliProcessTest : public ::testing::Test {
  protected:
@@ -43,18 +40,7 @@ class CliProcessTest : public ::testing::Test {
     setenv("TESSERA_SERVER", url_.c_str(), 1);
   }
 
-  Result Run(const std::string& args) {
-    std::string cmd = "exec 2>&1; " + TesseraBin() + " " + args;
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    int status = pclose(p);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-  }
+  Result Run(const std::string& args) { return RunTessera(args); }
 
   static std::string Example(const std::string& name) {
     return std::string(TESSERA_SOURCE_DIR) + "/examples/" + name;

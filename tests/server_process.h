@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,25 @@ namespace tessera::testing {
 inline std::string TesseraBin() {
   const char* bin = getenv("TESSERA_BIN");
   return bin ? bin : "";
+}
+
+// What `tessera ARGS` printed (stdout and stderr together) and its exit code; -1 if it did not
+// exit normally. ARGS is passed to the shell as is (quotes, redirections and here-documents).
+struct CliResult {
+  int rc = -1;
+  std::string out;
+};
+inline CliResult RunTessera(const std::string& args) {
+  const std::string cmd = "exec 2>&1; " + TesseraBin() + " " + args;
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 inline std::string MakeTempDir(const char* tag) {

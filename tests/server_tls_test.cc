@@ -18,23 +18,8 @@
 namespace tessera::testing {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out;
-};
-
-Result RunCli(const std::string& args) {
-  std::string cmd = "exec 2>&1; " + TesseraBin() + " " + args;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = CliResult;
+Result RunCli(const std::string& args) { return RunTessera(args); }
 
 TEST(ServerTlsTest, ServesHttpsAndTheCliVerifiesTheCertificate) {
   if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";

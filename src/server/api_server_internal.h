@@ -1,0 +1,44 @@
+// Internals shared by the ApiServer's translation units (api_server.cc: routing and the
+// object verbs; api_server_wait.cc: watch streams and node-bindings long-polls). Not part of
+// the server's interface.
+#pragma once
+
+#include <httplib.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "server/api/kinds.h"
+#include "server/api/object_codec.h"
+#include "server/api_server.h"
+
+namespace tessera::server {
+
+// A parsed /api/v1 path.
+struct ApiServer::Route {
+  const api::KindInfo* kind = nullptr;
+  std::string ns;    // empty: cluster-scoped kind, or all namespaces
+  std::string name;  // empty: the collection
+  Resource resource() const { return Resource{kind->plural, kind->namespaced, ns, name}; }
+};
+
+namespace internal {
+
+// Answers `code` with `body` as JSON.
+void Reply(httplib::Response& res, int code, const api::Json& body);
+// Replies with the object just written, from its stored text (no second JSON encoding).
+void ReplyStored(httplib::Response& res, int code, std::string_view stored, int64_t revision);
+// Answers a Kubernetes-style Status with `reason`, `message` and field causes.
+void Fail(httplib::Response& res, int code, absl::string_view reason, absl::string_view message,
+          const std::vector<api::FieldError>& causes = {});
+// Maps a store error onto the HTTP status a client acts on; `what` names the object.
+void FailStore(httplib::Response& res, const absl::Status& s, const std::string& what);
+// Parses an optional non-negative integer query parameter; on a bad value answers 400 and
+// returns false.
+bool QueryInt(const httplib::Request& req, const char* name, int64_t& out, httplib::Response& res);
+
+}  // namespace internal
+}  // namespace tessera::server

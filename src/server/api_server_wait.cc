@@ -1,0 +1,235 @@
+// ApiServer's long-lived requests: watch streams (GET ...?watch=true) and node-bindings
+// long-polls (GET /api/v1/nodes/NAME/bindings). Each holds one request thread while it waits.
+#include <httplib.h>
+
+#include <deque>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "server/api/kinds.h"
+#include "server/api/object_codec.h"
+#include "server/api/selector.h"
+#include "server/api_server.h"
+#include "server/api_server_internal.h"
+
+namespace tessera::server {
+
+using api::Json;
+using api::KindInfo;
+using namespace internal;  // NOLINT: this module's reply helpers
+
+namespace {
+
+std::string EventType(const store::Event& e) {
+  if (e.type == store::Event::Type::kDelete) return "DELETED";
+  return e.kv.create_revision == e.kv.mod_revision ? "ADDED" : "MODIFIED";
+}
+
+}  // namespace
+
+void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<api::Selector> labels =
+      api::Selector::ParseLabels(req.get_param_value("labelSelector"));
+  if (!labels.ok()) return Fail(res, 400, "BadRequest", labels.status().message());
+  absl::StatusOr<api::Selector> fields =
+      api::Selector::ParseFields(req.get_param_value("fieldSelector"));
+  if (!fields.ok()) return Fail(res, 400, "BadRequest", fields.status().message());
+  int64_t since = 0, timeout_s = 0;
+  if (!QueryInt(req, "resourceVersion", since, res)) return;
+  if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;
+  const bool bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
+  const std::string prefix = api::StorePrefix(*r.kind, r.ns);
+
+  struct State {
+    int64_t since = 0;
+    std::deque<std::string> initial;  // synthetic ADDED events (watch without resourceVersion)
+    absl::Time deadline;
+    absl::Time last_write;
+    bool done = false;
+  };
+  const int max_watches = options_.max_watches > 0 ? options_.max_watches : options_.threads / 2;
+  if (open_watches_.fetch_add(1) >= max_watches) {
+    open_watches_--;
+    res.set_header("Retry-After", "1");
+    return Fail(res, 429, "TooManyRequests",
+                absl::StrCat("too many open watches (", max_watches, "); retry later"));
+  }
+  // Frees the watch slot when the last copy of the stream's provider goes.
+  struct Slot {
+    explicit Slot(std::atomic<int>* o) : open(o) {}
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { (*open)--; }
+    std::atomic<int>* open;
+  };
+  auto slot = std::make_shared<Slot>(&open_watches_);
+  auto st = std::make_shared<State>();
+  if (since == 0) {
+    // No resourceVersion: the current objects as ADDED events, then changes.
+    absl::StatusOr<store::ListResult> list = store_.List(prefix, {});
+    if (!list.ok()) return FailStore(res, list.status(), r.kind->plural);
+    st->since = list->revision;
+    for (const store::KeyValue& kv : list->kvs) {
+      absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
+      if (!obj.ok() || !labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+      st->initial.push_back(Json{{"type", "ADDED"}, {"object", std::move(*obj)}}.dump() + "\n");
+    }
+  } else {
+    // Fail before the stream starts when the history is gone or in the future.
+    absl::StatusOr<store::EventsResult> probe = store_.Events(prefix, since, 1);
+    if (!probe.ok()) {
+      if (absl::IsOutOfRange(probe.status())) {
+        return Fail(
+            res, 410, "Expired",
+            absl::StrCat("too old resource version: ", since, " (", probe.status().message(), ")"));
+      }
+      return FailStore(res, probe.status(), r.kind->plural);
+    }
+    st->since = since;
+  }
+  absl::Duration limit = options_.max_watch;
+  if (timeout_s > 0) limit = std::min(limit, absl::Seconds(timeout_s));
+  st->deadline = absl::Now() + limit;
+  st->last_write = absl::Now();
+  const KindInfo* kind = r.kind;
+  api::Selector lsel = *labels, fsel = *fields;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "application/json",
+      [this, st, slot, prefix, kind, lsel, fsel, bookmarks](size_t,
+                                                            httplib::DataSink& sink) -> bool {
+        auto write = [&](const std::string& line) {
+          st->last_write = absl::Now();
+          return sink.write(line.data(), line.size());
+        };
+        if (st->done) {
+          sink.done();
+          return true;
+        }
+        while (!st->initial.empty()) {
+          if (!write(st->initial.front())) return false;
+          st->initial.pop_front();
+        }
+        if (stopping_ || absl::Now() >= st->deadline) {
+          st->done = true;
+          sink.done();
+          return true;
+        }
+        // Nothing new: skip the store read (an idle watch polls every 200 ms).
+        absl::StatusOr<store::EventsResult> evs =
+            store_.CurrentRevision() <= st->since
+                ? absl::StatusOr<store::EventsResult>(store::EventsResult{{}, st->since})
+                : store_.Events(prefix, st->since, 1000);
+        if (!evs.ok()) {
+          int code = absl::IsOutOfRange(evs.status()) ? 410 : 500;
+          Json err = {{"type", "ERROR"},
+                      {"object", api::StatusBody(code, code == 410 ? "Expired" : "InternalError",
+                                                 evs.status().message())}};
+          write(err.dump() + "\n");
+          st->done = true;
+          sink.done();
+          return true;
+        }
+        for (const store::Event& e : evs->events) {
+          absl::StatusOr<Json> obj = api::FromStored(e.kv.value, e.revision);
+          if (!obj.ok() || !lsel.Matches(*obj) || !fsel.Matches(*obj)) continue;
+          Json ev = {{"type", EventType(e)}, {"object", std::move(*obj)}};
+          if (!write(ev.dump() + "\n")) return false;
+        }
+        st->since = evs->revision;
+        if (evs->events.empty()) {
+          absl::Time now = absl::Now();
+          if (now - st->last_write >= options_.watch_heartbeat) {
+            std::string beat = "\n";  // a blank line is a keep-alive
+            if (bookmarks) {
+              beat = Json{{"type", "BOOKMARK"},
+                          {"object",
+                           {{"apiVersion", api::kApiVersion},
+                            {"kind", kind->kind},
+                            {"metadata", {{"resourceVersion", std::to_string(st->since)}}}}}}
+                         .dump() +
+                     "\n";
+            }
+            if (!write(beat)) return false;
+          }
+          absl::Time until = std::min({now + absl::Milliseconds(200), st->deadline,
+                                       st->last_write + options_.watch_heartbeat});
+          store_.WaitForRevision(st->since + 1, until).IgnoreError();
+        }
+        return true;
+      });
+}
+
+// GET /api/v1/nodes/NAME/bindings[?resourceVersion=R&timeoutSeconds=S]: the jobs bound to node
+// NAME (docs/api.md, "Node bindings"). With R and S, waits up to S seconds for a change after R.
+void ApiServer::HandleNodeBindings(const Principal& p, const std::string& node,
+                                   const httplib::Request& req, httplib::Response& res) {
+  // A node sees only its own bindings; users none (they span tenants).
+  if (p.role == Principal::Role::kUser) {
+    return Fail(res, 403, "Forbidden", "node bindings are for node agents and admins");
+  }
+  if (p.role == Principal::Role::kNode && p.node != node) {
+    return Fail(res, 403, "Forbidden",
+                absl::StrCat("node \"", p.node, "\" may only read its own bindings"));
+  }
+  int64_t since = 0, timeout_s = 0;
+  if (!QueryInt(req, "resourceVersion", since, res)) return;
+  if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;
+  // From another store (restored, or a new cluster at the same address): answer in full.
+  if (since > store_.CurrentRevision()) since = 0;
+  // Fresh for a plain read (a registering agent fences on it); a long-poll is woken by the
+  // index's follower instead.
+  if (absl::Status s = bindings_->CatchUp(); !s.ok()) return FailStore(res, s, "bindings");
+  absl::Time deadline = absl::InfinitePast();
+  struct Slot {
+    std::atomic<int>* open = nullptr;
+    ~Slot() {
+      if (open != nullptr) (*open)--;
+    }
+  } slot;
+  if (since > 0 && timeout_s > 0) {
+    if (open_binding_waits_.fetch_add(1) >= options_.max_binding_waits) {
+      open_binding_waits_--;
+      res.set_header("Retry-After", "1");
+      return Fail(res, 429, "TooManyRequests",
+                  absl::StrCat("too many binding waits (", options_.max_binding_waits, ")"));
+    }
+    slot.open = &open_binding_waits_;
+    deadline = absl::Now() + std::min(absl::Seconds(timeout_s), options_.max_binding_wait);
+  }
+  NodeBindingIndex::Snapshot snap = bindings_->Wait(node, since, deadline);
+  Json out = {{"apiVersion", api::kApiVersion},
+              {"kind", "NodeBindingList"},
+              {"metadata", {{"resourceVersion", std::to_string(snap.revision)}}}};
+  if (!snap.changed) {
+    // Nothing new: the agent keeps what it has (no per-job reads here).
+    out["metadata"]["unchanged"] = true;
+    return Reply(res, 200, out);
+  }
+  Json items = Json::array();
+  for (const std::string& key : snap.jobs) {
+    absl::StatusOr<store::KeyValue> kv = store_.Get(key);
+    if (!kv.ok()) {
+      if (absl::IsNotFound(kv.status())) continue;  // deleted since the snapshot
+      return FailStore(res, kv.status(), key);
+    }
+    absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
+    if (!obj.ok()) return FailStore(res, obj.status(), key);
+    // The job may have moved since the snapshot: never show a node someone else's job.
+    bool here = false;
+    const Json& st = (*obj)["status"];
+    if (st.is_object() && st.contains("placement") && st["placement"].is_array()) {
+      for (const Json& m : st["placement"]) {
+        if (m.is_object() && m.contains("node") && m["node"] == node) here = true;
+      }
+    }
+    if (here) items.push_back(std::move(*obj));
+  }
+  out["items"] = std::move(items);
+  Reply(res, 200, out);
+}
+
+}  // namespace tessera::server
