@@ -77,19 +77,11 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
     } else {
       r.ready = true;
       if (phase != "Ready") {
-        int64_t base = 0;
-        absl::StatusOr<int64_t> w = Update(
-            key, -1,
-            [&](Json& o) {
-              Json& s = StatusOf(o);
-              s["phase"] = "Ready";
-              SetCondition(s, "Ready", "True", "Registered", "node registered", now);
-              return true;
-            },
+        WriteNodeReadiness(
+            key, r, true, "Registered", "node registered",
             {"Registered", absl::StrCat("node registered with ", node->gpus.size(), " ",
                                         node->gpu_model(), " GPUs in rack ", node->rack)},
-            &base);
-        if (w.ok() && base == r.revision) r.revision = *w;
+            now);
       }
     }
     if (!r.ready) (void)cluster_->SetSchedulable(r.id, false);
@@ -165,17 +157,8 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       rec.ready = true;
       rec.evicted = false;
       (void)cluster_->SetSchedulable(rec.id, !rec.cordoned);
-      int64_t base = 0;
-      absl::StatusOr<int64_t> w = Update(
-          key, -1,
-          [&](Json& o) {
-            Json& s = StatusOf(o);
-            s["phase"] = "Ready";
-            SetCondition(s, "Ready", "True", "HeartbeatResumed", "heartbeats resumed", now);
-            return true;
-          },
-          {"NodeReady", "heartbeats resumed"}, &base);
-      if (w.ok() && base == rec.revision) rec.revision = *w;
+      WriteNodeReadiness(key, rec, true, "HeartbeatResumed", "heartbeats resumed",
+                         {"NodeReady", "heartbeats resumed"}, now);
     }
   }
   const uint32_t mask = UnhealthyMask(obj);
@@ -251,17 +234,8 @@ void SchedulingController::NodeTimers() {
       (void)cluster_->SetSchedulable(rec->id, false);
       const std::string msg =
           absl::StrCat("no heartbeat for ", absl::FormatDuration(now - rec->last_seen));
-      int64_t base = 0;
-      absl::StatusOr<int64_t> w = Update(
-          key, -1,
-          [&](Json& o) {
-            Json& s = StatusOf(o);
-            s["phase"] = "NotReady";
-            SetCondition(s, "Ready", "False", "NodeStatusUnknown", msg, now);
-            return true;
-          },
-          {"NodeNotReady", msg, true}, &base);
-      if (w.ok() && base == rec->revision) rec->revision = *w;
+      WriteNodeReadiness(key, *rec, false, "NodeStatusUnknown", msg, {"NodeNotReady", msg, true},
+                         now);
       if (options_.eviction_delay > absl::ZeroDuration()) continue;
     }
     EvictNode(rec->id, "NodeLost",
@@ -271,6 +245,24 @@ void SchedulingController::NodeTimers() {
                true});
     rec->evicted = true;
   }
+}
+
+void SchedulingController::WriteNodeReadiness(const std::string& key, NodeRec& rec, bool ready,
+                                              const char* condition_reason,
+                                              const std::string& condition_message,
+                                              const Change& event, absl::Time now) {
+  int64_t base = 0;
+  absl::StatusOr<int64_t> w = Update(
+      key, -1,
+      [&](Json& o) {
+        Json& s = StatusOf(o);
+        s["phase"] = ready ? "Ready" : "NotReady";
+        SetCondition(s, "Ready", ready ? "True" : "False", condition_reason, condition_message,
+                     now);
+        return true;
+      },
+      event, &base);
+  if (w.ok() && base == rec.revision) rec.revision = *w;
 }
 
 }  // namespace tessera::controller

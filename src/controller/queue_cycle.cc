@@ -19,6 +19,19 @@ namespace tessera::controller {
 
 using namespace internal;  // NOLINT: the module's own helpers
 
+namespace {
+
+// The distinct nodes of a placement, sorted by name.
+std::vector<std::string> NodeNames(const sched::Placement& p, const sched::ClusterState& cs) {
+  std::vector<std::string> nodes;
+  for (const sched::MemberPlacement& m : p.members) nodes.push_back(cs.node(m.node).name);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+}  // namespace
+
 // --- Queue objects and checkpoints ------------------------------------------
 
 void SchedulingController::OnQueue(const Json& obj, bool deleted) {
@@ -153,10 +166,7 @@ bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanat
   if (pl == nullptr) return false;
   const int64_t gen = rec.generation + 1;
   Json placement = PlacementToJson(*pl, job, *cluster_, gen);
-  std::vector<std::string> nodes;
-  for (const sched::MemberPlacement& m : pl->members) nodes.push_back(cluster_->node(m.node).name);
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const std::vector<std::string> nodes = NodeNames(*pl, *cluster_);
   // The scheduler's explanation says where and why; keep the node list,
   // queue and generation so the message stands on its own.
   const std::string msg =
@@ -572,11 +582,7 @@ void SchedulingController::RecordDecision(const model::Job& job, const sched::Sc
   dc.result = r.placed()                                            ? "scheduled"
               : r.outcome == sched::ScheduleResult::Outcome::kError ? "error"
                                                                     : "unschedulable";
-  for (const sched::MemberPlacement& m : r.placement.members) {
-    dc.nodes.push_back(cluster_->node(m.node).name);
-  }
-  std::sort(dc.nodes.begin(), dc.nodes.end());
-  dc.nodes.erase(std::unique(dc.nodes.begin(), dc.nodes.end()), dc.nodes.end());
+  dc.nodes = NodeNames(r.placement, *cluster_);
   options_.on_decision(DecisionSpans(job, r, dc));
   decision_mark_ = dc.end;
 }

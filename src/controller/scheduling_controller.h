@@ -199,6 +199,11 @@ class SchedulingController {
                                  int64_t* base);
   // An Event object about `obj` (a standalone write, for changes made by others).
   void RecordEvent(const Json& obj, int64_t rev, const Change& why);
+  // Writes a Node's phase (Ready / NotReady) and its Ready condition; `rec.revision` follows
+  // the write when nobody else wrote the Node in between.
+  void WriteNodeReadiness(const std::string& key, NodeRec& rec, bool ready,
+                          const char* condition_reason, const std::string& condition_message,
+                          const Change& event, absl::Time now);
   Json EventObject(const Json& obj, int64_t base, const Change& why) const;
   // The log line of a transition written for `obj`.
   void LogChange(const Json& obj, const Change& why) const;
