@@ -167,6 +167,17 @@ TEST(PolicyTest, DotProdPrefersTheLeastAlignedFreeResources) {
   EXPECT_EQ(h.Place(MakePod("p", 1, 1000, 4000)).node, 1);
 }
 
+TEST(PolicyTest, DotProdNormalisesCpuBy128Vcpu) {
+  // The simulator divides CPU by its MaxSpecCpu, 128 vCPU, not by the
+  // largest openb node (104 vCPU). A 4-GPU, 64-vCPU pod: node 0 has 117 vCPU
+  // and 4 GPUs free, node 1 64 vCPU and 8 GPUs. Over 128 vCPU the dot
+  // products are 0.707 and 0.75 (scores 64 and 62: node 0); over 104 vCPU
+  // they would be 0.942 and 0.879 (scores 52 and 56: node 1).
+  Harness h("dotprod", {MakeNode("a", "G2", 4, 117000), MakeNode("b", "G2", 8, 64000)},
+            {Typical(1, 1000, 1000, 1.0)});
+  EXPECT_EQ(h.Place(MakePod("p", 4, 1000, 64000)).node, 0);
+}
+
 TEST(PolicyTest, GpuClusteringJoinsPodsOfTheSameShape) {
   // Node 0 runs a whole-GPU pod, node 1 a shared-GPU pod: a new share joins
   // node 1, a new whole-GPU pod joins node 0.

@@ -25,7 +25,7 @@ struct Options {
   bool json = false;
   std::string csv, chart, expected;
   int threads = 0;
-  bool enforce_memory = false;
+  bool ignore_memory = false;
 };
 
 std::string TraceName(const std::string& path) {
@@ -49,7 +49,7 @@ absl::Status Run(const Options& o) {
   PackConfig cfg;
   cfg.inflate = o.inflate;
   cfg.threads = o.threads;
-  cfg.enforce_memory = o.enforce_memory;
+  cfg.enforce_memory = !o.ignore_memory;
   if (!(o.inflate >= 1.0 && o.inflate <= 10.0)) {
     return absl::InvalidArgumentError("--inflate: must be in 1..10");
   }
@@ -122,8 +122,9 @@ void RegisterSimPackCommands(CLI::App& sim) {
   cmd->add_option("--expected", opts->expected,
                   "the authors' analysis_allo_discrete.csv, to print published means");
   cmd->add_option("--threads", opts->threads, "worker threads (0: all cores)");
-  cmd->add_flag("--enforce-memory", opts->enforce_memory,
-                "also fit pod memory (the FGD simulator fits CPU and GPU only)");
+  cmd->add_flag("--ignore-memory", opts->ignore_memory,
+                "fit CPU and GPU only, as the FGD simulator's pod resource does "
+                "(default: memory is fitted too)");
   cmd->callback([opts]() {
     absl::Status s = Run(*opts);
     if (!s.ok()) {
