@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "sim/pack/openb_test_util.h"
 #include "sim/pack/report.h"
 
 namespace tessera::sim::pack {
@@ -159,29 +160,6 @@ TEST(PackSimTest, RejectsBadInput) {
   EXPECT_FALSE(RunPack(SmallCluster(), empty, "fgd", 1, cfg).ok());
 }
 
-// The openb folder under TESSERA_SHARED_DIR, or "" when it is absent.
-std::string OpenbDir() {
-  const char* shared = std::getenv("TESSERA_SHARED_DIR");
-  std::string dir = shared ? std::string(shared) + "/traces/alibaba-gpu-v2023" : "";
-  if (dir.empty() || !std::filesystem::exists(dir + "/csv/openb_pod_list_default.csv")) return "";
-  return dir;
-}
-constexpr char kNoTrace[] =
-    "openb trace not found: set TESSERA_SHARED_DIR to the folder holding "
-    "traces/alibaba-gpu-v2023";
-
-// The openb cluster and the `default` pod list.
-void LoadDefault(const std::string& dir, std::vector<model::Node>* nodes, PackTrace* t) {
-  auto node_rows = trace::LoadOpenbNodes(dir + "/csv/openb_node_list_gpu_node.csv");
-  ASSERT_TRUE(node_rows.ok()) << node_rows.status();
-  ASSERT_EQ(node_rows->size(), 1213u);
-  for (const auto& n : *node_rows) nodes->push_back(trace::ToNode(n));
-  auto pods = trace::LoadOpenbPods(dir + "/csv/openb_pod_list_default.csv");
-  ASSERT_TRUE(pods.ok()) << pods.status();
-  ASSERT_EQ(pods->size(), 8152u);
-  *t = PackTrace{"default", std::move(*pods)};
-}
-
 // A small run on the real openb trace: one seed, two policies.
 TEST(PackSimTest, SharedTraceDefault) {
   std::string dir = OpenbDir();
@@ -201,34 +179,6 @@ TEST(PackSimTest, SharedTraceDefault) {
   EXPECT_NEAR(tes->idle.total(), tes->unallocated_gpus, 1e-6);
   EXPECT_LT(tes->idle.cpu, fgd->idle.cpu);
   EXPECT_GT(tes->idle.partial, tes->unallocated_gpus / 2);
-}
-
-// The validation target on `default`: every baseline's mean over the
-// protocol's ten seeds (42-51) within 0.7 points of the authors' published
-// mean at 130% arrived, and tessera's mean above FGD's.
-TEST(PackSimTest, SharedTraceBaselinesMatchThePublishedMeans) {
-  std::string dir = OpenbDir();
-  if (dir.empty()) GTEST_SKIP() << kNoTrace;
-  std::vector<model::Node> nodes;
-  PackTrace t;
-  ASSERT_NO_FATAL_FAILURE(LoadDefault(dir, &nodes, &t));
-  const std::vector<std::pair<std::string, double>> published = {
-      {"random", 87.47},   {"dotprod", 90.85}, {"gpu-clustering", 91.88}, {"gpu-packing", 92.00},
-      {"best-fit", 93.08}, {"fgd", 95.39},     {"tessera", 95.39}};
-  PackConfig cfg;
-  for (const auto& [policy, mean] : published) {
-    double sum = 0;
-    for (uint64_t seed = 42; seed <= 51; ++seed) {
-      auto r = RunPack(nodes, t, policy, seed, cfg);
-      ASSERT_TRUE(r.ok()) << r.status();
-      sum += r->alloc_pct[130];
-    }
-    if (policy == "tessera") {
-      EXPECT_GT(sum / 10, mean) << "tessera must beat FGD's published mean";
-    } else {
-      EXPECT_NEAR(sum / 10, mean, 0.7) << policy;
-    }
-  }
 }
 
 }  // namespace
