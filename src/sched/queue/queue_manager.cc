@@ -106,6 +106,7 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
     if (!s.ok()) return s;
   }
   SetCapacities(*t);
+  if (tree_ != nullptr) t->CarryHistoryFrom(*tree_);
   // Commit: re-charge running jobs against the new tree.
   tree_ = std::move(t);
   config_ = std::move(config);
@@ -144,6 +145,14 @@ void QueueManager::RefreshCapacity() { SetCapacities(*tree_); }
 
 absl::Status QueueManager::Reconfigure(QueueManagerConfig config) {
   return Build(std::move(config));
+}
+
+absl::Status QueueManager::SetFairShareHistory(absl::string_view name, double decayed_usage,
+                                               double credit) {
+  const int q = tree_->Find(name);
+  if (q < 0) return absl::NotFoundError(absl::StrCat("queue \"", name, "\" not found"));
+  tree_->SetHistory(q, decayed_usage, credit);
+  return absl::OkStatus();
 }
 
 ModelId QueueManager::DemandModel(const model::Job& job) const {

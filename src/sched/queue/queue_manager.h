@@ -149,6 +149,11 @@ class QueueManager {
   using AttemptObserver = std::function<void(const model::Job&, const ScheduleResult&)>;
   void set_attempt_observer(AttemptObserver f) { attempt_observer_ = std::move(f); }
 
+  // Seeds queue `name`'s fair-share history (decayed dominant share and burst
+  // credit in share-seconds), e.g. from its stored status after a restart.
+  // Reconfigure keeps the history of queues that survive by name.
+  absl::Status SetFairShareHistory(absl::string_view name, double decayed_usage, double credit);
+
   // Introspection.
   JobPhase Phase(absl::string_view key) const;
   std::string WaitingReason(absl::string_view key) const;

@@ -352,9 +352,25 @@ void QueueTree::Advance(absl::Time now) {
     Node& n = nodes_[q];
     double s = DominantShare(q);
     n.decayed = n.decayed * a + s * (1 - a);
-    double cap = n.entitlement * h / std::log(2.0);
-    n.credit = std::clamp(n.credit + (n.entitlement - s) * dt, 0.0, cap);
+    n.credit = std::clamp(n.credit + (n.entitlement - s) * dt, 0.0, CreditCap(q));
   }
+}
+
+double QueueTree::CreditCap(int q) const {
+  return nodes_[q].entitlement * absl::ToDoubleSeconds(half_life_) / std::log(2.0);
+}
+
+void QueueTree::SetHistory(int q, double decayed_usage, double credit) {
+  nodes_[q].decayed = std::max(0.0, decayed_usage);
+  nodes_[q].credit = std::clamp(credit, 0.0, CreditCap(q));
+}
+
+void QueueTree::CarryHistoryFrom(const QueueTree& old) {
+  for (int q = 0; q < num_queues(); ++q) {
+    const int o = old.Find(nodes_[q].name);
+    if (o >= 0) SetHistory(q, old.nodes_[o].decayed, old.nodes_[o].credit);
+  }
+  last_ = old.last_;
 }
 
 QueueTree::OrderKey QueueTree::Key(int leaf) const {

@@ -122,6 +122,15 @@ class QueueTree {
 
   // Fair share.
   void Advance(absl::Time now);
+  // Takes over `old`'s fair-share history: decayed usage and burst credit of
+  // every queue present in both (matched by name; credit clamped to this
+  // tree's cap), and the time of the last Advance. Queues new to this tree
+  // start with none. Used when a Queue change rebuilds the tree, so editing
+  // one queue does not wipe every team's history.
+  void CarryHistoryFrom(const QueueTree& old);
+  // Sets q's decayed usage and burst credit (share-seconds, clamped to
+  // [0, cap]), e.g. from a stored status after a restart.
+  void SetHistory(int q, double decayed_usage, double credit);
   void SetPending(int leaf, int count) { nodes_[leaf].pending = count; }
   // Ordering key of a leaf for its next job; lower first. `tier` is 1 when the
   // leaf or an ancestor is above its entitlement with no credit left; `path`
@@ -155,6 +164,7 @@ class QueueTree {
     int pending = 0;
   };
   int64_t Agg(int q, int r) const;
+  double CreditCap(int q) const;  // e(q) * H / ln 2
   int64_t Footprint(int q, int r) const;
   void Refresh(int q);  // recompute fp on q and its ancestors
   int64_t Limit(int q, int r) const;
