@@ -182,6 +182,30 @@ TEST_F(QueueControllerTest, QueueChangesApplyLiveAndRestartRebuildsTheTree) {
   EXPECT_EQ(BoundGpus(), 32);
 }
 
+TEST_F(QueueControllerTest, RestartResumesFairShareHistory) {
+  for (int i = 0; i < 2; ++i) AddNode(absl::StrCat("gpu-", i), 8);
+  AddQueue("team-a", {{"gpuQuota", {{"H100", 8}}}});
+  AddQueue("team-b", {{"gpuQuota", {{"H100", 8}}}});
+  AddJob("a", 1, 8, {{"queue", "team-a"}});
+  for (int m = 0; m < 90; ++m) {  // team-a holds half the fleet for 90 minutes
+    Step();
+    clock_.Advance(absl::Minutes(1));
+    for (int i = 0; i < 2; ++i) Heartbeat(absl::StrCat("gpu-", i));
+  }
+  Step();
+  ASSERT_EQ(BoundGpus(), 8);
+  const sched::QueueStatus a = *ctl_->queues().Queue("team-a");
+  const sched::QueueStatus b = *ctl_->queues().Queue("team-b");
+  ASSERT_GT(a.decayed_usage, 0.3);
+  ASSERT_GT(b.credit, 0);
+  Json stored = Get("queues", "", "team-a");
+  EXPECT_NEAR(stored["status"]["decayedUsage"].get<double>(), a.decayed_usage, 1e-6);
+  Restart();
+  Step();
+  EXPECT_NEAR(ctl_->queues().Queue("team-a")->decayed_usage, a.decayed_usage, 1e-3);
+  EXPECT_NEAR(ctl_->queues().Queue("team-b")->credit, b.credit, 1e-3);
+}
+
 TEST_F(QueueControllerTest, ExportsPerQueueMetrics) {
   metrics::Registry registry;
   base_options_.metrics = &registry;

@@ -102,6 +102,20 @@ void SchedulingController::RebuildQueues() {
                       {{"error", queue_problem_}});
   }
   ++stats_.queue_rebuilds;
+  if (s.ok() && seed_fair_share_) {
+    // After a restart: resume each queue's fair-share history where the
+    // previous controller last wrote it (WriteQueueStatus), rather than
+    // from zero, so a restart does not forgive a team's recent usage.
+    seed_fair_share_ = false;
+    for (const auto& [name, obj] : queue_objects_) {
+      const Json& st = obj.contains("status") ? obj["status"] : Json::object();
+      if (!st.contains("decayedUsage") || !st["decayedUsage"].is_number()) continue;
+      const double credit = st.contains("burstCredit") && st["burstCredit"].is_number()
+                                ? st["burstCredit"].get<double>()
+                                : 0.0;
+      (void)qm_->SetFairShareHistory(name, st["decayedUsage"].get<double>(), credit);
+    }
+  }
   queue_status_time_.clear();  // every Queue's status is rewritten
   // Jobs the previous tree refused may fit this one.
   for (const auto& [key, rec] : jobs_) {
@@ -386,6 +400,7 @@ void SchedulingController::WaitingReasons(absl::Time now) {
 namespace {
 
 double Round3(double v) { return static_cast<double>(std::llround(v * 1000)) / 1000; }
+double Round6(double v) { return static_cast<double>(std::llround(v * 1e6)) / 1e6; }
 
 }  // namespace
 
@@ -431,6 +446,10 @@ void SchedulingController::WriteQueueStatus(absl::Time now) {
       st["fairShare"] = Round3(qs.fair_share);
       st["dominantShare"] = Round3(qs.usage);
       st["burstCreditGpuSeconds"] = Round3(qs.credit_gpu_seconds);
+      // The fair-share history a restarted controller resumes from: decayed
+      // dominant share and burst credit in share-seconds of the fleet.
+      st["decayedUsage"] = Round6(qs.decayed_usage);
+      st["burstCredit"] = Round3(qs.credit);
       st["borrowing"] = qs.borrowing;
       st["message"] =
           queue_problem_.empty() ? "" : absl::StrCat("previous tree in force: ", queue_problem_);

@@ -67,6 +67,7 @@ void SchedulingController::Reset() {
   queue_specs_.clear();
   queue_problem_.clear();
   queues_dirty_ = true;
+  seed_fair_share_ = true;
   capacity_dirty_ = true;
   resync_ = false;
   cycle_needed_ = true;

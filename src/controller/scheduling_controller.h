@@ -230,6 +230,9 @@ class SchedulingController {
   absl::flat_hash_map<std::string, absl::Time> queue_status_time_;
   std::string queue_problem_;  // why the last tree did not build
   bool queues_dirty_ = true;
+  // Set by Start: the first tree built afterwards takes each queue's
+  // fair-share history from its stored status (decayedUsage, burstCredit).
+  bool seed_fair_share_ = true;
   bool capacity_dirty_ = true;
   bool resync_ = false;  // memory may differ from the store: re-list
   // A queue cycle runs when the store changed (every change of memory is
