@@ -72,6 +72,10 @@ struct Binding {
   absl::Duration grace = absl::Seconds(30);
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  // The job is a preemption victim (its PreemptionPending condition is True):
+  // its members get the checkpoint signal now, while still bound, so they can
+  // save and exit before the deadline and hand their GPUs over early.
+  bool checkpoint_requested = false;
 };
 
 struct MemberReport {

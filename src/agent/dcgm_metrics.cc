@@ -118,8 +118,7 @@ std::string Labels(const GpuSnapshot& g, const DcgmRenderOptions& o) {
       "\",Hostname=\"", EscapeLabelValue(o.hostname), "\"");
   if (auto it = o.workloads.find(g.info.uuid); it != o.workloads.end()) {
     absl::StrAppend(&out, ",tessera_namespace=\"", EscapeLabelValue(it->second.namespace_name),
-                    "\",tessera_job=\"",
-                    EscapeLabelValue(it->second.job), "\"");
+                    "\",tessera_job=\"", EscapeLabelValue(it->second.job), "\"");
   }
   return out;
 }

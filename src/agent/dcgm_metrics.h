@@ -5,10 +5,10 @@
 //   DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-...",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",
 //                        Hostname="node-1",tessera_namespace="team-a",tessera_job="train-42"} 41
 // `tessera_namespace` and `tessera_job` appear only for a GPU that has a workload (not `job`:
-// Prometheus sets `job` on every target and would rename ours to `exported_job`). A reading the backend could
-// not take is left out (no sample), never reported as 0; a GPU that could not be queried at all
-// has no samples. Label values are escaped per the format (\\, \", \n).
-// Pure function of its inputs; thread-compatible.
+// Prometheus sets `job` on every target and would rename ours to `exported_job`). A reading the
+// backend could not take is left out (no sample), never reported as 0; a GPU that could not be
+// queried at all has no samples. Label values are escaped per the format (\\, \", \n). Pure
+// function of its inputs; thread-compatible.
 #pragma once
 
 #include <cstdint>

@@ -44,6 +44,16 @@ bool BoundPhase(const std::string& p) {
   return p == "Scheduled" || p == "Running" || p == "Deploying" || p == "Ready" || p == "Degraded";
 }
 
+// The controller set the job's PreemptionPending condition: it is a victim.
+bool PreemptionPending(const Json& status) {
+  const Json& conds = Sub(status, "conditions");
+  if (!conds.is_array()) return false;
+  for (const Json& c : conds) {
+    if (Str(c, "type") == "PreemptionPending") return Str(c, "status") == "True";
+  }
+  return false;
+}
+
 absl::Status Unexpected(const std::string& what, const ApiResponse& r) {
   if (r.code >= 500) return absl::UnavailableError(absl::StrCat(what, ": ", ApiError(r)));
   if (r.code == 404) return absl::NotFoundError(absl::StrCat(what, ": ", ApiError(r)));
@@ -252,6 +262,7 @@ absl::StatusOr<BindingSet> HttpControlPlaneClient::WatchBindings(const std::stri
       }
     }
     base.working_dir = Str(ann, "tessera.dev/working-dir");
+    base.checkpoint_requested = PreemptionPending(st);
     if (std::string s = Str(ann, "tessera.dev/checkpoint-signal"); !s.empty()) {
       int sig = ParseSignal(s);
       if (sig > 0) base.checkpoint_signal = sig;
@@ -357,6 +368,11 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
           }
         }
         std::string want = phase;
+        if (PreemptionPending(st)) {
+          // Exits of a victim answer its checkpoint signal; the controller
+          // requeues it (Preempted), so they are neither success nor failure.
+          any_failed = all_ok = false;
+        }
         if (any_failed) {
           want = "Failed";
         } else if (all_ok) {

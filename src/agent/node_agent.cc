@@ -258,11 +258,28 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
   std::map<std::string, const Binding*> bound;
   for (const Binding& b : bindings) bound[BindingId(b)] = &b;
   std::set<std::string> tracked;
+  // The checkpoint signal now, SIGKILL after the member's grace period.
+  auto checkpoint_stop = [&](const MemberStatus& m, const char* why) {
+    options_.log.Info(why, {{"node", options_.node_name},
+                            {"job", m.spec.job},
+                            {"namespace", m.spec.namespace_name},
+                            {"member", m.spec.Id()},
+                            {"checkpoint_signal", m.spec.checkpoint_signal},
+                            {"grace", absl::FormatDuration(m.spec.grace)}});
+    (void)launcher_.Stop(m.spec.Id(), /*graceful=*/true);
+  };
   for (const MemberStatus& m : launcher_.List()) {
     const std::string id = m.spec.Id();
     tracked.insert(id);
     auto it = bound.find(id);
     const bool current = it != bound.end() && it->second->generation == m.spec.generation;
+    if (current && it->second->checkpoint_requested && m.state == MemberState::kRunning) {
+      // A preemption victim: checkpoint now, SIGKILL after its grace period.
+      // Its exit lets the controller hand the GPUs over before the deadline.
+      ++stats_.checkpoint_requests;
+      checkpoint_stop(m, "checkpoint signal: preemption pending");
+      continue;
+    }
     if (current) continue;
     if (m.state == MemberState::kExited) {
       (void)launcher_.Forget(id);
@@ -280,15 +297,8 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
       ++stats_.fenced;
       (void)launcher_.Stop(id, /*graceful=*/false);
     } else if (m.state != MemberState::kStopping) {
-      options_.log.Info("stopping member: unbound",
-                        {{"node", options_.node_name},
-                         {"job", m.spec.job},
-                         {"namespace", m.spec.namespace_name},
-                         {"member", id},
-                         {"checkpoint_signal", m.spec.checkpoint_signal},
-                         {"grace", absl::FormatDuration(m.spec.grace)}});
       ++stats_.stopped;
-      (void)launcher_.Stop(id, /*graceful=*/true);
+      checkpoint_stop(m, "stopping member: unbound");
     }
   }
   for (const auto& [id, b] : bound) {

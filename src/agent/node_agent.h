@@ -72,10 +72,11 @@ struct NodeAgentStats {
   int64_t heartbeats = 0;
   int64_t failures = 0;
   int64_t started = 0;
-  int64_t fenced = 0;   // killed at once: unbound at (re-)registration
-  int64_t stopped = 0;  // checkpoint signal: unbound while connected
-  int64_t lists = 0;    // ListBindings calls (fencing and safety-net syncs)
-  int64_t offers = 0;   // binding sets applied from OfferBindings
+  int64_t fenced = 0;               // killed at once: unbound at (re-)registration
+  int64_t stopped = 0;              // checkpoint signal: unbound while connected
+  int64_t checkpoint_requests = 0;  // checkpoint signal: preemption pending while bound
+  int64_t lists = 0;                // ListBindings calls (fencing and safety-net syncs)
+  int64_t offers = 0;               // binding sets applied from OfferBindings
 };
 
 class NodeAgent {

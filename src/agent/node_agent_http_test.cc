@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/api_client.h"
 #include "agent/binding_watcher.h"
@@ -51,19 +52,87 @@ bool WaitFor(const std::function<bool()>& pred, absl::Duration limit) {
   return pred();
 }
 
-TEST(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
-  std::string dir = "/tmp/node_agent_http_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  RealClock clock;
-  store::MemoryStore memory;
-  store::MeteredStore store(memory, clock);
-  server::ApiServerOptions so;
-  so.threads = 8;
-  server::ApiServer server(store, clock, server::Authenticator::AllowAll(), so);
-  absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
-  ASSERT_TRUE(port.ok()) << port.status();
-  const std::string url = absl::StrCat("http://127.0.0.1:", *port);
-  ApiClient admin(url, "");
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A real in-process API server on loopback and one node agent "n1" (fake 8 x H100 backend, real
+// launcher) syncing through the long-poll watch.
+class NodeAgentHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/node_agent_http_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_.data()), nullptr);
+    server::ApiServerOptions so;
+    so.threads = 8;
+    server_ =
+        std::make_unique<server::ApiServer>(store_, clock_, server::Authenticator::AllowAll(), so);
+    absl::StatusOr<int> port = server_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status();
+    url_ = absl::StrCat("http://127.0.0.1:", *port);
+    admin_ = std::make_unique<ApiClient>(url_, "");
+  }
+  void TearDown() override {
+    if (agent_ != nullptr) {
+      agent_->Stop();
+      run_.join();
+      watcher_->Stop();
+    }
+    if (launcher_ != nullptr) {
+      for (const MemberStatus& m : launcher_->List()) (void)launcher_->Stop(m.spec.Id(), false);
+      absl::SleepFor(absl::Milliseconds(100));
+      launcher_->Poll();
+    }
+    server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  // Starts the agent; no periodic re-list: the watch must carry every change.
+  void StartAgent() {
+    auto backend = FakeBackend::FromFile(
+        std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/h100-nvswitch-8.yaml", clock_);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+    ASSERT_TRUE(backend_->Init().ok());
+    Launcher::Options lo;
+    lo.state_dir = dir_ + "/state";
+    lo.cgroup_parent = "";
+    launcher_ = std::make_unique<Launcher>(lo, clock_);
+    ASSERT_TRUE(launcher_->Init().ok());
+    NodeAgentOptions ao;
+    ao.node_name = "n1";
+    ao.heartbeat_interval = absl::Seconds(1);
+    ao.sync_interval = absl::Hours(1);
+    client_ = std::make_unique<HttpControlPlaneClient>(url_, "");
+    agent_ = std::make_unique<NodeAgent>(*backend_, tracker_, *launcher_, *client_, clock_, ao);
+    ASSERT_TRUE(agent_->Init().ok());
+    watch_client_ = std::make_unique<HttpControlPlaneClient>(url_, "", absl::Seconds(30));
+    watcher_ = std::make_unique<BindingWatcher>(
+        *watch_client_, *agent_, "n1", absl::Seconds(10), [this] { watch_client_->Cancel(); }, 7);
+    watcher_->Start();
+    run_ = std::thread([this] { agent_->Run(); });
+  }
+
+  std::string dir_;
+  RealClock clock_;
+  store::MemoryStore memory_;
+  store::MeteredStore store_{memory_, clock_};
+  std::unique_ptr<server::ApiServer> server_;
+  std::string url_;
+  std::unique_ptr<ApiClient> admin_;
+  std::unique_ptr<FakeBackend> backend_;
+  std::unique_ptr<Launcher> launcher_;
+  HealthTracker tracker_;
+  std::unique_ptr<HttpControlPlaneClient> client_;
+  std::unique_ptr<NodeAgent> agent_;
+  std::unique_ptr<HttpControlPlaneClient> watch_client_;
+  std::unique_ptr<BindingWatcher> watcher_;
+  std::thread run_;
+};
+
+TEST_F(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
+  const std::string& dir = dir_;
+  ApiClient& admin = *admin_;
   // 1,000 jobs bound to 100 other nodes, created 50 per batch.
   for (int b = 0; b < 20; ++b) {
     Json items = Json::array();
@@ -80,30 +149,9 @@ TEST(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
                       BoundJob("mine", "n1", 1, absl::StrCat("touch ", dir, "/gen1; sleep 100"), 2))
                 ->code,
             201);
-  const store::StoreMetrics before = store.Metrics();
-
-  auto backend = FakeBackend::FromFile(
-      std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/h100-nvswitch-8.yaml", clock);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  ASSERT_TRUE((*backend)->Init().ok());
-  Launcher::Options lo;
-  lo.state_dir = dir + "/state";
-  lo.cgroup_parent = "";
-  Launcher launcher(lo, clock);
-  ASSERT_TRUE(launcher.Init().ok());
-  HealthTracker tracker;
-  NodeAgentOptions ao;
-  ao.node_name = "n1";
-  ao.heartbeat_interval = absl::Seconds(1);
-  ao.sync_interval = absl::Hours(1);  // no periodic re-list: the watch must carry every change
-  HttpControlPlaneClient client(url, "");
-  NodeAgent agent(**backend, tracker, launcher, client, clock, ao);
-  ASSERT_TRUE(agent.Init().ok());
-  HttpControlPlaneClient watch_client(url, "", absl::Seconds(30));
-  BindingWatcher watcher(
-      watch_client, agent, "n1", absl::Seconds(10), [&] { watch_client.Cancel(); }, 7);
-  watcher.Start();
-  std::thread run([&] { agent.Run(); });
+  const store::StoreMetrics before = store_.Metrics();
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  NodeAgent& agent = *agent_;
 
   EXPECT_TRUE(WaitFor([&] { return std::filesystem::exists(dir + "/gen1"); }, absl::Seconds(20)));
   // The heartbeat's one write carries each GPU's measured utilization (the file's 0 % for GPU 1)
@@ -133,23 +181,56 @@ TEST(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
   std::cout << "bind -> generation 2 running: " << absl::FormatDuration(absl::Now() - bound_at)
             << " (includes the generation-1 member's checkpoint stop)" << std::endl;
 
-  agent.Stop();
-  run.join();
-  watcher.Stop();
-  const store::StoreMetrics after = store.Metrics();
+  const store::StoreMetrics after = store_.Metrics();
   // Not one store List: no job list, neither by the agent nor by the server on its behalf.
   EXPECT_EQ(after.lists - before.lists, 0);
   // One ListBindings (the fencing sync at registration); the rest came from the watch.
   EXPECT_EQ(agent.stats().lists, 1);
   EXPECT_GE(agent.stats().offers, 1);
-  EXPECT_GT(watcher.polls(), 1);
+  EXPECT_GT(watcher_->polls(), 1);
   // Store reads are O(own bindings + heartbeats), nowhere near the 1,001 jobs.
   EXPECT_LT(after.gets - before.gets, 200);
-  for (const MemberStatus& m : launcher.List()) (void)launcher.Stop(m.spec.Id(), false);
-  absl::SleepFor(absl::Milliseconds(100));
-  launcher.Poll();
-  server.Stop();
-  std::filesystem::remove_all(dir);
+}
+
+// The controller marks a victim with the PreemptionPending condition while it is still bound:
+// the agent passes the checkpoint signal on at once, and the member's exit is reported without
+// calling the job Succeeded (the controller requeues it as Preempted).
+TEST_F(NodeAgentHttpTest, APreemptionVictimIsSignalledWhileBoundAndItsExitIsNotSuccess) {
+  Json job = BoundJob("victim", "n1", 1,
+                      absl::StrCat("trap 'echo ckpt > ", dir_, "/ckpt; exit 0' USR1; touch ", dir_,
+                                   "/up; while true; do sleep 0.05; done"),
+                      3);
+  ASSERT_EQ(admin_->Post("/api/v1/namespaces/team/trainingjobs", job)->code, 201);
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ + "/up"); }, absl::Seconds(20)));
+  const std::string path = "/api/v1/namespaces/team/trainingjobs/victim";
+  absl::StatusOr<ApiResponse> put;
+  for (int attempt = 0; attempt < 20; ++attempt) {  // the agent writes the same object
+    absl::StatusOr<ApiResponse> cur = admin_->Get(path);
+    ASSERT_TRUE(cur.ok() && cur->code == 200);
+    Json next = cur->body;
+    next["status"]["conditions"] = {{{"type", "PreemptionPending"},
+                                     {"status", "True"},
+                                     {"reason", "Preempting"},
+                                     {"message", "checkpoint now"}}};
+    put = admin_->Put(path, next);
+    if (!put.ok() || put->code != 409) break;
+  }
+  ASSERT_TRUE(put.ok() && put->code == 200) << (put.ok() ? put->body.dump() : "");
+  Json st;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        absl::StatusOr<ApiResponse> cur = admin_->Get(path);
+        if (!cur.ok() || cur->code != 200) return false;
+        st = cur->body["status"];
+        return absl::StartsWith(st["observed"].value("w-0", ""), "Exited code=0 gen=1 ");
+      },
+      absl::Seconds(20)))
+      << st.dump();
+  EXPECT_EQ(Slurp(dir_ + "/ckpt"), "ckpt\n");
+  EXPECT_EQ(st.value("phase", ""), "Running");  // not Succeeded
+  EXPECT_EQ(agent_->stats().checkpoint_requests, 1);
+  EXPECT_EQ(agent_->stats().started, 1);
 }
 
 }  // namespace

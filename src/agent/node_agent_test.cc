@@ -216,6 +216,25 @@ TEST_F(NodeAgentTest, UnboundWhileConnectedGetsTheCheckpointSignal) {
   EXPECT_EQ(a.stats().fenced, 0);
 }
 
+TEST_F(NodeAgentTest, APreemptionVictimGetsTheCheckpointSignalWhileStillBound) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  cp_.bindings = {Bind(
+      "trap 'echo ckpt > ckpt; exit 0' USR1; touch up; while true; do sleep 0.05; done", 1, {0})};
+  ASSERT_TRUE(StepUntil(a, [&] { return std::filesystem::exists(dir_ + "/up"); }));
+  cp_.bindings[0].checkpoint_requested = true;  // PreemptionPending: still bound
+  ASSERT_TRUE(StepUntil(a, [&] { return !cp_.reports.empty() && !cp_.reports.back().running; }));
+  EXPECT_EQ(Slurp(dir_ + "/ckpt"), "ckpt\n");
+  EXPECT_EQ(cp_.reports.back().exit_code, 0);  // reported, for the controller to act on
+  EXPECT_EQ(a.stats().checkpoint_requests, 1);
+  EXPECT_EQ(a.stats().stopped, 0);
+  // Still bound and exited: not started again, not signalled again.
+  a.Step();
+  a.Step();
+  EXPECT_EQ(a.stats().started, 1);
+  EXPECT_EQ(a.stats().checkpoint_requests, 1);
+}
+
 TEST_F(NodeAgentTest, AfterAPartitionStaleGenerationsAreFencedAndTheNewOneStarts) {
   NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
   ASSERT_TRUE(a.Init().ok());

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "controller/scheduling_controller.h"
@@ -120,6 +122,37 @@ inline std::pair<std::string, std::string> PhaseCondition(absl::string_view phas
   if (phase == "Succeeded") return {"Succeeded", "True"};
   if (phase == "Failed") return {"Failed", "True"};
   return {"Scheduled", "False"};
+}
+
+// True when every member in status.placement reported exiting at its binding's
+// generation: status.observed["<group>-<member>"] = "Exited code=C gen=G
+// node=N", as node agents write it (docs/agent.md, "Member reports").
+inline bool AllMembersExited(const Json& status) {
+  auto placement = status.find("placement");
+  auto observed = status.find("observed");
+  if (placement == status.end() || !placement->is_array() || placement->empty() ||
+      observed == status.end() || !observed->is_object()) {
+    return false;
+  }
+  const int64_t job_gen = IntOr(status, "generation", 0);
+  for (const Json& m : *placement) {
+    if (!m.is_object()) return false;
+    const std::string key = absl::StrCat(Str(m, "group"), "-", IntOr(m, "member", 0));
+    const std::string v = Str(*observed, key.c_str());
+    const std::string gen = absl::StrCat(" gen=", IntOr(m, "generation", job_gen), " ");
+    if (!absl::StartsWith(v, "Exited code=") || !absl::StrContains(v, gen)) return false;
+  }
+  return true;
+}
+
+// True when status.conditions has `type` with status "True".
+inline bool ConditionTrue(const Json& status, absl::string_view type) {
+  auto conds = status.find("conditions");
+  if (conds == status.end() || !conds->is_array()) return false;
+  for (const Json& c : *conds) {
+    if (c.is_object() && Str(c, "type") == type) return Str(c, "status") == "True";
+  }
+  return false;
 }
 
 inline std::string SpecDumpOfNode(const Json& obj) {

@@ -25,6 +25,18 @@ class QueueControllerTest : public ControllerTest {
             {"spec", std::move(spec)},
             {"status", {{"phase", "Active"}}}});
   }
+  // One 8-GPU node full with a development-priority job "low" in queue
+  // "research"; preemption with no minimum runtime and the given grace.
+  void RunLowPriorityJob(absl::Duration grace) {
+    base_options_.queues.preemption.min_runtime = absl::ZeroDuration();
+    base_options_.queues.preemption.grace_period = grace;
+    Restart();
+    AddNode("gpu-0", 8);
+    AddQueue("research", {{"gpuQuota", {{"H100", 8}}}});
+    AddJob("low", 1, 8, {{"queue", "research"}, {"priorityClassName", "development"}});
+    Step();
+    ASSERT_EQ(Job("low")["status"]["phase"], "Scheduled");
+  }
   // GPUs bound per queue, from the store.
   std::map<std::string, int> BoundByQueue() {
     std::map<std::string, int> out;
@@ -94,14 +106,7 @@ TEST_F(QueueControllerTest, QuotaHoldsWithManyJobsAndTheWaitSaysWhy) {
 }
 
 TEST_F(QueueControllerTest, HigherPriorityPreemptsAndVictimResumesFromCheckpoint) {
-  base_options_.queues.preemption.min_runtime = absl::ZeroDuration();
-  base_options_.queues.preemption.grace_period = absl::Seconds(30);
-  Restart();
-  AddNode("gpu-0", 8);
-  AddQueue("research", {{"gpuQuota", {{"H100", 8}}}});
-  AddJob("low", 1, 8, {{"queue", "research"}, {"priorityClassName", "development"}});
-  Step();
-  ASSERT_EQ(Job("low")["status"]["phase"], "Scheduled");
+  ASSERT_NO_FATAL_FAILURE(RunLowPriorityJob(absl::Seconds(30)));
   Create("checkpoints", "team-a",
          {{"kind", "Checkpoint"},
           {"metadata", {{"name", "low-step-7"}}},
@@ -151,6 +156,50 @@ TEST_F(QueueControllerTest, HigherPriorityPreemptsAndVictimResumesFromCheckpoint
   EXPECT_EQ(low["status"]["phase"], "Scheduled");
   EXPECT_EQ(low["status"]["generation"], 2);
   EXPECT_EQ(ctl_->stats().preempted, 1);
+}
+
+// Member reports as a node agent writes them after passing the checkpoint
+// signal on and seeing the member exit.
+void ReportExited(Json& o, int code) {
+  Json& st = o["status"];
+  for (const Json& m : st["placement"]) {
+    st["observed"][absl::StrCat(m["group"].get<std::string>(), "-", m["member"].get<int>())] =
+        absl::StrCat("Exited code=", code, " gen=", m["generation"].get<int64_t>(),
+                     " node=", m["node"].get<std::string>());
+  }
+}
+
+TEST_F(QueueControllerTest, VictimThatExitsOnTheSignalHandsItsGpusOverEarly) {
+  ASSERT_NO_FATAL_FAILURE(RunLowPriorityJob(absl::Seconds(300)));
+  clock_.Advance(absl::Seconds(1));
+  AddJob("high", 1, 8, {{"queue", "research"}, {"priorityClassName", "production"}});
+  Step();
+  ASSERT_EQ(Job("high")["status"].value("phase", ""), "Admitted");
+  // 5 s later the victim's member has checkpointed and exited (code 0, which
+  // is not success here: the agent leaves the phase alone while preempting).
+  clock_.Advance(absl::Seconds(5));
+  Heartbeat("gpu-0");
+  Modify("trainingjobs", "team-a", "low", [](Json& o) { ReportExited(o, 0); });
+  Step();
+  Json low = Job("low");
+  EXPECT_EQ(low["status"]["phase"], "Preempted") << low["status"].dump();
+  EXPECT_FALSE(low["status"].contains("placement"));
+  EXPECT_EQ(Job("high")["status"]["phase"], "Scheduled");  // 295 s before the deadline
+  EXPECT_EQ(BoundGpus(), 8);
+  EXPECT_EQ(ctl_->stats().preempted, 1);
+}
+
+TEST_F(QueueControllerTest, ExitsOfAJobNotBeingPreemptedChangeNothing) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 8);
+  Step();
+  ASSERT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  // Without the PreemptionPending condition, exits are the agent's to judge
+  // (it moves the phase); the controller does not requeue the job.
+  Modify("trainingjobs", "team-a", "a", [](Json& o) { ReportExited(o, 0); });
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(BoundGpus(), 8);
 }
 
 TEST_F(QueueControllerTest, QueueChangesApplyLiveAndRestartRebuildsTheTree) {

@@ -536,6 +536,22 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     RecordEvent(obj, rev, {"Started", "every member reported running"});
   }
   rec.phase = phase;
+  if (rec.bound && rec.in_qm && rec.job && ConditionTrue(StatusOf(obj), "PreemptionPending") &&
+      AllMembersExited(StatusOf(obj))) {
+    // The agents passed the preemption's checkpoint signal on and every
+    // member has exited: the victim hands its GPUs over now, not at its
+    // deadline. One whose preemptor went away meanwhile cannot continue
+    // either, so it is requeued to resume from its checkpoint.
+    if (qm_->Phase(rec.job->key()) == sched::JobPhase::kTerminating) {
+      if (qm_->VictimExited(rec.job->key(), clock_.Now()).ok()) cycle_needed_ = true;
+    } else if (absl::Status s = Requeue(
+                   rec, "Preempted", {"Preempted", "every member exited on a checkpoint signal"});
+               !s.ok()) {
+      options_.log.Error(
+          "requeue after members exited not written",
+          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
+    }
+  }
   const std::string spec = obj.contains("spec") ? obj["spec"].dump() : "";
   if (spec != rec.spec_dump && !rec.bound) {
     ReleaseMemory(rec);

@@ -71,6 +71,33 @@ TEST(Preemption, FreshlyCheckpointedVictimPreferredOverStaleOne) {
   EXPECT_EQ(f.qm->Phase("default/stale"), JobPhase::kRunning);
 }
 
+TEST(Preemption, VictimsThatExitEarlyAreReleasedTogetherAtTheNextCycle) {
+  // Two one-node victims for one two-node preemptor. The first exit changes
+  // nothing (released alone, its node could go to someone else); after the
+  // second, the next cycle kills both (kKilled, as at the deadline) and starts
+  // the preemptor, 5 s after the signal instead of the 30 s grace period.
+  Fixture f(2);
+  f.Run("v1", 1, 8, 100);
+  f.Run("v2", 1, 8, 100);
+  const absl::Time at = kT0 + absl::Hours(1);
+  ASSERT_EQ(f.Preempt("p", 2, 8, 1000, at), std::set<std::string>({"v1", "v2"}));
+  EXPECT_FALSE(f.qm->VictimExited("default/p", at).ok());  // not a victim
+  ASSERT_TRUE(f.qm->VictimExited("default/v1", at + absl::Seconds(2)).ok());
+  CycleReport r = f.qm->Cycle(at + absl::Seconds(3));
+  EXPECT_EQ(f.qm->Phase("default/v1"), JobPhase::kTerminating);
+  EXPECT_EQ(f.qm->Phase("default/p"), JobPhase::kNominated);
+  ASSERT_TRUE(f.qm->VictimExited("default/v2", at + absl::Seconds(5)).ok());
+  EXPECT_EQ(f.qm->Phase("default/v2"), JobPhase::kTerminating);  // until the cycle
+  r = f.qm->Cycle(at + absl::Seconds(5));
+  std::set<std::string> killed;
+  for (const QueueEvent& e : r.events) {
+    if (e.kind == QueueEvent::Kind::kKilled) killed.insert(e.job.substr(8));
+  }
+  EXPECT_EQ(killed, std::set<std::string>({"v1", "v2"}));
+  EXPECT_EQ(f.qm->Phase("default/p"), JobPhase::kRunning);
+  EXPECT_EQ(f.qm->Phase("default/v1"), JobPhase::kPending);
+}
+
 TEST(Preemption, CancelledPreemptorSparesItsVictims) {
   Fixture f(1);
   f.Run("low", 1, 8, 100);

@@ -340,17 +340,19 @@ absl::Status QueueManager::VictimExited(absl::string_view key, absl::Time now) {
   rj->exited = true;
   // Release the plan's victims together, once all have exited: released one
   // by one, the room could go to another job before the preemptor's turn.
-  std::vector<std::string> plan = {std::string(key)};
+  // The next Cycle kills them (their deadline moves to now) and reports each
+  // as kKilled, so the caller unbinds them exactly as at the deadline.
+  std::vector<RunningJob*> plan = {rj};
   auto it = pending_.find(rj->preempted_by);
   if (it != pending_.end()) {
     for (const std::string& v : it->second.victims) {
       if (v == key) continue;
-      const RunningJob* o = running_.Find(v);
+      RunningJob* o = running_.Find(v);
       if (o != nullptr && !o->exited) return absl::OkStatus();
-      if (o != nullptr) plan.push_back(v);
+      if (o != nullptr) plan.push_back(o);
     }
   }
-  for (const std::string& v : plan) Kill(v, now, nullptr);
+  for (RunningJob* v : plan) v->kill_at = std::min(v->kill_at, now);
   return absl::OkStatus();
 }
 

@@ -137,7 +137,10 @@ class QueueManager {
   absl::Status Finish(absl::string_view key, absl::Time now);
   // The job wrote a checkpoint at `at`.
   absl::Status ReportCheckpoint(absl::string_view key, absl::Time at);
-  // A signalled victim has exited before its deadline.
+  // A signalled victim has exited before its deadline. Once every victim of
+  // its plan has, the next Cycle releases them together (kKilled events, as
+  // at the deadline) and the preemptor can start; until then nothing moves.
+  // FailedPrecondition when the job is not being preempted.
   absl::Status VictimExited(absl::string_view key, absl::Time now);
 
   CycleReport Cycle(absl::Time now);

@@ -220,6 +220,8 @@ std::vector<KindInfo> BuildKinds() {
                            Optional("entitlement", S::Number()),
                            Optional("fairShare", S::Number()),
                            Optional("dominantShare", S::Number()),
+                           Optional("decayedUsage", S::Number()),
+                           Optional("burstCredit", S::Number()),
                            Optional("burstCreditGpuSeconds", S::Number()),
                            Optional("borrowing", S::Bool()),
                        }));
