@@ -63,6 +63,7 @@ struct BenchFlags {
   int poll_timeout_s = 30;
   int register_concurrency = 64;
   std::string dir;
+  bool put_heartbeats = false;  // the older GET + PUT of the Node instead of the heartbeat route
 };
 
 // /proc/PID/stat utime + stime, in seconds.
@@ -287,8 +288,20 @@ void Loop::StartWatch(int agent) {
 }
 
 void Loop::StartHeartbeat(int agent) {
+  if (f_.put_heartbeats) {
+    Open(Conn::Kind::kHeartbeat, agent,
+         Request("GET", "/api/v1/nodes/" + NodeName(agent), "", false));
+    return;
+  }
+  // The real agent's heartbeat: each GPU's health and a fresh utilization sample.
+  Json gpus = Json::array();
+  std::uniform_int_distribution<int> util(0, 100);
+  for (int g = 0; g < 8; ++g) {
+    gpus.push_back({{"index", g}, {"health", "Healthy"}, {"utilization", util(rng_)}});
+  }
   Open(Conn::Kind::kHeartbeat, agent,
-       Request("GET", "/api/v1/nodes/" + NodeName(agent), "", false));
+       Request("POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
+               Json{{"gpus", gpus}}.dump(), /*close=*/true));
 }
 
 bool Loop::OnResponse(Conn* c, int code, const std::string& body) {
@@ -311,7 +324,7 @@ bool Loop::OnResponse(Conn* c, int code, const std::string& body) {
         Close(c);
         return false;
       }
-      if (c->step == 0) {
+      if (c->step == 0 && f_.put_heartbeats) {
         c->step = 1;
         Send(c, Request("PUT", "/api/v1/nodes/" + NodeName(c->agent), NodeBody(c->agent, true),
                         /*close=*/true));  // the server closes: its side keeps the TIME_WAIT
@@ -581,6 +594,7 @@ int RunBench(const BenchFlags& f) {
         {"benchmark", "agents"},
         {"agents", f.agents},
         {"heartbeat_s", f.heartbeat_s},
+        {"heartbeat_request", f.put_heartbeats ? "GET + PUT node" : "POST heartbeat"},
         {"poll_timeout_s", f.poll_timeout_s},
         {"window_s", window},
         {"register_all_s", absl::ToDoubleSeconds(reg_time)},
@@ -636,6 +650,8 @@ void RegisterAgentsBenchCommand(CLI::App& bench) {
   cmd->add_option("--register-concurrency", f->register_concurrency,
                   "Registrations in flight at once (default 64)");
   cmd->add_option("--dir", f->dir, "Server data directory (default: a temporary one, removed)");
+  cmd->add_flag("--put-heartbeats", f->put_heartbeats,
+                "Heartbeat as GET + PUT of the Node (servers before the heartbeat route)");
   cmd->callback([f] {
     if (int rc = RunBench(*f); rc != 0) throw CLI::RuntimeError(rc);
   });

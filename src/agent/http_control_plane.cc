@@ -147,9 +147,37 @@ absl::Status HttpControlPlaneClient::RegisterNode(const NodeRegistration& node) 
   return absl::AbortedError("register node " + node.name + ": too many conflicts");
 }
 
+Json HttpControlPlaneClient::GpuStatus(const std::vector<GpuHealthReport>& gpus) const {
+  Json list = Json::array();
+  for (const GpuHealthReport& g : gpus) {
+    Json j = {{"index", g.index}, {"health", g.healthy ? "Healthy" : "Unhealthy"}};
+    if (!g.message.empty()) j["message"] = g.message.substr(0, 1024);
+    if (g.utilization_percent && !no_utilization_field_) j["utilization"] = *g.utilization_percent;
+    list.push_back(j);
+  }
+  return list;
+}
+
 absl::Status HttpControlPlaneClient::Heartbeat(const std::string& node,
                                                const std::vector<GpuHealthReport>& gpus,
                                                absl::Time now) {
+  if (!no_heartbeat_route_ && !legacy_node_schema_ && !no_utilization_field_) {
+    absl::StatusOr<ApiResponse> r =
+        api_.Post("/api/v1/nodes/" + node + "/heartbeat", {{"gpus", GpuStatus(gpus)}});
+    if (!r.ok()) return r.status();
+    if (r->code == 200) return absl::OkStatus();
+    const std::string why = ApiError(*r);
+    if (r->code != 404 || !absl::StrContains(why, "no such path")) {
+      return Unexpected("heartbeat of node " + node, *r);
+    }
+    no_heartbeat_route_ = true;  // an older server: PUT the Node instead
+  }
+  return PutHeartbeat(node, gpus, now);
+}
+
+absl::Status HttpControlPlaneClient::PutHeartbeat(const std::string& node,
+                                                  const std::vector<GpuHealthReport>& gpus,
+                                                  absl::Time now) {
   const std::string path = "/api/v1/nodes/" + node;
   for (int attempt = 0; attempt < 6; ++attempt) {
     absl::StatusOr<ApiResponse> got = api_.Get(path);
@@ -161,15 +189,7 @@ absl::Status HttpControlPlaneClient::Heartbeat(const std::string& node,
     // without a controller gets it from the agent.
     if (!legacy_node_schema_) {
       st["lastHeartbeatTime"] = Ts(now);
-      Json list = Json::array();
-      for (const GpuHealthReport& g : gpus) {
-        Json j = {{"index", g.index}, {"health", g.healthy ? "Healthy" : "Unhealthy"}};
-        if (!g.message.empty()) j["message"] = g.message.substr(0, 1024);
-        if (g.utilization_percent && !no_utilization_field_)
-          j["utilization"] = *g.utilization_percent;
-        list.push_back(j);
-      }
-      st["gpus"] = list;
+      st["gpus"] = GpuStatus(gpus);
     } else {
       st["phase"] = "Ready";
       Json obs = Json::object();

@@ -7,6 +7,10 @@
 //    server whose Node schema predates these fields (422) gets {gpuType, gpuCount, topology
 //    {rack, block}} and the heartbeat in status.observed instead; the client remembers which one
 //    worked.
+//  - Heartbeat: POST /api/v1/nodes/NAME/heartbeat {gpus[] {index, health, message,
+//    utilization}}: renews the node's lease in the server's memory and writes the Node only on
+//    a change or when its stored heartbeat is stale. A server without the route (404 "no such
+//    path") gets the older GET + PUT of the Node's status, every time.
 //  - Bindings: GET /api/v1/nodes/NAME/bindings[?resourceVersion=R&timeoutSeconds=S] (the
 //    server's per-node index: TrainingJobs and InferenceServices in a bound phase whose
 //    status.placement[] names this node: {group, member, node, gpus[], generation}). The command is
@@ -50,8 +54,15 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
   void Cancel() { api_.Cancel(); }
 
  private:
+  // The heartbeat as a GET and a PUT of the whole Node (servers before the heartbeat route).
+  absl::Status PutHeartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,
+                            absl::Time now);
+  // status.gpus[] for `gpus`.
+  nlohmann::json GpuStatus(const std::vector<GpuHealthReport>& gpus) const;
+
   ApiClient api_;
   bool legacy_node_schema_ = false;
+  bool no_heartbeat_route_ = false;
   // Set once a server rejected status.gpus[].utilization (older schema): heartbeats omit it.
   bool no_utilization_field_ = false;
 };

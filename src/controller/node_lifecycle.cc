@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/controller_internal.h"
 #include "controller/node_codec.h"
+#include "controller/node_leases.h"
 #include "controller/scheduling_controller.h"
 
 namespace tessera::controller {
@@ -152,14 +153,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
   const std::string hb = Str(st, "lastHeartbeatTime");
   if (!hb.empty() && hb != rec.heartbeat) {
     rec.heartbeat = hb;
-    rec.last_seen = now;
-    if (!rec.ready) {
-      rec.ready = true;
-      rec.evicted = false;
-      (void)cluster_->SetSchedulable(rec.id, !rec.cordoned);
-      WriteNodeReadiness(key, rec, true, "HeartbeatResumed", "heartbeats resumed",
-                         {"NodeReady", "heartbeats resumed"}, now);
-    }
+    NoteHeartbeat(key, rec, now);
   }
   const uint32_t mask = UnhealthyMask(obj);
   if (mask != rec.unhealthy) {
@@ -214,9 +208,29 @@ void SchedulingController::OnNodeDelete(const std::string& key) {
   nodes_.erase(it);
 }
 
+void SchedulingController::NoteHeartbeat(const std::string& key, NodeRec& rec, absl::Time now) {
+  rec.last_seen = now;
+  if (rec.ready) return;
+  rec.ready = true;
+  rec.evicted = false;
+  (void)cluster_->SetSchedulable(rec.id, !rec.cordoned);
+  WriteNodeReadiness(key, rec, true, "HeartbeatResumed", "heartbeats resumed",
+                     {"NodeReady", "heartbeats resumed"}, now);
+}
+
 void SchedulingController::NodeTimers() {
   if (options_.node_grace <= absl::ZeroDuration()) return;
   const absl::Time now = clock_.Now();
+  if (options_.leases != nullptr) {
+    // Heartbeats that renewed only the in-memory lease (no store event).
+    for (auto& [key, rec] : nodes_) {
+      if (rec->id == sched::kNoNode) continue;
+      std::optional<absl::Time> t = options_.leases->LastRenew(rec->name);
+      if (!t || *t <= rec->lease) continue;
+      rec->lease = *t;
+      NoteHeartbeat(key, *rec, now);
+    }
+  }
   std::vector<std::pair<std::string, NodeRec*>> due;
   for (auto& [key, rec] : nodes_) {
     if (rec->id == sched::kNoNode) continue;

@@ -80,10 +80,15 @@
 
 namespace tessera::controller {
 
+class NodeLeases;
+
 struct ControllerOptions {
   sched::Profile profile = sched::Profile::Default();
   // A node without a heartbeat for this long turns NotReady (0: never).
   absl::Duration node_grace = absl::Seconds(40);
+  // Heartbeats kept in memory by the API server (borrowed; null: only the
+  // Node's stored status.lastHeartbeatTime counts). See node_leases.h.
+  const NodeLeases* leases = nullptr;
   // A node NotReady for this long loses its gangs (requeued, NodeLost).
   absl::Duration eviction_delay = absl::Minutes(5);
   // Background loop: longest sleep between steps when nothing is written.
@@ -174,6 +179,9 @@ class SchedulingController {
   void WaitingReasons(absl::Time now);
   void WriteQueueStatus(absl::Time now);
   void Admit(JobRec& rec, const Json& obj, bool at_start);
+  // A heartbeat of `rec` was seen now (a new stored lastHeartbeatTime or a
+  // renewed lease): it counts from now, and a NotReady node is Ready again.
+  void NoteHeartbeat(const std::string& key, NodeRec& rec, absl::Time now);
   void NodeTimers();
   void RunCycles();
   // One Schedule attempt of the queue cycle as a decision trace for

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/controller_test_fixture.h"
+#include "controller/node_leases.h"
 #include "store/memory_store.h"
 
 namespace tessera::controller {
@@ -127,6 +128,34 @@ TEST_F(ControllerTest, NodeLostRequeuesTheGangFromTheLastCheckpoint) {
   EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "Ready");
   EXPECT_EQ(Job("a")["status"]["generation"], 2);
   EXPECT_EQ(BoundGpus(), 8);
+}
+
+TEST_F(ControllerTest, LeaseRenewalsAloneKeepANodeReady) {
+  // Heartbeats that only renew the in-memory lease (the API server wrote
+  // nothing) count like stored ones: gpu-0 stays Ready past the grace
+  // period, turns NotReady when its lease stops, and Ready when it resumes.
+  NodeLeases leases;
+  base_options_.leases = &leases;
+  Restart();
+  AddNode("gpu-0", 8);
+  Step();
+  ASSERT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "Ready");
+  const int64_t rev = store_.CurrentRevision();
+  for (int i = 0; i < 10; ++i) {  // 50 s of 5 s renewals, grace 10 s
+    clock_.Advance(absl::Seconds(5));
+    leases.Renew("gpu-0", clock_.Now());
+    Step();
+  }
+  EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "Ready");
+  EXPECT_EQ(store_.CurrentRevision(), rev);  // nothing was written for them
+  clock_.Advance(absl::Seconds(11));
+  Step();
+  EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "NotReady");
+  leases.Renew("gpu-0", clock_.Now());
+  Step();
+  EXPECT_EQ(Get("nodes", "", "gpu-0")["status"]["phase"], "Ready");
+  std::vector<std::string> reasons = EventReasons("gpu-0");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "NodeReady"), reasons.end());
 }
 
 TEST_F(ControllerTest, UnhealthyGpuLeavesThePoolAndRequeuesItsGang) {

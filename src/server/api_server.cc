@@ -5,7 +5,6 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -177,6 +176,14 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
                     "# HELP tessera_api_binding_waits Node agents waiting for a binding change "
                     "now.\n# TYPE tessera_api_binding_waits gauge\ntessera_api_binding_waits ",
                     bindings_->waiters(), "\n");
+    absl::StrAppend(&out,
+                    "# HELP tessera_api_node_heartbeats_total Node heartbeats, by whether they "
+                    "wrote the Node (true) or only renewed its in-memory lease (false).\n"
+                    "# TYPE tessera_api_node_heartbeats_total counter\n"
+                    "tessera_api_node_heartbeats_total{written=\"true\"} ",
+                    heartbeats_written_.load(),
+                    "\ntessera_api_node_heartbeats_total{written=\"false\"} ",
+                    heartbeats_renewed_.load(), "\n");
     if (pool_ != nullptr) {
       absl::StrAppend(&out,
                       "# HELP tessera_api_threads Request threads (one per open connection).\n"
@@ -297,6 +304,13 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
   if (seg.size() == 1 && seg[0] == "batch") {
     if (req.method != "POST") return Fail(res, 405, "MethodNotAllowed", "batch takes POST");
     return HandleBatch(*who, req, res);
+  }
+  if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "heartbeat") {
+    if (req.method != "POST") return Fail(res, 405, "MethodNotAllowed", "heartbeats take POST");
+    if (!api::IsDnsLabel(seg[1])) {
+      return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+    }
+    return HandleNodeHeartbeat(*who, seg[1], req, res);
   }
   if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "bindings") {
     if (req.method != "GET") return Fail(res, 405, "MethodNotAllowed", "bindings take GET");

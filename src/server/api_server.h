@@ -41,6 +41,10 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
+namespace tessera::controller {
+class NodeLeases;
+}  // namespace tessera::controller
+
 namespace tessera::server {
 
 namespace api {
@@ -84,6 +88,12 @@ struct ApiServerOptions {
   // with its message (which names the field) and nothing is written.
   std::function<absl::Status(const std::string& kind, const std::string& name, const Json* obj)>
       admit;
+  // Node heartbeats (POST /api/v1/nodes/NAME/heartbeat) renew these leases
+  // (borrowed; shared with the controller) and write the Node only on a
+  // change, when it is not Ready, or when its stored heartbeat is older than
+  // node_status_interval. Null: every heartbeat is written.
+  controller::NodeLeases* node_leases = nullptr;
+  absl::Duration node_status_interval = absl::Seconds(60);
 };
 
 class ApiServer {
@@ -122,6 +132,9 @@ class ApiServer {
   // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex.
   void HandleNodeBindings(const Principal& p, const std::string& node, const httplib::Request& req,
                           httplib::Response& res);
+  // POST /api/v1/nodes/NAME/heartbeat (node_heartbeat.cc).
+  void HandleNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
+                           httplib::Response& res);
   std::string NewUid();
 
   store::Store& store_;
@@ -134,6 +147,8 @@ class ApiServer {
   std::atomic<int> listen_fd_{-1};
   std::atomic<int> open_watches_{0};
   std::atomic<int> open_binding_waits_{0};
+  std::atomic<int64_t> heartbeats_written_{0};  // node heartbeats that wrote the Node
+  std::atomic<int64_t> heartbeats_renewed_{0};  // ... that only renewed its lease
   std::unique_ptr<NodeBindingIndex> bindings_;
   ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...

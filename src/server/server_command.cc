@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "common/clock.h"
 #include "config/queue_config.h"
+#include "controller/node_leases.h"
 #include "controller/queue_codec.h"
 #include "controller/scheduling_controller.h"
 #include "metrics/registry.h"
@@ -34,6 +35,7 @@ struct ServerFlags {
   int threads = 128;
   bool scheduler = true;
   double node_grace_s = 40;
+  double node_status_s = 60;
   double eviction_s = 300;
   std::string queue_config;
   std::string tls_cert, tls_key;
@@ -121,8 +123,12 @@ int RunServer(const ServerFlags& f) {
   }
   RealClock clock;
   store::MeteredStore metered(**db, clock);
+  // Node heartbeats renew these in memory; the controller reads them (node_leases.h).
+  controller::NodeLeases leases;
   ApiServerOptions so;
   so.threads = f.threads;
+  so.node_leases = &leases;
+  so.node_status_interval = absl::Seconds(f.node_status_s);
   so.uid_seed = std::random_device{}();
   so.tls_cert_file = f.tls_cert;
   so.tls_key_file = f.tls_key;
@@ -169,6 +175,7 @@ int RunServer(const ServerFlags& f) {
   if (f.scheduler) {
     controller::ControllerOptions co;
     co.node_grace = absl::Seconds(f.node_grace_s);
+    co.leases = &leases;
     co.eviction_delay = absl::Seconds(f.eviction_s);
     co.metrics = &registry;
     co.queues = queues;
@@ -213,6 +220,9 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_flag("!--no-scheduler", flags->scheduler, "Serve the API only; do not schedule");
   cmd->add_option("--node-grace-seconds", flags->node_grace_s,
                   "A node without a heartbeat this long turns NotReady (0: never)");
+  cmd->add_option("--node-status-seconds", flags->node_status_s,
+                  "A heartbeat that changes nothing writes the Node only when its stored "
+                  "lastHeartbeatTime is this old (liveness is kept in memory)");
   cmd->add_option("--eviction-seconds", flags->eviction_s,
                   "A NotReady node loses its gangs after this long");
   cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");

@@ -1,0 +1,146 @@
+// POST /api/v1/nodes/NAME/heartbeat: a node agent's heartbeat (docs/api.md, "Node heartbeats").
+//
+// Body: {"gpus": [{"index": 0, "health": "Healthy"|"Unhealthy", "message": "...",
+// "utilization": 0..100}, ...]}, the agent-owned part of the Node's status. Every heartbeat
+// renews the node's in-memory lease (controller::NodeLeases), which the controller reads for
+// liveness (a NotReady node whose lease renews is Ready again at the controller's next step). The
+// Node is written (one fsynced store write, one event for every watcher) only
+//   - when the GPUs' health or messages differ from the stored status,
+//   - or when the stored lastHeartbeatTime is missing or older than options_.node_status_interval,
+// so in steady state a fleet's heartbeats cost map updates, not durable writes, and readers of
+// the Node (the dashboard's utilization, `tessera describe node`) see it refreshed at least
+// every interval. Without a lease table every heartbeat is written.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "controller/node_leases.h"
+#include "controller/store_layout.h"
+#include "server/api_server.h"
+#include "server/api_server_internal.h"
+
+namespace tessera::server {
+
+using namespace internal;  // NOLINT: the module's own helpers
+
+namespace {
+
+// The GPUs list without what changes with every sample (utilization), to tell a heartbeat that
+// only renews liveness from one that reports a change.
+Json WithoutSamples(const Json& gpus) {
+  Json out = Json::array();
+  if (!gpus.is_array()) return out;
+  for (Json g : gpus) {
+    if (g.is_object()) g.erase("utilization");
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Json& a, const Json& b) { return a.value("index", 0) < b.value("index", 0); });
+  return out;
+}
+
+int64_t GpuCount(const Json& node) {
+  const Json& spec = node.contains("spec") ? node["spec"] : Json::object();
+  if (spec.contains("gpus") && spec["gpus"].is_array()) {
+    return static_cast<int64_t>(spec["gpus"].size());
+  }
+  return spec.value("gpuCount", int64_t{0});
+}
+
+}  // namespace
+
+void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
+                                    const httplib::Request& req, httplib::Response& res) {
+  if (p.role == Principal::Role::kUser) {
+    return Fail(res, 403, "Forbidden", "node heartbeats are for node agents and admins");
+  }
+  if (p.role == Principal::Role::kNode && p.node != node) {
+    return Fail(res, 403, "Forbidden",
+                absl::StrCat("node \"", p.node, "\" may only heartbeat for itself"));
+  }
+  absl::StatusOr<Json> body = api::ParseBody(req.body);
+  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
+  std::vector<api::FieldError> errors;
+  if (!body->is_object()) {
+    errors.push_back({"", "the body must be a JSON object"});
+  } else {
+    for (auto it = body->begin(); it != body->end(); ++it) {
+      if (it.key() != "gpus") errors.push_back({it.key(), "unknown field"});
+    }
+    static const api::Schema* const kGpus =
+        api::KindByPlural("nodes")->object_schema.FieldSchema("status")->FieldSchema("gpus");
+    if (!body->contains("gpus")) {
+      errors.push_back({"gpus", "required"});
+    } else {
+      kGpus->Validate((*body)["gpus"], "gpus", errors);
+    }
+  }
+  const std::string key = api::StoreKey(*api::KindByPlural("nodes"), "", node);
+  const std::string what = absl::StrCat("node \"", node, "\"");
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<store::KeyValue> cur = store_.Get(key);
+    if (!cur.ok()) {
+      if (absl::IsNotFound(cur.status())) {
+        return Fail(res, 404, "NotFound", absl::StrCat(what, " not found: register it first"));
+      }
+      return FailStore(res, cur.status(), what);
+    }
+    absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
+    if (!old.ok()) return FailStore(res, old.status(), what);
+    if (errors.empty()) {
+      const int64_t count = GpuCount(*old);
+      std::set<int64_t> seen;
+      const Json& gpus = (*body)["gpus"];
+      for (size_t i = 0; i < gpus.size(); ++i) {
+        const int64_t idx = gpus[i].value("index", int64_t{-1});
+        const std::string field = absl::StrCat("gpus[", i, "].index");
+        if (idx >= count) {
+          errors.push_back({field, absl::StrCat("the node has ", count, " GPUs")});
+        } else if (!seen.insert(idx).second) {
+          errors.push_back({field, absl::StrCat("GPU ", idx, " is listed twice")});
+        }
+      }
+    }
+    if (!errors.empty()) {
+      return Fail(res, 422, "Invalid",
+                  absl::StrCat("heartbeat is invalid: ", errors.front().ToString()), errors);
+    }
+    const absl::Time now = clock_.Now();
+    if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
+    const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
+    absl::Time last = absl::InfinitePast();
+    const bool stale =
+        !st.is_object() || !st.contains("lastHeartbeatTime") ||
+        !st["lastHeartbeatTime"].is_string() ||
+        !controller::ParseTimestamp(st["lastHeartbeatTime"].get<std::string>(), &last) ||
+        now - last >= options_.node_status_interval;
+    const bool changed = !st.is_object() || !st.contains("gpus") ||
+                         WithoutSamples(st["gpus"]) != WithoutSamples((*body)["gpus"]);
+    if (options_.node_leases != nullptr && !stale && !changed) {
+      ++heartbeats_renewed_;
+      return Reply(res, 200,
+                   {{"kind", "NodeHeartbeat"},
+                    {"written", false},
+                    {"resourceVersion", absl::StrCat(cur->mod_revision)}});
+    }
+    Json obj = std::move(*old);
+    Json& out = obj["status"];
+    if (!out.is_object()) out = Json::object();
+    out["gpus"] = (*body)["gpus"];
+    out["lastHeartbeatTime"] = controller::Timestamp(now);
+    absl::StatusOr<int64_t> rev = store_.Put(key, api::ToStored(obj), cur->mod_revision);
+    if (!rev.ok() && absl::IsFailedPrecondition(rev.status()) && attempt < 10) {
+      continue;  // the controller wrote the node meanwhile (its phase): read it again
+    }
+    if (!rev.ok()) return FailStore(res, rev.status(), what);
+    ++heartbeats_written_;
+    return Reply(
+        res, 200,
+        {{"kind", "NodeHeartbeat"}, {"written", true}, {"resourceVersion", absl::StrCat(*rev)}});
+  }
+}
+
+}  // namespace tessera::server
