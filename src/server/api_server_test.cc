@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "controller/node_leases.h"
 #include "nlohmann/json.hpp"
 #include "store/sqlite_store.h"
 
@@ -70,6 +71,8 @@ class ApiServerTest : public ::testing::Test {
     opts.watch_heartbeat = absl::Milliseconds(300);
     opts.max_watches = 3;
     opts.read_timeout = absl::Seconds(1);
+    opts.node_leases = &leases_;
+    opts.node_status_interval = absl::Seconds(60);
     server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
     auto port = server_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.ok()) << port.status();
@@ -135,6 +138,7 @@ class ApiServerTest : public ::testing::Test {
   std::string dir_;
   ManualClock clock_{absl::FromUnixSeconds(1767225600)};  // 2026-01-01T00:00:00Z
   std::unique_ptr<store::SqliteStore> store_;
+  controller::NodeLeases leases_;
   std::unique_ptr<ApiServer> server_;
   int port_ = 0;
 };
@@ -506,6 +510,75 @@ TEST_F(ApiServerTest, BatchCreateIsAllOrNothing) {
   EXPECT_EQ(r.status, 409) << "a exists: c must not be created either";
   EXPECT_EQ(Do("GET", absl::StrCat(kJobs, "/c")).status, 404);
   EXPECT_EQ(Do("POST", "/api/v1/batch", {{"items", {c}}}, kTeamB).status, 403);
+}
+
+// Node heartbeats renew the in-memory lease on every call and write the Node
+// only when something other than the utilization sample changed or the stored
+// heartbeat is older than node_status_interval.
+TEST_F(ApiServerTest, NodeHeartbeatsRenewTheLeaseAndWriteOnlyOnChange) {
+  const std::string hb = "/api/v1/nodes/gpu-01/heartbeat";
+  auto gpus = [](const char* health1, int util) {
+    Json g = Json::array();
+    for (int i = 0; i < 8; ++i) {
+      g.push_back({{"index", i}, {"health", i == 1 ? health1 : "Healthy"}, {"utilization", util}});
+    }
+    return Json{{"gpus", g}};
+  };
+  EXPECT_EQ(Do("POST", hb, gpus("Healthy", 5), kNode1).status, 404);  // not registered
+  ASSERT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-01"), kNode1).status, 201);
+  // The first heartbeat is written: the Node has none yet.
+  Resp r = Do("POST", hb, gpus("Healthy", 5), kNode1);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["written"], true);
+  Json node = Do("GET", "/api/v1/nodes/gpu-01").body;
+  EXPECT_EQ(node["status"]["lastHeartbeatTime"], "2026-01-01T00:00:00Z");
+  EXPECT_EQ(node["status"]["gpus"][3]["utilization"], 5);
+  const int64_t rev = store_->CurrentRevision();
+  // Ten more, 5 s apart, with new samples only: the lease moves, the store does not.
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(absl::Seconds(5));
+    r = Do("POST", hb, gpus("Healthy", 50 + i), kNode1);
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    EXPECT_EQ(r.body["written"], false);
+  }
+  EXPECT_EQ(store_->CurrentRevision(), rev);
+  EXPECT_EQ(leases_.LastRenew("gpu-01"), clock_.Now());
+  // A health change is written at once.
+  clock_.Advance(absl::Seconds(5));
+  r = Do("POST", hb, gpus("Unhealthy", 60), kNode1);
+  EXPECT_EQ(r.body["written"], true);
+  node = Do("GET", "/api/v1/nodes/gpu-01").body;
+  EXPECT_EQ(node["status"]["gpus"][1]["health"], "Unhealthy");
+  EXPECT_EQ(node["status"]["gpus"][1]["utilization"], 60);
+  // And a stale stored heartbeat (60 s) is refreshed.
+  clock_.Advance(absl::Seconds(30));
+  EXPECT_EQ(Do("POST", hb, gpus("Unhealthy", 61), kNode1).body["written"], false);
+  clock_.Advance(absl::Seconds(30));
+  EXPECT_EQ(Do("POST", hb, gpus("Unhealthy", 62), kNode1).body["written"], true);
+  // Bad bodies name the field and change nothing; other nodes and users may not.
+  const int64_t before = store_->CurrentRevision();
+  const absl::Time renewed = *leases_.LastRenew("gpu-01");
+  clock_.Advance(absl::Seconds(1));
+  Json bad = gpus("Sick", 1);
+  r = Do("POST", hb, bad, kNode1);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(r.body["details"]["causes"][0]["field"], "gpus[1].health");
+  bad = gpus("Healthy", 1);
+  bad["gpus"][7]["index"] = 8;
+  r = Do("POST", hb, bad, kNode1);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_EQ(r.body["message"], "heartbeat is invalid: gpus[7].index: the node has 8 GPUs");
+  bad["gpus"][7]["index"] = 0;
+  EXPECT_EQ(Do("POST", hb, bad, kNode1).body["details"]["causes"][0]["field"], "gpus[7].index");
+  EXPECT_EQ(Do("POST", hb, Json{{"gpus", Json::array()}, {"extra", 1}}, kNode1).status, 422);
+  EXPECT_EQ(Do("POST", hb, Json::object(), kNode1).status, 422);
+  EXPECT_EQ(store_->CurrentRevision(), before);
+  EXPECT_EQ(leases_.LastRenew("gpu-01"), renewed);
+  ASSERT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-02")).status, 201);
+  EXPECT_EQ(Do("POST", "/api/v1/nodes/gpu-02/heartbeat", gpus("Healthy", 1), kNode1).status, 403);
+  EXPECT_EQ(Do("POST", hb, gpus("Healthy", 1), kTeamA).status, 403);
+  EXPECT_EQ(Do("GET", hb, nullptr, kNode1).status, 405);
+  EXPECT_EQ(Do("POST", "/api/v1/nodes/gpu-02/heartbeat", gpus("Healthy", 1)).status, 200);
 }
 
 }  // namespace
