@@ -33,6 +33,8 @@ struct SchedulingController::JobRec {
   std::string queue_error;  // why the QueueManager did not take it
   absl::Time queued_since;
   std::string last_message;
+  absl::Duration max_runtime = absl::ZeroDuration();  // spec.maxRuntimeSeconds; 0: none
+  absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
 };
 
 struct SchedulingController::NodeRec {

@@ -81,6 +81,43 @@ void SchedulingController::ReleaseMemory(JobRec& rec) {
   rec.bound = false;
 }
 
+void SchedulingController::ArmRuntimeLimit(JobRec& rec, absl::Time since) {
+  rec.bound_since = since;
+  if (rec.max_runtime > absl::ZeroDuration()) {
+    runtime_deadlines_.insert({since + rec.max_runtime, rec.key});
+  }
+}
+
+void SchedulingController::RuntimeLimits() {
+  const absl::Time now = clock_.Now();
+  while (!runtime_deadlines_.empty() && runtime_deadlines_.begin()->first <= now) {
+    const auto [deadline, key] = *runtime_deadlines_.begin();
+    runtime_deadlines_.erase(runtime_deadlines_.begin());
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) continue;
+    JobRec& rec = *it->second;
+    if (!rec.bound || Terminal(rec.phase) || rec.max_runtime <= absl::ZeroDuration() ||
+        rec.bound_since + rec.max_runtime != deadline) {
+      continue;  // unbound, finished or rebound since
+    }
+    const std::string msg = absl::StrCat(
+        "ran ", absl::FormatDuration(now - rec.bound_since), " since it was scheduled, past its ",
+        "maxRuntimeSeconds (", absl::ToInt64Seconds(rec.max_runtime), "): stopped");
+    // The store first (the agents stop the members), then the GPUs in memory.
+    if (absl::Status s = SetJobPhase(rec, "Failed", {"DeadlineExceeded", msg, true, true}, true);
+        !s.ok()) {
+      options_.log.Error(
+          "runtime limit not written; retrying",
+          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
+      runtime_deadlines_.insert({deadline, key});
+      return;
+    }
+    ReleaseMemory(rec);
+    ++stats_.deadline_exceeded;
+    cycle_needed_ = true;
+  }
+}
+
 void SchedulingController::RebuildQueues() {
   queues_dirty_ = false;
   std::set<std::string> used;
@@ -155,7 +192,9 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
         rec.phase == "Suspended") {
       continue;
     }
-    absl::Status s = qm_->Submit(*rec.job, {}, now);
+    // A runtime limit is also the backfill's estimate: a job that must end by
+    // then may start in a reservation's shadow (Slurm's time limits).
+    absl::Status s = qm_->Submit(*rec.job, {.expected_runtime = rec.max_runtime}, now);
     if (s.ok()) {
       rec.in_qm = true;
       rec.queue_error.clear();
@@ -214,6 +253,7 @@ bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanat
       &base);
   if (!rev.ok()) return false;
   rec.bound = true;
+  ArmRuntimeLimit(rec, now);
   rec.generation = gen;
   ++rec.attempts;
   rec.phase = "Scheduled";

@@ -72,6 +72,7 @@ void SchedulingController::Reset() {
   resync_ = false;
   cycle_needed_ = true;
   next_deadline_ = absl::InfiniteFuture();
+  runtime_deadlines_.clear();
   last_cycle_ = absl::InfinitePast();
   jobs_.clear();
   by_sched_key_.clear();
@@ -153,6 +154,7 @@ absl::Status SchedulingController::Step() {
     if (evs->events.empty()) break;
   }
   NodeTimers();
+  RuntimeLimits();
   RunCycles();
   UpdateGauges();
   ++stats_.steps;
@@ -424,6 +426,9 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
   rec.attempts = IntOr(st, "attempts", 0);
   rec.last_message = Str(st, "message");
   rec.blocked = false;
+  rec.max_runtime = obj["spec"].is_object()
+                        ? absl::Seconds(IntOr(obj["spec"], "maxRuntimeSeconds", 0))
+                        : absl::ZeroDuration();
   rec.queue_error.clear();
   if (Terminal(rec.phase)) return;
   absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {
@@ -464,6 +469,8 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     }
     if (s.ok()) {
       rec.bound = true;
+      absl::Time since;
+      ArmRuntimeLimit(rec, ParseTimestamp(Str(st, "scheduledTime"), &since) ? since : clock_.Now());
       ++stats_.restored;
       to_restore_.push_back(rec.key);  // charged to its queue before the next cycle
       return;

@@ -145,8 +145,9 @@ class SchedulingController {
     int64_t bound = 0;
     int64_t bind_conflicts = 0;
     int64_t requeued = 0;
-    int64_t restored = 0;   // placements rebuilt by Start()
-    int64_t preempted = 0;  // victims unbound
+    int64_t restored = 0;           // placements rebuilt by Start()
+    int64_t preempted = 0;          // victims unbound
+    int64_t deadline_exceeded = 0;  // stopped by spec.maxRuntimeSeconds
     int64_t queue_rebuilds = 0;
     absl::Duration start_time;
   };
@@ -183,6 +184,12 @@ class SchedulingController {
   // renewed lease): it counts from now, and a NotReady node is Ready again.
   void NoteHeartbeat(const std::string& key, NodeRec& rec, absl::Time now);
   void NodeTimers();
+  // Stops bound jobs that have run past spec.maxRuntimeSeconds since their
+  // binding: phase Failed, reason DeadlineExceeded, placement cleared (the
+  // agents stop the members), GPUs back to the pool.
+  void RuntimeLimits();
+  // Arms rec's runtime limit for a binding made at `since`.
+  void ArmRuntimeLimit(JobRec& rec, absl::Time since);
   void RunCycles();
   // One Schedule attempt of the queue cycle as a decision trace for
   // options.on_decision (set as the QueueManager's attempt observer).
@@ -249,6 +256,9 @@ class SchedulingController {
   // re-try every pending job every tick.
   bool cycle_needed_ = true;
   absl::Time next_deadline_ = absl::InfiniteFuture();
+  // (deadline, job key) of bound jobs with spec.maxRuntimeSeconds; an entry
+  // whose job was unbound or rebound since is skipped when it comes due.
+  std::set<std::pair<absl::Time, std::string>> runtime_deadlines_;
   absl::Time last_cycle_ = absl::InfinitePast();
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};

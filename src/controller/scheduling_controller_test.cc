@@ -158,6 +158,40 @@ TEST_F(ControllerTest, LeaseRenewalsAloneKeepANodeReady) {
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "NodeReady"), reasons.end());
 }
 
+TEST_F(ControllerTest, MaxRuntimeStopsTheJobAndFreesItsGpus) {
+  AddNode("gpu-0", 8);
+  AddJob("limited", 1, 8, {{"maxRuntimeSeconds", 60}});
+  Step();
+  ASSERT_EQ(Job("limited")["status"]["phase"], "Scheduled");
+  AddJob("next", 1, 8);
+  Step();
+  ASSERT_NE(Job("next")["status"]["phase"], "Scheduled");
+  // A restart in between: the limit counts from the stored scheduledTime.
+  clock_.Advance(absl::Seconds(30));
+  Heartbeat("gpu-0");
+  Restart();
+  Step();
+  clock_.Advance(absl::Seconds(29));
+  Heartbeat("gpu-0");
+  Step();
+  EXPECT_EQ(Job("limited")["status"]["phase"], "Scheduled");
+  clock_.Advance(absl::Seconds(2));
+  Heartbeat("gpu-0");
+  Step();
+  Json j = Job("limited");
+  EXPECT_EQ(j["status"]["phase"], "Failed");
+  EXPECT_FALSE(j["status"].contains("placement"));
+  EXPECT_THAT(j["status"]["message"].get<std::string>(),
+              ::testing::HasSubstr("past its maxRuntimeSeconds (60): stopped"));
+  std::vector<std::string> reasons = EventReasons("limited");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "DeadlineExceeded"), reasons.end());
+  EXPECT_EQ(ctl_->stats().deadline_exceeded, 1);
+  // Its GPUs went to the next job.
+  Step();
+  EXPECT_EQ(Job("next")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(BoundGpus(), 8);
+}
+
 TEST_F(ControllerTest, UnhealthyGpuLeavesThePoolAndRequeuesItsGang) {
   AddNode("gpu-0", 8);
   AddJob("a", 1, 2);
