@@ -156,6 +156,7 @@ absl::Status SchedulingController::Step() {
   NodeTimers();
   RuntimeLimits();
   RunCycles();
+  CollectEvents();
   UpdateGauges();
   ++stats_.steps;
   return absl::OkStatus();

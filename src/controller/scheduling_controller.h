@@ -86,6 +86,9 @@ struct ControllerOptions {
   sched::Profile profile = sched::Profile::Default();
   // A node without a heartbeat for this long turns NotReady (0: never).
   absl::Duration node_grace = absl::Seconds(40);
+  // Event objects older than this are deleted (0: kept forever), a page of
+  // 1,000 per step, in passes every event_ttl / 10 (10 s to 10 min).
+  absl::Duration event_ttl = absl::Hours(1);
   // Heartbeats kept in memory by the API server (borrowed; null: only the
   // Node's stored status.lastHeartbeatTime counts). See node_leases.h.
   const NodeLeases* leases = nullptr;
@@ -148,6 +151,7 @@ class SchedulingController {
     int64_t restored = 0;           // placements rebuilt by Start()
     int64_t preempted = 0;          // victims unbound
     int64_t deadline_exceeded = 0;  // stopped by spec.maxRuntimeSeconds
+    int64_t events_collected = 0;   // Event objects deleted past event_ttl
     int64_t queue_rebuilds = 0;
     absl::Duration start_time;
   };
@@ -188,6 +192,8 @@ class SchedulingController {
   // binding: phase Failed, reason DeadlineExceeded, placement cleared (the
   // agents stop the members), GPUs back to the pool.
   void RuntimeLimits();
+  // Deletes Event objects older than options_.event_ttl (event_gc.cc).
+  void CollectEvents();
   // Arms rec's runtime limit for a binding made at `since`.
   void ArmRuntimeLimit(JobRec& rec, absl::Time since);
   void RunCycles();
@@ -259,6 +265,8 @@ class SchedulingController {
   // (deadline, job key) of bound jobs with spec.maxRuntimeSeconds; an entry
   // whose job was unbound or rebound since is skipped when it comes due.
   std::set<std::pair<absl::Time, std::string>> runtime_deadlines_;
+  absl::Time next_event_gc_ = absl::InfinitePast();
+  std::string event_gc_cursor_;  // the next page of a pass starts after this key
   absl::Time last_cycle_ = absl::InfinitePast();
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};

@@ -192,6 +192,26 @@ TEST_F(ControllerTest, MaxRuntimeStopsTheJobAndFreesItsGpus) {
   EXPECT_EQ(BoundGpus(), 8);
 }
 
+TEST_F(ControllerTest, EventsOlderThanTheirTtlAreCollected) {
+  base_options_.event_ttl = absl::Minutes(10);
+  Restart();
+  AddNode("gpu-0", 8);
+  AddJob("old", 1, 4);
+  Step();
+  ASSERT_FALSE(EventReasons("old").empty());
+  clock_.Advance(absl::Minutes(11));
+  Heartbeat("gpu-0");
+  AddJob("new", 1, 4);
+  Step();
+  Step();  // the collection's pass is due: the first step's events are past 10 minutes
+  EXPECT_TRUE(EventReasons("old").empty());
+  EXPECT_TRUE(EventReasons("gpu-0").empty());
+  EXPECT_FALSE(EventReasons("new").empty());
+  EXPECT_GT(ctl_->stats().events_collected, 0);
+  // The objects themselves are untouched.
+  EXPECT_EQ(Job("old")["status"]["phase"], "Scheduled");
+}
+
 TEST_F(ControllerTest, UnhealthyGpuLeavesThePoolAndRequeuesItsGang) {
   AddNode("gpu-0", 8);
   AddJob("a", 1, 2);

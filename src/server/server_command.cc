@@ -36,6 +36,7 @@ struct ServerFlags {
   bool scheduler = true;
   double node_grace_s = 40;
   double node_status_s = 60;
+  double event_ttl_s = 3600;
   double eviction_s = 300;
   std::string queue_config;
   std::string tls_cert, tls_key;
@@ -176,6 +177,7 @@ int RunServer(const ServerFlags& f) {
     controller::ControllerOptions co;
     co.node_grace = absl::Seconds(f.node_grace_s);
     co.leases = &leases;
+    co.event_ttl = absl::Seconds(f.event_ttl_s);
     co.eviction_delay = absl::Seconds(f.eviction_s);
     co.metrics = &registry;
     co.queues = queues;
@@ -223,6 +225,8 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--node-status-seconds", flags->node_status_s,
                   "A heartbeat that changes nothing writes the Node only when its stored "
                   "lastHeartbeatTime is this old (liveness is kept in memory)");
+  cmd->add_option("--event-ttl-seconds", flags->event_ttl_s,
+                  "Event objects older than this are deleted (0: kept forever)");
   cmd->add_option("--eviction-seconds", flags->eviction_s,
                   "A NotReady node loses its gangs after this long");
   cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");
