@@ -231,7 +231,8 @@ Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
   sockaddr_in src{};
   src.sin_family = AF_INET;
   src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + agent % 200);
-  bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+  // Best effort: on failure the kernel picks the source address at connect().
+  (void)bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port_);

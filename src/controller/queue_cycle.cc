@@ -128,6 +128,7 @@ void SchedulingController::RebuildQueues() {
   std::vector<std::string> names;
   for (const auto& [name, obj] : queue_objects_) names.push_back(name);
   std::sort(names.begin(), names.end());  // deterministic tree order
+  objs.reserve(names.size());
   for (const std::string& n : names) objs.push_back(queue_objects_.at(n));
   std::vector<std::string> problems;
   sched::QueueManagerConfig c = BuildQueueConfig(options_.queues, objs, used, &problems);
