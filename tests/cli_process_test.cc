@@ -1,6 +1,7 @@
 // The `tessera` CLI against a real `tessera server` process on loopback: the
 // server schedules what the CLI applies (examples/), and the CLI shows it.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -205,6 +206,39 @@ TEST_F(CliProcessTest, SilentNodeGoesNotReadyAndItsGangIsRequeued) {
   EXPECT_NE(r.out.find("NodeLost"), std::string::npos) << r.out;
   r = Run("describe node lonely");
   EXPECT_NE(r.out.find("NodeNotReady"), std::string::npos) << r.out;
+}
+
+TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {
+  // A 1 s grace: only the heartbeat route's in-memory lease keeps the node
+  // Ready (the server writes the Node once, then only every 60 s).
+  server_.Kill(SIGKILL);
+  extra_args_ = {"--node-grace-seconds", "1"};
+  dir_ = MakeTempDir("tessera_cli_lease");
+  StartServer();
+  Result r =
+      Run("apply -f - <<'EOF'\n"
+          "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: beating}\n"
+          "spec: {gpuType: H100, gpuCount: 2}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  httplib::Client cli(url_);
+  const std::string body =
+      R"({"gpus": [{"index": 0, "health": "Healthy"}, {"index": 1, "health": "Healthy"}]})";
+  int written = 0;
+  for (int i = 0; i < 12; ++i) {  // 3 s of heartbeats every 250 ms
+    auto res = cli.Post("/api/v1/nodes/beating/heartbeat", body, "application/json");
+    ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    written += Json::parse(res->body).value("written", false) ? 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_EQ(written, 1);
+  EXPECT_NE(Run("get nodes beating").out.find("Ready"), std::string::npos);
+  EXPECT_EQ(Run("get nodes beating").out.find("NotReady"), std::string::npos);
+  r = Run("describe node beating");
+  EXPECT_NE(r.out.find("s ago)"), std::string::npos) << r.out;  // the lease, not the stored time
+  // Silent: NotReady after the grace.
+  Json node = WaitFor("nodes", "beating",
+                      [](const Json& n) { return n["status"].value("phase", "") == "NotReady"; });
+  EXPECT_EQ(node["status"]["phase"], "NotReady");
 }
 
 }  // namespace

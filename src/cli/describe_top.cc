@@ -123,13 +123,23 @@ void DescribeNode(ApiClient& client, const Json& o, absl::Time now) {
   const Json& spec = o["spec"];
   const Json st = o.contains("status") ? o["status"] : Json::object();
   const std::string name = meta.value("name", "");
+  // Liveness lives in the server's memory (the node's lease); the stored
+  // status.lastHeartbeatTime is refreshed only on a change or every minute.
+  std::string heartbeat = st.value("lastHeartbeatTime", "<none>");
+  absl::StatusOr<Response> lease =
+      client.Do("GET", absl::StrCat("/api/v1/nodes/", name, "/heartbeat"));
+  if (lease.ok() && lease->code == 200 && lease->body.is_object() &&
+      lease->body.value("renewTime", Json()).is_string()) {
+    const std::string t = lease->body["renewTime"].get<std::string>();
+    heartbeat = absl::StrCat(t, " (", Age(t, now), " ago)");
+  }
   std::vector<std::vector<std::string>> head = {
       {"Name:", name},
       {"Status:", Phase(o)},
       {"Unschedulable:", spec.value("unschedulable", false) ? "true" : "false"},
       {"Rack / block:",
        absl::StrCat(spec.value("rack", "default"), " / ", spec.value("block", "default"))},
-      {"Last heartbeat:", st.value("lastHeartbeatTime", "<none>")},
+      {"Last heartbeat:", heartbeat},
   };
   std::vector<std::string> taints;
   if (spec.contains("taints")) {

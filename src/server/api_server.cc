@@ -306,10 +306,13 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
     return HandleBatch(*who, req, res);
   }
   if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "heartbeat") {
-    if (req.method != "POST") return Fail(res, 405, "MethodNotAllowed", "heartbeats take POST");
+    if (req.method != "POST" && req.method != "GET") {
+      return Fail(res, 405, "MethodNotAllowed", "heartbeats take POST (GET reads the lease)");
+    }
     if (!api::IsDnsLabel(seg[1])) {
       return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
     }
+    if (req.method == "GET") return HandleNodeLease(*who, seg[1], res);
     return HandleNodeHeartbeat(*who, seg[1], req, res);
   }
   if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "bindings") {

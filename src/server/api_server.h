@@ -135,6 +135,8 @@ class ApiServer {
   // POST /api/v1/nodes/NAME/heartbeat (node_heartbeat.cc).
   void HandleNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
                            httplib::Response& res);
+  // GET /api/v1/nodes/NAME/heartbeat: the node's lease (its last heartbeat).
+  void HandleNodeLease(const Principal& p, const std::string& node, httplib::Response& res);
   std::string NewUid();
 
   store::Store& store_;

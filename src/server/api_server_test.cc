@@ -577,7 +577,13 @@ TEST_F(ApiServerTest, NodeHeartbeatsRenewTheLeaseAndWriteOnlyOnChange) {
   ASSERT_EQ(Do("POST", "/api/v1/nodes", Node("gpu-02")).status, 201);
   EXPECT_EQ(Do("POST", "/api/v1/nodes/gpu-02/heartbeat", gpus("Healthy", 1), kNode1).status, 403);
   EXPECT_EQ(Do("POST", hb, gpus("Healthy", 1), kTeamA).status, 403);
-  EXPECT_EQ(Do("GET", hb, nullptr, kNode1).status, 405);
+  // GET reads the lease, for whoever may read the Node.
+  Resp lease = Do("GET", hb, nullptr, kNode1);
+  EXPECT_EQ(lease.status, 200);
+  EXPECT_EQ(lease.body["renewTime"], "2026-01-01T00:01:55Z");  // the bad ones renewed nothing
+  EXPECT_EQ(Do("GET", "/api/v1/nodes/gpu-02/heartbeat", nullptr, kNode1).status, 403);
+  EXPECT_TRUE(Do("GET", "/api/v1/nodes/gpu-02/heartbeat").body["renewTime"].is_null());
+  EXPECT_EQ(Do("PUT", hb, gpus("Healthy", 1), kNode1).status, 405);
   EXPECT_EQ(Do("POST", "/api/v1/nodes/gpu-02/heartbeat", gpus("Healthy", 1)).status, 200);
 }
 

@@ -9,7 +9,8 @@
 //   - or when the stored lastHeartbeatTime is missing or older than options_.node_status_interval,
 // so in steady state a fleet's heartbeats cost map updates, not durable writes, and readers of
 // the Node (the dashboard's utilization, `tessera describe node`) see it refreshed at least
-// every interval. Without a lease table every heartbeat is written.
+// every interval. Without a lease table every heartbeat is written. GET on the same path reads
+// the lease: {"kind": "NodeLease", "renewTime": "..." or null (none since the server started)}.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -141,6 +142,20 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
         res, 200,
         {{"kind", "NodeHeartbeat"}, {"written", true}, {"resourceVersion", absl::StrCat(*rev)}});
   }
+}
+
+void ApiServer::HandleNodeLease(const Principal& p, const std::string& node,
+                                httplib::Response& res) {
+  // Whoever may read the Node may read its lease.
+  if (std::string why = Authorize(p, Verb::kGet, Resource{"nodes", false, "", node});
+      !why.empty()) {
+    return Fail(res, 403, "Forbidden", why);
+  }
+  const std::optional<absl::Time> renewed =
+      options_.node_leases != nullptr ? options_.node_leases->LastRenew(node) : std::nullopt;
+  Json lease = {{"kind", "NodeLease"}, {"metadata", {{"name", node}}}, {"renewTime", nullptr}};
+  if (renewed) lease["renewTime"] = controller::Timestamp(*renewed);
+  Reply(res, 200, lease);
 }
 
 }  // namespace tessera::server
