@@ -197,8 +197,11 @@ int RunUp(const UpFlags& f) {
   }
   chmod((data + "/tokens").c_str(), 0600);
   server.pid =
+      // Six nodes: the Node may be written every few seconds, so the dashboard's utilization
+      // colors follow the fake GPUs' scripted load closely (a large fleet keeps the 60 s default).
       Spawn({exe, "server", "--data-dir", data + "/store", "--listen", f.listen, "--tokens-file",
-             data + "/tokens", "--node-grace-seconds", "6", "--eviction-seconds", "10"},
+             data + "/tokens", "--node-grace-seconds", "6", "--eviction-seconds", "10",
+             "--node-status-seconds", "4"},
             data + "/logs/server.log", &out);
   std::string line;
   char buf[512];
