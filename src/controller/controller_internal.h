@@ -45,7 +45,6 @@ struct SchedulingController::NodeRec {
   bool ready = true;
   bool cordoned = false;
   std::string heartbeat;
-  absl::Time lease = absl::InfinitePast();  // last lease renewal seen (NodeLeases)
   absl::Time last_seen;
   absl::Time not_ready_since;
   bool evicted = false;

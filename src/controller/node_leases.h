@@ -28,10 +28,15 @@ class NodeLeases {
   void Renew(absl::string_view node, absl::Time at) ABSL_LOCKS_EXCLUDED(mu_);
   // The last heartbeat of `node`, if any since this process started.
   std::optional<absl::Time> LastRenew(absl::string_view node) const ABSL_LOCKS_EXCLUDED(mu_);
+  // The nodes renewed since the previous call, each with its latest renewal,
+  // so that the one reader (the controller) works per renewal, not per node.
+  // Bounded by the number of nodes when nobody takes them.
+  absl::flat_hash_map<std::string, absl::Time> TakeRenewals() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, absl::Time> renewed_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Time> fresh_ ABSL_GUARDED_BY(mu_);  // since TakeRenewals
 };
 
 }  // namespace tessera::controller

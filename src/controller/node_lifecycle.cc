@@ -223,12 +223,11 @@ void SchedulingController::NodeTimers() {
   const absl::Time now = clock_.Now();
   if (options_.leases != nullptr) {
     // Heartbeats that renewed only the in-memory lease (no store event).
-    for (auto& [key, rec] : nodes_) {
-      if (rec->id == sched::kNoNode) continue;
-      std::optional<absl::Time> t = options_.leases->LastRenew(rec->name);
-      if (!t || *t <= rec->lease) continue;
-      rec->lease = *t;
-      NoteHeartbeat(key, *rec, now);
+    for (const auto& [name, at] : options_.leases->TakeRenewals()) {
+      const std::string key = ObjectKey("nodes", "", name);
+      auto it = nodes_.find(key);
+      if (it == nodes_.end() || it->second->id == sched::kNoNode) continue;
+      NoteHeartbeat(key, *it->second, now);
     }
   }
   std::vector<std::pair<std::string, NodeRec*>> due;

@@ -90,8 +90,9 @@ struct ControllerOptions {
   // 1,000 per step, in passes every event_ttl / 10 (10 s to 10 min).
   absl::Duration event_ttl = absl::Hours(1);
   // Heartbeats kept in memory by the API server (borrowed; null: only the
-  // Node's stored status.lastHeartbeatTime counts). See node_leases.h.
-  const NodeLeases* leases = nullptr;
+  // Node's stored status.lastHeartbeatTime counts). See node_leases.h. The
+  // controller is its one TakeRenewals() reader.
+  NodeLeases* leases = nullptr;
   // A node NotReady for this long loses its gangs (requeued, NodeLost).
   absl::Duration eviction_delay = absl::Minutes(5);
   // Background loop: longest sleep between steps when nothing is written.

@@ -84,6 +84,35 @@ bool QueryInt(const httplib::Request& req, const char* name, int64_t& out, httpl
   return true;
 }
 
+std::optional<Selectors> ParseSelectors(const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<api::Selector> labels =
+      api::Selector::ParseLabels(req.get_param_value("labelSelector"));
+  if (!labels.ok()) {
+    Fail(res, 400, "BadRequest", labels.status().message());
+    return std::nullopt;
+  }
+  absl::StatusOr<api::Selector> fields =
+      api::Selector::ParseFields(req.get_param_value("fieldSelector"));
+  if (!fields.ok()) {
+    Fail(res, 400, "BadRequest", fields.status().message());
+    return std::nullopt;
+  }
+  return Selectors{*std::move(labels), *std::move(fields)};
+}
+
+bool AllowNodeRoute(const Principal& p, const std::string& node, absl::string_view route,
+                    absl::string_view own, httplib::Response& res) {
+  if (p.role == Principal::Role::kUser) {
+    Fail(res, 403, "Forbidden", absl::StrCat(route, " are for node agents and admins"));
+    return false;
+  }
+  if (p.role == Principal::Role::kNode && p.node != node) {
+    Fail(res, 403, "Forbidden", absl::StrCat("node \"", p.node, "\" may only ", own));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace internal
 
 using namespace internal;  // NOLINT: this module's reply helpers
@@ -420,12 +449,8 @@ void ApiServer::HandleGet(const Route& r, const httplib::Request&, httplib::Resp
 void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib::Response& res) {
   int64_t limit = 0;
   if (!QueryInt(req, "limit", limit, res)) return;
-  absl::StatusOr<api::Selector> labels =
-      api::Selector::ParseLabels(req.get_param_value("labelSelector"));
-  if (!labels.ok()) return Fail(res, 400, "BadRequest", labels.status().message());
-  absl::StatusOr<api::Selector> fields =
-      api::Selector::ParseFields(req.get_param_value("fieldSelector"));
-  if (!fields.ok()) return Fail(res, 400, "BadRequest", fields.status().message());
+  std::optional<Selectors> sel = ParseSelectors(req, res);
+  if (!sel) return;
   const std::string prefix = api::StorePrefix(*r.kind, r.ns);
   store::ListOptions opts;
   if (std::string token = req.get_param_value("continue"); !token.empty()) {
@@ -439,7 +464,7 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
   opts.limit = limit > 0 ? std::max<int64_t>(limit, 500) : 0;
   // Items are spliced as text (no parse/dump per object) unless a selector
   // needs to look inside them.
-  const bool filter = !labels->empty() || !fields->empty();
+  const bool filter = !sel->empty();
   std::string items;
   int64_t count = 0;
   int64_t revision = -1;
@@ -453,7 +478,7 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
       if (filter) {
         absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
         if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
-        if (!labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+        if (!sel->Matches(*obj)) continue;
       }
       absl::StatusOr<std::string> text = api::StoredToApiText(kv.value, kv.mod_revision);
       if (!text.ok()) return FailStore(res, text.status(), kv.key);

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "server/api/kinds.h"
 #include "server/api/object_codec.h"
+#include "server/api/selector.h"
 #include "server/api_server.h"
 
 namespace tessera::server {
@@ -39,6 +41,21 @@ void FailStore(httplib::Response& res, const absl::Status& s, const std::string&
 // Parses an optional non-negative integer query parameter; on a bad value answers 400 and
 // returns false.
 bool QueryInt(const httplib::Request& req, const char* name, int64_t& out, httplib::Response& res);
+
+// A list's or watch's labelSelector and fieldSelector.
+struct Selectors {
+  api::Selector labels, fields;
+  bool empty() const { return labels.empty() && fields.empty(); }
+  bool Matches(const api::Json& obj) const { return labels.Matches(obj) && fields.Matches(obj); }
+};
+// Parses the request's selectors; on a bad one answers 400 and returns nullopt.
+std::optional<Selectors> ParseSelectors(const httplib::Request& req, httplib::Response& res);
+
+// The node-agent routes (a node's bindings, its heartbeat) are for that node's own token and for
+// admins; user tokens get none. On refusal answers 403 naming `route` ("node bindings") or what a
+// node may do (`own`: "read its own bindings") and returns false.
+bool AllowNodeRoute(const Principal& p, const std::string& node, absl::string_view route,
+                    absl::string_view own, httplib::Response& res);
 
 }  // namespace internal
 }  // namespace tessera::server

@@ -31,12 +31,8 @@ std::string EventType(const store::Event& e) {
 }  // namespace
 
 void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res) {
-  absl::StatusOr<api::Selector> labels =
-      api::Selector::ParseLabels(req.get_param_value("labelSelector"));
-  if (!labels.ok()) return Fail(res, 400, "BadRequest", labels.status().message());
-  absl::StatusOr<api::Selector> fields =
-      api::Selector::ParseFields(req.get_param_value("fieldSelector"));
-  if (!fields.ok()) return Fail(res, 400, "BadRequest", fields.status().message());
+  std::optional<Selectors> sel = ParseSelectors(req, res);
+  if (!sel) return;
   int64_t since = 0, timeout_s = 0;
   if (!QueryInt(req, "resourceVersion", since, res)) return;
   if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;
@@ -74,7 +70,7 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
     st->since = list->revision;
     for (const store::KeyValue& kv : list->kvs) {
       absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
-      if (!obj.ok() || !labels->Matches(*obj) || !fields->Matches(*obj)) continue;
+      if (!obj.ok() || !sel->Matches(*obj)) continue;
       st->initial.push_back(Json{{"type", "ADDED"}, {"object", std::move(*obj)}}.dump() + "\n");
     }
   } else {
@@ -95,12 +91,11 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
   st->deadline = absl::Now() + limit;
   st->last_write = absl::Now();
   const KindInfo* kind = r.kind;
-  api::Selector lsel = *labels, fsel = *fields;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "application/json",
-      [this, st, slot, prefix, kind, lsel, fsel, bookmarks](size_t,
-                                                            httplib::DataSink& sink) -> bool {
+      [this, st, slot, prefix, kind, sel = *std::move(sel), bookmarks](
+          size_t, httplib::DataSink& sink) -> bool {
         auto write = [&](const std::string& line) {
           st->last_write = absl::Now();
           return sink.write(line.data(), line.size());
@@ -135,7 +130,7 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
         }
         for (const store::Event& e : evs->events) {
           absl::StatusOr<Json> obj = api::FromStored(e.kv.value, e.revision);
-          if (!obj.ok() || !lsel.Matches(*obj) || !fsel.Matches(*obj)) continue;
+          if (!obj.ok() || !sel.Matches(*obj)) continue;
           Json ev = {{"type", EventType(e)}, {"object", std::move(*obj)}};
           if (!write(ev.dump() + "\n")) return false;
         }
@@ -168,13 +163,7 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
 void ApiServer::HandleNodeBindings(const Principal& p, const std::string& node,
                                    const httplib::Request& req, httplib::Response& res) {
   // A node sees only its own bindings; users none (they span tenants).
-  if (p.role == Principal::Role::kUser) {
-    return Fail(res, 403, "Forbidden", "node bindings are for node agents and admins");
-  }
-  if (p.role == Principal::Role::kNode && p.node != node) {
-    return Fail(res, 403, "Forbidden",
-                absl::StrCat("node \"", p.node, "\" may only read its own bindings"));
-  }
+  if (!AllowNodeRoute(p, node, "node bindings", "read its own bindings", res)) return;
   int64_t since = 0, timeout_s = 0;
   if (!QueryInt(req, "resourceVersion", since, res)) return;
   if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;

@@ -55,13 +55,7 @@ int64_t GpuCount(const Json& node) {
 
 void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
                                     const httplib::Request& req, httplib::Response& res) {
-  if (p.role == Principal::Role::kUser) {
-    return Fail(res, 403, "Forbidden", "node heartbeats are for node agents and admins");
-  }
-  if (p.role == Principal::Role::kNode && p.node != node) {
-    return Fail(res, 403, "Forbidden",
-                absl::StrCat("node \"", p.node, "\" may only heartbeat for itself"));
-  }
+  if (!AllowNodeRoute(p, node, "node heartbeats", "heartbeat for itself", res)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   std::vector<api::FieldError> errors;
