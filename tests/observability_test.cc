@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "obs/testing/otlp_receiver.h"
 #include "server_process.h"
 
 namespace tessera::testing {
@@ -73,53 +74,28 @@ bool WaitFor(F f, absl::Duration limit) {
   return f();
 }
 
-// An OTLP/HTTP collector stand-in: keeps every request body.
-class OtlpReceiver {
- public:
-  OtlpReceiver() {
-    server_.Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res) {
-      absl::MutexLock l(&mu_);
-      bodies_.push_back(req.body);
-      res.set_content("{}", "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~OtlpReceiver() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-  // Every span received, each with the request's resource attributes merged in.
-  std::vector<Json> Spans() {
-    absl::MutexLock l(&mu_);
-    std::vector<Json> out;
-    for (const std::string& b : bodies_) {
-      Json req = Json::parse(b, nullptr, false);
-      if (!req.is_object()) continue;
-      for (const Json& rs : req["resourceSpans"]) {
-        std::string service;
-        for (const Json& a : rs["resource"]["attributes"]) {
-          if (a["key"] == "service.name") service = a["value"]["stringValue"];
-        }
-        for (const Json& ss : rs["scopeSpans"]) {
-          for (Json s : ss["spans"]) {
-            s["_service"] = service;
-            out.push_back(std::move(s));
-          }
+// Every span `otlp` received, each with its request's resource attributes
+// merged in (service.name as "_service").
+std::vector<Json> Spans(obs::testing::OtlpReceiver& otlp) {
+  std::vector<Json> out;
+  for (const std::string& b : otlp.bodies()) {
+    Json req = Json::parse(b, nullptr, false);
+    if (!req.is_object()) continue;
+    for (const Json& rs : req["resourceSpans"]) {
+      std::string service;
+      for (const Json& a : rs["resource"]["attributes"]) {
+        if (a["key"] == "service.name") service = a["value"]["stringValue"];
+      }
+      for (const Json& ss : rs["scopeSpans"]) {
+        for (Json sp : ss["spans"]) {
+          sp["_service"] = service;
+          out.push_back(std::move(sp));
         }
       }
     }
-    return out;
   }
-
- private:
-  httplib::Server server_;
-  int port_ = -1;
-  std::thread thread_;
-  absl::Mutex mu_;
-  std::vector<std::string> bodies_;
-};
+  return out;
+}
 
 std::string Attr(const Json& span, const std::string& key) {
   for (const Json& a : span["attributes"]) {
@@ -269,7 +245,7 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
       << "prometheus is not installed (scripts/setup.sh installs Debian's prometheus package)";
   const std::string dir = MakeTempDir("tessera_obs");
   ASSERT_FALSE(dir.empty());
-  OtlpReceiver otlp;
+  obs::testing::OtlpReceiver otlp;
   ASSERT_GT(otlp.port(), 0);
 
   ServerProcess server;
@@ -424,7 +400,7 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   std::vector<Json> spans;
   ASSERT_TRUE(WaitFor(
       [&] {
-        spans = otlp.Spans();
+        spans = Spans(otlp);
         for (const Json& s : spans) {
           if (s["name"] == "schedule" && Attr(s, "tessera.result") == "unschedulable") return true;
         }

@@ -11,51 +11,16 @@
 #include <unistd.h>
 
 #include <set>
-#include <thread>
 
-#include "absl/synchronization/mutex.h"
-#include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "obs/testing/otlp_receiver.h"
 
 namespace tessera::obs {
 namespace {
 
 using Json = nlohmann::json;
 
-class Receiver {
- public:
-  Receiver() {
-    server_.Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res) {
-      absl::MutexLock l(&mu_);
-      bodies_.push_back(req.body);
-      content_types_.push_back(req.get_header_value("Content-Type"));
-      res.set_content("{}", "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~Receiver() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-  std::vector<std::string> bodies() {
-    absl::MutexLock l(&mu_);
-    return bodies_;
-  }
-  std::vector<std::string> content_types() {
-    absl::MutexLock l(&mu_);
-    return content_types_;
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = -1;
-  std::thread thread_;
-  absl::Mutex mu_;
-  std::vector<std::string> bodies_;
-  std::vector<std::string> content_types_;
-};
+using Receiver = testing::OtlpReceiver;
 
 TraceRecord Decision(const std::string& job) {
   const absl::Time t0 = absl::FromUnixSeconds(1764522000);
