@@ -30,13 +30,6 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Gone or a zombie.
 bool ProcessGone(pid_t pid) {
   if (kill(pid, 0) != 0) return true;

@@ -1,10 +1,10 @@
 // Checks the shipped Grafana dashboard: valid JSON, every panel has a query,
 // and every metric it queries is one Tessera's server or agents export.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <regex>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "nlohmann/json.hpp"
 
@@ -30,8 +30,8 @@ TEST(DeployArtifactsTest, GrafanaDashboardQueriesKnownSeries) {
     }
   }
   // Utilization heatmap, allocation by queue, health, scheduling latency.
-  for (const char* must : {"DCGM_FI_DEV_GPU_UTIL", "tessera_queue_gpu_usage", "tessera_gpus_healthy",
-                           "tessera_scheduling_duration_seconds_bucket"}) {
+  for (const char* must : {"DCGM_FI_DEV_GPU_UTIL", "tessera_queue_gpu_usage",
+                           "tessera_gpus_healthy", "tessera_scheduling_duration_seconds_bucket"}) {
     EXPECT_TRUE(seen.count(must)) << must;
   }
 }

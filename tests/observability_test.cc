@@ -41,13 +41,6 @@ namespace {
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A loopback port nothing listens on now (bound to 0, read back, closed).
 int FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,62 @@ inline CliResult RunTessera(const std::string& args) {
   return r;
 }
 
+// The whole file at `path` ("" when unreadable).
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A child whose first line of stdout was awaited (SpawnForFirstLine).
+struct FirstLine {
+  pid_t pid = -1;          // -1: the pipe or the fork failed
+  std::string out;         // what stdout gave until its first newline
+  bool timed_out = false;  // no newline within the time; else stdout ended first
+};
+// Forks `argv` with stdout on a pipe and stderr appended to `stderr_path`
+// (/dev/null when empty), then reads stdout until its first full line, for at
+// most `timeout_ms`. The pipe is closed afterwards: the child must print
+// nothing more on stdout.
+inline FirstLine SpawnForFirstLine(std::vector<std::string> argv, const std::string& stderr_path,
+                                   int timeout_ms) {
+  FirstLine r;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return r;
+  r.pid = fork();
+  if (r.pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return r;
+  }
+  if (r.pid == 0) {
+    dup2(fds[1], 1);
+    int err = stderr_path.empty() ? open("/dev/null", O_WRONLY)
+                                  : open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(err, 2);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[512];
+  while (r.out.find('\n') == std::string::npos) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) <= 0) {
+      r.timed_out = true;
+      break;
+    }
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.out.append(buf, n);
+  }
+  close(fds[0]);
+  return r;
+}
+
 inline std::string MakeTempDir(const char* tag) {
   const char* tmp = getenv("TMPDIR");
   std::string tmpl(tmp ? tmp : "/tmp");
@@ -55,43 +113,16 @@ class ServerProcess {
   // Starts `TESSERA_BIN server --listen 127.0.0.1:0 ARGS...` and waits (up to
   // 20 s) for it to listen. Returns the port, or -1 (see error()).
   int Start(const std::vector<std::string>& args) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return Fail("pipe");
-    std::vector<std::string> argv_s = {TesseraBin(), "server", "--listen", "127.0.0.1:0"};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    pid_ = fork();
-    if (pid_ < 0) return Fail("fork");
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      int err = stderr_path_.empty()
-                    ? open("/dev/null", O_WRONLY)
-                    : open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      dup2(err, 2);
-      std::vector<char*> argv;
-      for (std::string& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
+    std::vector<std::string> argv = {TesseraBin(), "server", "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    FirstLine first = SpawnForFirstLine(std::move(argv), stderr_path_, 20000);
+    pid_ = first.pid;
+    if (pid_ < 0) return Fail("pipe or fork failed");
+    const std::string& out = first.out;
+    if (out.find('\n') == std::string::npos) {
+      return Fail(first.timed_out ? "server did not report listening within 20 s"
+                                  : "server exited before listening: " + out);
     }
-    close(fds[1]);
-    std::string out;
-    char buf[256];
-    while (out.find('\n') == std::string::npos) {
-      pollfd p{fds[0], POLLIN, 0};
-      if (poll(&p, 1, 20000) <= 0) {
-        close(fds[0]);
-        return Fail("server did not report listening within 20 s");
-      }
-      ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) {
-        close(fds[0]);
-        std::string msg("server exited before listening: ");
-        msg.append(out);
-        return Fail(msg);
-      }
-      out.append(buf, n);
-    }
-    close(fds[0]);  // the server prints nothing more on stdout
     size_t colon = out.find("127.0.0.1:");
     if (colon == std::string::npos) return Fail(std::string("unexpected output: ").append(out));
     port_ = atoi(out.c_str() + colon + 10);
