@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/node_leases.h"
 #include "nlohmann/json.hpp"
+#include "server/testing/http_call.h"
 #include "store/sqlite_store.h"
 
 namespace tessera::server {
@@ -31,10 +32,7 @@ constexpr char kTeamA[] = "team-a-token";
 constexpr char kTeamB[] = "team-b-token";
 constexpr char kNode1[] = "node-gpu-01-token";
 
-struct Resp {
-  int status = 0;
-  Json body;
-};
+using Resp = testing::HttpResp;
 
 Json Job(const std::string& name, int count = 2, Json labels = Json::object()) {
   return {{"apiVersion", "tessera.dev/v1"},
@@ -90,21 +88,7 @@ class ApiServerTest : public ::testing::Test {
   }
   Resp DoRaw(const std::string& method, const std::string& path, const std::string& body,
              const std::string& token = kAdmin) {
-    httplib::Client cli("127.0.0.1", port_);
-    httplib::Headers headers;
-    if (!token.empty()) headers.emplace("Authorization", absl::StrCat("Bearer ", token));
-    httplib::Result r = method == "GET"    ? cli.Get(path, headers)
-                        : method == "POST" ? cli.Post(path, headers, body, "application/json")
-                        : method == "PUT"  ? cli.Put(path, headers, body, "application/json")
-                                           : cli.Delete(path, headers);
-    Resp out;
-    if (!r) {
-      ADD_FAILURE() << method << " " << path << ": " << httplib::to_string(r.error());
-      return out;
-    }
-    out.status = r->status;
-    out.body = Json::parse(r->body, nullptr, false);
-    return out;
+    return testing::HttpCall(port_, method, path, body, token, /*read_timeout_s=*/5);
   }
   // Reads watch events until `n` arrived or the stream ends.
   std::vector<Json> Watch(const std::string& path, size_t n, const std::string& token = kAdmin,

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/api_server.h"
+#include "server/testing/http_call.h"
 #include "store/sqlite_store.h"
 
 namespace tessera::server {
@@ -26,12 +27,7 @@ constexpr char kAdmin[] = "admin-token";
 constexpr char kTeamA[] = "team-a-token";
 constexpr char kNode1[] = "node-1-token";
 
-struct Resp {
-  int status = 0;
-  std::string text;
-  Json body;
-  std::string location;
-};
+using Resp = testing::HttpResp;
 
 Json Node(const std::string& name, const std::string& rack, const std::string& layout) {
   return {{"apiVersion", "tessera.dev/v1"},
@@ -87,25 +83,8 @@ class DashboardTest : public ::testing::Test {
 
   Resp Do(const std::string& method, const std::string& path, const Json& body = nullptr,
           const std::string& token = kAdmin) {
-    httplib::Client cli("127.0.0.1", port_);
-    cli.set_read_timeout(15, 0);
-    httplib::Headers headers;
-    if (!token.empty()) headers.emplace("Authorization", absl::StrCat("Bearer ", token));
-    const std::string text = body.is_null() ? "" : body.dump();
-    httplib::Result r = method == "GET"    ? cli.Get(path, headers)
-                        : method == "POST" ? cli.Post(path, headers, text, "application/json")
-                        : method == "PUT"  ? cli.Put(path, headers, text, "application/json")
-                                           : cli.Delete(path, headers);
-    Resp out;
-    if (!r) {
-      ADD_FAILURE() << method << " " << path << ": " << httplib::to_string(r.error());
-      return out;
-    }
-    out.status = r->status;
-    out.text = r->body;
-    out.body = Json::parse(r->body, nullptr, false);
-    out.location = r->get_header_value("Location");
-    return out;
+    return testing::HttpCall(port_, method, path, body.is_null() ? "" : body.dump(), token,
+                             /*read_timeout_s=*/15);
   }
 
   // Creates the object, then writes `status` onto it (status is the controller's and

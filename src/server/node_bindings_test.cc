@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "server/api_server.h"
 #include "server/elastic_pool.h"
+#include "server/testing/http_call.h"
 #include "store/memory_store.h"
 
 namespace tessera::server {
@@ -25,10 +26,7 @@ constexpr char kNodeA[] = "node-a-token";
 constexpr char kNodeB[] = "node-b-token";
 constexpr char kJobs[] = "/api/v1/namespaces/team/trainingjobs";
 
-struct Resp {
-  int status = 0;
-  Json body;
-};
+using Resp = testing::HttpResp;
 
 class NodeBindingsTest : public ::testing::Test {
  protected:
@@ -48,21 +46,7 @@ class NodeBindingsTest : public ::testing::Test {
 
   Resp Do(const std::string& method, const std::string& path, const Json& body = nullptr,
           const std::string& token = kAdmin) {
-    httplib::Client cli("127.0.0.1", port_);
-    cli.set_read_timeout(30, 0);
-    httplib::Headers h{{"Authorization", absl::StrCat("Bearer ", token)}};
-    httplib::Result r = method == "GET"    ? cli.Get(path, h)
-                        : method == "POST" ? cli.Post(path, h, body.dump(), "application/json")
-                        : method == "PUT"  ? cli.Put(path, h, body.dump(), "application/json")
-                                           : cli.Delete(path, h);
-    Resp out;
-    if (!r) {
-      ADD_FAILURE() << method << " " << path << ": " << httplib::to_string(r.error());
-      return out;
-    }
-    out.status = r->status;
-    out.body = Json::parse(r->body, nullptr, false);
-    return out;
+    return testing::HttpCall(port_, method, path, body.is_null() ? "" : body.dump(), token);
   }
 
   // Creates a job and binds it (as the scheduler does) to `nodes` with `generation`.
