@@ -11,177 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/scheduler.h"
+#include "sim/replay/simulator_internal.h"
 
 namespace tessera::sim::replay {
 
-namespace {
-
-enum class Status : uint8_t { kFuture, kPending, kRunning, kDone, kRejected };
-enum class Cause : uint8_t { kNone, kFailure, kPreempt };
-enum EventKind : uint8_t {
-  kComplete = 0,
-  kRepair = 1,
-  kFailure = 2,
-  kNodeFailure = 3,
-  kDemote = 4,
-  kSample = 5
-};
-
-struct JobRt {
-  std::unique_ptr<model::Job> job;
-  JobFacts facts;
-  Status status = Status::kFuture;
-  Cause restart_cause = Cause::kNone;
-  uint32_t epoch = 0;
-  int32_t running_pos = -1;
-  double seg_start = 0;
-  double seg_overhead = 0;
-  double progress0 = 0;
-  double first_start = -1;
-  double finish = -1;
-  double killed_at = -1;
-};
-
-struct Event {
-  double t;
-  uint8_t kind;
-  uint64_t seq;
-  int64_t a;             // job index or node
-  uint32_t b;            // epoch or GPU mask
-  double repair_s = -1;  // failures: scripted repair time (< 0: none, random failure)
-  bool operator>(const Event& o) const {
-    if (t != o.t) return t > o.t;
-    if (kind != o.kind) return kind > o.kind;
-    return seq > o.seq;
-  }
-};
-
-class Sim final : public JobFactsSource {
- public:
-  Sim(const Workload& w, const SimOptions& opt, const PolicySpec& policy)
-      : w_(w),
-        opt_(opt),
-        policy_(policy),
-        rt_(w.jobs.size()),
-        fail_rng_(opt.seed ^ 0x9e3779b97f4a7c15ULL) {}
-
-  const JobFacts& Facts(const model::Job& job) const override {
-    return rt_[SimJobIndex(job.name)].facts;
-  }
-
-  absl::StatusOr<PolicyResult> Run(const sched::PluginRegistry& base, Clock* wall);
-
- private:
-  struct PendingLess {
-    const Sim* sim;
-    bool operator()(int32_t a, int32_t b) const {
-      const model::Job& ja = *sim->rt_[a].job;
-      const model::Job& jb = *sim->rt_[b].job;
-      if (sim->sort_->Less(ja, jb)) return true;
-      if (sim->sort_->Less(jb, ja)) return false;
-      return a < b;
-    }
-  };
-
-  absl::Status BuildCluster();
-  void Push(double t, uint8_t kind, int64_t a, uint32_t b, double repair_s = -1) {
-    events_.push({t, kind, seq_++, a, b, repair_s});
-  }
-  void Advance(double t);
-  void Arrive(int32_t i);
-  void AddPending(int32_t i);
-  void RemovePending(int32_t i);
-  bool TryPlace(int32_t i);
-  bool TryPreempt(int32_t i);
-  void Start(int32_t i);
-  void Stop(int32_t i, Cause cause);
-  void Complete(int32_t i);
-  void Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s);
-  void Repair(sched::NodeId node, uint32_t mask);
-  void Demote(int32_t i);
-  void TakeSample();
-  void Pass(bool full);
-  int64_t FreeGpus() const;
-  // False only when no placement of `milli` milli-GPU can exist now: whole
-  // GPUs need that many entirely free GPUs, a share needs some free share on
-  // a schedulable node. An upper bound used to skip hopeless Schedule calls.
-  bool MayFit(int64_t milli) const;
-  // The same for job `i` with its gang shape: its members of whole GPUs must
-  // fit on the nodes' whole free GPUs (the cluster's free histograms). Only
-  // Schedule calls that must fail are skipped; results do not change.
-  bool MayFitJob(int32_t i) const;
-  void ScheduleNextFailure(bool node);
-
-  const Workload& w_;
-  const SimOptions& opt_;
-  const PolicySpec& policy_;
-  std::vector<JobRt> rt_;
-  std::mt19937_64 fail_rng_;
-
-  sched::ClusterState state_;
-  std::unique_ptr<sched::Scheduler> scheduler_;
-  const sched::QueueSortPlugin* sort_ = nullptr;
-  ManualClock clock_;
-  absl::Time epoch_ = absl::UnixEpoch();
-
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  uint64_t seq_ = 0;
-  double now_ = 0;
-  double last_t_ = 0;
-
-  // Pending jobs by milli-GPU demand, each bucket in policy order. A pass
-  // merges the buckets smaller than the smallest demand that already failed,
-  // so it never walks over jobs it would skip (a pending queue of 10^5 jobs
-  // behind blocked gangs). Buckets are never erased (cursors stay valid);
-  // the number of distinct demands is small.
-  using PendingSet = std::set<int32_t, PendingLess>;
-  std::map<int64_t, PendingSet> pending_;
-  int64_t pending_count_ = 0;
-  // Smallest pending demand (milli); INT64_MAX when none.
-  int64_t MinPendingMilli() const;
-  // First pending job in policy order; -1 when none.
-  int32_t PendingHead() const;
-  struct Cursor {
-    int64_t milli;
-    PendingSet* set;
-    PendingSet::iterator it;
-  };
-  std::vector<Cursor> cursors_;  // Pass scratch
-  // With preemption: running jobs by LAS band, as (segment start, index),
-  // so victims (worst band, latest start first) come without a scan.
-  std::vector<std::set<std::pair<double, int32_t>>> running_by_band_;
-  void TrackRunning(int32_t i, bool add);
-  std::vector<int32_t> new_arrivals_;
-  double reserve_after_ = INFINITY;
-  bool capacity_changed_ = false;
-  std::vector<int32_t> running_;
-  std::vector<int64_t> running_milli_by_band_;
-
-  // Fleet.
-  int32_t gpn_ = 8;
-  int32_t total_nodes_ = 0;
-  std::vector<uint32_t> down_mask_;  // per node: GPUs failed and not repaired
-  std::vector<uint8_t> is_spare_;    // in the spare pool (cordoned, idle)
-  std::vector<uint8_t> swapped_;     // failed and replaced by a spare
-  std::vector<sched::NodeId> spare_pool_;
-  int64_t capacity_gpus_ = 0;
-  int32_t unhealthy_gpus_ = 0;
-
-  // Accounting.
-  PolicyResult res_;
-  int64_t allocated_milli_ = 0;
-  double alloc_integral_ = 0;
-  double loss_total_ = 0;
-  double last_sample_alloc_ = 0, last_sample_loss_ = 0;
-  std::vector<int64_t> q_running_, q_demand_;  // milli-GPU
-  std::vector<double> q_alloc_;
-  double jain_sum_ = 0;
-  int64_t jain_n_ = 0;
-  int64_t done_ = 0;
-  double last_finish_ = 0;
-  double restart_wait_sum_ = 0;
-  int64_t restart_wait_n_ = 0;
-};
+namespace internal {
 
 absl::Status Sim::BuildCluster() {
   model::SyntheticClusterSpec spec = opt_.cluster;
@@ -484,119 +318,6 @@ void Sim::Demote(int32_t i) {
   }
 }
 
-void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s) {
-  node_failure ? ++res_.node_failures : ++res_.gpu_failures;
-  uint32_t newly = 0;
-  std::vector<std::string> affected;
-  for (int gpu = 0; gpu < gpn_; ++gpu) {
-    if (!((mask >> gpu) & 1u) || ((down_mask_[node] >> gpu) & 1u)) continue;
-    (void)state_.SetGpuHealth(node, gpu, false, &affected);
-    newly |= 1u << gpu;
-  }
-  if (newly == 0) return;  // already down: the draw hit a failed GPU
-  down_mask_[node] |= newly;
-  unhealthy_gpus_ += __builtin_popcount(newly);
-  std::vector<int32_t> killed;
-  std::sort(affected.begin(), affected.end());
-  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
-  for (const std::string& key : affected) {
-    size_t slash = key.find('/');
-    int64_t idx = SimJobIndex(absl::string_view(key).substr(slash + 1));
-    if (idx < 0 || rt_[idx].status != Status::kRunning) continue;
-    Stop(static_cast<int32_t>(idx), Cause::kFailure);
-    rt_[idx].killed_at = now_;
-    ++res_.gang_kills;
-    AddPending(static_cast<int32_t>(idx));
-    killed.push_back(static_cast<int32_t>(idx));
-  }
-  if (is_spare_[node]) {
-    // An idle spare failed: out of the pool until repaired.
-    is_spare_[node] = 0;
-    spare_pool_.erase(std::find(spare_pool_.begin(), spare_pool_.end(), node));
-    swapped_[node] = 1;
-  } else if (!swapped_[node] && !spare_pool_.empty()) {
-    sched::NodeId spare = spare_pool_.back();
-    spare_pool_.pop_back();
-    is_spare_[spare] = 0;
-    (void)state_.SetSchedulable(node, false);
-    (void)state_.SetSchedulable(spare, true);
-    swapped_[node] = 1;
-    ++res_.spare_swaps;
-  }
-  // The job controller recreates a killed gang's pods at once: it is tried
-  // before the queue, on the spare if one took over.
-  if (opt_.restart_killed_first) {
-    for (int32_t i : killed) {
-      if (rt_[i].status == Status::kPending && MayFitJob(i)) {
-        ++res_.schedule_calls;
-        if (scheduler_->Schedule(*rt_[i].job).placed()) Start(i);
-      }
-    }
-  }
-  if (repair_s < 0)
-    repair_s = node_failure ? opt_.failures.node_repair_s : opt_.failures.gpu_repair_s;
-  Push(now_ + repair_s, kRepair, node, newly);
-  capacity_changed_ = true;
-}
-
-void Sim::Repair(sched::NodeId node, uint32_t mask) {
-  for (int gpu = 0; gpu < gpn_; ++gpu) {
-    if (!((mask >> gpu) & 1u)) continue;
-    (void)state_.SetGpuHealth(node, gpu, true, nullptr);
-  }
-  down_mask_[node] &= ~mask;
-  unhealthy_gpus_ -= __builtin_popcount(mask);
-  if (down_mask_[node] == 0 && swapped_[node]) {
-    swapped_[node] = 0;
-    is_spare_[node] = 1;
-    spare_pool_.push_back(node);
-  }
-  capacity_changed_ = true;
-}
-
-void Sim::ScheduleNextFailure(bool node) {
-  double interval =
-      node ? opt_.failures.node_failure_interval_s : opt_.failures.gpu_failure_interval_s;
-  if (!(interval > 0)) return;
-  std::exponential_distribution<double> gap(1.0 / interval);
-  double t = now_ + gap(fail_rng_);
-  sched::NodeId n = static_cast<sched::NodeId>(fail_rng_() % total_nodes_);
-  uint32_t mask = node ? ((gpn_ >= 32) ? ~0u : ((1u << gpn_) - 1)) : (1u << (fail_rng_() % gpn_));
-  Push(t, node ? kNodeFailure : kFailure, n, mask);
-}
-
-void Sim::TakeSample() {
-  Sample s;
-  s.t_s = now_;
-  s.allocated_gpus = static_cast<double>(allocated_milli_) / model::kMilliPerGpu;
-  s.capacity_gpus = static_cast<double>(capacity_gpus_);
-  s.unhealthy_gpus = unhealthy_gpus_;
-  s.running = static_cast<int64_t>(running_.size());
-  s.pending = pending_count_;
-  double alloc = alloc_integral_ - last_sample_alloc_;
-  double loss = loss_total_ - last_sample_loss_;
-  s.goodput = alloc > 0 ? std::clamp(1 - loss / alloc, 0.0, 1.0) : 1.0;
-  last_sample_alloc_ = alloc_integral_;
-  last_sample_loss_ = loss_total_;
-  s.cum_failure_lost_gpu_h = (res_.failure_lost_gpu_s + res_.failure_restart_gpu_s) / 3600;
-  s.cum_preempt_lost_gpu_h = (res_.preempt_lost_gpu_s + res_.preempt_restart_gpu_s) / 3600;
-  double sx = 0, sxx = 0;
-  int n = 0;
-  for (size_t q = 0; q < q_demand_.size(); ++q) {
-    if (q_demand_[q] <= 0) continue;
-    double x = static_cast<double>(q_running_[q]) / q_demand_[q];
-    sx += x;
-    sxx += x * x;
-    ++n;
-  }
-  s.jain = (n > 0 && sxx > 0) ? sx * sx / (n * sxx) : 1.0;
-  if (n > 0) {
-    jain_sum_ += s.jain;
-    ++jain_n_;
-  }
-  res_.series.push_back(s);
-}
-
 void Sim::Pass(bool full) {
   if (pending_count_ == 0) {
     new_arrivals_.clear();
@@ -806,12 +527,12 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   return std::move(res_);
 }
 
-}  // namespace
+}  // namespace internal
 
 absl::StatusOr<PolicyResult> RunReplay(const Workload& w, const SimOptions& opt,
                                        const PolicySpec& policy,
                                        const sched::PluginRegistry& registry, Clock* wall) {
-  Sim sim(w, opt, policy);
+  internal::Sim sim(w, opt, policy);
   return sim.Run(registry, wall);
 }
 
