@@ -149,6 +149,7 @@ std::string EscapeLabelValue(std::string_view value) {
 std::string RenderDcgmMetrics(const std::vector<GpuSnapshot>& gpus,
                               const DcgmRenderOptions& options) {
   std::vector<std::string> labels;
+  labels.reserve(gpus.size());
   for (const GpuSnapshot& g : gpus) labels.push_back(g.error.empty() ? Labels(g, options) : "");
   std::string out;
   for (const Family& f : Families()) {

@@ -91,8 +91,8 @@ void ServeLog(const httplib::Request& req, httplib::Response& res, const Launche
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
-    if (!absl::EndsWith(name, "." + stream)) continue;
-    if (!member.empty() && name != member + "." + stream) continue;
+    if (!absl::EndsWith(name, absl::StrCat(".", stream))) continue;
+    if (!member.empty() && name != absl::StrCat(member, ".", stream)) continue;
     files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());

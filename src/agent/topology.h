@@ -64,8 +64,8 @@ template <typename LevelFn>
 TopologyMatrix BuildTopologyMatrix(const std::vector<GpuInfo>& gpus, LevelFn level_of) {
   TopologyMatrix m;
   m.size = static_cast<int>(gpus.size());
-  m.links.assign(m.size * m.size, LinkClass::kUnknown);
-  m.levels.assign(m.size * m.size, std::nullopt);
+  m.links.assign(gpus.size() * gpus.size(), LinkClass::kUnknown);
+  m.levels.assign(gpus.size() * gpus.size(), std::nullopt);
   for (int a = 0; a < m.size; ++a) {
     m.links[a * m.size + a] = LinkClass::kSelf;
     for (int b = a + 1; b < m.size; ++b) {

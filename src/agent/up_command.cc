@@ -75,6 +75,7 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log, int* o
   if (out_pipe != nullptr && pipe2(fds, O_CLOEXEC) != 0) return -1;
   std::vector<std::string> argv_s = args;
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = fork();
@@ -180,6 +181,7 @@ int RunUp(const UpFlags& f) {
     std::string name, config, rack;
   };
   std::vector<NodeDef> nodes;
+  nodes.reserve(static_cast<size_t>(f.h100_nodes) + f.pcie_nodes);
   for (int i = 0; i < f.h100_nodes; ++i) {
     nodes.push_back({absl::StrCat("h100-", i), fake_dir + "/up-h100-nvswitch-8.yaml",
                      absl::StrCat("rack-", i / 2)});

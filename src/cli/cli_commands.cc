@@ -99,10 +99,12 @@ int64_t RequestedGpus(const Json& job) {
   const Json& spec = job["spec"];
   int64_t n = 0;
   if (job.value("kind", "") == "InferenceService") {
-    return spec["replicas"].value("max", 0) * spec.value("gpusPerReplica", 0);
+    return spec["replicas"].value("max", int64_t{0}) * spec.value("gpusPerReplica", int64_t{0});
   }
   if (spec.contains("groups")) {
-    for (const Json& g : spec["groups"]) n += g.value("count", 1) * g.value("gpusPerReplica", 0);
+    for (const Json& g : spec["groups"]) {
+      n += g.value("count", int64_t{1}) * g.value("gpusPerReplica", int64_t{0});
+    }
   }
   return n;
 }

@@ -287,6 +287,7 @@ void RunTop(const TopFlags& f) {
           quota[res.substr(4)] = t;
         }
         std::vector<std::string> parts;
+        parts.reserve(quota.size());
         for (const auto& [m, t] : quota) parts.push_back(absl::StrCat(m, ":", t));
         if (!parts.empty()) e.quota = absl::StrJoin(parts, ",");
         const Json st = q.value("status", Json::object());

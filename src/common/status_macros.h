@@ -14,10 +14,14 @@
     if (!_tessera_st.ok()) return _tessera_st; \
   } while (0)
 
+// `tmp` is an identifier and `lhs` may be a declaration ("auto x"), so
+// neither can be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                          \
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(*tmp)
+// NOLINTEND(bugprone-macro-parentheses)
 
 // `ASSIGN_OR_RETURN(auto x, F())` binds x to the value of an absl::StatusOr or
 // returns its error.

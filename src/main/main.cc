@@ -19,7 +19,9 @@
 #include "sim/pack/commands.h"
 #include "sim/replay/replay_command.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Run(int argc, char** argv) {
   CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessera 0.1.0");
@@ -35,13 +37,27 @@ int main(int argc, char** argv) {
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
-  (void)bench;
   tessera::sim::replay::RegisterSimReplayCommands(*sim);
   tessera::bench::RegisterBenchPreemptCommands(*bench);
   tessera::cli::RegisterCliCommands(app);
-  (void)sim;
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Subcommands report errors as statuses; an exception reaching here is a
+  // bug or resource exhaustion (std::bad_alloc). Say so and exit with
+  // EX_SOFTWARE instead of aborting without a message.
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tessera: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "tessera: internal error: unknown exception\n";
+  }
+  return 70;
 }

@@ -23,7 +23,7 @@ struct SyntheticClusterSpec {
   int64_t gpu_memory_mib = 81559;
   GpuLayout layout = GpuLayout::kNvSwitch;
   int64_t cpu_milli = 224000;
-  int64_t memory_mib = 2048 * 1024;
+  int64_t memory_mib = int64_t{2048} * 1024;
   std::string name_prefix = "n";
 };
 

@@ -41,7 +41,7 @@ void ReplyStored(httplib::Response& res, int code, std::string_view stored, int6
   }
   text->push_back('\n');
   res.status = code;
-  res.set_content(std::move(*text), "application/json");
+  res.set_content(*text, "application/json");  // this httplib copies either way
 }
 
 void Fail(httplib::Response& res, int code, absl::string_view reason, absl::string_view message,
@@ -133,7 +133,7 @@ std::unique_ptr<httplib::Server> MakeHttpServer(const ApiServerOptions& o) {
 }  // namespace
 
 ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
-                     ApiServerOptions options)
+                     const ApiServerOptions& options)
     : store_(store),
       clock_(clock),
       auth_(std::move(auth)),
@@ -256,7 +256,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     }
   });
   http_->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
         std::string what = "unknown error";
         try {
           std::rethrow_exception(ep);

@@ -98,7 +98,8 @@ struct ApiServerOptions {
 
 class ApiServer {
  public:
-  ApiServer(store::Store& store, Clock& clock, Authenticator auth, ApiServerOptions options = {});
+  ApiServer(store::Store& store, Clock& clock, Authenticator auth,
+            const ApiServerOptions& options = {});
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;

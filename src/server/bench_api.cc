@@ -60,6 +60,7 @@ Json Submit(int port, int clients, double seconds, int batch, const std::string&
   std::atomic<int64_t> jobs{0}, requests{0}, errors{0};
   std::vector<std::vector<double>> lat(clients);
   std::vector<std::thread> threads;
+  threads.reserve(clients);
   absl::Time start = absl::Now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -33,7 +34,7 @@ struct StoreMetrics {
 
   // The latency below which `q` (0..1) of commits fell, at bucket resolution.
   absl::Duration CommitLatencyQuantile(double q) const {
-    int64_t target = static_cast<int64_t>(q * commit_count + 0.5), seen = 0;
+    int64_t target = std::llround(q * static_cast<double>(commit_count)), seen = 0;
     for (size_t i = 0; i < kLatencyBucketsUs.size(); ++i) {
       seen += commit_latency_buckets[i];
       if (seen >= target && seen > 0) {

@@ -42,7 +42,7 @@ bool ParseDateTime(absl::string_view s, int64_t* out) {
     return false;
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
-  *out = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+  *out = DaysFromCivil(y, mo, d) * 86400 + int64_t{h} * 3600 + int64_t{mi} * 60 + se;
   return true;
 }
 
