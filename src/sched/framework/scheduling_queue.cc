@@ -4,7 +4,7 @@
 
 namespace tessera::sched {
 
-SchedulingQueue::SchedulingQueue(const QueueSortPlugin* sort) : sort_(sort), active_(Less{sort}) {}
+SchedulingQueue::SchedulingQueue(const QueueSortPlugin* sort) : active_(Less{sort}) {}
 
 absl::Duration SchedulingQueue::BackoffFor(int32_t attempts) {
   int shift = std::clamp(attempts - 1, 0, 6);

@@ -68,7 +68,6 @@ class SchedulingQueue {
     QueuedJob qj;
     Where where = Where::kOut;
   };
-  const QueueSortPlugin* sort_;
   absl::flat_hash_map<std::string, std::unique_ptr<Entry>> entries_;
   std::set<const QueuedJob*, Less> active_;
 };

@@ -44,6 +44,7 @@ std::vector<TypicalPod> TypicalPods(const std::vector<PodShape>& pods, double po
   std::map<Key, int64_t> count;
   for (const PodShape& s : pods) ++count[{s.cpu_milli, s.gpu_milli, s.gpus, s.model_mask}];
   std::vector<std::pair<int64_t, Key>> order;
+  order.reserve(count.size());
   for (const auto& [k, c] : count) order.push_back({c, k});
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first > b.first;

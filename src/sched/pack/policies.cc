@@ -318,21 +318,23 @@ constexpr PolicySpec kPolicies[] = {
 
 template <typename T>
 PluginFactory ScoreFactory(std::string name, std::shared_ptr<PackContext> ctx) {
-  return [name, ctx](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+  return [name = std::move(name),
+          ctx = std::move(ctx)](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
     return std::unique_ptr<Plugin>(new T(name, ctx));
   };
 }
 
 PluginFactory ChooserFactory(std::string name, PackChooser::Mode mode,
                              std::shared_ptr<PackContext> ctx) {
-  return [name, mode, ctx](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
+  return [name = std::move(name), mode,
+          ctx = std::move(ctx)](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
     return std::unique_ptr<Plugin>(new PackChooser(name, mode, ctx));
   };
 }
 
 }  // namespace
 
-absl::Status RegisterPackPlugins(PluginRegistry* r, std::shared_ptr<PackContext> ctx) {
+absl::Status RegisterPackPlugins(PluginRegistry* r, const std::shared_ptr<PackContext>& ctx) {
   auto reg = [&](const char* name, PluginFactory f) -> absl::Status {
     return r->Register(name, std::move(f));
   };

@@ -103,7 +103,7 @@ NodeFree Take(const NodeFree& n, const PodShape& s, int gpu,
 int64_t FgdScore(PackContext& ctx, const NodeFree& n, const PodShape& s, int gpu);
 
 // Registers every pack plugin (scores and GPU choosers) sharing `ctx`.
-absl::Status RegisterPackPlugins(PluginRegistry* registry, std::shared_ptr<PackContext> ctx);
+absl::Status RegisterPackPlugins(PluginRegistry* registry, const std::shared_ptr<PackContext>& ctx);
 
 // Canonical policy names, in the paper's order plus "tessera".
 const std::vector<std::string>& PackPolicyNames();

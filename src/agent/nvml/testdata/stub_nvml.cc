@@ -39,13 +39,14 @@ namespace {
 
 constexpr int kMaxGpus = 8;
 constexpr int kMigSlots = 7;
-constexpr int kMigInstances = 2;
+// MIG and NVSwitch calls are absent from the STUB_NVML_OLD_DRIVER build.
+[[maybe_unused]] constexpr int kMigInstances = 2;
 constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
 const char* const kBusIds[kMaxGpus] = {"00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0",
                                        "00000000:5D:00.0", "00000000:9A:00.0", "00000000:AB:00.0",
                                        "00000000:BA:00.0", "00000000:DB:00.0"};
-const char* const kNvSwitchBusIds[4] = {"00000000:05:00.0", "00000000:06:00.0", "00000000:07:00.0",
-                                        "00000000:08:00.0"};
+[[maybe_unused]] const char* const kNvSwitchBusIds[4] = {"00000000:05:00.0", "00000000:06:00.0",
+                                                         "00000000:07:00.0", "00000000:08:00.0"};
 
 struct State {
   bool initialized = false;
