@@ -17,6 +17,10 @@
 // at a blocked head that has waited longer than the policy's reserve_after_s (so large
 // gangs are not starved forever).
 //
+// Under the `queues` policy there is no such loop: each instant's pass is one
+// sched::QueueManager::Cycle, whose events the simulator carries out as the
+// server's controller does (simulator_queues.cc).
+//
 // Failures and checkpoints: a GPU failure picks a uniformly random GPU of the
 // fleet (a Poisson process with the fleet-wide mean interval), marks it
 // unhealthy, kills every gang using it and schedules the repair. A killed
