@@ -68,9 +68,9 @@ bool Sim::MayFitJob(int32_t i) const {
 void Sim::Advance(double t) {
   if (t > now_) {
     alloc_integral_ += static_cast<double>(allocated_milli_) / model::kMilliPerGpu * (t - now_);
-    int active = 0;
-    for (int64_t d : q_demand_) active += d > 0;
-    if (active >= 2) {
+    int waiting = 0;
+    for (int64_t n : q_pending_) waiting += n > 0;
+    if (waiting >= 2) {
       for (size_t q = 0; q < q_running_.size(); ++q) {
         q_contended_[q] += static_cast<double>(q_running_[q]) / model::kMilliPerGpu * (t - now_);
       }
@@ -83,6 +83,7 @@ void Sim::Advance(double t) {
 void Sim::AddPending(int32_t i) {
   JobRt& r = rt_[i];
   r.status = Status::kPending;
+  ++q_pending_[w_.jobs[i].queue];
   if (qm_ != nullptr) {  // pending in the manager only
     ++pending_count_;
     return;
@@ -92,6 +93,7 @@ void Sim::AddPending(int32_t i) {
 }
 
 void Sim::RemovePending(int32_t i) {
+  --q_pending_[w_.jobs[i].queue];
   if (qm_ != nullptr) {
     --pending_count_;
     return;
@@ -473,6 +475,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   q_demand_.assign(w_.queues.size(), 0);
   q_alloc_.assign(w_.queues.size(), 0);
   q_contended_.assign(w_.queues.size(), 0);
+  q_pending_.assign(w_.queues.size(), 0);
   q_preemptions_.assign(w_.queues.size(), 0);
   res_.policy = policy_.name;
   res_.description = policy_.description;

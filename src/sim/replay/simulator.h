@@ -139,7 +139,8 @@ struct QueueShare {
   double mean_wait_s = 0;   // first start - submit, over completed jobs
   int64_t preemptions = 0;  // times its jobs were stopped to make room
   // GPU-hours and share of those allocated while at least two queues had
-  // work (pending or running): what fair share decides (0 when never contended).
+  // jobs waiting: what the policy decides between queues (over a whole run
+  // every queue gets its demand). 0 when never contended.
   double contended_gpu_hours = 0;
   double contended_share = 0;
 };

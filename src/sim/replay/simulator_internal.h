@@ -206,7 +206,8 @@ class Sim final : public JobFactsSource {
   double last_sample_alloc_ = 0, last_sample_loss_ = 0;
   std::vector<int64_t> q_running_, q_demand_;  // milli-GPU
   std::vector<double> q_alloc_;
-  std::vector<double> q_contended_;  // GPU-seconds while >= 2 queues had work
+  std::vector<double> q_contended_;  // GPU-seconds while >= 2 queues had jobs waiting
+  std::vector<int64_t> q_pending_;   // jobs waiting per queue
   std::vector<int64_t> q_preemptions_;
   double jain_sum_ = 0;
   int64_t jain_n_ = 0;
