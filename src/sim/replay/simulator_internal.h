@@ -139,9 +139,6 @@ class Sim final : public JobFactsSource {
   void QueueEvent(const sched::QueueEvent& ev);
   void QueueVictimExit(int32_t i);
   void QueueMetrics();
-  std::unique_ptr<sched::QueueManager> qm_;
-  bool idle_cycle_pending_ = false;
-  absl::Status queue_error_;  // the first Submit the manager refused
 
   const Workload& w_;
   const SimOptions& opt_;
@@ -151,6 +148,10 @@ class Sim final : public JobFactsSource {
 
   sched::ClusterState state_;
   std::unique_ptr<sched::Scheduler> scheduler_;
+  // `queues`: borrows state_ (declared after it, so destroyed first).
+  std::unique_ptr<sched::QueueManager> qm_;
+  bool idle_cycle_pending_ = false;
+  absl::Status queue_error_;  // the first Submit the manager refused
   const sched::QueueSortPlugin* sort_ = nullptr;
   ManualClock clock_;
   absl::Time epoch_ = absl::UnixEpoch();
