@@ -132,6 +132,12 @@ PolicyRegistry PolicyRegistry::Builtin() {
   PolicySpec def = WithSort("default", "priority", /*backfill=*/true,
                             "the server's default profile (priority queue sort), greedy backfill");
   (void)r.Register(std::move(def));
+  PolicySpec queues =
+      WithSort("queues", "priority", /*backfill=*/true,
+               "the server's QueueManager: quotas, fair share, priority-class preemption, "
+               "EASY backfill");
+  queues.queue_manager = true;
+  (void)r.Register(std::move(queues));
   return r;
 }
 

@@ -19,6 +19,11 @@
 //   default   the server's profile unchanged ("priority" queue sort: higher
 //             priority, then earlier creation), greedy backfill without a
 //             reservation, as the server's scheduling loop does.
+//   queues    no loop of the simulator's own: a sched::QueueManager (the
+//             server's queueing layer: queue tree with quotas, borrowing and
+//             fair share, priority classes, preemption with a checkpoint
+//             signal and grace period, EASY backfill with a reservation)
+//             decides, one Cycle per instant; see simulator_queues.cc.
 // sjf stops backfilling behind a head blocked for 6 h (starvation guard).
 // The sim-* sorts need facts model::Job does not carry (oracle duration,
 // attained service); they read them through a JobFactsSource that the
@@ -79,6 +84,10 @@ struct PolicySpec {
   bool backfill = true;
   bool preempt_lower_bands = false;
   bool uses_las_bands = false;  // the simulator tracks demotions
+  // Drive a sched::QueueManager (SimOptions::queue_config) built on
+  // `profile` instead of the simulator's pending loop; backfill,
+  // preempt_lower_bands and reserve_after_s are then the manager's own.
+  bool queue_manager = false;
   // With backfill: a blocked head that has waited this long stops the
   // backfill behind it (a starvation guard); infinity: never.
   double reserve_after_s = std::numeric_limits<double>::infinity();
@@ -86,7 +95,7 @@ struct PolicySpec {
 
 class PolicyRegistry {
  public:
-  // fifo, sjf, las, default.
+  // fifo, sjf, las, default, queues.
   static PolicyRegistry Builtin();
   absl::Status Register(PolicySpec spec);
   absl::StatusOr<PolicySpec> Lookup(absl::string_view name) const;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "nlohmann/json.hpp"
@@ -59,6 +60,42 @@ TEST(ReplayCli, BadFlagsAreNamed) {
   out.clear();
   EXPECT_NE(RunCapture(bin + " sim replay --workload synthetic --policies fifo,nope", &out), 0);
   EXPECT_NE(out.find("nope"), std::string::npos) << out;
+}
+
+TEST(ReplayCli, QueuesPolicyWithAQueueConfigFile) {
+  std::string bin = Bin();
+  if (bin.empty()) GTEST_SKIP() << "TESSERA_BIN is not set or missing; build the tessera target";
+  const std::string good = ::testing::TempDir() + "/replay_cli_queues.yaml";
+  std::ofstream(good) << "queues:\n"
+                         "  - {name: q0, weight: 2, quotas: {gpu/H100: {guaranteed: 32}}}\n"
+                         "  - {name: q1, quotas: {gpu/H100: {guaranteed: 16}}}\n"
+                         "  - {name: q2, quotas: {gpu/H100: {guaranteed: 16}}}\n";
+  std::string out;
+  int rc = RunCapture(bin +
+                          " sim replay --workload synthetic --jobs 200 --span 1d --nodes 8 "
+                          "--queues 3 --size-mix 1:0.6,8:0.4 --gpu-failure-interval 2h "
+                          "--policies queues,fifo --queue-config " +
+                          good + " --json",
+                      &out);
+  ASSERT_EQ(rc, 0) << out;
+  nlohmann::json j = nlohmann::json::parse(out);
+  const nlohmann::json& q = j["policies"]["queues"];
+  EXPECT_EQ(q["jobs"]["completed"], 200);
+  ASSERT_EQ(q["fairness"]["queues"].size(), 3u);
+  EXPECT_DOUBLE_EQ(q["fairness"]["queues"][0]["entitlement"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(q["fairness"]["queues"][1]["entitlement"].get<double>(), 0.25);
+
+  const std::string bad = ::testing::TempDir() + "/replay_cli_bad_queues.yaml";
+  std::ofstream(bad) << "queues:\n  - {name: q0, quotas: {gpu/H100: {guaranteed: lots}}}\n";
+  out.clear();
+  EXPECT_NE(RunCapture(bin +
+                           " sim replay --workload synthetic --jobs 10 --policies queues "
+                           "--queue-config " +
+                           bad,
+                       &out),
+            0);
+  EXPECT_NE(out.find("--queue-config " + bad), std::string::npos) << out;
+  EXPECT_NE(out.find("queues[0].quotas"), std::string::npos) << out;
 }
 
 }  // namespace

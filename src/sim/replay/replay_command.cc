@@ -82,6 +82,8 @@ struct Flags {
   std::string las_thresholds = "3600,36000";
   std::string sample_interval = "0";
   bool no_preempt_checkpoint = false;
+  std::string queue_config;  // `queues` policy: the server's --queue-config YAML
+  std::string preempt_exit = "20s";
   uint64_t seed = 1;
   bool json = false;
   std::string out;
@@ -149,9 +151,15 @@ absl::Status Run(const Flags& f) {
       {"--checkpoint", &f.checkpoint, &checkpoint},
       {"--restart", &f.restart, &restart},
       {"--sample-interval", &f.sample_interval, &opt.sample_interval_s},
+      {"--preempt-exit", &f.preempt_exit, &opt.preempt_exit_s},
   };
   for (auto& d : durations) {
     if (auto s = sec(d.flag, *d.value, d.out); !s.ok()) return s;
+  }
+  if (!f.queue_config.empty()) {
+    auto c = LoadReplayQueueConfig("--queue-config", f.queue_config);
+    if (!c.ok()) return c.status();
+    opt.queue_config = std::move(*c);
   }
   if (!f.reserve_after.empty()) {
     if (auto s = sec("--reserve-after", f.reserve_after, &opt.reserve_after_s); !s.ok()) return s;
@@ -285,7 +293,7 @@ void RegisterSimReplayCommands(CLI::App& sim) {
   c->add_option("--trace", f.trace,
                 "trace file (default: $TESSERA_SHARED_DIR or ../shared, traces/...)");
   c->add_option("--max-jobs", f.max_jobs, "replay only the first N jobs (0: all)");
-  c->add_option("--policies", f.policies, "comma-separated: fifo, sjf, las, default")
+  c->add_option("--policies", f.policies, "comma-separated: fifo, sjf, las, default, queues")
       ->capture_default_str();
   c->add_option("--cluster", f.cluster_file,
                 "cluster YAML (deploy/clusters/*.yaml); replaces --nodes, --gpus-per-node, ...");
@@ -322,6 +330,14 @@ void RegisterSimReplayCommands(CLI::App& sim) {
       ->capture_default_str();
   c->add_flag("--no-preempt-checkpoint", f.no_preempt_checkpoint,
               "preemption loses work since the last periodic checkpoint");
+  c->add_option("--queue-config", f.queue_config,
+                "queues policy: queue tree, quotas, priority classes, preemption and backfill "
+                "(the server's --queue-config YAML); default: one leaf per workload queue with "
+                "equal guaranteed GPUs, borrowing allowed");
+  c->add_option("--preempt-exit", f.preempt_exit,
+                "queues policy: time a signalled victim takes to checkpoint and exit (past the "
+                "grace period it is killed at its deadline)")
+      ->capture_default_str();
   c->add_option("--sample-interval", f.sample_interval, "time-series step (0: span/400)");
   c->add_option("--seed", f.seed)->capture_default_str();
   c->add_flag("--json", f.json, "print one JSON object (a section per policy)");

@@ -320,7 +320,7 @@ TEST(ReplayMetrics, JainIndexAcrossQueues) {
 
 TEST(ReplayPolicies, RegistryAndErrors) {
   PolicyRegistry r = PolicyRegistry::Builtin();
-  EXPECT_EQ(r.Names(), (std::vector<std::string>{"default", "fifo", "las", "sjf"}));
+  EXPECT_EQ(r.Names(), (std::vector<std::string>{"default", "fifo", "las", "queues", "sjf"}));
   EXPECT_FALSE(r.Lookup("nope").ok());
   PolicySpec dup;
   dup.name = "fifo";

@@ -39,7 +39,11 @@ nlohmann::json PolicyJson(const PolicyResult& p) {
                       {"share", q.share},
                       {"entitlement", q.entitlement},
                       {"share_over_entitlement", q.entitlement > 0 ? q.share / q.entitlement : 0},
-                      {"mean_jct_s", q.mean_jct_s}});
+                      {"mean_jct_s", q.mean_jct_s},
+                      {"mean_wait_s", q.mean_wait_s},
+                      {"preemptions", q.preemptions},
+                      {"contended_gpu_hours", q.contended_gpu_hours},
+                      {"contended_share", q.contended_share}});
   }
   j["fairness"] = {{"jain_index_time_mean", p.jain_mean}, {"queues", queues}};
   j["gpu_hours"] = {{"allocated", p.allocated_gpu_s / 3600},
@@ -179,6 +183,21 @@ std::string TextSummary(const ReplayReport& r) {
                             p.policy, 100 * p.goodput, 100 * p.goodput_bound,
                             100 * (p.goodput_bound - p.goodput), p.mean_restart_wait_s / 60,
                             p.restart_wait_gpu_s / 3600, 100 * p.effective_utilization);
+    }
+  }
+  // Per queue: GPU-hours and share (overall, and while >= 2 queues had
+  // work) against the entitlement (equal; under `queues` the manager's).
+  if (w.queues.size() > 1 && w.queues.size() <= 64) {
+    absl::StrAppendFormat(&s, "%-8s %-16s %10s %7s %9s %7s %9s %9s %8s\n", "policy", "queue",
+                          "gpu_h", "share", "contended", "entitl", "wait_mean", "jct_mean",
+                          "preempt");
+    for (const PolicyResult& p : r.results) {
+      for (const QueueShare& q : p.queues) {
+        absl::StrAppendFormat(&s, "%-8s %-16s %10.1f %6.1f%% %8.1f%% %6.1f%% %9s %9s %8d\n",
+                              p.policy, q.queue, q.gpu_hours, 100 * q.share,
+                              100 * q.contended_share, 100 * q.entitlement, Hours(q.mean_wait_s),
+                              Hours(q.mean_jct_s), q.preemptions);
+      }
     }
   }
   absl::StrAppendFormat(&s, "total wall %.2f s\n", r.total_wall_s);

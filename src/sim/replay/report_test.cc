@@ -35,12 +35,14 @@ TEST(ReplayReport, JsonCsvAndSvg) {
     report.results.push_back(std::move(*r));
   }
   nlohmann::json j = ToJson(report);
-  ASSERT_EQ(j["policies"].size(), 4u);
+  ASSERT_EQ(j["policies"].size(), policies.Names().size());
   for (const std::string& name : policies.Names()) {
     const nlohmann::json& p = j["policies"][name];
     EXPECT_EQ(p["jobs"]["completed"], 20) << name;
     EXPECT_GE(p["jct_s"]["mean"].get<double>(), 100) << name;
     EXPECT_EQ(p["fairness"]["queues"].size(), 2u) << name;
+    EXPECT_TRUE(p["fairness"]["queues"][0].contains("contended_share")) << name;
+    EXPECT_TRUE(p["fairness"]["queues"][0].contains("preemptions")) << name;
     EXPECT_TRUE(p.contains("makespan")) << name;
   }
   std::string csv = TimeSeriesCsv(report);
@@ -53,6 +55,7 @@ TEST(ReplayReport, JsonCsvAndSvg) {
   EXPECT_NE(svg.find("s&amp;1"), std::string::npos);
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(TextSummary(report).find("default"), std::string::npos);
+  EXPECT_NE(TextSummary(report).find("contended"), std::string::npos);  // the per-queue table
 }
 
 }  // namespace

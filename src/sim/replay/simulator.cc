@@ -68,6 +68,13 @@ bool Sim::MayFitJob(int32_t i) const {
 void Sim::Advance(double t) {
   if (t > now_) {
     alloc_integral_ += static_cast<double>(allocated_milli_) / model::kMilliPerGpu * (t - now_);
+    int waiting = 0;
+    for (int64_t n : q_pending_) waiting += n > 0;
+    if (waiting >= 2) {
+      for (size_t q = 0; q < q_running_.size(); ++q) {
+        q_contended_[q] += static_cast<double>(q_running_[q]) / model::kMilliPerGpu * (t - now_);
+      }
+    }
     now_ = t;
     clock_.SetTime(epoch_ + absl::Seconds(t));
   }
@@ -76,11 +83,21 @@ void Sim::Advance(double t) {
 void Sim::AddPending(int32_t i) {
   JobRt& r = rt_[i];
   r.status = Status::kPending;
+  ++q_pending_[w_.jobs[i].queue];
+  if (qm_ != nullptr) {  // pending in the manager only
+    ++pending_count_;
+    return;
+  }
   pending_.try_emplace(w_.jobs[i].milli(), PendingLess{this}).first->second.insert(i);
   ++pending_count_;
 }
 
 void Sim::RemovePending(int32_t i) {
+  --q_pending_[w_.jobs[i].queue];
+  if (qm_ != nullptr) {
+    --pending_count_;
+    return;
+  }
   pending_.find(w_.jobs[i].milli())->second.erase(i);
   --pending_count_;
 }
@@ -151,6 +168,7 @@ void Sim::Arrive(int32_t i) {
   r.job = std::move(job);
   q_demand_[sj.queue] += sj.milli();
   AddPending(i);
+  if (qm_ != nullptr) QueueSubmit(i);
   new_arrivals_.push_back(i);
 }
 
@@ -182,7 +200,8 @@ bool Sim::TryPreempt(int32_t i) {
   for (int32_t vb = static_cast<int32_t>(running_by_band_.size()) - 1; vb > band; --vb) {
     while (!running_by_band_[vb].empty()) {
       const int32_t v = std::prev(running_by_band_[vb].end())->second;
-      Stop(v, Cause::kPreempt);  // leaves running_by_band_
+      // Leaves running_by_band_.
+      Stop(v, Cause::kPreempt, opt_.preemption_checkpoints ? now_ : -INFINITY);
       ++res_.preemptions;
       AddPending(v);
       capacity_changed_ = true;
@@ -234,7 +253,7 @@ void Sim::Start(int32_t i) {
 }
 
 // Ends the running segment of `i`; accounting per the header's contract.
-void Sim::Stop(int32_t i, Cause cause) {
+void Sim::Stop(int32_t i, Cause cause, double checkpoint_at) {
   JobRt& r = rt_[i];
   const SimJob& sj = w_.jobs[i];
   const double seg = now_ - r.seg_start;
@@ -243,10 +262,14 @@ void Sim::Stop(int32_t i, Cause cause) {
   double kept = r.progress0;  // progress the next segment starts from
   if (cause == Cause::kNone) {
     kept = sj.duration_s;
-  } else if (cause == Cause::kPreempt && opt_.preemption_checkpoints) {
-    kept = r.progress0 + run;
-  } else if (sj.checkpoint_s > 0) {
-    kept = r.progress0 + std::floor(run / sj.checkpoint_s) * sj.checkpoint_s;
+  } else {
+    if (sj.checkpoint_s > 0) {
+      kept = r.progress0 + std::floor(run / sj.checkpoint_s) * sj.checkpoint_s;
+    }
+    if (checkpoint_at >= r.seg_start) {
+      const double upto = std::clamp(checkpoint_at - r.seg_start - overhead, 0.0, run);
+      kept = std::max(kept, r.progress0 + upto);
+    }
   }
   const double lost = cause == Cause::kNone ? 0 : r.progress0 + run - kept;
   const double g = sj.gpu_units();
@@ -256,7 +279,10 @@ void Sim::Stop(int32_t i, Cause cause) {
                                                            : &res_.failure_restart_gpu_s;
   *restart_acc += g * overhead;
   if (cause == Cause::kFailure) res_.failure_lost_gpu_s += g * lost;
-  if (cause == Cause::kPreempt) res_.preempt_lost_gpu_s += g * lost;
+  if (cause == Cause::kPreempt) {
+    res_.preempt_lost_gpu_s += g * lost;
+    ++q_preemptions_[sj.queue];
+  }
   loss_total_ += g * (overhead + lost);
   r.facts.attained_gpu_s += g * seg;
   running_milli_by_band_[r.facts.band] -= sj.milli();
@@ -275,7 +301,9 @@ void Sim::Stop(int32_t i, Cause cause) {
   r.running_pos = -1;
   allocated_milli_ -= sj.milli();
   q_running_[sj.queue] -= sj.milli();
-  (void)scheduler_->Release(r.job->key());
+  r.signal_at = -1;
+  // Under `queues` the manager releases the placement (Finish, or a kill).
+  if (qm_ == nullptr) (void)scheduler_->Release(r.job->key());
   capacity_changed_ = true;
 }
 
@@ -290,6 +318,7 @@ void Sim::Complete(int32_t i) {
   res_.demand_gpu_s += sj.gpu_units() * sj.duration_s;
   ++res_.completed;
   ++done_;
+  if (qm_ != nullptr) (void)qm_->Finish(r.job->key(), clock_.Now());
   r.job.reset();
 }
 
@@ -385,23 +414,69 @@ void Sim::Pass(bool full) {
   }
 }
 
+absl::Status Sim::CheckInvariants() const {
+  auto fail = [&](const std::string& what) {
+    return absl::InternalError(absl::StrCat("invariant broken at t=", now_, ": ", what));
+  };
+  if (auto s = state_.CheckConsistency(); !s.ok()) return fail(std::string(s.message()));
+  if (state_.bound().size() != running_.size()) {
+    return fail(absl::StrCat(state_.bound().size(), " placements bound for ", running_.size(),
+                             " running jobs"));
+  }
+  int64_t held = 0;
+  std::map<std::pair<sched::NodeId, int>, int64_t> per_gpu;
+  for (int32_t i : running_) {
+    const sched::Placement* p = state_.FindPlacement(rt_[i].job->key());
+    if (p == nullptr) return fail(absl::StrCat(rt_[i].job->name, " runs without a placement"));
+    for (const sched::MemberPlacement& m : p->members) {
+      for (const sched::GpuGrant& g : m.gpus) {
+        held += g.milli;
+        if ((per_gpu[{m.node, int{g.gpu}}] += g.milli) > model::kMilliPerGpu) {
+          return fail(absl::StrCat("node ", m.node, " GPU ", int{g.gpu}, " given out twice"));
+        }
+      }
+    }
+  }
+  // The total given out must be exactly what the running jobs hold and what
+  // the simulator counts.
+  if (held != state_.allocated_milli() || held != allocated_milli_) {
+    return fail(absl::StrCat("running jobs hold ", held, " milli-GPU; cluster ",
+                             state_.allocated_milli(), ", simulator ", allocated_milli_));
+  }
+  if (qm_ != nullptr) {
+    if (qm_->running().size() != running_.size()) {
+      return fail(absl::StrCat("manager runs ", qm_->running().size(), " jobs, simulator ",
+                               running_.size()));
+    }
+    if (auto s = qm_->tree().CheckInvariants(); !s.ok()) return fail(std::string(s.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* wall) {
   absl::Time wall0 = wall->Now();
   if (auto s = ValidateWorkload(w_); !s.ok()) return s;
   if (opt_.cluster.nodes <= 0) return absl::InvalidArgumentError("--nodes: must be > 0");
   if (auto s = BuildCluster(); !s.ok()) return s;
-  sched::PluginRegistry registry = base;
-  if (auto s = RegisterSimQueueSorts(this, &registry); !s.ok()) return s;
-  auto sch = sched::Scheduler::Create(policy_.profile, registry, &state_);
-  if (!sch.ok()) return sch.status();
-  scheduler_ = std::move(*sch);
-  sort_ = &scheduler_->queue_sort();
+  if (policy_.queue_manager) {
+    if (auto s = BuildQueueManager(); !s.ok()) return s;
+  } else {
+    sched::PluginRegistry registry = base;
+    if (auto s = RegisterSimQueueSorts(this, &registry); !s.ok()) return s;
+    auto sch = sched::Scheduler::Create(policy_.profile, registry, &state_);
+    if (!sch.ok()) return sch.status();
+    scheduler_ = std::move(*sch);
+    sort_ = &scheduler_->queue_sort();
+  }
   reserve_after_ = opt_.reserve_after_s >= 0 ? opt_.reserve_after_s : policy_.reserve_after_s;
 
   const int64_t n = static_cast<int64_t>(w_.jobs.size());
   q_running_.assign(w_.queues.size(), 0);
   q_demand_.assign(w_.queues.size(), 0);
   q_alloc_.assign(w_.queues.size(), 0);
+  q_contended_.assign(w_.queues.size(), 0);
+  q_pending_.assign(w_.queues.size(), 0);
+  q_preemptions_.assign(w_.queues.size(), 0);
   res_.policy = policy_.name;
   res_.description = policy_.description;
   res_.jobs = n;
@@ -443,6 +518,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
         pending_count_ > 0 && !capacity_changed_ && new_arrivals_.empty()) {
       break;
     }
+    if (!queue_error_.ok()) return queue_error_;
     Advance(t);
     while (!events_.empty() && events_.top().t <= t) {
       Event e = events_.top();
@@ -472,13 +548,27 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
           TakeSample();
           Push(now_ + sample_every, kSample, 0, 0);
           break;
+        case kVictimExit:
+          if (rt_[e.a].status == Status::kRunning && rt_[e.a].epoch == e.b) QueueVictimExit(e.a);
+          break;
+        case kDeadline:
+          capacity_changed_ = true;  // the manager kills the victim in this instant's cycle
+          break;
+        case kIdleCycle:
+          idle_cycle_pending_ = false;
+          capacity_changed_ = true;
+          break;
       }
     }
     while (next_arrival < n && w_.jobs[next_arrival].submit_s <= t) {
       ++res_.events;
       Arrive(static_cast<int32_t>(next_arrival++));
     }
-    if (capacity_changed_) {
+    if (qm_ != nullptr) {
+      if (capacity_changed_ || !new_arrivals_.empty()) QueueCycle();
+      capacity_changed_ = false;
+      new_arrivals_.clear();
+    } else if (capacity_changed_) {
       capacity_changed_ = false;
       Pass(/*full=*/true);
       // Preemptions inside the pass freed and re-queued work: one more look.
@@ -491,7 +581,11 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
       Pass(/*full=*/false);
       capacity_changed_ = false;
     }
+    if (opt_.check_invariants) {
+      if (auto s = CheckInvariants(); !s.ok()) return s;
+    }
   }
+  if (!queue_error_.ok()) return queue_error_;
   TakeSample();
   res_.unfinished = n - done_;
 
@@ -505,6 +599,16 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
     }
     AddJobMetrics(w_, first_start, finish, q_alloc_, opt_.keep_job_jcts, &res_);
   }
+  {
+    double contended = 0;
+    for (double c : q_contended_) contended += c;
+    for (size_t q = 0; q < res_.queues.size(); ++q) {
+      res_.queues[q].preemptions = q_preemptions_[q];
+      res_.queues[q].contended_gpu_hours = q_contended_[q] / 3600;
+      res_.queues[q].contended_share = contended > 0 ? q_contended_[q] / contended : 0;
+    }
+  }
+  if (qm_ != nullptr) QueueMetrics();
   res_.jain_mean = jain_n_ > 0 ? jain_sum_ / jain_n_ : 1;
   res_.useful_gpu_s = res_.allocated_gpu_s - res_.failure_lost_gpu_s - res_.failure_restart_gpu_s -
                       res_.preempt_lost_gpu_s - res_.preempt_restart_gpu_s;

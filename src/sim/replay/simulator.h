@@ -17,6 +17,10 @@
 // at a blocked head that has waited longer than the policy's reserve_after_s (so large
 // gangs are not starved forever).
 //
+// Under the `queues` policy there is no such loop: each instant's pass is one
+// sched::QueueManager::Cycle, whose events the simulator carries out as the
+// server's controller does (simulator_queues.cc).
+//
 // Failures and checkpoints: a GPU failure picks a uniformly random GPU of the
 // fleet (a Poisson process with the fleet-wide mean interval), marks it
 // unhealthy, kills every gang using it and schedules the repair. A killed
@@ -35,12 +39,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "model/synthetic_cluster.h"
+#include "sched/queue/queue_manager.h"
 #include "sim/replay/policy.h"
 #include "sim/replay/workload.h"
 
@@ -78,6 +84,24 @@ struct SimOptions {
   // Multi-node gangs prefer one rack (or block when larger than a rack).
   bool topology_aware = true;
   bool keep_job_jcts = true;  // PolicyResult::jct_by_job
+  // The `queues` policy (simulator_queues.cc): the QueueManager's
+  // configuration (the server's --queue-config); unset: one leaf per
+  // workload queue with equal guaranteed GPU shares, borrowing allowed
+  // (DefaultReplayQueueConfig).
+  std::optional<sched::QueueManagerConfig> queue_config;
+  // A victim signalled to checkpoint takes this long to write its checkpoint
+  // and exit. Past its grace period it is killed at its deadline instead and
+  // keeps only its periodic checkpoints (so does every victim without
+  // preemption_checkpoints).
+  double preempt_exit_s = 20;
+  // While jobs wait, the manager cycles at least this often (the server's
+  // idle cycle): preemption may become possible as victims pass minRuntime.
+  double queue_idle_cycle_s = 300;
+  // Tests: after every pass, check that the cluster's indexes are consistent,
+  // that exactly the running jobs hold placements and their GPUs (no GPU
+  // given twice) and, under `queues`, the quota invariant; a violation ends
+  // the run with an Internal error. O(fleet) per pass.
+  bool check_invariants = false;
 };
 
 struct Dist {
@@ -107,9 +131,18 @@ struct SizeClass {
 struct QueueShare {
   std::string queue;
   double gpu_hours = 0;
-  double share = 0;        // of all allocated GPU-hours
-  double entitlement = 0;  // equal share
+  double share = 0;  // of all allocated GPU-hours
+  // Equal share; under `queues`, the queue's entitlement in the manager's
+  // tree (its weighted share of the fleet).
+  double entitlement = 0;
   double mean_jct_s = 0;
+  double mean_wait_s = 0;   // first start - submit, over completed jobs
+  int64_t preemptions = 0;  // times its jobs were stopped to make room
+  // GPU-hours and share of those allocated while at least two queues had
+  // jobs waiting: what the policy decides between queues (over a whole run
+  // every queue gets its demand). 0 when never contended.
+  double contended_gpu_hours = 0;
+  double contended_share = 0;
 };
 
 struct PolicyResult {
@@ -179,6 +212,17 @@ absl::StatusOr<PolicyResult> RunReplay(const Workload& w, const SimOptions& opt,
 void AddJobMetrics(const Workload& w, const std::vector<double>& first_start,
                    const std::vector<double>& finish, const std::vector<double>& q_alloc,
                    bool keep_job_jcts, PolicyResult* res);
+
+// The `queues` policy's configuration when none is given: every workload
+// queue a top-level leaf of weight 1 guaranteed an equal share (rounded down,
+// milli-GPU) of each GPU model's `gpus_by_model` (name -> GPUs), borrowing
+// without limit; everything else as the server's defaults.
+sched::QueueManagerConfig DefaultReplayQueueConfig(
+    const Workload& w, const std::vector<std::pair<std::string, int64_t>>& gpus_by_model);
+// Reads a queue configuration file (the server's --queue-config YAML,
+// config/queue_config.h). Errors start with "<flag> <path>: " and name the field.
+absl::StatusOr<sched::QueueManagerConfig> LoadReplayQueueConfig(const std::string& flag,
+                                                                const std::string& path);
 
 // Makespan lower bound (traces README): with capacity C,
 // LB = max(max_j (a_j + p_j), max_t [t + sum_{a_j >= t} g_j p_j / C]) - min_j a_j.

@@ -31,6 +31,7 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
     rt_[idx].killed_at = now_;
     ++res_.gang_kills;
     AddPending(static_cast<int32_t>(idx));
+    if (qm_ != nullptr) QueueRequeue(static_cast<int32_t>(idx));
     killed.push_back(static_cast<int32_t>(idx));
   }
   if (is_spare_[node]) {
@@ -48,8 +49,9 @@ void Sim::Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repa
     ++res_.spare_swaps;
   }
   // The job controller recreates a killed gang's pods at once: it is tried
-  // before the queue, on the spare if one took over.
-  if (opt_.restart_killed_first) {
+  // before the queue, on the spare if one took over. (Under `queues` the
+  // manager decides, as in the server: the gang was submitted again above.)
+  if (opt_.restart_killed_first && qm_ == nullptr) {
     for (int32_t i : killed) {
       if (rt_[i].status == Status::kPending && MayFitJob(i)) {
         ++res_.schedule_calls;

@@ -1,9 +1,11 @@
 // Internal to src/sim/replay: the replay simulator's state and its event
 // handlers (simulator.h describes the simulation). simulator.cc holds the
 // scheduling pass and the run loop; simulator_failures.cc the failures,
-// repairs and samples. Not part of the module's interface.
+// repairs and samples; simulator_queues.cc the `queues` policy (driving a
+// sched::QueueManager). Not part of the module's interface.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <queue>
@@ -13,6 +15,7 @@
 
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/scheduler.h"
+#include "sched/queue/queue_manager.h"
 #include "sim/replay/simulator.h"
 
 namespace tessera::sim::replay::internal {
@@ -25,7 +28,12 @@ enum EventKind : uint8_t {
   kFailure = 2,
   kNodeFailure = 3,
   kDemote = 4,
-  kSample = 5
+  kSample = 5,
+  // The `queues` policy: a signalled victim has checkpointed and exits; a
+  // victim's kill deadline (a Cycle must run then); an idle cycle.
+  kVictimExit = 6,
+  kDeadline = 7,
+  kIdleCycle = 8
 };
 
 struct JobRt {
@@ -41,6 +49,7 @@ struct JobRt {
   double first_start = -1;
   double finish = -1;
   double killed_at = -1;
+  double signal_at = -1;  // `queues`: checkpoint signal of the running segment
 };
 
 struct Event {
@@ -95,7 +104,10 @@ class Sim final : public JobFactsSource {
   bool TryPlace(int32_t i);
   bool TryPreempt(int32_t i);
   void Start(int32_t i);
-  void Stop(int32_t i, Cause cause);
+  // Ends the running segment. The progress kept is the later of the last
+  // periodic checkpoint and a checkpoint written at `checkpoint_at` (if it
+  // falls in the segment's run; -infinity: none).
+  void Stop(int32_t i, Cause cause, double checkpoint_at = -INFINITY);
   void Complete(int32_t i);
   void Fail(sched::NodeId node, uint32_t mask, bool node_failure, double repair_s);
   void Repair(sched::NodeId node, uint32_t mask);
@@ -112,6 +124,21 @@ class Sim final : public JobFactsSource {
   // Schedule calls that must fail are skipped; results do not change.
   bool MayFitJob(int32_t i) const;
   void ScheduleNextFailure(bool node);
+  absl::Status CheckInvariants() const;  // SimOptions::check_invariants
+
+  // The `queues` policy (simulator_queues.cc). A job pending there is in the
+  // manager only (status kPending, counted in pending_count_, not in pending_).
+  absl::Status BuildQueueManager();
+  sched::SubmitOptions QueueSubmitOptions(int32_t i) const;
+  void QueueSubmit(int32_t i);
+  // A gang killed by a failure: out of the manager and submitted again, as
+  // the server's controller does for NodeLost (Finish, then Submit).
+  void QueueRequeue(int32_t i);
+  // One QueueManager::Cycle at the current instant and its events.
+  void QueueCycle();
+  void QueueEvent(const sched::QueueEvent& ev);
+  void QueueVictimExit(int32_t i);
+  void QueueMetrics();
 
   const Workload& w_;
   const SimOptions& opt_;
@@ -121,6 +148,10 @@ class Sim final : public JobFactsSource {
 
   sched::ClusterState state_;
   std::unique_ptr<sched::Scheduler> scheduler_;
+  // `queues`: borrows state_ (declared after it, so destroyed first).
+  std::unique_ptr<sched::QueueManager> qm_;
+  bool idle_cycle_pending_ = false;
+  absl::Status queue_error_;  // the first Submit the manager refused
   const sched::QueueSortPlugin* sort_ = nullptr;
   ManualClock clock_;
   absl::Time epoch_ = absl::UnixEpoch();
@@ -176,6 +207,9 @@ class Sim final : public JobFactsSource {
   double last_sample_alloc_ = 0, last_sample_loss_ = 0;
   std::vector<int64_t> q_running_, q_demand_;  // milli-GPU
   std::vector<double> q_alloc_;
+  std::vector<double> q_contended_;  // GPU-seconds while >= 2 queues had jobs waiting
+  std::vector<int64_t> q_pending_;   // jobs waiting per queue
+  std::vector<int64_t> q_preemptions_;
   double jain_sum_ = 0;
   int64_t jain_n_ = 0;
   int64_t done_ = 0;

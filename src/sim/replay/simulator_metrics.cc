@@ -44,6 +44,7 @@ void AddJobMetrics(const Workload& w, const std::vector<double>& first_start,
                               {"513+", 513000, INT64_MAX, {}, {}, {}}};
   std::vector<double> q_jct_sum(w.queues.size(), 0);
   std::vector<int64_t> q_jct_n(w.queues.size(), 0);
+  std::vector<double> q_wait_sum(w.queues.size(), 0);
   if (keep_job_jcts) res->jct_by_job.assign(n, NAN);
   jct.reserve(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -57,6 +58,7 @@ void AddJobMetrics(const Workload& w, const std::vector<double>& first_start,
     sd.push_back(s);
     if (keep_job_jcts) res->jct_by_job[i] = c;
     q_jct_sum[sj.queue] += c;
+    q_wait_sum[sj.queue] += q;
     ++q_jct_n[sj.queue];
     for (Cls& k : classes) {
       if (sj.milli() >= k.lo && sj.milli() <= k.hi) {
@@ -91,6 +93,7 @@ void AddJobMetrics(const Workload& w, const std::vector<double>& first_start,
     s.share = total_alloc > 0 ? q_alloc[q] / total_alloc : 0;
     s.entitlement = 1.0 / w.queues.size();
     s.mean_jct_s = q_jct_n[q] > 0 ? q_jct_sum[q] / q_jct_n[q] : 0;
+    s.mean_wait_s = q_jct_n[q] > 0 ? q_wait_sum[q] / q_jct_n[q] : 0;
     res->queues.push_back(s);
   }
 }

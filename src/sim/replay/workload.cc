@@ -32,6 +32,10 @@ absl::Status ValidateWorkload(const Workload& w) {
     if (j.queue < 0 || j.queue >= static_cast<int32_t>(w.queues.size())) {
       return bad("queue", "out of range");
     }
+    if (j.priority_class < -1 ||
+        j.priority_class >= static_cast<int32_t>(w.priority_classes.size())) {
+      return bad("priority_class", "out of range");
+    }
     if (j.checkpoint_s < 0) return bad("checkpoint", "must be >= 0");
     if (j.restart_s < 0) return bad("restart", "must be >= 0");
     if (i > 0 && j.submit_s < w.jobs[i - 1].submit_s) return bad("submit", "not sorted");

@@ -26,6 +26,9 @@ struct SimJob {
   int32_t queue = 0;        // index into Workload::queues
   double checkpoint_s = 0;  // a checkpoint every this many seconds of run; 0: never
   double restart_s = 0;     // restart overhead after a failure or preemption
+  // Index into Workload::priority_classes; -1: none (the job keeps `priority`).
+  // Only the `queues` policy reads it (the QueueManager's priority classes).
+  int32_t priority_class = -1;
 
   int64_t milli() const { return int64_t{gpus} * gpu_milli; }
   // GPUs held, in GPU units (a fraction for a shared GPU).
@@ -35,7 +38,9 @@ struct SimJob {
 struct Workload {
   std::string source;               // "philly:<path>", "synthetic", ...
   std::vector<std::string> queues;  // at least one
-  std::vector<SimJob> jobs;         // sorted by submit_s (stable)
+  // Priority class names jobs refer to (SimJob::priority_class); may be empty.
+  std::vector<std::string> priority_classes;
+  std::vector<SimJob> jobs;  // sorted by submit_s (stable)
 
   // Total demand, sum of GPU units * duration.
   double GpuSeconds() const;
