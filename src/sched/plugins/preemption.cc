@@ -163,11 +163,21 @@ class Search {
       const QueueTree& t = *env_.tree;
       int lca = t.Lca(env_.leaf, victim_leaf);
       qi.mine_within_guarantee = true;
+      ResourceList extra;
       for (int q = env_.leaf; q != lca && q >= 0; q = t.parent(q)) {
-        if (!t.WithinGuarantee(q, env_.demand)) qi.mine_within_guarantee = false;
+        // Demand of this queue's preemptors already admitted counts as used.
+        extra = env_.demand;
+        if (static_cast<size_t>(q) < env_.pledged.size()) {
+          for (size_t r = 0; r < extra.size(); ++r) {
+            extra[r] += env_.pledged[q][r] - (env_.own_pledge ? env_.demand[r] : 0);
+          }
+        }
+        if (!t.WithinGuarantee(q, extra)) qi.mine_within_guarantee = false;
       }
       for (int q = victim_leaf; q != lca && q >= 0; q = t.parent(q)) {
-        if (t.Borrowing(q, env_.demand)) qi.borrowing = true;
+        const ResourceList* leaving =
+            static_cast<size_t>(q) < env_.leaving.size() ? &env_.leaving[q] : nullptr;
+        if (t.Borrowing(q, env_.demand, leaving)) qi.borrowing = true;
       }
     }
     return queue_cache_.emplace(victim_leaf, qi).first->second;

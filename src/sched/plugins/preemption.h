@@ -5,7 +5,10 @@
 // gangs (never part of one, so never below minMember). Eligible victims
 // (AdmissionEnv::policy): lower-priority jobs of the same queue; jobs of a
 // queue that borrows while the preemptor's queue stays within its guarantee
-// (reclaim); optionally lower-priority jobs of other queues that borrow.
+// (reclaim; counting the demand of its preemptors already nominated, and a
+// victim queue's usage less its victims already signalled, from
+// AdmissionEnv::pledged/leaving); optionally lower-priority jobs of other
+// queues that borrow.
 // Another queue's guaranteed capacity is never taken (this also breaks the
 // reclaim/priority ping-pong between queues). Never a job that is
 // already terminating, never one that has run less than the minimum runtime

@@ -58,6 +58,17 @@ struct AdmissionEnv {
   bool quota_checked = false;
   // Preemption may be attempted for this job (false while backfilling).
   bool allow_preemption = true;
+  // Reclaim bookkeeping per QueueTree node, summed up the tree; filled by the
+  // QueueManager before each attempt (empty: nothing in flight). `pledged`:
+  // demand of preemptors already nominated (admitted, waiting for their
+  // victims); `leaving`: usage of victims already signalled. A reclaiming
+  // queue counts its pledged demand as used, and a victim's queue borrows only
+  // beyond what is already leaving it, so several preemptors of one cycle do
+  // not each reclaim the same guarantee (the ping-pong `sim replay` found).
+  std::vector<ResourceList> pledged;
+  std::vector<ResourceList> leaving;
+  // The current job is itself nominated: its demand is in `pledged`.
+  bool own_pledge = false;
   // Jobs the current job must never preempt (those that preempted it).
   const absl::flat_hash_set<std::string>* protected_jobs = nullptr;
   // Backfill: nodes held by the head-of-line reservation, and whether the

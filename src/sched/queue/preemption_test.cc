@@ -211,5 +211,53 @@ TEST(Preemption, ReclaimOfLentCapacityAndNoCycle) {
       << f.qm->WaitingReason(victim);
 }
 
+// Four late gangs of a queue guaranteed two gangs' worth, in one cycle, while
+// the other queue borrows: the first two reclaim (each within the guarantee
+// once the earlier one's demand is counted), the last two wait. Before the
+// pledged/leaving bookkeeping all four reclaimed, and the flood then took
+// them back: a ping-pong that `sim replay --policies queues` found.
+TEST(Preemption, ReclaimInOneCycleTakesOnlyTheGuarantee) {
+  PreemptionPolicy policy;
+  policy.min_runtime = absl::ZeroDuration();
+  QueueTreeSpec tree;
+  tree.queues = {Q("flood", "", 16), Q("late", "", 16)};
+  Fixture f(4, policy, tree);
+  for (int i = 0; i < 4; ++i) f.Run(absl::StrCat("f", i), 1, 8, 0, "flood");  // borrows 16
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(f.qm->Submit(GangJob(absl::StrCat("l", i), "late", 1, 8, 0), {}, kT0).ok());
+  }
+  const absl::Time t1 = kT0 + absl::Minutes(1);
+  CycleReport r = f.qm->Cycle(t1);
+  std::set<std::string> victims, nominated;
+  for (const QueueEvent& e : r.events) {
+    if (e.kind == QueueEvent::Kind::kCheckpointSignal) victims.insert(e.job);
+    if (e.kind == QueueEvent::Kind::kNominated) nominated.insert(e.job);
+  }
+  EXPECT_EQ(victims.size(), 2u);
+  EXPECT_EQ(nominated.size(), 2u);
+  int waiting = 0;
+  for (int i = 0; i < 4; ++i) {
+    std::string k = absl::StrCat("default/l", i);
+    if (f.qm->Phase(k) == JobPhase::kPending) ++waiting;
+  }
+  EXPECT_EQ(waiting, 2);
+  // Once the victims are gone the two start; the flood is at its guarantee
+  // and nothing more is reclaimed, in either direction.
+  f.qm->Cycle(t1 + policy.grace_period);
+  for (int i = 2; i < 20; ++i) {
+    CycleReport later = f.qm->Cycle(t1 + absl::Minutes(i));
+    for (const QueueEvent& e : later.events) {
+      EXPECT_NE(e.kind, QueueEvent::Kind::kCheckpointSignal) << e.job << " at minute " << i;
+    }
+  }
+  int late_running = 0, flood_running = 0;
+  for (int i = 0; i < 4; ++i) {
+    late_running += f.qm->Phase(absl::StrCat("default/l", i)) == JobPhase::kRunning;
+    flood_running += f.qm->Phase(absl::StrCat("default/f", i)) == JobPhase::kRunning;
+  }
+  EXPECT_EQ(late_running, 2);
+  EXPECT_EQ(flood_running, 2);
+}
+
 }  // namespace
 }  // namespace tessera::sched

@@ -361,6 +361,28 @@ void QueueManager::SetEnv(const Pending& p, bool quota) {
   env_.demand = Demand(*p.job, DemandModel(*p.job));
   env_.protected_jobs = &p.protected_jobs;
   env_.allow_preemption = true;
+  env_.own_pledge = p.nominated;
+}
+
+void QueueManager::RefreshReclaimView() {
+  env_.pledged.clear();
+  env_.leaving.clear();
+  const size_t nr = tree_->resources().size();
+  auto add = [&](std::vector<ResourceList>& to, int leaf, const ResourceList& v) {
+    if (leaf < 0) return;
+    if (to.empty()) to.assign(tree_->num_queues(), ResourceList(nr, 0));
+    for (int q = leaf; q >= 0; q = tree_->parent(q)) {
+      for (size_t r = 0; r < nr; ++r) to[q][r] += v[r];
+    }
+  };
+  for (int32_t s = 0; s < running_.num_slots(); ++s) {
+    if (running_.live(s) && running_.at(s).terminating) {
+      add(env_.leaving, running_.at(s).leaf, running_.at(s).usage);
+    }
+  }
+  for (const auto& [k, p] : pending_) {
+    if (p.nominated) add(env_.pledged, p.leaf, Demand(*p.job, DemandModel(*p.job)));
+  }
 }
 
 void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
@@ -504,7 +526,21 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   }
   std::vector<std::string> order;
   order.reserve(pending_.size());
-  for (const auto& [k, p] : pending_) order.push_back(k);
+  // A job its queues' guarantees cover goes before one that would borrow, as
+  // in Kueue and YuniKorn: otherwise fair share hands freed GPUs to a queue
+  // already at its guarantee, the queue below its guarantee reclaims them
+  // once min_runtime has passed, and so on (a ping-pong `sim replay` found).
+  absl::flat_hash_set<std::string> guaranteed;
+  for (const auto& [k, p] : pending_) {
+    order.push_back(k);
+    const ResourceList d = Demand(*p.job, DemandModel(*p.job));
+    bool any = false, within = true;
+    for (int64_t v : d) any |= v > 0;
+    for (int q = p.leaf; any && within && q >= 0; q = tree_->parent(q)) {
+      within = tree_->WithinGuarantee(q, d);
+    }
+    if (any && within) guaranteed.insert(k);
+  }
   auto less = [&](const std::string& a, const std::string& b) {
     const Pending& x = pending_.at(a);
     const Pending& y = pending_.at(b);
@@ -512,6 +548,8 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     bool yr = y.nominated && y.victims.empty();
     if (xr != yr) return xr;
     if (x.job->priority != y.job->priority) return x.job->priority > y.job->priority;
+    const bool xg = guaranteed.contains(a), yg = guaranteed.contains(b);
+    if (xg != yg) return xg;
     if (x.leaf != y.leaf) {
       if (keys[x.leaf] < keys[y.leaf]) return true;
       if (keys[y.leaf] < keys[x.leaf]) return false;
@@ -531,6 +569,8 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   // that already failed this cycle fails the same way: skip it. This keeps a
   // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
   absl::flat_hash_map<std::string, std::string> failed_shapes;
+  // Preemptions in flight, for reclaim decisions; refreshed after each plan.
+  RefreshReclaimView();
   for (const std::string& key : order) {
     auto it = pending_.find(key);
     if (it == pending_.end()) continue;
@@ -612,6 +652,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
           if (r2.placed()) Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
         }
       }
+      RefreshReclaimView();
       env_.avoid_reserved = false;
       continue;
     }

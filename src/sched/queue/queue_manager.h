@@ -7,7 +7,8 @@
 //  1. advance fair share to `now`; kill preemption victims whose grace period
 //     has passed (they return to pending, protected from cycles);
 //  2. order pending work: jobs whose planned preemption is complete first,
-//     then by priority, then by the hierarchical fair-share key of their
+//     then by priority, then jobs their queues' guarantees cover before jobs
+//     that would borrow, then by the hierarchical fair-share key of their
 //     queue (QueueTree::Key), then by creation time;
 //  3. for each job: Schedule. Placed: it starts. Not placed but preemption
 //     found victims: the plan is verified with a dry run (victims taken out,
@@ -192,6 +193,9 @@ class QueueManager {
   // GPU models of the fleet the job accepts (empty for a job without GPUs).
   std::vector<ModelId> GpuModelsOf(const model::Job& job) const;
   void SetEnv(const Pending& p, bool quota);
+  // Recomputes env_.pledged and env_.leaving from the nominated jobs and the
+  // signalled victims. O(running slots + pending).
+  void RefreshReclaimView();
   // A key equal for jobs that schedule identically (same queue and priority).
   std::string Shape(const Pending& p) const;
   void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,

@@ -307,11 +307,12 @@ bool QueueTree::WithinGuarantee(int q, const ResourceList& extra) const {
   return true;
 }
 
-bool QueueTree::Borrowing(int q, const ResourceList& mask) const {
+bool QueueTree::Borrowing(int q, const ResourceList& mask, const ResourceList* leaving) const {
   const Node& n = nodes_[q];
   for (size_t r = 0; r < resources_.size(); ++r) {
+    const int64_t used = n.usage[r] - (leaving != nullptr ? (*leaving)[r] : 0);
     // Without a quota for r the queue has no guarantee: all its use is borrowed.
-    if (mask[r] > 0 && n.usage[r] > (n.limited[r] ? n.guaranteed[r] : 0)) return true;
+    if (mask[r] > 0 && used > (n.limited[r] ? n.guaranteed[r] : 0)) return true;
   }
   return false;
 }

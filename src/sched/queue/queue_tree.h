@@ -112,7 +112,8 @@ class QueueTree {
   bool WithinGuarantee(int q, const ResourceList& extra) const;
   // True when q uses more than its guarantee of any resource in `mask` (nonzero
   // entries); a queue with no quota for a resource has a guarantee of 0.
-  bool Borrowing(int q, const ResourceList& mask) const;
+  // `leaving` (optional): usage already on its way out, not counted.
+  bool Borrowing(int q, const ResourceList& mask, const ResourceList* leaving = nullptr) const;
   bool IsAncestor(int a, int q) const;  // a == q counts
   int Lca(int a, int b) const;          // -1: the (implicit) root
 
