@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -119,7 +120,7 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
     ModelId m = rj.members.empty() || rj.members[0].gpus.empty()
                     ? DemandModel(*rj.job)
                     : cluster_->state(rj.members[0].node).model;
-    rj.usage = Demand(*rj.job, m);
+    rj.usage = PlacedDemand(*rj.job, rj.members, m);
     tree_->Add(rj.leaf, rj.usage);
   }
   for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
@@ -182,15 +183,28 @@ std::vector<ModelId> QueueManager::GpuModelsOf(const model::Job& job) const {
   return out;
 }
 
-ResourceList QueueManager::Demand(const model::Job& job, ModelId model) const {
+ResourceList QueueManager::PlacedDemand(const model::Job& job,
+                                        const std::vector<MemberPlacement>& members,
+                                        ModelId model) const {
+  absl::InlinedVector<int32_t, 4> held(job.groups.size(), 0);
+  for (const MemberPlacement& m : members) {
+    if (m.group >= 0 && m.group < static_cast<int32_t>(held.size())) ++held[m.group];
+  }
+  return Demand(job, model, held.data());
+}
+
+ResourceList QueueManager::Demand(const model::Job& job, ModelId model,
+                                  const int32_t* counts) const {
   const auto& names = tree_->resources();
   ResourceList d(names.size(), 0);
   std::string gpu = model == kNoModel ? "" : absl::StrCat("gpu/", cluster_->model_name(model));
   for (size_t r = 0; r < names.size(); ++r) {
-    for (const auto& g : job.groups) {
-      if (names[r] == "cpu") d[r] += int64_t{g.count} * g.resources.cpu_milli;
-      if (names[r] == "memory") d[r] += int64_t{g.count} * g.resources.memory_mib;
-      if (names[r] == gpu) d[r] += int64_t{g.count} * g.resources.total_gpu_milli();
+    for (size_t gi = 0; gi < job.groups.size(); ++gi) {
+      const auto& g = job.groups[gi];
+      const int64_t n = counts == nullptr ? g.count : counts[gi];
+      if (names[r] == "cpu") d[r] += n * g.resources.cpu_milli;
+      if (names[r] == "memory") d[r] += n * g.resources.memory_mib;
+      if (names[r] == gpu) d[r] += n * g.resources.total_gpu_milli();
     }
   }
   return d;
@@ -380,7 +394,9 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   for (const MemberPlacement& mp : placement.members) {
     for (const GpuGrant& g : mp.gpus) rj.gpu_milli += g.milli;
   }
-  rj.usage = Demand(*p.job, m);
+  // A gang placed with fewer than all its members (minMember, an elastic
+  // job) is charged what it holds, not its maximum.
+  rj.usage = PlacedDemand(*p.job, placement.members, m);
   rj.start = now;
   rj.last_checkpoint = p.last_checkpoint;
   rj.times_preempted = p.times_preempted;
@@ -530,7 +546,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   // A job identical in shape (queue, priority, members, constraints) to one
   // that already failed this cycle fails the same way: skip it. This keeps a
   // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
-  absl::flat_hash_map<std::string, std::string> failed_shapes;
+  absl::flat_hash_map<std::string, std::pair<std::string, bool>> failed_shapes;
   for (const std::string& key : order) {
     auto it = pending_.find(key);
     if (it == pending_.end()) continue;
@@ -542,12 +558,14 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     if (!shape.empty()) {
       absl::StrAppend(&shape, "|", avoid);
       if (auto f = failed_shapes.find(shape); f != failed_shapes.end()) {
-        p.reason = f->second;
+        p.reason = f->second.first;
+        p.waits_for_room = f->second.second;
         continue;
       }
     }
     SetEnv(p, true);
-    bool quota_ok = tree_->Check(p.leaf, env_.demand, {}).empty();
+    int blocking = -2;  // -1: the fleet is full, not the job's queue
+    bool quota_ok = tree_->Check(p.leaf, env_.demand, {}, &blocking).empty();
     // A job that accepts several GPU models may only land on those whose
     // quota admits it: schedule a copy restricted to them.
     const model::Job* job = p.job.get();
@@ -617,6 +635,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     env_.avoid_reserved = false;
     p.nominated = false;
+    p.waits_for_room = (quota_ok || blocking == -1) && !r.unresolvable;
     p.reason = r.reason.empty() ? "does not fit" : r.reason;
     if (preemption_->ran() && !preemption_->last_plan().reason.empty()) {
       p.reason = absl::StrCat(p.reason, "; preemption: ", preemption_->last_plan().reason);
@@ -638,7 +657,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     // Backfill changes what later jobs may use: only cache failures made
     // under the same rules.
     if (!shape.empty() && !made_reservation) {
-      failed_shapes[shape] = p.reason;
+      failed_shapes[shape] = {p.reason, p.waits_for_room};
     }
   }
   if (!reservation_) rep.started_before_reservation = rep.started;

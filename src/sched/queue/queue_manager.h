@@ -145,6 +145,33 @@ class QueueManager {
 
   CycleReport Cycle(absl::Time now);
 
+  // --- Elastic jobs (queue_manager_elastic.cc) ---
+  // Replaces the placement of running job `key` by `placement` (a subset of
+  // its members after a lost node, or more members after Grow): the cluster
+  // binding, the running set and the queue charge follow, which is always
+  // what the placed members demand. Members kept unchanged keep their GPUs;
+  // members not in the current placement are Assume()d first, so on any
+  // error nothing changes. Never called for a job that is not resized, so
+  // non-elastic jobs are untouched. FailedPrecondition for a job being
+  // preempted; InvalidArgument for a member outside the job's groups, twice
+  // in `placement`, or on a missing node or unhealthy GPU.
+  absl::Status Resize(absl::string_view key, const Placement& placement, absl::Time now);
+  // Tries to place running job `key`'s missing members (up to all of its
+  // groups' counts) next to the ones it holds, through the same Scheduler
+  // (a dry run of a job made of the missing members, on the job's GPU model,
+  // without preemption), then Resize()s to the merged placement. Growing
+  // comes after pending work, so it is refused while a preemption is in
+  // flight or a pending job that its quota admits waits for room, except the
+  // head-of-line job holding the backfill reservation, whose nodes it keeps
+  // off. Call it after Cycle. The queue's quota must admit the extra members.
+  struct GrowResult {
+    bool grown = false;
+    int32_t added = 0;    // members added
+    Placement placement;  // grown: the whole new placement
+    std::string reason;   // not grown: why
+  };
+  GrowResult Grow(absl::string_view key, absl::Time now);
+
   // Called after every Schedule attempt a Cycle makes, placed or not, with
   // the job as scheduled (quota-restricted models applied) and the result;
   // for decision tracing. Runs on the caller's thread inside Cycle and must
@@ -183,11 +210,19 @@ class QueueManager {
     absl::flat_hash_set<std::string> protected_jobs;
     absl::Time last_checkpoint = absl::InfinitePast();
     int32_t times_preempted = 0;
+    // Its last attempt failed for room, not quota: an elastic job may not
+    // grow into room it waits for (Grow).
+    bool waits_for_room = false;
   };
   QueueManager() = default;
   absl::Status Build(QueueManagerConfig config);
   void SetCapacities(QueueTree& t) const;
-  ResourceList Demand(const model::Job& job, ModelId model) const;
+  // Every member's demand; with `counts` (one per group), that many members
+  // of each group.
+  ResourceList Demand(const model::Job& job, ModelId model, const int32_t* counts = nullptr) const;
+  // What `members` of `job` demand (a partial gang is charged what it holds).
+  ResourceList PlacedDemand(const model::Job& job, const std::vector<MemberPlacement>& members,
+                            ModelId model) const;
   ModelId DemandModel(const model::Job& job) const;
   // GPU models of the fleet the job accepts (empty for a job without GPUs).
   std::vector<ModelId> GpuModelsOf(const model::Job& job) const;
