@@ -95,6 +95,7 @@ TEST(JobCodec, ElasticMinReplicasBecomesTheGangMinimum) {
   absl::StatusOr<model::Job> j = JobFromObject(Training(spec), nullptr);
   ASSERT_TRUE(j.ok()) << j.status();
   EXPECT_EQ(j->gang.min_member, 2);
+  EXPECT_TRUE(j->gang.elastic);
   EXPECT_EQ(j->total_members(), 5);
   int32_t min = -1;
   EXPECT_FALSE(CheckElastic(spec, &min).has_value());
@@ -107,6 +108,7 @@ TEST(JobCodec, ElasticMinReplicasBecomesTheGangMinimum) {
   EXPECT_FALSE(CheckElastic(plain, &min).has_value());
   EXPECT_EQ(min, 0);
   EXPECT_EQ(JobFromObject(Training(plain), nullptr)->gang.min_member, 0);
+  EXPECT_FALSE(JobFromObject(Training(plain), nullptr)->gang.elastic);
 }
 
 TEST(JobCodec, ElasticErrorsNameTheField) {

@@ -208,6 +208,47 @@ TEST_F(ElasticTest, DeletedNodeShrinksAndAPendingJobComesBeforeGrowing) {
   CheckBindings(16);
 }
 
+TEST_F(ElasticTest, StartsWithItsMinimumAndGrowsWhenANodeJoins) {
+  AddNode("gpu-0", 8);
+  Create("queues", "",
+         {{"kind", "Queue"},
+          {"metadata", {{"name", "team"}}},
+          {"spec", {{"gpuQuota", {{"H100", 16}}}}},
+          {"status", {{"phase", "Active"}}}});
+  AddJob("el", 4, 4, {{"queue", "team"}, {"elastic", {{"minReplicas", 2}, {"maxReplicas", 4}}}});
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Scheduled");
+  EXPECT_EQ(j["status"]["replicas"], 2);  // 2 of 4 fit: it starts
+  // Charged what it holds, not its maximum.
+  EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 8000);
+  const sched::QueueTree& tree = ctl_->queues().tree();
+  int64_t charged = -1;
+  for (size_t r = 0; r < tree.resources().size(); ++r) {
+    if (tree.resources()[r] == "gpu/H100") charged = tree.usage(tree.Find("team"), r);
+  }
+  EXPECT_EQ(charged, 8000);
+  AddNode("gpu-1", 8);
+  Step();
+  EXPECT_EQ(Job("el")["status"]["replicas"], 2);  // not before the grow interval
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-1");
+  Step();
+  j = Job("el");
+  EXPECT_EQ(j["status"]["replicas"], 4);
+  EXPECT_EQ(j["status"]["generation"], 2);
+  EXPECT_EQ(Nodes(j), (std::set<std::string>{"gpu-0", "gpu-1"}));
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticGrow"), 1);
+  EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 16000);
+  for (size_t r = 0; r < tree.resources().size(); ++r) {
+    if (tree.resources()[r] == "gpu/H100") {
+      EXPECT_EQ(tree.usage(tree.Find("team"), r), 16000);
+    }
+  }
+  CheckBindings(16);
+}
+
 TEST_F(ElasticTest, MaxReplicasMustMatchTheGroups) {
   AddNode("gpu-0", 8);
   AddJob("bad", 4, 1, {{"elastic", {{"minReplicas", 2}, {"maxReplicas", 8}}}});

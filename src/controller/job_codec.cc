@@ -272,7 +272,10 @@ absl::StatusOr<model::Job> JobFromObject(const Json& obj, const PriorityResolver
     int32_t min_replicas = 0;
     if (std::optional<SpecError> e = CheckElastic(spec, &min_replicas))
       return Bad(e->field, e->message);
-    if (min_replicas > 0) job.gang.min_member = min_replicas;
+    if (min_replicas > 0) {
+      job.gang.min_member = min_replicas;
+      job.gang.elastic = true;
+    }
   }
   if (absl::Status s = model::ValidateJob(job, nullptr); !s.ok()) return s;
   return job;

@@ -120,7 +120,7 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
     ModelId m = rj.members.empty() || rj.members[0].gpus.empty()
                     ? DemandModel(*rj.job)
                     : cluster_->state(rj.members[0].node).model;
-    rj.usage = PlacedDemand(*rj.job, rj.members, m);
+    rj.usage = rj.job->gang.elastic ? PlacedDemand(*rj.job, rj.members, m) : Demand(*rj.job, m);
     tree_->Add(rj.leaf, rj.usage);
   }
   for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
@@ -370,9 +370,52 @@ absl::Status QueueManager::VictimExited(absl::string_view key, absl::Time now) {
   return absl::OkStatus();
 }
 
+ResourceList QueueManager::AdmissionDemand(const model::Job& job, ModelId model) const {
+  const int32_t min = job.effective_min_member();
+  if (!job.gang.elastic || min >= job.total_members()) return Demand(job, model);
+  // A gang that may start partly placed is admitted for its minMember
+  // smallest members (as the gang plugin sizes it); what it then holds is
+  // fitted to the quota (FitToQuota) and charged (PlacedDemand).
+  std::vector<size_t> order(job.groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return job.groups[a].resources.total_gpu_milli() < job.groups[b].resources.total_gpu_milli();
+  });
+  absl::InlinedVector<int32_t, 4> counts(job.groups.size(), 0);
+  int32_t left = min;
+  for (size_t g : order) {
+    counts[g] = std::min(left, job.groups[g].count);
+    left -= counts[g];
+  }
+  return Demand(job, model, counts.data());
+}
+
+void QueueManager::FitToQuota(const Pending& p, Placement* placement) {
+  const model::Job& job = *p.job;
+  const int32_t min = job.effective_min_member();
+  if (!job.gang.elastic || min >= job.total_members() || p.leaf < 0) return;
+  ModelId model = DemandModel(job);
+  for (const MemberPlacement& m : placement->members) {
+    if (!m.gpus.empty()) {
+      model = cluster_->state(m.node).model;
+      break;
+    }
+  }
+  std::vector<MemberPlacement> members = placement->members;
+  while (static_cast<int32_t>(members.size()) > min &&
+         !tree_->Check(p.leaf, PlacedDemand(job, members, model), {}).empty()) {
+    members.pop_back();  // the last placed; the rest keep their ordinals
+  }
+  if (members.size() == placement->members.size()) return;
+  (void)cluster_->Release(placement->job_key);
+  for (const MemberPlacement& m : members) (void)cluster_->Assume(m);
+  placement->members = std::move(members);
+  (void)cluster_->Bind(*placement);
+}
+
 void QueueManager::SetEnv(const Pending& p, bool quota) {
   env_.leaf = quota ? p.leaf : -1;
-  env_.demand = Demand(*p.job, DemandModel(*p.job));
+  env_.demand = AdmissionDemand(*p.job, DemandModel(*p.job));
   env_.protected_jobs = &p.protected_jobs;
   env_.allow_preemption = true;
 }
@@ -394,9 +437,8 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   for (const MemberPlacement& mp : placement.members) {
     for (const GpuGrant& g : mp.gpus) rj.gpu_milli += g.milli;
   }
-  // A gang placed with fewer than all its members (minMember, an elastic
-  // job) is charged what it holds, not its maximum.
-  rj.usage = PlacedDemand(*p.job, placement.members, m);
+  // An elastic job is charged what it holds; any other gang all its members.
+  rj.usage = p.job->gang.elastic ? PlacedDemand(*p.job, placement.members, m) : Demand(*p.job, m);
   rj.start = now;
   rj.last_checkpoint = p.last_checkpoint;
   rj.times_preempted = p.times_preempted;
@@ -436,9 +478,10 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
 
 std::string QueueManager::Shape(const Pending& p) const {
   const model::Job& j = *p.job;
-  std::string s = absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
-                               static_cast<int>(j.topology.level), j.topology.required, "|",
-                               j.gang.min_member, "|", absl::StrJoin(j.gpu_models, ","), "|");
+  std::string s =
+      absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
+                   static_cast<int>(j.topology.level), j.topology.required, "|", j.gang.min_member,
+                   j.gang.elastic ? "e" : "", "|", absl::StrJoin(j.gpu_models, ","), "|");
   for (const auto& g : j.groups) {
     absl::StrAppend(&s, g.count, "x", g.resources.gpus, ":", g.resources.gpu_milli, ":",
                     g.resources.gpu_memory_mib, ":", g.resources.cpu_milli, ":",
@@ -575,7 +618,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       restricted = *p.job;
       restricted.gpu_models.clear();
       for (ModelId m : models) {
-        if (tree_->Check(p.leaf, Demand(*p.job, m), {}).empty()) {
+        if (tree_->Check(p.leaf, AdmissionDemand(*p.job, m), {}).empty()) {
           restricted.gpu_models.push_back(cluster_->model_name(m));
         }
       }
@@ -593,6 +636,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     env_.quota_checked = false;
     if (r.placed()) {
       env_.avoid_reserved = false;
+      FitToQuota(p, &r.placement);
       Start(p, r.placement, now, &rep, r.trace.explanation);
       continue;
     }
@@ -627,7 +671,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
           SetEnv(again->second, true);
           ScheduleResult r2 = scheduler_->Schedule(*again->second.job);
           if (attempt_observer_) attempt_observer_(*again->second.job, r2);
-          if (r2.placed()) Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
+          if (r2.placed()) {
+            FitToQuota(again->second, &r2.placement);
+            Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
+          }
         }
       }
       env_.avoid_reserved = false;

@@ -26,7 +26,10 @@
 //
 // Admission is thus placement-aware: quota is charged only when a whole gang
 // is placed, and a job its quota allows but no placement can hold is not
-// admitted and says why (the Kueue #4329 case).
+// admitted and says why (the Kueue #4329 case). An elastic gang
+// (GangPolicy::elastic) is admitted when the quota holds its minMember
+// smallest members, keeps as many placed members as the quota admits, and is
+// charged what it holds; it may be resized while it runs (Resize, Grow).
 //
 // No clock: every call takes `now`; no I/O. Outcomes come back as events for
 // the caller (server or simulator) to act on. Not thread-safe.
@@ -151,10 +154,9 @@ class QueueManager {
   // binding, the running set and the queue charge follow, which is always
   // what the placed members demand. Members kept unchanged keep their GPUs;
   // members not in the current placement are Assume()d first, so on any
-  // error nothing changes. Never called for a job that is not resized, so
-  // non-elastic jobs are untouched. FailedPrecondition for a job being
-  // preempted; InvalidArgument for a member outside the job's groups, twice
-  // in `placement`, or on a missing node or unhealthy GPU.
+  // error nothing changes. FailedPrecondition for a job that is not elastic
+  // (GangPolicy::elastic) or is being preempted; InvalidArgument for a member outside the job's
+  // groups, twice in `placement`, or on a missing node or unhealthy GPU.
   absl::Status Resize(absl::string_view key, const Placement& placement, absl::Time now);
   // Tries to place running job `key`'s missing members (up to all of its
   // groups' counts) next to the ones it holds, through the same Scheduler
@@ -163,7 +165,8 @@ class QueueManager {
   // comes after pending work, so it is refused while a preemption is in
   // flight or a pending job that its quota admits waits for room, except the
   // head-of-line job holding the backfill reservation, whose nodes it keeps
-  // off. Call it after Cycle. The queue's quota must admit the extra members.
+  // off. Call it after Cycle. It adds as many members as fit and as the
+  // queue's quota admits.
   struct GrowResult {
     bool grown = false;
     int32_t added = 0;    // members added
@@ -226,6 +229,12 @@ class QueueManager {
   ModelId DemandModel(const model::Job& job) const;
   // GPU models of the fleet the job accepts (empty for a job without GPUs).
   std::vector<ModelId> GpuModelsOf(const model::Job& job) const;
+  // What the quota must admit before a job is placed: all its members, or
+  // for an elastic gang, its minMember smallest ones.
+  ResourceList AdmissionDemand(const model::Job& job, ModelId model) const;
+  // An elastic gang placed beyond what its queue's quota admits gives back
+  // its last members (never below minMember).
+  void FitToQuota(const Pending& p, Placement* placement);
   void SetEnv(const Pending& p, bool quota);
   // A key equal for jobs that schedule identically (same queue and priority).
   std::string Shape(const Pending& p) const;

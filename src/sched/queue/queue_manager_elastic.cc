@@ -10,9 +10,10 @@
 //   2. Build a job of the missing members only (per group, the ordinals not
 //      held, in order), on the GPU model the job already runs on, with
 //      minMember 1, and ask the Scheduler for a dry run (Evaluate) with the
-//      job's own queue charge (quota PreFilter on the extra members' demand)
+//      job's own queue charge (quota PreFilter: one more member must fit it)
 //      and preemption off. The same plugins decide; there is no second
-//      placement code path.
+//      placement code path. Placed members beyond what the quota admits are
+//      given back (the last first).
 //   3. Map the placed members back to their group and ordinal, merge them
 //      with the held ones (sorted by group, then ordinal) and Resize. A job
 //      that requires one topology domain grows only inside the one it has.
@@ -44,6 +45,9 @@ absl::Status QueueManager::Resize(absl::string_view key, const Placement& placem
                                   absl::Time now) {
   RunningJob* rj = running_.Find(key);
   if (rj == nullptr) return absl::NotFoundError(absl::StrCat("job ", key, " is not running"));
+  if (!rj->job->gang.elastic) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", key, " is not elastic"));
+  }
   if (rj->terminating) {
     return absl::FailedPreconditionError(absl::StrCat("job ", key, " is being preempted"));
   }
@@ -123,8 +127,8 @@ absl::Status QueueManager::Resize(absl::string_view key, const Placement& placem
 QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time now) {
   GrowResult out;
   RunningJob* rj = running_.Find(key);
-  if (rj == nullptr) {
-    out.reason = "not running";
+  if (rj == nullptr || !rj->job->gang.elastic) {
+    out.reason = rj == nullptr ? "not running" : "not elastic";
     return out;
   }
   // 1. Pending work first.
@@ -191,7 +195,8 @@ QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time no
   if (model != kNoModel) missing.gpu_models = {cluster_->model_name(model)};
   env_.now = now;
   env_.leaf = rj->leaf;
-  env_.demand = Demand(missing, model == kNoModel ? DemandModel(missing) : model);
+  const ModelId demand_model = model == kNoModel ? DemandModel(missing) : model;
+  env_.demand = AdmissionDemand(missing, demand_model);  // one member: grow by what fits
   env_.quota_checked = false;
   static const absl::flat_hash_set<std::string> kNone;
   env_.protected_jobs = &kNone;
@@ -205,10 +210,15 @@ QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time no
     out.reason = r.reason.empty() ? "the missing members do not fit" : r.reason;
     return out;
   }
-  // 3. Merge and resize.
+  // 3. As many as the queue's quota admits, merged, then resize.
+  std::vector<MemberPlacement> extra = r.placement.members;
+  while (extra.size() > 1 &&
+         !tree_->Check(rj->leaf, PlacedDemand(missing, extra, demand_model), {}).empty()) {
+    extra.pop_back();
+  }
   std::vector<MemberPlacement> members = cur->members;
   std::vector<size_t> used(ordinals.size(), 0);
-  for (MemberPlacement m : r.placement.members) {
+  for (MemberPlacement m : extra) {
     const int32_t g = m.group;
     m.group = origin[g];
     m.member = ordinals[g][used[g]++];
@@ -244,7 +254,7 @@ QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time no
     return out;
   }
   out.grown = true;
-  out.added = static_cast<int32_t>(r.placement.members.size());
+  out.added = static_cast<int32_t>(extra.size());
   out.placement = std::move(grown);
   return out;
 }

@@ -37,6 +37,7 @@ class ElasticQueueTest : public ::testing::Test {
   void StartElastic() {
     model::Job j = GangJob("el", "team", 4, 4);
     j.gang.min_member = 2;
+    j.gang.elastic = true;
     ASSERT_TRUE(qm_->Submit(j, {}, kT0).ok());
     qm_->Cycle(kT0);
     ASSERT_EQ(qm_->Phase(kKey), JobPhase::kRunning);
@@ -105,6 +106,31 @@ TEST_F(ElasticQueueTest, ResizeShrinksTheChargeAndFreesOnlyTheDroppedGpus) {
   ASSERT_TRUE(qm_->Finish(kKey, kT0 + absl::Seconds(30)).ok());
   EXPECT_EQ(GpuUsage(), 8000);
   EXPECT_EQ(BoundMilli(), 8000);
+}
+
+TEST_F(ElasticQueueTest, ElasticJobStartsWithWhatItsQuotaAdmits) {
+  Build(true, 8);  // 16 GPUs in the fleet, 8 in the queue's quota
+  model::Job gang = GangJob("gang", "team", 4, 4);
+  gang.gang.min_member = 2;  // not elastic: admitted for all its members
+  ASSERT_TRUE(qm_->Submit(gang, {}, kT0).ok());
+  qm_->Cycle(kT0);
+  EXPECT_EQ(qm_->Phase("default/gang"), JobPhase::kPending);
+  EXPECT_NE(qm_->WaitingReason("default/gang").find("over quota"), std::string::npos);
+  ASSERT_TRUE(qm_->Finish("default/gang", kT0).ok());
+  model::Job el = GangJob("el", "team", 4, 4);
+  el.gang.min_member = 2;
+  el.gang.elastic = true;
+  ASSERT_TRUE(qm_->Submit(el, {}, kT0).ok());
+  qm_->Cycle(kT0 + absl::Seconds(1));
+  ASSERT_EQ(qm_->Phase(kKey), JobPhase::kRunning);
+  EXPECT_EQ(cs_->FindPlacement(kKey)->members.size(), 2u);  // the quota's 8 GPUs
+  EXPECT_EQ(GpuUsage(), 8000);
+  EXPECT_EQ(BoundMilli(), 8000);
+  ASSERT_TRUE(qm_->tree().CheckInvariants().ok());
+  // Growing needs quota too.
+  QueueManager::GrowResult g = qm_->Grow(kKey, kT0 + absl::Seconds(2));
+  EXPECT_FALSE(g.grown);
+  EXPECT_NE(g.reason.find("quota"), std::string::npos) << g.reason;
 }
 
 TEST_F(ElasticQueueTest, ResizeRefusesBadPlacementsAndChangesNothing) {
