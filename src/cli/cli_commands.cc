@@ -166,10 +166,16 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
   const Json& spec = o.contains("spec") ? o["spec"] : Json::object();
   if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
     size_t placed = st.contains("placement") ? st["placement"].size() : 0;
+    std::string members = std::to_string(placed);
+    if (spec.contains("elastic") && spec["elastic"].is_object()) {
+      // An elastic job: current of maximum replicas ("2/4").
+      members = absl::StrCat(st.value("replicas", static_cast<int64_t>(placed)), "/",
+                             spec["elastic"].value("maxReplicas", 0));
+    }
     std::vector<std::string> row = {Meta(o, "name"),
                                     Phase(o),
                                     std::to_string(RequestedGpus(o)),
-                                    std::to_string(placed),
+                                    members,
                                     std::to_string(st.value("generation", 0)),
                                     age};
     if (wide) {

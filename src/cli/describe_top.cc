@@ -85,6 +85,16 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
       {"Generation:", std::to_string(st.value("generation", 0))},
       {"Attempts:", std::to_string(st.value("attempts", 0))},
   };
+  if (spec.contains("elastic") && spec["elastic"].is_object()) {
+    const Json& el = spec["elastic"];
+    std::string replicas =
+        absl::StrCat(st.value("replicas", 0), " (elastic: minReplicas ", el.value("minReplicas", 0),
+                     ", maxReplicas ", el.value("maxReplicas", 0), ")");
+    if (st.contains("lastResizeTime")) {
+      absl::StrAppend(&replicas, "; resized ", Age(st.value("lastResizeTime", ""), now), " ago");
+    }
+    head.push_back({"Replicas:", replicas});
+  }
   if (st.contains("resumeFrom")) {
     const Json& rf = st["resumeFrom"];
     head.push_back(

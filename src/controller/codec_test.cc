@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "controller/job_codec.h"
 #include "controller/node_codec.h"
 #include "model/priority.h"
@@ -84,6 +85,61 @@ TEST(JobCodec, ErrorsNameTheField) {
   spec = {{"groups", {{{"name", "a"}, {"count", "x"}, {"gpusPerReplica", 1}}}}};
   s = JobFromObject(Training(spec), nullptr).status();
   EXPECT_NE(s.message().find("spec.groups[0].count"), std::string::npos) << s;
+}
+
+TEST(JobCodec, ElasticMinReplicasBecomesTheGangMinimum) {
+  Json spec = {{"elastic", {{"minReplicas", 2}, {"maxReplicas", 5}}},
+               {"groups",
+                {{{"name", "w"}, {"count", 4}, {"gpusPerReplica", 8}},
+                 {{"name", "ps"}, {"count", 1}, {"gpusPerReplica", 1}}}}};
+  absl::StatusOr<model::Job> j = JobFromObject(Training(spec), nullptr);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(j->gang.min_member, 2);
+  EXPECT_TRUE(j->gang.elastic);
+  EXPECT_EQ(j->total_members(), 5);
+  int32_t min = -1;
+  EXPECT_FALSE(CheckElastic(spec, &min).has_value());
+  EXPECT_EQ(min, 2);
+  // The same minimum in spec.gang is accepted.
+  spec["gang"] = {{"minMember", 2}};
+  EXPECT_TRUE(JobFromObject(Training(spec), nullptr).ok());
+  // Without spec.elastic the job is not elastic.
+  Json plain = {{"groups", {{{"name", "w"}, {"count", 4}, {"gpusPerReplica", 8}}}}};
+  EXPECT_FALSE(CheckElastic(plain, &min).has_value());
+  EXPECT_EQ(min, 0);
+  EXPECT_EQ(JobFromObject(Training(plain), nullptr)->gang.min_member, 0);
+  EXPECT_FALSE(JobFromObject(Training(plain), nullptr)->gang.elastic);
+}
+
+TEST(JobCodec, ElasticErrorsNameTheField) {
+  auto error = [](Json spec) {
+    int32_t min = 0;
+    std::optional<SpecError> e = CheckElastic(spec, &min);
+    absl::Status s = JobFromObject(Training(spec), nullptr).status();
+    EXPECT_FALSE(s.ok());
+    EXPECT_TRUE(e.has_value());
+    // The controller's decoding and the API's 422 say the same thing.
+    if (e) {
+      EXPECT_EQ(s.message(), absl::StrCat(e->field, ": ", e->message));
+    }
+    return e ? e->field : std::string();
+  };
+  Json groups = {{{"name", "w"}, {"count", 4}, {"gpusPerReplica", 8}}};
+  // maxReplicas must equal the groups' counts: they are the maximum.
+  EXPECT_EQ(error({{"elastic", {{"minReplicas", 2}, {"maxReplicas", 8}}}, {"groups", groups}}),
+            "spec.elastic.maxReplicas");
+  EXPECT_EQ(error({{"elastic", {{"minReplicas", 2}, {"maxReplicas", 3}}}, {"groups", groups}}),
+            "spec.elastic.maxReplicas");
+  EXPECT_EQ(error({{"elastic", {{"minReplicas", 5}, {"maxReplicas", 4}}}, {"groups", groups}}),
+            "spec.elastic.minReplicas");
+  EXPECT_EQ(error({{"elastic", {{"minReplicas", 0}, {"maxReplicas", 4}}}, {"groups", groups}}),
+            "spec.elastic.minReplicas");
+  EXPECT_EQ(error({{"elastic", {{"maxReplicas", 4}}}, {"groups", groups}}),
+            "spec.elastic.minReplicas");
+  EXPECT_EQ(error({{"elastic", {{"minReplicas", 2}, {"maxReplicas", 4}}},
+                   {"gang", {{"minMember", 3}}},
+                   {"groups", groups}}),
+            "spec.gang.minMember");
 }
 
 TEST(JobCodec, InferenceServiceDefaultsToSpreadAndElasticGang) {

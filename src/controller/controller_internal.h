@@ -35,6 +35,8 @@ struct SchedulingController::JobRec {
   std::string last_message;
   absl::Duration max_runtime = absl::ZeroDuration();  // spec.maxRuntimeSeconds; 0: none
   absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
+  int32_t elastic_min = 0;                            // spec.elastic.minReplicas; 0: not elastic
+  absl::Time last_resize = absl::InfinitePast();      // binding or last shrink / grow
 };
 
 struct SchedulingController::NodeRec {

@@ -6,6 +6,12 @@
 //     gpuMilli, gpuMemoryMiB, resources.cpu cores -> milli, resources.memoryGiB
 //     -> MiB); groups' gpuType joins spec.gpuModels (every group must agree).
 //     placement defaults to Pack.
+//   TrainingJob spec.elastic {minReplicas, maxReplicas}: a replica is one
+//     member; the groups' counts are the job's maximum, so maxReplicas must
+//     equal their sum (a different value is refused, not rescaled), and
+//     minReplicas becomes gang.min_member (spec.gang.minMember may be given
+//     too only with the same value). The controller then shrinks and grows
+//     the bound gang between the two (controller/elastic.cc).
 //   InferenceService: one group "replica" of replicas.max members; the gang
 //     needs max(1, replicas.min) of them unless spec.gang says otherwise;
 //     placement defaults to Spread.
@@ -34,6 +40,16 @@ using PriorityResolver = std::function<std::optional<int32_t>(absl::string_view)
 // The scheduler key of a job object: TrainingJob "ns/name",
 // InferenceService "ns/isvc.name" (so the two kinds never collide).
 std::string SchedulerName(absl::string_view kind, absl::string_view name);
+
+// A TrainingJob spec's elastic policy checked against its groups (the API
+// server's 422 and the controller's decoding share it).
+struct SpecError {
+  std::string field;  // "spec.elastic.maxReplicas"
+  std::string message;
+};
+// nullopt when `spec` is fine; `*min_replicas` is spec.elastic.minReplicas, or
+// 0 when the job is not elastic.
+std::optional<SpecError> CheckElastic(const Json& spec, int32_t* min_replicas);
 
 absl::StatusOr<model::Job> JobFromObject(const Json& obj, const PriorityResolver& priority);
 

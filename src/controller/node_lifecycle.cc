@@ -27,6 +27,13 @@ void SchedulingController::EvictNode(sched::NodeId id, const std::string& phase,
   for (const std::string& k : keys) {
     JobRec* rec = JobBySchedKey(k);
     if (rec == nullptr || (pick && !pick(*rec))) continue;
+    // A lost node (not a drain or a reconfiguration) costs an elastic job
+    // only its members there, while it keeps its minReplicas elsewhere.
+    if (phase == "NodeLost" &&
+        Shrink(
+            *rec, [id](const sched::MemberPlacement& m) { return m.node == id; }, why)) {
+      continue;
+    }
     if (absl::Status s = Requeue(*rec, phase, why); !s.ok()) {
       options_.log.Error(
           "requeue not written",
@@ -180,9 +187,17 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
     affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
     for (const std::string& k : affected) {
       if (JobRec* j = JobBySchedKey(k); j != nullptr && j->bound) {
-        (void)Requeue(
-            *j, "NodeLost",
-            {"GpuUnhealthy", absl::StrCat("a GPU of node ", rec.name, " turned unhealthy"), true});
+        const Change why{"GpuUnhealthy",
+                         absl::StrCat("a GPU of node ", rec.name, " turned unhealthy"), true};
+        // An elastic job loses only the members on an unhealthy GPU.
+        const sched::ClusterState& cs = *cluster_;
+        auto on_bad_gpu = [&cs](const sched::MemberPlacement& m) {
+          for (const sched::GpuGrant& g : m.gpus) {
+            if (!cs.state(m.node).healthy(g.gpu)) return true;
+          }
+          return false;
+        };
+        if (!Shrink(*j, on_bad_gpu, why)) (void)Requeue(*j, "NodeLost", why);
       }
     }
   }

@@ -236,6 +236,7 @@ bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanat
         st["phase"] = "Scheduled";
         st["placement"] = placement;
         st["generation"] = gen;
+        st["replicas"] = static_cast<int64_t>(pl->members.size());
         st["attempts"] = rec.attempts + 1;
         st["priority"] = job.priority;
         st["scheduledTime"] = Timestamp(now);
@@ -255,6 +256,7 @@ bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanat
   if (!rev.ok()) return false;
   rec.bound = true;
   ArmRuntimeLimit(rec, now);
+  rec.last_resize = now;
   rec.generation = gen;
   ++rec.attempts;
   rec.phase = "Scheduled";
@@ -360,6 +362,7 @@ void SchedulingController::RunCycles() {
               st["phase"] = "Preempted";
               st["message"] = msg;
               st.erase("placement");
+              st.erase("replicas");
               if (resume.is_object()) st["resumeFrom"] = resume;
               SetCondition(st, "Scheduled", "False", "Preempted", msg, now);
               SetCondition(st, "PreemptionPending", "False", "Preempted", msg, now);
@@ -396,6 +399,8 @@ void SchedulingController::RunCycles() {
         break;
     }
   }
+  // Elastic jobs grow back only after pending work had its turn.
+  GrowElastic(now);
   // The next victim kill the QueueManager will carry out.
   const sched::RunningSet& running = qm_->running();
   for (int32_t slot = 0; slot < running.num_slots(); ++slot) {

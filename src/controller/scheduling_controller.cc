@@ -306,7 +306,10 @@ absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& p
         st["message"] = why.message.substr(0, 4096);
         auto [type, value] = PhaseCondition(phase);
         SetCondition(st, type, value, why.reason, why.message, now);
-        if (clear_placement) st.erase("placement");
+        if (clear_placement) {
+          st.erase("placement");
+          st.erase("replicas");
+        }
         return true;
       },
       why, &base);
@@ -364,6 +367,7 @@ absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase
         st["phase"] = phase;
         st["message"] = why.message.substr(0, 4096);
         st.erase("placement");
+        st.erase("replicas");
         if (resume.is_object()) st["resumeFrom"] = resume;
         SetCondition(st, "Scheduled", "False", why.reason, why.message, now);
         return true;
@@ -431,6 +435,10 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
                         ? absl::Seconds(IntOr(obj["spec"], "maxRuntimeSeconds", 0))
                         : absl::ZeroDuration();
   rec.queue_error.clear();
+  rec.elastic_min = 0;
+  if (rec.kind == "TrainingJob" && obj.contains("spec")) {
+    (void)CheckElastic(obj["spec"], &rec.elastic_min);  // errors fail the decode below
+  }
   if (Terminal(rec.phase)) return;
   absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {
     auto it = priority_classes_.find(pc);
@@ -472,6 +480,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
       rec.bound = true;
       absl::Time since;
       ArmRuntimeLimit(rec, ParseTimestamp(Str(st, "scheduledTime"), &since) ? since : clock_.Now());
+      rec.last_resize = ParseTimestamp(Str(st, "lastResizeTime"), &since) ? since : rec.bound_since;
       ++stats_.restored;
       to_restore_.push_back(rec.key);  // charged to its queue before the next cycle
       return;
@@ -533,6 +542,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
             Json& st = StatusOf(o);
             if (!Terminal(Str(st, "phase"))) return false;
             st.erase("placement");
+            st.erase("replicas");
             return true;
           },
           why, &base);

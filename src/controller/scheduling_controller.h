@@ -109,6 +109,11 @@ struct ControllerOptions {
   // Longest time between queue cycles when nothing changes (fair-share
   // order and backfill reservations move with time).
   absl::Duration idle_cycle = absl::Seconds(5);
+  // An elastic TrainingJob below its maxReplicas is grown back at most this
+  // often (counted from its binding or last resize): each resize restarts
+  // its members from the last checkpoint, so it should not follow every GPU
+  // that frees up.
+  absl::Duration elastic_grow_interval = absl::Seconds(60);
   // Where to export scheduling and fleet metrics (borrowed; null: none).
   metrics::Registry* metrics = nullptr;
   // One structured line per transition (binding, preemption, requeue, node
@@ -154,6 +159,8 @@ class SchedulingController {
     int64_t deadline_exceeded = 0;  // stopped by spec.maxRuntimeSeconds
     int64_t events_collected = 0;   // Event objects deleted past event_ttl
     int64_t queue_rebuilds = 0;
+    int64_t elastic_shrinks = 0;  // elastic jobs that lost members and kept running
+    int64_t elastic_grows = 0;    // elastic jobs that got members back
     absl::Duration start_time;
   };
   const Stats& stats() const { return stats_; }
@@ -237,6 +244,22 @@ class SchedulingController {
   void EvictNode(sched::NodeId id, const std::string& phase, const Change& why,
                  const std::function<bool(const JobRec&)>& pick = nullptr);
   Json ResumePoint(const JobRec& rec);
+  // --- Elastic TrainingJobs (elastic.cc) ---
+  // Drops the members of bound elastic job `rec` for which `lost` is true,
+  // when at least spec.elastic.minReplicas remain: the store first (new
+  // placement and generation, resumeFrom, Event ElasticShrink), then memory
+  // (QueueManager::Resize). False when the job is not elastic, would fall
+  // below its minimum or the write failed: the caller requeues it.
+  bool Shrink(JobRec& rec, const std::function<bool(const sched::MemberPlacement&)>& lost,
+              const Change& why);
+  // After the queue cycle: running elastic jobs below their maximum get
+  // their missing members if they fit (QueueManager::Grow), at most every
+  // options.elastic_grow_interval; memory first, then the store (undone on
+  // failure). Event ElasticGrow.
+  void GrowElastic(absl::Time now);
+  // Writes rec's resized placement (generation + 1) if the stored binding is
+  // still the one at rec.generation; false otherwise.
+  bool WriteResize(JobRec& rec, const sched::Placement& p, const Change& why, absl::Time now);
   JobRec* JobBySchedKey(const std::string& sched_key);
 
   store::Store& store_;

@@ -41,6 +41,12 @@ struct GangPolicy {
   int32_t min_member = 0;
   // How long a gang may wait for placement before it is failed (0: forever).
   absl::Duration timeout = absl::ZeroDuration();
+  // An elastic job (TrainingJob spec.elastic): admitted by its queue's quota
+  // for min_member members, keeps as many placed members as the quota admits,
+  // is charged what it holds, and may be resized while it runs
+  // (sched::QueueManager::Resize / Grow). Other gangs are admitted and
+  // charged for all their members.
+  bool elastic = false;
 };
 
 struct Job {

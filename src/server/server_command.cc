@@ -38,6 +38,7 @@ struct ServerFlags {
   double node_status_s = 60;
   double event_ttl_s = 3600;
   double eviction_s = 300;
+  double elastic_grow_s = 60;
   std::string queue_config;
   std::string tls_cert, tls_key;
   std::string log_format = "text";
@@ -179,6 +180,7 @@ int RunServer(const ServerFlags& f) {
     co.leases = &leases;
     co.event_ttl = absl::Seconds(f.event_ttl_s);
     co.eviction_delay = absl::Seconds(f.eviction_s);
+    co.elastic_grow_interval = absl::Seconds(f.elastic_grow_s);
     co.metrics = &registry;
     co.queues = queues;
     co.log = log.WithComponent("controller");
@@ -231,6 +233,9 @@ void RegisterServerCommands(CLI::App& app) {
                   "Event objects older than this are deleted (0: kept forever)");
   cmd->add_option("--eviction-seconds", flags->eviction_s,
                   "A NotReady node loses its gangs after this long");
+  cmd->add_option("--elastic-grow-seconds", flags->elastic_grow_s,
+                  "An elastic TrainingJob below maxReplicas grows back at most this often "
+                  "(each resize restarts its members from the last checkpoint)");
   cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--queue-config", flags->queue_config,

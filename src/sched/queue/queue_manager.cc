@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -119,7 +120,7 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
     ModelId m = rj.members.empty() || rj.members[0].gpus.empty()
                     ? DemandModel(*rj.job)
                     : cluster_->state(rj.members[0].node).model;
-    rj.usage = Demand(*rj.job, m);
+    rj.usage = rj.job->gang.elastic ? PlacedDemand(*rj.job, rj.members, m) : Demand(*rj.job, m);
     tree_->Add(rj.leaf, rj.usage);
   }
   for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
@@ -182,15 +183,28 @@ std::vector<ModelId> QueueManager::GpuModelsOf(const model::Job& job) const {
   return out;
 }
 
-ResourceList QueueManager::Demand(const model::Job& job, ModelId model) const {
+ResourceList QueueManager::PlacedDemand(const model::Job& job,
+                                        const std::vector<MemberPlacement>& members,
+                                        ModelId model) const {
+  absl::InlinedVector<int32_t, 4> held(job.groups.size(), 0);
+  for (const MemberPlacement& m : members) {
+    if (m.group >= 0 && m.group < static_cast<int32_t>(held.size())) ++held[m.group];
+  }
+  return Demand(job, model, held.data());
+}
+
+ResourceList QueueManager::Demand(const model::Job& job, ModelId model,
+                                  const int32_t* counts) const {
   const auto& names = tree_->resources();
   ResourceList d(names.size(), 0);
   std::string gpu = model == kNoModel ? "" : absl::StrCat("gpu/", cluster_->model_name(model));
   for (size_t r = 0; r < names.size(); ++r) {
-    for (const auto& g : job.groups) {
-      if (names[r] == "cpu") d[r] += int64_t{g.count} * g.resources.cpu_milli;
-      if (names[r] == "memory") d[r] += int64_t{g.count} * g.resources.memory_mib;
-      if (names[r] == gpu) d[r] += int64_t{g.count} * g.resources.total_gpu_milli();
+    for (size_t gi = 0; gi < job.groups.size(); ++gi) {
+      const auto& g = job.groups[gi];
+      const int64_t n = counts == nullptr ? g.count : counts[gi];
+      if (names[r] == "cpu") d[r] += n * g.resources.cpu_milli;
+      if (names[r] == "memory") d[r] += n * g.resources.memory_mib;
+      if (names[r] == gpu) d[r] += n * g.resources.total_gpu_milli();
     }
   }
   return d;
@@ -356,9 +370,52 @@ absl::Status QueueManager::VictimExited(absl::string_view key, absl::Time now) {
   return absl::OkStatus();
 }
 
+ResourceList QueueManager::AdmissionDemand(const model::Job& job, ModelId model) const {
+  const int32_t min = job.effective_min_member();
+  if (!job.gang.elastic || min >= job.total_members()) return Demand(job, model);
+  // A gang that may start partly placed is admitted for its minMember
+  // smallest members (as the gang plugin sizes it); what it then holds is
+  // fitted to the quota (FitToQuota) and charged (PlacedDemand).
+  std::vector<size_t> order(job.groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return job.groups[a].resources.total_gpu_milli() < job.groups[b].resources.total_gpu_milli();
+  });
+  absl::InlinedVector<int32_t, 4> counts(job.groups.size(), 0);
+  int32_t left = min;
+  for (size_t g : order) {
+    counts[g] = std::min(left, job.groups[g].count);
+    left -= counts[g];
+  }
+  return Demand(job, model, counts.data());
+}
+
+void QueueManager::FitToQuota(const Pending& p, Placement* placement) {
+  const model::Job& job = *p.job;
+  const int32_t min = job.effective_min_member();
+  if (!job.gang.elastic || min >= job.total_members() || p.leaf < 0) return;
+  ModelId model = DemandModel(job);
+  for (const MemberPlacement& m : placement->members) {
+    if (!m.gpus.empty()) {
+      model = cluster_->state(m.node).model;
+      break;
+    }
+  }
+  std::vector<MemberPlacement> members = placement->members;
+  while (static_cast<int32_t>(members.size()) > min &&
+         !tree_->Check(p.leaf, PlacedDemand(job, members, model), {}).empty()) {
+    members.pop_back();  // the last placed; the rest keep their ordinals
+  }
+  if (members.size() == placement->members.size()) return;
+  (void)cluster_->Release(placement->job_key);
+  for (const MemberPlacement& m : members) (void)cluster_->Assume(m);
+  placement->members = std::move(members);
+  (void)cluster_->Bind(*placement);
+}
+
 void QueueManager::SetEnv(const Pending& p, bool quota) {
   env_.leaf = quota ? p.leaf : -1;
-  env_.demand = Demand(*p.job, DemandModel(*p.job));
+  env_.demand = AdmissionDemand(*p.job, DemandModel(*p.job));
   env_.protected_jobs = &p.protected_jobs;
   env_.allow_preemption = true;
   env_.own_pledge = p.nominated;
@@ -381,7 +438,7 @@ void QueueManager::RefreshReclaimView() {
     }
   }
   for (const auto& [k, p] : pending_) {
-    if (p.nominated) add(env_.pledged, p.leaf, Demand(*p.job, DemandModel(*p.job)));
+    if (p.nominated) add(env_.pledged, p.leaf, AdmissionDemand(*p.job, DemandModel(*p.job)));
   }
 }
 
@@ -402,7 +459,8 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   for (const MemberPlacement& mp : placement.members) {
     for (const GpuGrant& g : mp.gpus) rj.gpu_milli += g.milli;
   }
-  rj.usage = Demand(*p.job, m);
+  // An elastic job is charged what it holds; any other gang all its members.
+  rj.usage = p.job->gang.elastic ? PlacedDemand(*p.job, placement.members, m) : Demand(*p.job, m);
   rj.start = now;
   rj.last_checkpoint = p.last_checkpoint;
   rj.times_preempted = p.times_preempted;
@@ -442,9 +500,10 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
 
 std::string QueueManager::Shape(const Pending& p) const {
   const model::Job& j = *p.job;
-  std::string s = absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
-                               static_cast<int>(j.topology.level), j.topology.required, "|",
-                               j.gang.min_member, "|", absl::StrJoin(j.gpu_models, ","), "|");
+  std::string s =
+      absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
+                   static_cast<int>(j.topology.level), j.topology.required, "|", j.gang.min_member,
+                   j.gang.elastic ? "e" : "", "|", absl::StrJoin(j.gpu_models, ","), "|");
   for (const auto& g : j.groups) {
     absl::StrAppend(&s, g.count, "x", g.resources.gpus, ":", g.resources.gpu_milli, ":",
                     g.resources.gpu_memory_mib, ":", g.resources.cpu_milli, ":",
@@ -533,7 +592,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   absl::flat_hash_set<std::string> guaranteed;
   for (const auto& [k, p] : pending_) {
     order.push_back(k);
-    const ResourceList d = Demand(*p.job, DemandModel(*p.job));
+    const ResourceList d = AdmissionDemand(*p.job, DemandModel(*p.job));
     bool any = false, within = true;
     for (int64_t v : d) any |= v > 0;
     for (int q = p.leaf; any && within && q >= 0; q = tree_->parent(q)) {
@@ -568,7 +627,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   // A job identical in shape (queue, priority, members, constraints) to one
   // that already failed this cycle fails the same way: skip it. This keeps a
   // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
-  absl::flat_hash_map<std::string, std::string> failed_shapes;
+  absl::flat_hash_map<std::string, std::pair<std::string, bool>> failed_shapes;
   // Preemptions in flight, for reclaim decisions; refreshed after each plan.
   RefreshReclaimView();
   for (const std::string& key : order) {
@@ -582,12 +641,14 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     if (!shape.empty()) {
       absl::StrAppend(&shape, "|", avoid);
       if (auto f = failed_shapes.find(shape); f != failed_shapes.end()) {
-        p.reason = f->second;
+        p.reason = f->second.first;
+        p.waits_for_room = f->second.second;
         continue;
       }
     }
     SetEnv(p, true);
-    bool quota_ok = tree_->Check(p.leaf, env_.demand, {}).empty();
+    int blocking = -2;  // -1: the fleet is full, not the job's queue
+    bool quota_ok = tree_->Check(p.leaf, env_.demand, {}, &blocking).empty();
     // A job that accepts several GPU models may only land on those whose
     // quota admits it: schedule a copy restricted to them.
     const model::Job* job = p.job.get();
@@ -597,7 +658,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       restricted = *p.job;
       restricted.gpu_models.clear();
       for (ModelId m : models) {
-        if (tree_->Check(p.leaf, Demand(*p.job, m), {}).empty()) {
+        if (tree_->Check(p.leaf, AdmissionDemand(*p.job, m), {}).empty()) {
           restricted.gpu_models.push_back(cluster_->model_name(m));
         }
       }
@@ -615,6 +676,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     env_.quota_checked = false;
     if (r.placed()) {
       env_.avoid_reserved = false;
+      FitToQuota(p, &r.placement);
       Start(p, r.placement, now, &rep, r.trace.explanation);
       continue;
     }
@@ -649,7 +711,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
           SetEnv(again->second, true);
           ScheduleResult r2 = scheduler_->Schedule(*again->second.job);
           if (attempt_observer_) attempt_observer_(*again->second.job, r2);
-          if (r2.placed()) Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
+          if (r2.placed()) {
+            FitToQuota(again->second, &r2.placement);
+            Start(again->second, r2.placement, now, &rep, r2.trace.explanation);
+          }
         }
       }
       RefreshReclaimView();
@@ -658,6 +723,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     env_.avoid_reserved = false;
     p.nominated = false;
+    p.waits_for_room = (quota_ok || blocking == -1) && !r.unresolvable;
     p.reason = r.reason.empty() ? "does not fit" : r.reason;
     if (preemption_->ran() && !preemption_->last_plan().reason.empty()) {
       p.reason = absl::StrCat(p.reason, "; preemption: ", preemption_->last_plan().reason);
@@ -679,7 +745,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     // Backfill changes what later jobs may use: only cache failures made
     // under the same rules.
     if (!shape.empty() && !made_reservation) {
-      failed_shapes[shape] = p.reason;
+      failed_shapes[shape] = {p.reason, p.waits_for_room};
     }
   }
   if (!reservation_) rep.started_before_reservation = rep.started;

@@ -27,7 +27,10 @@
 //
 // Admission is thus placement-aware: quota is charged only when a whole gang
 // is placed, and a job its quota allows but no placement can hold is not
-// admitted and says why (the Kueue #4329 case).
+// admitted and says why (the Kueue #4329 case). An elastic gang
+// (GangPolicy::elastic) is admitted when the quota holds its minMember
+// smallest members, keeps as many placed members as the quota admits, and is
+// charged what it holds; it may be resized while it runs (Resize, Grow).
 //
 // No clock: every call takes `now`; no I/O. Outcomes come back as events for
 // the caller (server or simulator) to act on. Not thread-safe.
@@ -146,6 +149,33 @@ class QueueManager {
 
   CycleReport Cycle(absl::Time now);
 
+  // --- Elastic jobs (queue_manager_elastic.cc) ---
+  // Replaces the placement of running job `key` by `placement` (a subset of
+  // its members after a lost node, or more members after Grow): the cluster
+  // binding, the running set and the queue charge follow, which is always
+  // what the placed members demand. Members kept unchanged keep their GPUs;
+  // members not in the current placement are Assume()d first, so on any
+  // error nothing changes. FailedPrecondition for a job that is not elastic
+  // (GangPolicy::elastic) or is being preempted; InvalidArgument for a member outside the job's
+  // groups, twice in `placement`, or on a missing node or unhealthy GPU.
+  absl::Status Resize(absl::string_view key, const Placement& placement, absl::Time now);
+  // Tries to place running job `key`'s missing members (up to all of its
+  // groups' counts) next to the ones it holds, through the same Scheduler
+  // (a dry run of a job made of the missing members, on the job's GPU model,
+  // without preemption), then Resize()s to the merged placement. Growing
+  // comes after pending work, so it is refused while a preemption is in
+  // flight or a pending job that its quota admits waits for room, except the
+  // head-of-line job holding the backfill reservation, whose nodes it keeps
+  // off. Call it after Cycle. It adds as many members as fit and as the
+  // queue's quota admits.
+  struct GrowResult {
+    bool grown = false;
+    int32_t added = 0;    // members added
+    Placement placement;  // grown: the whole new placement
+    std::string reason;   // not grown: why
+  };
+  GrowResult Grow(absl::string_view key, absl::Time now);
+
   // Called after every Schedule attempt a Cycle makes, placed or not, with
   // the job as scheduled (quota-restricted models applied) and the result;
   // for decision tracing. Runs on the caller's thread inside Cycle and must
@@ -184,14 +214,28 @@ class QueueManager {
     absl::flat_hash_set<std::string> protected_jobs;
     absl::Time last_checkpoint = absl::InfinitePast();
     int32_t times_preempted = 0;
+    // Its last attempt failed for room, not quota: an elastic job may not
+    // grow into room it waits for (Grow).
+    bool waits_for_room = false;
   };
   QueueManager() = default;
   absl::Status Build(QueueManagerConfig config);
   void SetCapacities(QueueTree& t) const;
-  ResourceList Demand(const model::Job& job, ModelId model) const;
+  // Every member's demand; with `counts` (one per group), that many members
+  // of each group.
+  ResourceList Demand(const model::Job& job, ModelId model, const int32_t* counts = nullptr) const;
+  // What `members` of `job` demand (a partial gang is charged what it holds).
+  ResourceList PlacedDemand(const model::Job& job, const std::vector<MemberPlacement>& members,
+                            ModelId model) const;
   ModelId DemandModel(const model::Job& job) const;
   // GPU models of the fleet the job accepts (empty for a job without GPUs).
   std::vector<ModelId> GpuModelsOf(const model::Job& job) const;
+  // What the quota must admit before a job is placed: all its members, or
+  // for an elastic gang, its minMember smallest ones.
+  ResourceList AdmissionDemand(const model::Job& job, ModelId model) const;
+  // An elastic gang placed beyond what its queue's quota admits gives back
+  // its last members (never below minMember).
+  void FitToQuota(const Pending& p, Placement* placement);
   void SetEnv(const Pending& p, bool quota);
   // Recomputes env_.pledged and env_.leaving from the nominated jobs and the
   // signalled victims. O(running slots + pending).

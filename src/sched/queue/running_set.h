@@ -62,11 +62,7 @@ class RunningSet {
       slots_.emplace_back();
       live_.push_back(false);
     }
-    for (const MemberPlacement& m : j.members) {
-      if (m.node >= static_cast<NodeId>(node_jobs_.size())) node_jobs_.resize(m.node + 1);
-      auto& v = node_jobs_[m.node];
-      if (std::find(v.begin(), v.end(), slot) == v.end()) v.push_back(slot);
-    }
+    Index(slot, j.members);
     by_key_[j.key] = slot;
     slots_[slot] = std::move(j);
     live_[slot] = true;
@@ -77,19 +73,22 @@ class RunningSet {
     auto it = by_key_.find(key);
     if (it == by_key_.end()) return;
     int32_t slot = it->second;
-    for (const MemberPlacement& m : slots_[slot].members) {
-      auto& v = node_jobs_[m.node];
-      auto f = std::find(v.begin(), v.end(), slot);
-      if (f != v.end()) {
-        *f = v.back();
-        v.pop_back();
-      }
-    }
+    Unindex(slot);
     by_key_.erase(it);
     slots_[slot] = RunningJob();
     live_[slot] = false;
     free_.push_back(slot);
     --size_;
+  }
+  // Replaces a running job's members (an elastic resize), keeping its slot
+  // and the node index in step. No-op for an unknown key.
+  void SetMembers(absl::string_view key, std::vector<MemberPlacement> members) {
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return;
+    const int32_t slot = it->second;
+    Unindex(slot);
+    Index(slot, members);
+    slots_[slot].members = std::move(members);
   }
   RunningJob* Find(absl::string_view key) {
     auto it = by_key_.find(key);
@@ -115,6 +114,25 @@ class RunningSet {
   }
 
  private:
+  // Adds / removes `slot` in the node index for its members.
+  void Index(int32_t slot, const std::vector<MemberPlacement>& members) {
+    for (const MemberPlacement& m : members) {
+      if (m.node >= static_cast<NodeId>(node_jobs_.size())) node_jobs_.resize(m.node + 1);
+      auto& v = node_jobs_[m.node];
+      if (std::find(v.begin(), v.end(), slot) == v.end()) v.push_back(slot);
+    }
+  }
+  void Unindex(int32_t slot) {
+    for (const MemberPlacement& m : slots_[slot].members) {
+      auto& v = node_jobs_[m.node];
+      auto f = std::find(v.begin(), v.end(), slot);
+      if (f != v.end()) {
+        *f = v.back();
+        v.pop_back();
+      }
+    }
+  }
+
   std::vector<RunningJob> slots_;
   std::vector<bool> live_;
   std::vector<int32_t> free_;

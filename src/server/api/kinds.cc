@@ -101,6 +101,11 @@ std::vector<Schema::Field> JobStatusFields() {
                                 Optional("generation", S::Int().Min(0)),
                             }))),
       Optional("attempts", S::Int().Min(0)),
+      // Members bound now (status.placement's size); an elastic TrainingJob
+      // runs with between spec.elastic.minReplicas and maxReplicas of them.
+      Optional("replicas", S::Int().Min(0)),
+      // The last ElasticShrink / ElasticGrow (spaces grow attempts out).
+      Optional("lastResizeTime", S::String()),
       Optional("priority", S::Int()),
       Optional("scheduledTime", S::String()),
       Optional("resumeFrom", S::Object({

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/job_codec.h"
 
 namespace tessera::server::api {
 
@@ -158,10 +159,12 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
       errors.push_back({"spec.replicas.min", "must be <= spec.replicas.max"});
     }
   }
-  if (kind.kind == "TrainingJob" && obj["spec"].contains("elastic")) {
-    const Json& e = obj["spec"]["elastic"];
-    if (e["minReplicas"].get<int64_t>() > e["maxReplicas"].get<int64_t>()) {
-      errors.push_back({"spec.elastic.minReplicas", "must be <= spec.elastic.maxReplicas"});
+  if (kind.kind == "TrainingJob") {
+    // The same check the controller decodes with (controller/job_codec.h).
+    int32_t min_replicas = 0;
+    if (std::optional<controller::SpecError> e =
+            controller::CheckElastic(obj["spec"], &min_replicas)) {
+      errors.push_back({e->field, e->message});
     }
   }
   return errors;

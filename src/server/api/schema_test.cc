@@ -43,6 +43,24 @@ TEST(SchemaTest, ErrorsNameTheFieldPath) {
                           "spec.groups[1].count: must be an integer", "spec.bogus: unknown field"));
 }
 
+TEST(SchemaTest, ElasticMustMatchTheGroups) {
+  Json j = Job();
+  j["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}};
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j), IsEmpty());
+  j["spec"]["elastic"]["maxReplicas"] = 8;
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("spec.elastic.maxReplicas: must equal the job's replicas, the sum of "
+                          "spec.groups[].count (4): the groups' counts are the maximum, got 8"));
+  j["spec"]["elastic"] = {{"minReplicas", 5}, {"maxReplicas", 4}};
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("spec.elastic.minReplicas: must be <= spec.elastic.maxReplicas"));
+  j["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}};
+  j["spec"]["gang"] = {{"minMember", 3}};
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("spec.gang.minMember: conflicts with spec.elastic.minReplicas (2); set "
+                          "one of them"));
+}
+
 TEST(SchemaTest, RequiredAndTypes) {
   Json j = Job();
   j.erase("spec");

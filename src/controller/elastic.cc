@@ -1,0 +1,186 @@
+// The elastic half of SchedulingController: a TrainingJob with
+// spec.elastic {minReplicas, maxReplicas} keeps running on fewer members
+// when a node or GPU is lost, and grows back when room returns
+// (docs/control-plane.md, "Elastic jobs").
+//
+// Shrink: a lost node (NotReady past the eviction delay, deleted) or an
+//   unhealthy GPU takes away the job's members there. If at least
+//   minReplicas remain, the store gets the smaller placement with a new
+//   generation (agents restart the survivors from status.resumeFrom, the
+//   newest Ready Checkpoint, with the new world size) and an ElasticShrink
+//   Event; then the QueueManager gives the dropped GPUs and quota back
+//   (store first, then memory, as every unbinding). Below minReplicas the job
+//   is requeued as any gang.
+// Grow: after each queue cycle, a running elastic job below maxReplicas,
+//   resized or bound at least options.elastic_grow_interval ago, asks the
+//   QueueManager to place its missing members (the same Scheduler; pending
+//   work and reservations first, see QueueManager::Grow). The grown binding
+//   is held in memory, then written (new generation, ElasticGrow Event);
+//   if the write fails the memory goes back to the old placement.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/controller_internal.h"
+#include "controller/job_codec.h"
+#include "controller/scheduling_controller.h"
+
+namespace tessera::controller {
+
+using namespace internal;  // NOLINT: the module's own helpers
+
+namespace {
+
+// "node-a, node-b": the distinct nodes of `members`.
+std::string NodesOf(const std::vector<sched::MemberPlacement>& members,
+                    const sched::ClusterState& cs) {
+  std::vector<std::string> names;
+  for (const sched::MemberPlacement& m : members) names.push_back(cs.node(m.node).name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, const Change& why,
+                                       absl::Time now) {
+  const int64_t gen = rec.generation + 1;
+  const Json placement = PlacementToJson(p, *rec.job, *cluster_, gen);
+  const Json resume = ResumePoint(rec);
+  Change change = why;
+  absl::StrAppend(&change.message, " (generation ", gen, ")");
+  if (resume.is_object()) {
+    absl::StrAppend(&change.message, "; members restart from checkpoint ",
+                    Str(resume, "checkpoint"), " (step ", IntOr(resume, "step", 0), ")");
+  }
+  change.fields.emplace_back("generation", gen);
+  change.fields.emplace_back("replicas", static_cast<int64_t>(p.members.size()));
+  int64_t base = 0;
+  absl::StatusOr<int64_t> w = Update(
+      rec.key, -1,
+      [&](Json& obj) {
+        Json& st = StatusOf(obj);
+        // Only the binding this controller knows may be resized.
+        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
+          return false;
+        }
+        st["placement"] = placement;
+        st["generation"] = gen;
+        st["replicas"] = static_cast<int64_t>(p.members.size());
+        st["lastResizeTime"] = Timestamp(now);
+        if (resume.is_object()) st["resumeFrom"] = resume;
+        st["message"] = change.message.substr(0, 4096);
+        SetCondition(st, "Scheduled", "True", change.reason, change.message, now);
+        return true;
+      },
+      change, &base);
+  if (!w.ok()) {
+    options_.log.Warn("elastic resize not written", {{"job", rec.name},
+                                                     {"namespace", rec.ns},
+                                                     {"reason", change.reason},
+                                                     {"error", std::string(w.status().message())}});
+    return false;
+  }
+  rec.generation = gen;
+  rec.last_resize = now;
+  rec.last_message = change.message;
+  if (base == rec.revision) rec.revision = *w;
+  return true;
+}
+
+bool SchedulingController::Shrink(JobRec& rec,
+                                  const std::function<bool(const sched::MemberPlacement&)>& lost,
+                                  const Change& why) {
+  if (rec.elastic_min <= 0 || !rec.job || !rec.bound || !rec.in_qm || Terminal(rec.phase) ||
+      qm_->Phase(rec.job->key()) != sched::JobPhase::kRunning) {
+    return false;
+  }
+  const sched::Placement* cur = cluster_->FindPlacement(rec.job->key());
+  if (cur == nullptr) return false;
+  sched::Placement kept;
+  kept.job_key = cur->job_key;
+  std::vector<sched::MemberPlacement> dropped;
+  for (const sched::MemberPlacement& m : cur->members) {
+    (lost(m) ? dropped : kept.members).push_back(m);
+  }
+  if (dropped.empty()) return true;  // nothing of this job was lost
+  const int32_t keep = static_cast<int32_t>(kept.members.size());
+  if (keep < rec.elastic_min) return false;  // below minReplicas: requeue the gang
+  const absl::Time now = clock_.Now();
+  const Change shrink{
+      "ElasticShrink",
+      absl::StrCat(why.message, "; elastic: dropped ", dropped.size(), " member(s) on ",
+                   NodesOf(dropped, *cluster_), ", running ", keep, " of ",
+                   rec.job->total_members(), " replicas (minReplicas ", rec.elastic_min, ")"),
+      true,
+      true,
+      {{"cause", why.reason}, {"dropped", static_cast<int64_t>(dropped.size())}}};
+  if (!WriteResize(rec, kept, shrink, now)) return false;
+  // The store no longer binds the dropped members: release them in memory.
+  if (absl::Status s = qm_->Resize(rec.job->key(), kept, now); !s.ok()) {
+    // Memory keeps the old, larger binding: never less than the store.
+    options_.log.Error("elastic shrink not applied in memory",
+                       {{"job", rec.name}, {"error", std::string(s.message())}});
+  }
+  ++stats_.elastic_shrinks;
+  if (metrics_) metrics_->elastic_resizes.With({"shrink"}).Inc();
+  cycle_needed_ = true;  // the freed room may start a pending job
+  return true;
+}
+
+void SchedulingController::GrowElastic(absl::Time now) {
+  std::vector<JobRec*> candidates;
+  for (const auto& [key, rec] : jobs_) {
+    if (rec->elastic_min <= 0 || !rec->job || !rec->bound || !rec->in_qm ||
+        !BoundPhase(rec->phase) || now - rec->last_resize < options_.elastic_grow_interval) {
+      continue;
+    }
+    const sched::Placement* p = cluster_->FindPlacement(rec->job->key());
+    if (p == nullptr || static_cast<int32_t>(p->members.size()) >= rec->job->total_members()) {
+      continue;
+    }
+    candidates.push_back(rec.get());
+  }
+  // Higher priority first, then by key (deterministic).
+  std::sort(candidates.begin(), candidates.end(), [](const JobRec* a, const JobRec* b) {
+    if (a->job->priority != b->job->priority) return a->job->priority > b->job->priority;
+    return a->key < b->key;
+  });
+  for (JobRec* rec : candidates) {
+    const std::string key = rec->job->key();
+    const sched::Placement before = *cluster_->FindPlacement(key);
+    sched::QueueManager::GrowResult g = qm_->Grow(key, now);
+    if (!g.grown) continue;
+    std::vector<sched::MemberPlacement> added;
+    for (const sched::MemberPlacement& m : g.placement.members) {
+      const bool held = std::any_of(before.members.begin(), before.members.end(),
+                                    [&](const sched::MemberPlacement& o) {
+                                      return o.group == m.group && o.member == m.member;
+                                    });
+      if (!held) added.push_back(m);
+    }
+    const Change grow{
+        "ElasticGrow",
+        absl::StrCat("elastic: added ", g.added, " member(s) on ", NodesOf(added, *cluster_),
+                     ", running ", g.placement.members.size(), " of ", rec->job->total_members(),
+                     " replicas"),
+        false,
+        true,
+        {{"added", static_cast<int64_t>(g.added)}}};
+    if (!WriteResize(*rec, g.placement, grow, now)) {
+      // Memory must never hold less than the store: back to what it holds.
+      if (absl::Status s = qm_->Resize(key, before, now); !s.ok()) {
+        options_.log.Error("elastic grow not undone; re-listing",
+                           {{"job", rec->name}, {"error", std::string(s.message())}});
+        resync_ = true;
+        return;
+      }
+      continue;
+    }
+    ++stats_.elastic_grows;
+    if (metrics_) metrics_->elastic_resizes.With({"grow"}).Inc();
+  }
+}
+
+}  // namespace tessera::controller

@@ -1,0 +1,263 @@
+// Elastic TrainingJobs in the controller: shrink on a lost node or GPU
+// instead of a requeue, grow back when room returns, and the gang rules
+// everywhere else (docs/control-plane.md, "Elastic jobs").
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "controller/controller_test_fixture.h"
+#include "controller/scheduling_controller.h"
+
+namespace tessera::controller {
+namespace {
+
+class ElasticTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    base_options_.elastic_grow_interval = absl::Seconds(30);
+    ControllerTest::SetUp();
+  }
+
+  // Two 8-GPU nodes and a job of 4 members x 4 GPUs on both.
+  void StartJob(const std::string& name, int min_replicas) {
+    AddNode("gpu-0", 8);
+    AddNode("gpu-1", 8);
+    Json extra = Json::object();
+    if (min_replicas > 0) extra["elastic"] = {{"minReplicas", min_replicas}, {"maxReplicas", 4}};
+    AddJob(name, 4, 4, extra);
+    Step();
+    Json j = Job(name);
+    ASSERT_EQ(j["status"]["phase"], "Scheduled");
+    ASSERT_EQ(j["status"]["placement"].size(), 4u);
+    ASSERT_EQ(j["status"]["replicas"], 4);
+    ASSERT_EQ(Nodes(j), (std::set<std::string>{"gpu-0", "gpu-1"}));
+    Modify("trainingjobs", "team-a", name, [](Json& o) { o["status"]["phase"] = "Running"; });
+    Create("checkpoints", "team-a",
+           {{"kind", "Checkpoint"},
+            {"metadata", {{"name", name + "-step-100"}}},
+            {"spec", {{"jobName", name}, {"step", 100}, {"path", "s3://ckpt/100"}}},
+            {"status", {{"phase", "Ready"}}}});
+    Step();
+  }
+
+  static std::set<std::string> Nodes(const Json& job) {
+    std::set<std::string> out;
+    if (!job["status"].contains("placement")) return out;
+    for (const Json& m : job["status"]["placement"]) out.insert(m["node"].get<std::string>());
+    return out;
+  }
+
+  // gpu-1 falls silent while gpu-0 heartbeats, until gpu-1 is evicted.
+  void LoseGpu1() {
+    for (int i = 0; i < 16; ++i) {
+      clock_.Advance(absl::Seconds(5));
+      Heartbeat("gpu-0");
+      Step();
+    }
+    ASSERT_EQ(Get("nodes", "", "gpu-1")["status"]["phase"], "NotReady");
+  }
+
+  // Bound GPUs in the store (none twice) agree with memory.
+  void CheckBindings(int gpus) {
+    EXPECT_EQ(BoundGpus(), gpus);
+    EXPECT_EQ(ctl_->cluster().allocated_milli(), gpus * 1000);
+    EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+  }
+
+  int Count(const std::vector<std::string>& v, const std::string& s) {
+    return static_cast<int>(std::count(v.begin(), v.end(), s));
+  }
+};
+
+TEST_F(ElasticTest, LostNodeShrinksTheJobAndItGrowsBackWhenTheNodeReturns) {
+  StartJob("el", 2);
+  LoseGpu1();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");  // kept running, not requeued
+  EXPECT_EQ(j["status"]["generation"], 2);     // agents restart the survivors
+  EXPECT_EQ(j["status"]["replicas"], 2);
+  ASSERT_EQ(j["status"]["placement"].size(), 2u);
+  EXPECT_EQ(Nodes(j), std::set<std::string>{"gpu-0"});
+  for (const Json& m : j["status"]["placement"]) EXPECT_EQ(m["generation"], 2);
+  EXPECT_EQ(j["status"]["resumeFrom"]["checkpoint"], "el-step-100");
+  std::vector<std::string> reasons = EventReasons("el");
+  EXPECT_EQ(Count(reasons, "ElasticShrink"), 1);
+  EXPECT_EQ(Count(reasons, "NodeLost"), 0);
+  EXPECT_EQ(ctl_->stats().elastic_shrinks, 1);
+  EXPECT_EQ(ctl_->stats().requeued, 0);
+  CheckBindings(8);
+  // The queue's running set and charge shrank too.
+  const sched::RunningJob* rj = ctl_->queues().running().Find("team-a/el");
+  ASSERT_NE(rj, nullptr);
+  EXPECT_EQ(rj->members.size(), 2u);
+  EXPECT_EQ(rj->gpu_milli, 8000);
+
+  // gpu-1 comes back: not at once (rate limit), then the job grows to 4.
+  Heartbeat("gpu-1");
+  Heartbeat("gpu-0");
+  Step();
+  EXPECT_EQ(Get("nodes", "", "gpu-1")["status"]["phase"], "Ready");
+  const absl::Time shrunk_at = clock_.Now();
+  while (Job("el")["status"]["replicas"] == 2 && clock_.Now() - shrunk_at < absl::Seconds(60)) {
+    EXPECT_LT(clock_.Now() - shrunk_at, absl::Seconds(30)) << "grew before its interval";
+    clock_.Advance(absl::Seconds(5));
+    Heartbeat("gpu-0");
+    Heartbeat("gpu-1");
+    Step();
+  }
+  j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");
+  EXPECT_EQ(j["status"]["generation"], 3);
+  EXPECT_EQ(j["status"]["replicas"], 4);
+  ASSERT_EQ(j["status"]["placement"].size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(j["status"]["placement"][i]["member"], i);
+  EXPECT_EQ(Nodes(j), (std::set<std::string>{"gpu-0", "gpu-1"}));
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticGrow"), 1);
+  EXPECT_EQ(ctl_->stats().elastic_grows, 1);
+  EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 16000);
+  CheckBindings(16);
+  // A restart rebuilds the grown binding without writing anything.
+  const int64_t rev = store_.CurrentRevision();
+  Restart();
+  Step();
+  EXPECT_EQ(store_.CurrentRevision(), rev);
+  CheckBindings(16);
+}
+
+TEST_F(ElasticTest, NonElasticJobIsRequeuedAsBefore) {
+  StartJob("gang", 0);
+  LoseGpu1();
+  Json j = Job("gang");
+  EXPECT_EQ(j["status"]["phase"], "NodeLost");  // 16 GPUs do not fit on gpu-0 alone
+  EXPECT_FALSE(j["status"].contains("placement"));
+  EXPECT_FALSE(j["status"].contains("replicas"));
+  std::vector<std::string> reasons = EventReasons("gang");
+  EXPECT_EQ(Count(reasons, "NodeLost"), 1);
+  EXPECT_EQ(Count(reasons, "ElasticShrink"), 0);
+  EXPECT_EQ(ctl_->stats().requeued, 1);
+  CheckBindings(0);
+}
+
+TEST_F(ElasticTest, ElasticJobBelowItsMinimumIsRequeued) {
+  StartJob("el", 3);
+  LoseGpu1();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "NodeLost");
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 0);
+  EXPECT_EQ(Count(EventReasons("el"), "NodeLost"), 1);
+  CheckBindings(0);
+}
+
+TEST_F(ElasticTest, UnhealthyGpuDropsOnlyTheMemberOnIt) {
+  StartJob("el", 2);
+  Json j = Job("el");
+  int bad_member = -1, bad_gpu = -1;
+  for (const Json& m : j["status"]["placement"]) {
+    if (m["node"] == "gpu-1") {
+      bad_member = m["member"];
+      bad_gpu = m["gpus"][0];
+      break;
+    }
+  }
+  ASSERT_GE(bad_gpu, 0);
+  Modify("nodes", "", "gpu-1", [&](Json& o) {
+    o["status"]["gpus"] = {{{"index", bad_gpu}, {"health", "Unhealthy"}, {"message", "XID 79"}}};
+  });
+  Step();
+  j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");
+  EXPECT_EQ(j["status"]["replicas"], 3);
+  EXPECT_EQ(j["status"]["generation"], 2);
+  for (const Json& m : j["status"]["placement"]) EXPECT_NE(m["member"], bad_member);
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 1);
+  CheckBindings(12);
+  // gpu-1 has 3 healthy free GPUs left, one short of a member: no grow.
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-1");
+  Step();
+  EXPECT_EQ(Job("el")["status"]["replicas"], 3);
+  CheckBindings(12);
+}
+
+TEST_F(ElasticTest, DeletedNodeShrinksAndAPendingJobComesBeforeGrowing) {
+  StartJob("el", 2);
+  ASSERT_TRUE(store_.Delete(Key("nodes", "", "gpu-1")).ok());
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");
+  EXPECT_EQ(j["status"]["replicas"], 2);
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 1);
+  CheckBindings(8);
+  // A pending job waits for room; a new node arrives after the grow interval:
+  // the pending job gets it, the elastic job does not grow into it.
+  AddJob("next", 1, 8);
+  clock_.Advance(absl::Seconds(40));
+  Heartbeat("gpu-0");
+  Step();
+  EXPECT_EQ(Job("next")["status"]["phase"], "Admitted");
+  AddNode("gpu-2", 8);
+  Step();
+  EXPECT_EQ(Job("next")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(Nodes(Job("next")), std::set<std::string>{"gpu-2"});
+  EXPECT_EQ(Job("el")["status"]["replicas"], 2);
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticGrow"), 0);
+  CheckBindings(16);
+}
+
+TEST_F(ElasticTest, StartsWithItsMinimumAndGrowsWhenANodeJoins) {
+  AddNode("gpu-0", 8);
+  Create("queues", "",
+         {{"kind", "Queue"},
+          {"metadata", {{"name", "team"}}},
+          {"spec", {{"gpuQuota", {{"H100", 16}}}}},
+          {"status", {{"phase", "Active"}}}});
+  AddJob("el", 4, 4, {{"queue", "team"}, {"elastic", {{"minReplicas", 2}, {"maxReplicas", 4}}}});
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Scheduled");
+  EXPECT_EQ(j["status"]["replicas"], 2);  // 2 of 4 fit: it starts
+  // Charged what it holds, not its maximum.
+  EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 8000);
+  const sched::QueueTree& tree = ctl_->queues().tree();
+  int64_t charged = -1;
+  for (size_t r = 0; r < tree.resources().size(); ++r) {
+    if (tree.resources()[r] == "gpu/H100") charged = tree.usage(tree.Find("team"), r);
+  }
+  EXPECT_EQ(charged, 8000);
+  AddNode("gpu-1", 8);
+  Step();
+  EXPECT_EQ(Job("el")["status"]["replicas"], 2);  // not before the grow interval
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-1");
+  Step();
+  j = Job("el");
+  EXPECT_EQ(j["status"]["replicas"], 4);
+  EXPECT_EQ(j["status"]["generation"], 2);
+  EXPECT_EQ(Nodes(j), (std::set<std::string>{"gpu-0", "gpu-1"}));
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticGrow"), 1);
+  EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 16000);
+  for (size_t r = 0; r < tree.resources().size(); ++r) {
+    if (tree.resources()[r] == "gpu/H100") {
+      EXPECT_EQ(tree.usage(tree.Find("team"), r), 16000);
+    }
+  }
+  CheckBindings(16);
+}
+
+TEST_F(ElasticTest, MaxReplicasMustMatchTheGroups) {
+  AddNode("gpu-0", 8);
+  AddJob("bad", 4, 1, {{"elastic", {{"minReplicas", 2}, {"maxReplicas", 8}}}});
+  Step();
+  Json j = Job("bad");
+  EXPECT_EQ(j["status"]["phase"], "Failed");
+  EXPECT_NE(j["status"]["message"].get<std::string>().find("spec.elastic.maxReplicas"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::controller
