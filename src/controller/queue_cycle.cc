@@ -195,7 +195,9 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     }
     // A runtime limit is also the backfill's estimate: a job that must end by
     // then may start in a reservation's shadow (Slurm's time limits).
-    absl::Status s = qm_->Submit(*rec.job, {.expected_runtime = rec.max_runtime}, now);
+    // A gang stopped by a lost node or GPU keeps its place (ahead of the fair-share order).
+    absl::Status s = qm_->Submit(
+        *rec.job, {.expected_runtime = rec.max_runtime, .restart = rec.phase == "NodeLost"}, now);
     if (s.ok()) {
       rec.in_qm = true;
       rec.queue_error.clear();

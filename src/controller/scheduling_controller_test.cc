@@ -130,6 +130,45 @@ TEST_F(ControllerTest, NodeLostRequeuesTheGangFromTheLastCheckpoint) {
   EXPECT_EQ(BoundGpus(), 8);
 }
 
+// A gang its node's loss stopped goes before older jobs waiting in its
+// queue (QueueManager SubmitOptions::restart): "w" was created first but was
+// suspended while "a" started; when "a"'s node is lost and "b" ends, the room
+// goes to "a".
+TEST_F(ControllerTest, GangStoppedByANodeLossGoesBeforeOlderWaitingJobs) {
+  AddNode("gpu-0", 8);
+  AddNode("gpu-1", 8);
+  AddJob("w", 1, 8, {{"suspend", true}});
+  Modify("trainingjobs", "team-a", "w", [&](Json& o) {
+    o["metadata"]["creationTimestamp"] = Timestamp(clock_.Now() - absl::Hours(1));
+  });
+  AddJob("a", 1, 8);
+  AddJob("b", 1, 8);
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-1");
+  Step();
+  ASSERT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  ASSERT_EQ(Job("b")["status"]["phase"], "Scheduled");
+  const std::string a_node = Job("a")["status"]["placement"][0]["node"];
+  const std::string b_node = a_node == "gpu-0" ? "gpu-1" : "gpu-0";
+  Modify("trainingjobs", "team-a", "w", [](Json& o) { o["spec"]["suspend"] = false; });
+  Step();
+  ASSERT_EQ(Job("w")["status"]["phase"], "Admitted");  // waiting for room
+  // a's node falls silent; past the eviction delay a is requeued (NodeLost).
+  for (int i = 0; i < 16; ++i) {
+    clock_.Advance(absl::Seconds(5));
+    Heartbeat(b_node);
+    Step();
+  }
+  ASSERT_EQ(Job("a")["status"]["phase"], "NodeLost");
+  // b ends: its node's GPUs go to a, not to the older w.
+  Modify("trainingjobs", "team-a", "b", [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(Job("a")["status"]["placement"][0]["node"], b_node);
+  EXPECT_EQ(Job("w")["status"]["phase"], "Admitted");
+  EXPECT_EQ(BoundGpus(), 8);
+}
+
 TEST_F(ControllerTest, LeaseRenewalsAloneKeepANodeReady) {
   // Heartbeats that only renew the in-memory lease (the API server wrote
   // nothing) count like stored ones: gpu-0 stays Ready past the grace

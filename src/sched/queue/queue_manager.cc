@@ -249,6 +249,7 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   p.runtime = opts.expected_runtime > absl::ZeroDuration() ? opts.expected_runtime
                                                            : config_.default_runtime;
   p.seq = ++seq_;
+  p.restart = opts.restart;
   p.reason = "not tried yet";
   pending_.emplace(key, std::move(p));
   return absl::OkStatus();
@@ -472,6 +473,7 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   Pending meta = std::move(p);
   pending_.erase(key);
   meta.nominated = false;
+  meta.restart = false;  // a preemption victim waits its turn again
   meta.victims.clear();
   meta.protected_jobs.clear();  // a new run; old preemptors are no longer special
   meta.reason.clear();
@@ -609,6 +611,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     if (x.job->priority != y.job->priority) return x.job->priority > y.job->priority;
     const bool xg = guaranteed.contains(a), yg = guaranteed.contains(b);
     if (xg != yg) return xg;
+    if (x.restart != y.restart) return x.restart;
     if (x.leaf != y.leaf) {
       if (keys[x.leaf] < keys[y.leaf]) return true;
       if (keys[y.leaf] < keys[x.leaf]) return false;

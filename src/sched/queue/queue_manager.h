@@ -8,8 +8,9 @@
 //     has passed (they return to pending, protected from cycles);
 //  2. order pending work: jobs whose planned preemption is complete first,
 //     then by priority, then jobs their queues' guarantees cover before jobs
-//     that would borrow, then by the hierarchical fair-share key of their
-//     queue (QueueTree::Key), then by creation time;
+//     that would borrow, then gangs restarting after a failure
+//     (SubmitOptions::restart), then by the hierarchical fair-share key of
+//     their queue (QueueTree::Key), then by creation time;
 //  3. for each job: Schedule. Placed: it starts. Not placed but preemption
 //     found victims: the plan is verified with a dry run (victims taken out,
 //     Evaluate, victims put back); then each victim gets a checkpoint signal
@@ -82,6 +83,11 @@ absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c);
 struct SubmitOptions {
   std::string priority_class;  // "": the default class, or the job's own priority
   absl::Duration expected_runtime = absl::ZeroDuration();  // 0: the default
+  // The job was running and a failure stopped it (its node or GPU was lost):
+  // among jobs of equal priority and guarantee standing it goes before the
+  // fair-share order, so a hardware fault does not send it to the back of
+  // its queue (Slurm's requeue keeps a job's place the same way).
+  bool restart = false;
 };
 
 enum class JobPhase { kUnknown, kPending, kNominated, kRunning, kTerminating };
@@ -214,6 +220,7 @@ class QueueManager {
     absl::flat_hash_set<std::string> protected_jobs;
     absl::Time last_checkpoint = absl::InfinitePast();
     int32_t times_preempted = 0;
+    bool restart = false;  // SubmitOptions::restart; cleared when it starts
     // Its last attempt failed for room, not quota: an elastic job may not
     // grow into room it waits for (Grow).
     bool waits_for_room = false;

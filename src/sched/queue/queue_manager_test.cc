@@ -231,5 +231,43 @@ TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
       << qm->WaitingReason("default/too-long");
 }
 
+// A gang a failure stopped (SubmitOptions::restart) goes before older jobs of
+// its queue and priority; preemption victims and new jobs do not. Queues'
+// guarantees still come first.
+TEST(Ordering, GangRestartingAfterAFailureGoesFirst) {
+  auto cs = SmallCluster(1, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team", "", 8), Q("other", "", 0)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("run", "team", 1, 8), {}, kT0).ok());
+  qm->Cycle(kT0);
+  ASSERT_EQ(qm->Phase("default/run"), JobPhase::kRunning);
+  ASSERT_TRUE(qm->Submit(GangJob("old", "team", 1, 8), {}, kT0 + absl::Seconds(1)).ok());
+  ASSERT_TRUE(
+      qm->Submit(GangJob("restarted", "team", 1, 8), {.restart = true}, kT0 + absl::Seconds(2))
+          .ok());
+  ASSERT_TRUE(qm->Finish("default/run", kT0 + absl::Seconds(3)).ok());
+  qm->Cycle(kT0 + absl::Seconds(3));
+  EXPECT_EQ(qm->Phase("default/restarted"), JobPhase::kRunning);
+  EXPECT_EQ(qm->Phase("default/old"), JobPhase::kPending);
+
+  // Without the flag the older job goes first (creation time).
+  ASSERT_TRUE(qm->Finish("default/restarted", kT0 + absl::Seconds(4)).ok());
+  ASSERT_TRUE(qm->Submit(GangJob("later", "team", 1, 8), {}, kT0 + absl::Seconds(4)).ok());
+  qm->Cycle(kT0 + absl::Seconds(4));
+  EXPECT_EQ(qm->Phase("default/old"), JobPhase::kRunning);
+  EXPECT_EQ(qm->Phase("default/later"), JobPhase::kPending);
+
+  // A restarting gang of a queue without a guarantee waits behind a job its
+  // queue's guarantee covers.
+  ASSERT_TRUE(
+      qm->Submit(GangJob("borrower", "other", 1, 8), {.restart = true}, kT0 + absl::Seconds(5))
+          .ok());
+  ASSERT_TRUE(qm->Finish("default/old", kT0 + absl::Seconds(6)).ok());
+  qm->Cycle(kT0 + absl::Seconds(6));
+  EXPECT_EQ(qm->Phase("default/later"), JobPhase::kRunning);
+  EXPECT_EQ(qm->Phase("default/borrower"), JobPhase::kPending);
+}
+
 }  // namespace
 }  // namespace tessera::sched

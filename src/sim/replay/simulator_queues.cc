@@ -23,7 +23,8 @@
 //   kNominated         nothing: the preemptor waits inside the manager.
 //   completion         Finish.
 //   failure kill       Finish, then Submit again: the controller's Requeue for
-//                      NodeLost (the gang keeps its creation time).
+//                      NodeLost (the gang keeps its creation time and, with
+//                      restart_killed_first, SubmitOptions::restart).
 // GPU health goes through the ClusterState (simulator_failures.cc); the
 // manager reads the fleet capacity when it is created, as the controller
 // does at start (RefreshCapacity runs when nodes are added or removed, which
@@ -145,6 +146,8 @@ sched::SubmitOptions Sim::QueueSubmitOptions(int32_t i) const {
   const double remaining =
       sj.duration_s - r.progress0 + (r.restart_cause != Cause::kNone ? sj.restart_s : 0);
   o.expected_runtime = absl::Seconds(std::max(1.0, std::ceil(remaining)));
+  // As the controller does for a NodeLost gang (restart_killed_first off: not).
+  o.restart = opt_.restart_killed_first && r.restart_cause == Cause::kFailure;
   return o;
 }
 
