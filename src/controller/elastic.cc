@@ -35,6 +35,7 @@ namespace {
 std::string NodesOf(const std::vector<sched::MemberPlacement>& members,
                     const sched::ClusterState& cs) {
   std::vector<std::string> names;
+  names.reserve(members.size());
   for (const sched::MemberPlacement& m : members) names.push_back(cs.node(m.node).name);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
