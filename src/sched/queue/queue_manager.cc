@@ -594,6 +594,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   absl::flat_hash_set<std::string> guaranteed;
   for (const auto& [k, p] : pending_) {
     order.push_back(k);
+    if (!tree_->any_guarantee()) continue;  // no job is covered: skip the demand
     const ResourceList d = AdmissionDemand(*p.job, DemandModel(*p.job));
     bool any = false, within = true;
     for (int64_t v : d) any |= v > 0;

@@ -135,6 +135,7 @@ absl::StatusOr<QueueTree> QueueTree::Create(const QueueTreeSpec& spec) {
       n.borrowing[r] = quota.borrowing_limit;
       n.lending[r] = quota.lending_limit;
       n.limited[r] = true;
+      t.any_guarantee_ |= quota.guaranteed > 0;
     }
     t.nodes_.push_back(std::move(n));
   }

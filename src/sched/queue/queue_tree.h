@@ -115,7 +115,9 @@ class QueueTree {
   // `leaving` (optional): usage already on its way out, not counted.
   bool Borrowing(int q, const ResourceList& mask, const ResourceList* leaving = nullptr) const;
   bool IsAncestor(int a, int q) const;  // a == q counts
-  int Lca(int a, int b) const;          // -1: the (implicit) root
+  // Some queue has a nonzero guarantee of some resource.
+  bool any_guarantee() const { return any_guarantee_; }
+  int Lca(int a, int b) const;  // -1: the (implicit) root
 
   // Every queue within its limit (guarantee + borrowing limit) and the
   // top-level footprints within the fleet: the quota invariant. O(tree).
@@ -177,6 +179,7 @@ class QueueTree {
   ResourceList capacity_;
   absl::Duration half_life_ = absl::Hours(1);
   absl::Time last_ = absl::InfinitePast();
+  bool any_guarantee_ = false;
 };
 
 }  // namespace tessera::sched
