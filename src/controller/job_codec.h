@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "controller/elastic_spec.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
 #include "sched/framework/cluster_state.h"
@@ -40,16 +41,6 @@ using PriorityResolver = std::function<std::optional<int32_t>(absl::string_view)
 // The scheduler key of a job object: TrainingJob "ns/name",
 // InferenceService "ns/isvc.name" (so the two kinds never collide).
 std::string SchedulerName(absl::string_view kind, absl::string_view name);
-
-// A TrainingJob spec's elastic policy checked against its groups (the API
-// server's 422 and the controller's decoding share it).
-struct SpecError {
-  std::string field;  // "spec.elastic.maxReplicas"
-  std::string message;
-};
-// nullopt when `spec` is fine; `*min_replicas` is spec.elastic.minReplicas, or
-// 0 when the job is not elastic.
-std::optional<SpecError> CheckElastic(const Json& spec, int32_t* min_replicas);
 
 absl::StatusOr<model::Job> JobFromObject(const Json& obj, const PriorityResolver& priority);
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controller/job_codec.h"
+#include "controller/elastic_spec.h"
 
 namespace tessera::server::api {
 
