@@ -303,7 +303,11 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
     auto r = api.Post("/api/v1/namespaces/obs/trainingjobs", job.dump(), "application/json");
     return r ? r->status : -1;
   };
-  ASSERT_EQ(submit("train", 2, "sleep 6"), 201);
+  // "train" runs until the test has seen its GPUs busy in Prometheus (a fixed
+  // sleep raced Prometheus' start on a loaded machine), then exits 0.
+  const std::string release = dir + "/release-train";
+  ASSERT_EQ(submit("train", 2, absl::StrCat("while [ ! -e '", release, "' ]; do sleep 0.2; done")),
+            201);
   ASSERT_EQ(submit("huge", 16, "true"), 201);
 
   const std::string agent_target = agent.endpoint().substr(std::string("http://").size());
@@ -371,6 +375,7 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   ASSERT_TRUE(rules.is_object());
   EXPECT_GE(rules["data"]["groups"].size(), 1u) << rules.dump();
 
+  { std::ofstream(release) << "done\n"; }
   // The job ends (member exit), then GPU 7 takes an XID 79: both show up in
   // the agent's log, the server's log and the health series.
   ASSERT_TRUE(WaitFor(
