@@ -139,6 +139,24 @@ TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   });
   r = Run("describe job huge");
   EXPECT_NE(r.out.find("Waiting:"), std::string::npos) << r.out;
+  // Deleted and created again: describe shows the new job's events only.
+  ASSERT_EQ(Run("delete job huge").rc, 0);
+  r =
+      Run("apply -f - <<'EOF'\n"
+          "{\"apiVersion\": \"tessera.dev/v1\", \"kind\": \"TrainingJob\", \"metadata\": "
+          "{\"name\": \"huge\"}, \"spec\": {\"groups\": [{\"name\": \"w\", \"count\": 9, "
+          "\"gpusPerReplica\": 8}]}}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  WaitFor("jobs", "huge", [](const Json& j) {
+    return j["status"].value("message", "").find("waiting") != std::string::npos;
+  });
+  r = Run("describe job huge");
+  size_t admitted = 0;
+  for (size_t at = r.out.find("admitted to queue"); at != std::string::npos;
+       at = r.out.find("admitted to queue", at + 1)) {
+    ++admitted;
+  }
+  EXPECT_EQ(admitted, 1u) << r.out;
 
   // Bad input: the server's message names the field; nothing is created.
   r =

@@ -28,14 +28,20 @@ int64_t Rv(const Json& o) {
   return v;
 }
 
+// Events of one object: by kind and name and, when `uid` is set, only those
+// of this incarnation (as kubectl matches involvedObject.uid), not of a deleted
+// object of the same name.
 std::vector<Json> EventsFor(ApiClient& client, const std::string& ns, const std::string& kind,
-                            const std::string& name) {
+                            const std::string& name, const std::string& uid = "") {
   absl::StatusOr<std::vector<Json>> evs =
       ListAll(client, *FindResource("events"), ns, false, absl::StrCat("involved-name=", name));
   std::vector<Json> out;
   if (!evs.ok()) return out;
   for (Json& e : *evs) {
-    if (e["spec"]["involvedObject"].value("kind", "") == kind) out.push_back(std::move(e));
+    const Json& inv = e["spec"]["involvedObject"];
+    if (inv.value("kind", "") != kind) continue;
+    if (!uid.empty() && inv.contains("uid") && inv.value("uid", "") != uid) continue;
+    out.push_back(std::move(e));
   }
   std::sort(out.begin(), out.end(), [](const Json& a, const Json& b) { return Rv(a) < Rv(b); });
   return out;
@@ -124,7 +130,8 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
                 << "\n";
     }
   }
-  PrintEvents(EventsFor(client, meta.value("namespace", "default"), r.kind, meta.value("name", "")),
+  PrintEvents(EventsFor(client, meta.value("namespace", "default"), r.kind, meta.value("name", ""),
+                        meta.value("uid", "")),
               now);
 }
 
