@@ -128,28 +128,23 @@ TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   for (const Json& m : svc["status"]["placement"]) EXPECT_EQ(m["node"], "l40s-0");
 
   // A job that waits says why.
-  r =
-      Run("apply -f - <<'EOF'\n"
-          "{\"apiVersion\": \"tessera.dev/v1\", \"kind\": \"TrainingJob\", \"metadata\": "
-          "{\"name\": \"huge\"}, \"spec\": {\"groups\": [{\"name\": \"w\", \"count\": 9, "
-          "\"gpusPerReplica\": 8}]}}\nEOF\n");
-  ASSERT_EQ(r.rc, 0) << r.out;
-  WaitFor("jobs", "huge", [](const Json& j) {
-    return j["status"].value("message", "").find("waiting") != std::string::npos;
-  });
+  auto submit_huge = [&] {
+    Result h =
+        Run("apply -f - <<'EOF'\n"
+            "{\"apiVersion\": \"tessera.dev/v1\", \"kind\": \"TrainingJob\", \"metadata\": "
+            "{\"name\": \"huge\"}, \"spec\": {\"groups\": [{\"name\": \"w\", \"count\": 9, "
+            "\"gpusPerReplica\": 8}]}}\nEOF\n");
+    ASSERT_EQ(h.rc, 0) << h.out;
+    WaitFor("jobs", "huge", [](const Json& j) {
+      return j["status"].value("message", "").find("waiting") != std::string::npos;
+    });
+  };
+  ASSERT_NO_FATAL_FAILURE(submit_huge());
   r = Run("describe job huge");
   EXPECT_NE(r.out.find("Waiting:"), std::string::npos) << r.out;
   // Deleted and created again: describe shows the new job's events only.
   ASSERT_EQ(Run("delete job huge").rc, 0);
-  r =
-      Run("apply -f - <<'EOF'\n"
-          "{\"apiVersion\": \"tessera.dev/v1\", \"kind\": \"TrainingJob\", \"metadata\": "
-          "{\"name\": \"huge\"}, \"spec\": {\"groups\": [{\"name\": \"w\", \"count\": 9, "
-          "\"gpusPerReplica\": 8}]}}\nEOF\n");
-  ASSERT_EQ(r.rc, 0) << r.out;
-  WaitFor("jobs", "huge", [](const Json& j) {
-    return j["status"].value("message", "").find("waiting") != std::string::npos;
-  });
+  ASSERT_NO_FATAL_FAILURE(submit_huge());
   r = Run("describe job huge");
   size_t admitted = 0;
   for (size_t at = r.out.find("admitted to queue"); at != std::string::npos;

@@ -35,8 +35,11 @@ struct SchedulingController::JobRec {
   std::string last_message;
   absl::Duration max_runtime = absl::ZeroDuration();  // spec.maxRuntimeSeconds; 0: none
   absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
-  int32_t elastic_min = 0;                            // spec.elastic.minReplicas; 0: not elastic
   absl::Time last_resize = absl::InfinitePast();      // binding or last shrink / grow
+
+  // spec.elastic.minReplicas, from the decoded job's gang policy (JobFromObject
+  // puts it there); 0 when the job is not elastic or did not decode.
+  int32_t elastic_min() const { return job && job->gang.elastic ? job->gang.min_member : 0; }
 };
 
 struct SchedulingController::NodeRec {

@@ -93,7 +93,8 @@ bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, c
 bool SchedulingController::Shrink(JobRec& rec,
                                   const std::function<bool(const sched::MemberPlacement&)>& lost,
                                   const Change& why) {
-  if (rec.elastic_min <= 0 || !rec.job || !rec.bound || !rec.in_qm || Terminal(rec.phase) ||
+  const int32_t min_replicas = rec.elastic_min();
+  if (min_replicas <= 0 || !rec.bound || !rec.in_qm || Terminal(rec.phase) ||
       qm_->Phase(rec.job->key()) != sched::JobPhase::kRunning) {
     return false;
   }
@@ -107,13 +108,13 @@ bool SchedulingController::Shrink(JobRec& rec,
   }
   if (dropped.empty()) return true;  // nothing of this job was lost
   const int32_t keep = static_cast<int32_t>(kept.members.size());
-  if (keep < rec.elastic_min) return false;  // below minReplicas: requeue the gang
+  if (keep < min_replicas) return false;  // below minReplicas: requeue the gang
   const absl::Time now = clock_.Now();
   const Change shrink{
       "ElasticShrink",
       absl::StrCat(why.message, "; elastic: dropped ", dropped.size(), " member(s) on ",
                    NodesOf(dropped, *cluster_), ", running ", keep, " of ",
-                   rec.job->total_members(), " replicas (minReplicas ", rec.elastic_min, ")"),
+                   rec.job->total_members(), " replicas (minReplicas ", min_replicas, ")"),
       true,
       true,
       {{"cause", why.reason}, {"dropped", static_cast<int64_t>(dropped.size())}}};
@@ -133,8 +134,8 @@ bool SchedulingController::Shrink(JobRec& rec,
 void SchedulingController::GrowElastic(absl::Time now) {
   std::vector<JobRec*> candidates;
   for (const auto& [key, rec] : jobs_) {
-    if (rec->elastic_min <= 0 || !rec->job || !rec->bound || !rec->in_qm ||
-        !BoundPhase(rec->phase) || now - rec->last_resize < options_.elastic_grow_interval) {
+    if (rec->elastic_min() <= 0 || !rec->bound || !rec->in_qm || !BoundPhase(rec->phase) ||
+        now - rec->last_resize < options_.elastic_grow_interval) {
       continue;
     }
     const sched::Placement* p = cluster_->FindPlacement(rec->job->key());

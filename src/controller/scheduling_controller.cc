@@ -435,10 +435,6 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
                         ? absl::Seconds(IntOr(obj["spec"], "maxRuntimeSeconds", 0))
                         : absl::ZeroDuration();
   rec.queue_error.clear();
-  rec.elastic_min = 0;
-  if (rec.kind == "TrainingJob" && obj.contains("spec")) {
-    (void)CheckElastic(obj["spec"], &rec.elastic_min);  // errors fail the decode below
-  }
   if (Terminal(rec.phase)) return;
   absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {
     auto it = priority_classes_.find(pc);

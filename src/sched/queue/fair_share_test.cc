@@ -16,10 +16,9 @@ namespace tessera::sched {
 namespace {
 
 using testing::GangJob;
+using testing::kT0;
 using testing::Q;
 using testing::SmallCluster;
-
-const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
 
 std::unique_ptr<QueueManager> Make(ClusterState* cs, QueueManagerConfig c) {
   auto m = QueueManager::Create(std::move(c), cs);

@@ -14,10 +14,9 @@ namespace tessera::sched {
 namespace {
 
 using testing::GangJob;
+using testing::kT0;
 using testing::Q;
 using testing::SmallCluster;
-
-const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
 
 struct Fixture {
   std::unique_ptr<ClusterState> cs;

@@ -585,33 +585,37 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     tree_->SetPending(q, pending_count[q]);
     if (tree_->IsLeaf(q)) keys[q] = tree_->Key(q);
   }
-  std::vector<std::string> order;
-  order.reserve(pending_.size());
   // A job its queues' guarantees cover goes before one that would borrow, as
   // in Kueue and YuniKorn: otherwise fair share hands freed GPUs to a queue
   // already at its guarantee, the queue below its guarantee reclaims them
   // once min_runtime has passed, and so on (a ping-pong `sim replay` found).
-  absl::flat_hash_set<std::string> guaranteed;
+  // Entries hold pointers so the sort does no map lookups.
+  struct Entry {
+    const std::string* key;
+    const Pending* p;
+    bool covered;  // by its queues' guarantees
+  };
+  std::vector<Entry> entries;
+  entries.reserve(pending_.size());
   for (const auto& [k, p] : pending_) {
-    order.push_back(k);
-    if (!tree_->any_guarantee()) continue;  // no job is covered: skip the demand
-    const ResourceList d = AdmissionDemand(*p.job, DemandModel(*p.job));
-    bool any = false, within = true;
-    for (int64_t v : d) any |= v > 0;
-    for (int q = p.leaf; any && within && q >= 0; q = tree_->parent(q)) {
-      within = tree_->WithinGuarantee(q, d);
+    bool covered = false;
+    if (tree_->any_guarantee()) {  // else no job is covered: skip the demand
+      const ResourceList d = AdmissionDemand(*p.job, DemandModel(*p.job));
+      covered = std::any_of(d.begin(), d.end(), [](int64_t v) { return v > 0; });
+      for (int q = p.leaf; covered && q >= 0; q = tree_->parent(q)) {
+        covered = tree_->WithinGuarantee(q, d);
+      }
     }
-    if (any && within) guaranteed.insert(k);
+    entries.push_back({&k, &p, covered});
   }
-  auto less = [&](const std::string& a, const std::string& b) {
-    const Pending& x = pending_.at(a);
-    const Pending& y = pending_.at(b);
+  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    const Pending& x = *a.p;
+    const Pending& y = *b.p;
     bool xr = x.nominated && x.victims.empty();
     bool yr = y.nominated && y.victims.empty();
     if (xr != yr) return xr;
     if (x.job->priority != y.job->priority) return x.job->priority > y.job->priority;
-    const bool xg = guaranteed.contains(a), yg = guaranteed.contains(b);
-    if (xg != yg) return xg;
+    if (a.covered != b.covered) return a.covered;
     if (x.restart != y.restart) return x.restart;
     if (x.leaf != y.leaf) {
       if (keys[x.leaf] < keys[y.leaf]) return true;
@@ -621,8 +625,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       return x.job->creation_time < y.job->creation_time;
     }
     return x.seq < y.seq;
-  };
-  std::sort(order.begin(), order.end(), less);
+  });
+  std::vector<std::string> order;
+  order.reserve(entries.size());
+  for (const Entry& e : entries) order.push_back(*e.key);
 
   // 3-4. Schedule in order, with backfill behind the first job that waits.
   reservation_.reset();

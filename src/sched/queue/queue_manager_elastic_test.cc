@@ -13,10 +13,10 @@ namespace tessera::sched {
 namespace {
 
 using testing::GangJob;
+using testing::kT0;
 using testing::Q;
 using testing::SmallCluster;
 
-const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
 const char kKey[] = "default/el";
 
 class ElasticQueueTest : public ::testing::Test {

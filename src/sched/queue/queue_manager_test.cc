@@ -15,10 +15,9 @@ namespace tessera::sched {
 namespace {
 
 using testing::GangJob;
+using testing::kT0;
 using testing::Q;
 using testing::SmallCluster;
-
-const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
 
 std::unique_ptr<QueueManager> Make(ClusterState* cs, QueueManagerConfig c) {
   auto m = QueueManager::Create(std::move(c), cs);
@@ -232,8 +231,8 @@ TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
 }
 
 // A gang a failure stopped (SubmitOptions::restart) goes before older jobs of
-// its queue and priority; preemption victims and new jobs do not. Queues'
-// guarantees still come first.
+// its queue and priority; a new job does not. Queues' guarantees still come
+// first.
 TEST(Ordering, GangRestartingAfterAFailureGoesFirst) {
   auto cs = SmallCluster(1, 8);
   QueueManagerConfig c;

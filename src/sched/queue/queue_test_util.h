@@ -5,12 +5,17 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "model/job.h"
 #include "model/synthetic_cluster.h"
 #include "sched/framework/cluster_state.h"
 #include "sched/queue/queue_manager.h"
 
 namespace tessera::sched::testing {
+
+// A fixed start time for queue tests (far from the epoch, so durations
+// subtracted from it stay valid times).
+inline const absl::Time kT0 = absl::UnixEpoch() + absl::Hours(1000);
 
 inline std::unique_ptr<ClusterState> SmallCluster(int nodes, int gpus_per_node = 8,
                                                   int nodes_per_rack = 32) {
