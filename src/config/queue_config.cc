@@ -1,7 +1,9 @@
 #include "config/queue_config.h"
 
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -217,6 +219,17 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
   if (s = ParseQueues(root["queues"], &c); !s.ok()) return s;
   s = sched::ValidateQueueManagerConfig(c);
   if (!s.ok()) return absl::InvalidArgumentError(YamlPath(std::string(s.message())));
+  return c;
+}
+
+absl::StatusOr<QueueManagerConfig> LoadQueueConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
+  auto c = ParseQueueConfig(text.str());
+  if (!c.ok())
+    return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
   return c;
 }
 

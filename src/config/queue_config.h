@@ -35,6 +35,10 @@ namespace tessera::config {
 
 // Parses and validates (sched::ValidateQueueManagerConfig) one document.
 absl::StatusOr<sched::QueueManagerConfig> ParseQueueConfig(absl::string_view yaml);
+// Reads `path` and parses it; messages start with the path ("q.yaml: cannot
+// read", "q.yaml: queues[0].weight: ..."). The server's and the simulator's
+// --queue-config.
+absl::StatusOr<sched::QueueManagerConfig> LoadQueueConfigFile(const std::string& path);
 
 class QueueConfigStore {
  public:

@@ -2,11 +2,9 @@
 
 #include <signal.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -102,13 +100,9 @@ int RunServer(const ServerFlags& f) {
 
   sched::QueueManagerConfig queues;
   if (!f.queue_config.empty()) {
-    std::ifstream in(f.queue_config);
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<sched::QueueManagerConfig> c = config::ParseQueueConfig(text.str());
-    if (!in || !c.ok()) {
-      std::cerr << "tessera server: --queue-config " << f.queue_config << ": "
-                << (in ? c.status().message() : "cannot read") << "\n";
+    absl::StatusOr<sched::QueueManagerConfig> c = config::LoadQueueConfigFile(f.queue_config);
+    if (!c.ok()) {
+      std::cerr << "tessera server: --queue-config " << c.status().message() << "\n";
       return 2;
     }
     queues = *std::move(c);

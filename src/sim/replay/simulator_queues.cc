@@ -36,8 +36,6 @@
 // each victim started.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -63,15 +61,9 @@ sched::QueueManagerConfig DefaultReplayQueueConfig(
 
 absl::StatusOr<sched::QueueManagerConfig> LoadReplayQueueConfig(const std::string& flag,
                                                                 const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, " ", path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto c = config::ParseQueueConfig(ss.str());
-  if (!c.ok()) {
-    return absl::Status(c.status().code(),
-                        absl::StrCat(flag, " ", path, ": ", c.status().message()));
-  }
+  auto c = config::LoadQueueConfigFile(path);
+  if (!c.ok())
+    return absl::Status(c.status().code(), absl::StrCat(flag, " ", c.status().message()));
   return c;
 }
 
