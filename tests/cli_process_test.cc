@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <set>
@@ -219,6 +220,65 @@ TEST_F(CliProcessTest, SilentNodeGoesNotReadyAndItsGangIsRequeued) {
   EXPECT_NE(r.out.find("NodeLost"), std::string::npos) << r.out;
   r = Run("describe node lonely");
   EXPECT_NE(r.out.find("NodeNotReady"), std::string::npos) << r.out;
+}
+
+TEST_F(CliProcessTest, ElasticJobShrinksWhenANodeGoesSilentAndGetShowsWhatItHolds) {
+  // 1 s heartbeat grace and eviction delay; node `a` beats all along, node
+  // `b` only until the elastic job is placed on both.
+  server_.Kill(SIGKILL);
+  extra_args_ = {"--node-grace-seconds", "1", "--eviction-seconds", "1"};
+  dir_ = MakeTempDir("tessera_cli_elastic");
+  StartServer();
+  std::atomic<bool> stop_a{false}, stop_b{false};
+  std::thread beats([&] {
+    httplib::Client cli(url_);
+    const std::string body =
+        R"({"gpus": [)"
+        R"({"index": 0, "health": "Healthy"}, {"index": 1, "health": "Healthy"},)"
+        R"({"index": 2, "health": "Healthy"}, {"index": 3, "health": "Healthy"}]})";
+    while (!stop_a) {
+      cli.Post("/api/v1/nodes/a/heartbeat", body, "application/json");
+      if (!stop_b) cli.Post("/api/v1/nodes/b/heartbeat", body, "application/json");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  Result r =
+      Run("apply -f - <<'EOF'\n"
+          "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: a}\n"
+          "spec: {gpuType: H100, gpuCount: 4}\n---\n"
+          "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: b}\n"
+          "spec: {gpuType: H100, gpuCount: 4}\n---\n"
+          "kind: TrainingJob\napiVersion: tessera.dev/v1\nmetadata: {name: el}\n"
+          "spec: {elastic: {minReplicas: 1, maxReplicas: 2},\n"
+          "       groups: [{name: w, count: 2, gpusPerReplica: 4}]}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json job = WaitFor("jobs", "el", [](const Json& j) {
+    return j["status"].contains("placement") && j["status"]["placement"].size() == 2;
+  });
+  std::string got = Run("get jobs el").out;
+  EXPECT_NE(got.find("8/8"), std::string::npos) << got;  // GPUS held/requested
+  EXPECT_NE(got.find("2/2"), std::string::npos) << got;  // MEMBERS
+  stop_b = true;  // b goes NotReady after 1 s, its member is dropped 1 s later
+  job = WaitFor("jobs", "el", [](const Json& j) { return j["status"].value("replicas", 0) == 1; });
+  stop_a = true;
+  beats.join();
+  ASSERT_EQ(job["status"]["placement"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["status"]["placement"][0]["node"], "a");
+  EXPECT_EQ(job["status"]["generation"], 2);
+  got = Run("get jobs el").out;
+  EXPECT_NE(got.find("4/8"), std::string::npos) << got;
+  EXPECT_NE(got.find("1/2"), std::string::npos) << got;
+  r = Run("describe job el");
+  EXPECT_NE(r.out.find("GPUs held:"), std::string::npos) << r.out;
+  // Exactly one ElasticShrink event row: the shrink is one store transaction.
+  const size_t events = r.out.find("Events:");
+  ASSERT_NE(events, std::string::npos) << r.out;
+  size_t rows = 0;
+  for (size_t at = r.out.find("ElasticShrink", events); at != std::string::npos;
+       at = r.out.find("ElasticShrink", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 1u) << r.out;
 }
 
 TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {

@@ -109,6 +109,15 @@ int64_t RequestedGpus(const Json& job) {
   return n;
 }
 
+int64_t HeldGpus(const Json& job) {
+  int64_t n = 0;
+  if (!job.contains("status") || !job["status"].contains("placement")) return n;
+  for (const Json& m : job["status"]["placement"]) {
+    if (m.contains("gpus")) n += static_cast<int64_t>(m["gpus"].size());
+  }
+  return n;
+}
+
 void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>>* out) {
   if (!job.contains("status") || !job["status"].contains("placement")) return;
   for (const Json& m : job["status"]["placement"]) {
@@ -167,17 +176,17 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
   if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
     size_t placed = st.contains("placement") ? st["placement"].size() : 0;
     std::string members = std::to_string(placed);
+    std::string gpus = std::to_string(RequestedGpus(o));
     if (spec.contains("elastic") && spec["elastic"].is_object()) {
-      // An elastic job: current of maximum replicas ("2/4").
+      // An elastic job: current of maximum replicas ("2/4"), and while it is
+      // placed the GPUs it holds of those it asks for ("6/12"): a shrunken
+      // job holds fewer than it requested.
       members = absl::StrCat(st.value("replicas", static_cast<int64_t>(placed)), "/",
                              spec["elastic"].value("maxReplicas", 0));
+      if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
     }
-    std::vector<std::string> row = {Meta(o, "name"),
-                                    Phase(o),
-                                    std::to_string(RequestedGpus(o)),
-                                    members,
-                                    std::to_string(st.value("generation", 0)),
-                                    age};
+    std::vector<std::string> row = {
+        Meta(o, "name"), Phase(o), gpus, members, std::to_string(st.value("generation", 0)), age};
     if (wide) {
       std::string prio = st.contains("priority") ? std::to_string(st["priority"].get<int64_t>())
                                                  : spec.value("priorityClassName", "-");

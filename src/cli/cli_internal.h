@@ -27,6 +27,8 @@ std::string Age(const std::string& timestamp, absl::Time now);
 
 // Members' total GPUs requested by a job object (whole GPUs, shares as 1).
 int64_t RequestedGpus(const Json& job);
+// GPUs bound to `job` (status.placement), whole or shared.
+int64_t HeldGpus(const Json& job);
 // Sum of milli-GPU per node name in a job's status.placement.
 void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>>* out);
 std::string Phase(const Json& obj);

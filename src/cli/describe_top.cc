@@ -100,6 +100,7 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
       absl::StrAppend(&replicas, "; resized ", Age(st.value("lastResizeTime", ""), now), " ago");
     }
     head.push_back({"Replicas:", replicas});
+    if (st.contains("placement")) head.push_back({"GPUs held:", std::to_string(HeldGpus(o))});
   }
   if (st.contains("resumeFrom")) {
     const Json& rf = st["resumeFrom"];
