@@ -53,6 +53,7 @@ struct KindInfo;
 
 using Json = nlohmann::json;
 class ElasticPool;
+class GpuSamples;
 
 struct ApiServerOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
@@ -94,6 +95,9 @@ struct ApiServerOptions {
   // node_status_interval. Null: every heartbeat is written.
   controller::NodeLeases* node_leases = nullptr;
   absl::Duration node_status_interval = absl::Seconds(60);
+  // Every heartbeat's utilization samples go here (borrowed; the dashboard
+  // reads them), written or not. Null: only the stored Node has them.
+  GpuSamples* gpu_samples = nullptr;
 };
 
 class ApiServer {

@@ -29,7 +29,8 @@ void ServeAsset(absl::string_view name, httplib::Response& res) {
 
 }  // namespace
 
-void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth) {
+void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth,
+                             const GpuSamples* samples) {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
   http.Get("/ui",
            [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
@@ -39,8 +40,8 @@ void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authent
     ServeAsset(req.matches[1].str(), res);
   });
   auto shared_auth = std::make_shared<const Authenticator>(std::move(auth));
-  http.Get("/api/v1/fleet", [&store, shared_auth](const httplib::Request& req,
-                                                  httplib::Response& res) {
+  http.Get("/api/v1/fleet", [&store, samples, shared_auth](const httplib::Request& req,
+                                                           httplib::Response& res) {
     std::optional<Principal> who = shared_auth->Authenticate(req.get_header_value("Authorization"));
     if (!who) {
       res.set_header("WWW-Authenticate", "Bearer");
@@ -57,7 +58,12 @@ void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authent
         return Fail(res, 400, "BadRequest", "waitSeconds: must be a non-negative number");
       }
     }
-    absl::StatusOr<std::string> body = FleetSummary(store, *who, fr);
+    if (std::string v = req.get_param_value("samplesVersion"); !v.empty()) {
+      if (!absl::SimpleAtoi(v, &fr.samples_since) || fr.samples_since < 0) {
+        return Fail(res, 400, "BadRequest", "samplesVersion: must be a non-negative integer");
+      }
+    }
+    absl::StatusOr<std::string> body = FleetSummary(store, samples, *who, fr);
     if (!body.ok()) {
       switch (body.status().code()) {
         case absl::StatusCode::kPermissionDenied:

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "server/auth.h"
+#include "server/gpu_samples.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -15,8 +16,10 @@ class Server;
 
 namespace tessera::server {
 
-// Adds the routes to `http`. `store` must outlive the server; `auth` is
-// copied. Register before the /api/v1 catch-all (ApiServerOptions::extra_routes).
-void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth);
+// Adds the routes to `http`. `store` and `samples` (the heartbeats' live
+// utilization, may be null) must outlive the server; `auth` is copied.
+// Register before the /api/v1 catch-all (ApiServerOptions::extra_routes).
+void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth,
+                             const GpuSamples* samples = nullptr);
 
 }  // namespace tessera::server

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "controller/node_leases.h"
 #include "nlohmann/json.hpp"
 #include "server/api_server.h"
 #include "server/testing/http_call.h"
@@ -66,9 +67,11 @@ class DashboardTest : public ::testing::Test {
     ASSERT_TRUE(auth.ok()) << auth.status();
     ApiServerOptions opts;
     opts.threads = 8;
+    opts.node_leases = &leases_;
+    opts.gpu_samples = &samples_;
     Authenticator copy = *auth;
     opts.extra_routes = [this, copy](httplib::Server& http) {
-      RegisterDashboardRoutes(http, *store_, copy);
+      RegisterDashboardRoutes(http, *store_, copy, &samples_);
     };
     server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
     auto port = server_->Start("127.0.0.1", 0);
@@ -109,6 +112,8 @@ class DashboardTest : public ::testing::Test {
 
   std::string dir_;
   ManualClock clock_{absl::FromUnixSeconds(1767225600)};
+  controller::NodeLeases leases_;
+  GpuSamples samples_;
   std::unique_ptr<store::SqliteStore> store_;
   std::unique_ptr<ApiServer> server_;
   int port_ = 0;
@@ -282,6 +287,76 @@ TEST_F(DashboardTest, LongPollReturnsTheChangeThatEndsTheWait) {
   ASSERT_EQ(d.body["nodes"].size(), 1u);
   EXPECT_EQ(d.body["nodes"][0][0], "late");
   EXPECT_EQ(d.body["nodes"][0][6], Json({0, 1, 2, 3, 4, 5, 6, 7}));  // PCIe: no NVLink
+}
+
+// Heartbeats are leases: after the first, a heartbeat that only brings new
+// utilization samples is not written to the store. The fleet summary still
+// shows the newest samples: in its node rows, and as "samples" rows in a
+// change set (the long poll ends on one) for a caller that follows them.
+TEST_F(DashboardTest, UtilizationSamplesAreLiveWithoutAStoreWrite) {
+  CreateWithStatus("/api/v1/nodes", Node("n1", "r1", "nvswitch"), nullptr);
+  CreateWithStatus("/api/v1/nodes", Node("n2", "r1", "nvswitch"), nullptr);
+  auto beat = [this](const std::string& node, int gpu, int util) {
+    Json gpus = Json::array();
+    for (int i = 0; i < 8; ++i) {
+      gpus.push_back({{"index", i}, {"health", "Healthy"}, {"utilization", i == gpu ? util : 0}});
+    }
+    return Do("POST", "/api/v1/nodes/" + node + "/heartbeat", {{"gpus", gpus}});
+  };
+  Resp b = beat("n1", 3, 10);
+  ASSERT_EQ(b.status, 200) << b.text;
+  EXPECT_TRUE(b.body["written"].get<bool>());  // the first: no stored heartbeat yet
+  Resp full = Do("GET", "/api/v1/fleet");
+  ASSERT_EQ(full.status, 200) << full.text;
+  const std::string rv = full.body["resourceVersion"];
+  const std::string sv = full.body["samplesVersion"];
+  EXPECT_TRUE(full.body["samples"].empty());
+
+  b = beat("n1", 3, 85);
+  ASSERT_EQ(b.status, 200) << b.text;
+  EXPECT_FALSE(b.body["written"].get<bool>());  // a lease renewal: the store is unchanged
+  EXPECT_EQ(Do("GET", "/api/v1/fleet?resourceVersion=" + rv).body["nodes"].size(), 0u);
+
+  // A full snapshot's node row has the new sample, not the stored one.
+  Resp again = Do("GET", "/api/v1/fleet");
+  const Json* row = FindRow(again.body["nodes"], 0, "n1");
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ((*row)[9], Json({0, 0, 0, 85, 0, 0, 0, 0}));
+  row = FindRow(again.body["nodes"], 0, "n2");
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ((*row)[9], Json({-1, -1, -1, -1, -1, -1, -1, -1}));  // never reported
+
+  // A caller that follows samples gets a samples row, and the store revision stays.
+  Resp d = Do("GET", "/api/v1/fleet?resourceVersion=" + rv + "&samplesVersion=" + sv);
+  ASSERT_EQ(d.status, 200) << d.text;
+  EXPECT_EQ(d.body["resourceVersion"], rv);
+  EXPECT_TRUE(d.body["nodes"].empty());
+  ASSERT_EQ(d.body["samples"].size(), 1u) << d.text;
+  EXPECT_EQ(d.body["samples"][0], Json({"n1", {0, 0, 0, 85, 0, 0, 0, 0}}));
+  const std::string sv2 = d.body["samplesVersion"];
+  EXPECT_GT(std::stoll(sv2), std::stoll(sv));
+  // The same samples again are no change.
+  EXPECT_EQ(beat("n1", 3, 85).status, 200);
+  EXPECT_TRUE(Do("GET", "/api/v1/fleet?resourceVersion=" + rv + "&samplesVersion=" + sv2)
+                  .body["samples"]
+                  .empty());
+
+  // The long poll ends on a sample-only change.
+  std::thread beater([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    beat("n2", 0, 40);
+  });
+  Resp w =
+      Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv + "&samplesVersion=" + sv2);
+  beater.join();
+  ASSERT_EQ(w.status, 200) << w.text;
+  ASSERT_EQ(w.body["samples"].size(), 1u) << w.text;
+  EXPECT_EQ(w.body["samples"][0][0], "n2");
+  EXPECT_EQ(w.body["samples"][0][1][0], 40);
+  // A version from another server process (larger than this one's) gets every node.
+  Resp all = Do("GET", "/api/v1/fleet?resourceVersion=" + rv + "&samplesVersion=999999");
+  EXPECT_EQ(all.body["samples"].size(), 2u) << all.text;
+  EXPECT_EQ(Do("GET", "/api/v1/fleet?samplesVersion=-2").status, 400);
 }
 
 }  // namespace

@@ -78,7 +78,31 @@ std::vector<int> NvLinkIslands(const model::NodeTopology& t) {
   return island;
 }
 
-Json NodeRow(const Json& obj) {
+// Utilization % per GPU, `gpus` long: the newest heartbeat samples when the
+// server has them, else what the stored Node says; -1 where none.
+Json Utilization(const std::string& name, const Json& status, size_t gpus,
+                 const GpuSamples* samples) {
+  Json util = Json::array();
+  for (size_t i = 0; i < gpus; ++i) util.push_back(-1);
+  if (samples != nullptr) {
+    if (GpuSamples::Samples live = samples->Get(name); !live.empty()) {
+      for (size_t i = 0; i < gpus && i < live.size(); ++i) util[i] = live[i];
+      return util;
+    }
+  }
+  if (const Json& list = Field(status, "gpus"); list.is_array()) {
+    for (const Json& g : list) {
+      if (!g.is_object()) continue;
+      const double idx = Num(g, "index", -1), u = Num(g, "utilization", -1);
+      if (idx >= 0 && idx < static_cast<double>(gpus) && u >= 0) {
+        util[static_cast<size_t>(idx)] = static_cast<int>(std::min(u, 100.0));
+      }
+    }
+  }
+  return util;
+}
+
+Json NodeRow(const Json& obj, const GpuSamples* samples) {
   const Json& meta = Field(obj, "metadata");
   const Json& spec = Field(obj, "spec");
   Json domains = Json::array();
@@ -105,20 +129,9 @@ Json NodeRow(const Json& obj) {
     endpoint = Str(ann, "tessera.dev/agent-endpoint");
   }
   const Json& status = Field(obj, "status");
-  // Measured utilization per GPU from the agent's heartbeat; -1 where none was reported.
-  Json util = Json::array();
-  for (size_t i = 0; i < health.size(); ++i) util.push_back(-1);
-  if (const Json& gpus = Field(status, "gpus"); gpus.is_array()) {
-    for (const Json& g : gpus) {
-      if (!g.is_object()) continue;
-      const double idx = Num(g, "index", -1), u = Num(g, "utilization", -1);
-      if (idx >= 0 && idx < static_cast<double>(util.size()) && u >= 0) {
-        util[static_cast<size_t>(idx)] = static_cast<int>(std::min(u, 100.0));
-      }
-    }
-  }
-  return Json::array({Str(meta, "name"), rack.empty() ? "default" : rack,
-                      block.empty() ? "default" : block,
+  const std::string name = Str(meta, "name");
+  Json util = Utilization(name, status, health.size(), samples);
+  return Json::array({name, rack.empty() ? "default" : rack, block.empty() ? "default" : block,
                       status.is_object() ? Str(status, "phase") : "", model, unschedulable ? 1 : 0,
                       domains, health, endpoint, util});
 }
@@ -173,7 +186,8 @@ Json JobRow(const Json& obj) {
 
 // The row of a stored object for its section; null when the caller may not
 // see it or it does not parse.
-Json Row(const Section& s, const store::KeyValue& kv, const Principal& who) {
+Json Row(const Section& s, const store::KeyValue& kv, const Principal& who,
+         const GpuSamples* samples) {
   absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
   if (!obj.ok() || !obj->is_object()) return nullptr;
   const std::string_view field = s.field;
@@ -182,7 +196,7 @@ Json Row(const Section& s, const store::KeyValue& kv, const Principal& who) {
     if (!Authorize(who, Verb::kList, Resource{s.plural, true, ns, ""}).empty()) return nullptr;
     return JobRow(*obj);
   }
-  if (field == "nodes") return NodeRow(*obj);
+  if (field == "nodes") return NodeRow(*obj, samples);
   return *obj;  // queues: few, shown whole
 }
 
@@ -209,10 +223,12 @@ Json EmptyBody() {
   return out;
 }
 
-absl::StatusOr<std::string> Full(store::Store& store, const Principal& who) {
+absl::StatusOr<std::string> Full(store::Store& store, const GpuSamples* samples,
+                                 const Principal& who) {
   // Lists read at this revision or later: a change in between comes again
-  // in the next change set (rows are upserts), none is lost.
+  // in the next change set (rows are upserts), none is lost. So do samples.
   const int64_t revision = store.CurrentRevision();
+  const int64_t samples_version = samples != nullptr ? samples->version() : 0;
   Json out = EmptyBody();
   for (const Section& s : kSections) {
     const std::string prefix = api::StorePrefix(*api::KindByPlural(s.plural), "");
@@ -222,7 +238,9 @@ absl::StatusOr<std::string> Full(store::Store& store, const Principal& who) {
       absl::StatusOr<store::ListResult> page = store.List(prefix, opts);
       if (!page.ok()) return page.status();
       for (const store::KeyValue& kv : page->kvs) {
-        if (Json row = Row(s, kv, who); !row.is_null()) out[s.field].push_back(std::move(row));
+        if (Json row = Row(s, kv, who, samples); !row.is_null()) {
+          out[s.field].push_back(std::move(row));
+        }
       }
       if (!page->more) break;
       opts.continue_after = page->next_key;
@@ -230,34 +248,62 @@ absl::StatusOr<std::string> Full(store::Store& store, const Principal& who) {
   }
   out["full"] = true;
   out["resourceVersion"] = std::to_string(revision);
+  out["samples"] = Json::array();
+  out["samplesVersion"] = std::to_string(samples_version);
   return out.dump();
+}
+
+// Waits up to `wait_seconds` (at most kMaxWaitSeconds) for a store write after
+// `since` or, when the caller follows samples, a sample change after
+// `samples_since`. Samples are checked between short waits on the store.
+void WaitForChange(store::Store& store, const GpuSamples* samples, const FleetRequest& req) {
+  const bool follow = samples != nullptr && req.samples_since >= 0;
+  if (req.wait_seconds <= 0 || store.CurrentRevision() != req.since ||
+      (follow && samples->version() != req.samples_since)) {
+    return;
+  }
+  const absl::Time deadline =
+      absl::Now() + absl::Seconds(std::min(req.wait_seconds, kMaxWaitSeconds));
+  // Wakes on any write; a write outside the summary gives an empty change set.
+  if (!follow) {
+    (void)store.WaitForRevision(req.since + 1, deadline);
+    return;
+  }
+  constexpr absl::Duration kSlice = absl::Milliseconds(200);
+  while (absl::Now() < deadline) {
+    if (store.WaitForRevision(req.since + 1, std::min(deadline, absl::Now() + kSlice)).ok()) return;
+    if (samples->version() != req.samples_since) return;
+  }
 }
 
 }  // namespace
 
-absl::StatusOr<std::string> FleetSummary(store::Store& store, const Principal& who,
-                                         const FleetRequest& req) {
+absl::StatusOr<std::string> FleetSummary(store::Store& store, const GpuSamples* samples,
+                                         const Principal& who, const FleetRequest& req) {
   if (std::string why = Authorize(who, Verb::kList, Resource{"nodes", false, "", ""});
       !why.empty()) {
     return absl::PermissionDeniedError(why);
   }
-  if (req.since <= 0) return Full(store, who);
+  if (req.since <= 0) return Full(store, samples, who);
   if (req.since > store.CurrentRevision()) {
     return absl::InvalidArgumentError("resourceVersion: newer than the server's");
   }
-  if (req.since < store.CompactedRevision()) return Full(store, who);
-  if (req.wait_seconds > 0 && store.CurrentRevision() == req.since) {
-    // Wakes on any write; a write outside the summary gives an empty change set.
-    (void)store.WaitForRevision(
-        req.since + 1, absl::Now() + absl::Seconds(std::min(req.wait_seconds, kMaxWaitSeconds)));
-  }
+  if (req.since < store.CompactedRevision()) return Full(store, samples, who);
+  WaitForChange(store, samples, req);
   Json out = EmptyBody();
+  // Samples first: a change after this read comes again in the next answer.
+  GpuSamples::Changes changed;
+  if (samples != nullptr && req.samples_since >= 0) {
+    changed = samples->Since(req.samples_since);
+  } else if (samples != nullptr) {
+    changed.version = samples->version();
+  }
   int64_t complete = INT64_MAX;
   for (const Section& s : kSections) {
     const std::string prefix = api::StorePrefix(*api::KindByPlural(s.plural), "");
     absl::StatusOr<store::EventsResult> ev = store.Events(prefix, req.since, kDeltaEventLimit);
     if (!ev.ok()) {
-      if (ev.status().code() == absl::StatusCode::kOutOfRange) return Full(store, who);
+      if (ev.status().code() == absl::StatusCode::kOutOfRange) return Full(store, samples, who);
       return ev.status();
     }
     complete = std::min(complete, ev->revision);
@@ -265,8 +311,8 @@ absl::StatusOr<std::string> FleetSummary(store::Store& store, const Principal& w
     std::map<std::string_view, const store::Event*> last;
     for (const store::Event& e : ev->events) last[e.kv.key] = &e;
     for (const auto& [key, e] : last) {
-      Json row =
-          e->type == store::Event::Type::kDelete ? DeletedRow(s, e->kv, who) : Row(s, e->kv, who);
+      Json row = e->type == store::Event::Type::kDelete ? DeletedRow(s, e->kv, who)
+                                                        : Row(s, e->kv, who, samples);
       if (row.is_null()) continue;
       out[e->type == store::Event::Type::kDelete ? s.deleted_field : s.field].push_back(
           std::move(row));
@@ -274,6 +320,9 @@ absl::StatusOr<std::string> FleetSummary(store::Store& store, const Principal& w
   }
   out["full"] = false;
   out["resourceVersion"] = std::to_string(complete);
+  out["samples"] = Json::array();
+  for (auto& [name, u] : changed.nodes) out["samples"].push_back(Json::array({name, u}));
+  out["samplesVersion"] = std::to_string(changed.version);
   return out.dump();
 }
 

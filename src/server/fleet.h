@@ -12,9 +12,15 @@
 //       [&waitSeconds=S]                   long poll: wait up to S (<= 5) s for
 //                                          a change when nothing changed yet
 //
+//       [&samplesVersion=V]                live utilization (gpu_samples.h):
+//                                          "samples" rows for the nodes whose
+//                                          heartbeat samples changed after V,
+//                                          and the wait also ends on one
+//
 // The answer's resourceVersion is the revision it is complete up to: pass it
-// back to get the next change set. A change may be delivered twice (rows are
-// upserts), never lost. Rows (docs/dashboard.md):
+// back to get the next change set; likewise samplesVersion. Node rows carry
+// the newest heartbeat samples (from memory, fresher than the stored Node). A change may be
+// delivered twice (rows are upserts), never lost. Rows (docs/dashboard.md):
 //   nodes: [name, rack, block, phase, gpuModel, unschedulable 0|1,
 //           [NVLink domain per GPU], health letters ("H" healthy, "U" unhealthy)
 //           per GPU, agent endpoint, [measured utilization % per GPU, -1 where
@@ -22,10 +28,12 @@
 //   jobs:  [kind "T"|"I", namespace, name, phase, queue, GPUs requested,
 //           priority, [[node, [GPU indices], gpuMilli], ...], message]
 //   queues: the Queue objects as the API returns them.
+//   samples: [name, [measured utilization % per GPU, -1 where none]] (only
+//            with samplesVersion; a full snapshot has them in its node rows)
 //
 // Authorization follows the API: listing nodes is required (a node token gets
 // 403); jobs are those the caller may list (a user sees its namespace only).
-// Thread-safe; holds no state but the store reference.
+// Thread-safe; holds no state but the store and samples references.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/auth.h"
+#include "server/gpu_samples.h"
 #include "store/store.h"
 
 namespace tessera::server {
@@ -40,10 +49,12 @@ namespace tessera::server {
 struct FleetRequest {
   int64_t since = 0;  // 0: full snapshot
   double wait_seconds = 0;
+  int64_t samples_since = -1;  // -1: the caller does not follow samples
 };
 
-// The response body (JSON text), or a store error.
-absl::StatusOr<std::string> FleetSummary(store::Store& store, const Principal& who,
-                                         const FleetRequest& req);
+// The response body (JSON text), or a store error. `samples` may be null (no
+// live samples: node rows carry the stored ones).
+absl::StatusOr<std::string> FleetSummary(store::Store& store, const GpuSamples* samples,
+                                         const Principal& who, const FleetRequest& req);
 
 }  // namespace tessera::server

@@ -8,9 +8,11 @@
 //   - when the GPUs' health or messages differ from the stored status,
 //   - or when the stored lastHeartbeatTime is missing or older than options_.node_status_interval,
 // so in steady state a fleet's heartbeats cost map updates, not durable writes, and readers of
-// the Node (the dashboard's utilization, `tessera describe node`) see it refreshed at least
-// every interval. Without a lease table every heartbeat is written. GET on the same path reads
-// the lease: {"kind": "NodeLease", "renewTime": "..." or null (none since the server started)}.
+// the Node (`tessera describe node`) see it refreshed at least every interval. Every
+// heartbeat's utilization samples also go to the server's GpuSamples (gpu_samples.h), from
+// which the dashboard shows them live. Without a lease table every heartbeat is written. GET on the
+// same path reads the lease: {"kind": "NodeLease", "renewTime": "..." or null (none since the
+// server started)}.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -22,6 +24,7 @@
 #include "controller/store_layout.h"
 #include "server/api_server.h"
 #include "server/api_server_internal.h"
+#include "server/gpu_samples.h"
 
 namespace tessera::server {
 
@@ -49,6 +52,18 @@ int64_t GpuCount(const Json& node) {
     return static_cast<int64_t>(spec["gpus"].size());
   }
   return spec.value("gpuCount", int64_t{0});
+}
+
+// Utilization % per GPU index (`count` GPUs), -1 where the heartbeat has none.
+GpuSamples::Samples Samples(const Json& gpus, int64_t count) {
+  GpuSamples::Samples out(static_cast<size_t>(std::max<int64_t>(count, 0)), -1);
+  for (const Json& g : gpus) {
+    const int64_t idx = g.value("index", int64_t{-1});
+    auto u = g.find("utilization");
+    if (idx < 0 || idx >= count || u == g.end() || !u->is_number()) continue;
+    out[static_cast<size_t>(idx)] = static_cast<int>(std::clamp(u->get<double>(), 0.0, 100.0));
+  }
+  return out;
 }
 
 }  // namespace
@@ -105,6 +120,9 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
     }
     const absl::Time now = clock_.Now();
     if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
+    if (options_.gpu_samples != nullptr && attempt == 0) {
+      options_.gpu_samples->Report(node, Samples((*body)["gpus"], GpuCount(*old)));
+    }
     const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
     absl::Time last = absl::InfinitePast();
     const bool stale =

@@ -124,6 +124,9 @@ int RunServer(const ServerFlags& f) {
   ApiServerOptions so;
   so.threads = f.threads;
   so.node_leases = &leases;
+  // Their utilization samples, live for the dashboard (gpu_samples.h).
+  GpuSamples samples;
+  so.gpu_samples = &samples;
   so.node_status_interval = absl::Seconds(f.node_status_s);
   so.uid_seed = std::random_device{}();
   so.tls_cert_file = f.tls_cert;
@@ -134,8 +137,8 @@ int RunServer(const ServerFlags& f) {
     return store::FormatPrometheus(metered.Metrics()) + registry.Render();
   };
   // The web dashboard and its fleet summary (docs/dashboard.md).
-  so.extra_routes = [&metered, auth](httplib::Server& http) {
-    RegisterDashboardRoutes(http, metered, auth);
+  so.extra_routes = [&metered, &samples, auth](httplib::Server& http) {
+    RegisterDashboardRoutes(http, metered, auth, &samples);
   };
   so.admit = [&metered, &queues](const std::string& kind, const std::string& name,
                                  const Json* obj) {

@@ -3,8 +3,9 @@
 // NVSwitch, 4 x A100 PCIe). Asserts on what the page shows:
 //   1. without a token the page asks for one; with it, 12 GPU cells are drawn
 //      (canvas pixels read back at each cell), none for GPUs that do not exist,
-//      colored by the utilization the agents measured (0 %) and, in allocation
-//      mode, free;
+//      colored by the utilization the agents measured (0 %; one GPU turns 70 %
+//      busy, shown live from the heartbeats although the Node is not
+//      rewritten) and, in allocation mode, free;
 //   2. a submitted job's placement appears in the jobs table (as the API
 //      reports it) and its GPUs turn "allocated" on the canvas;
 //   3. an XID injected through the agent's fake backend turns that GPU's cell
@@ -47,8 +48,8 @@ async function pixel(node, gpu) {
   }, [node, gpu]);
 }
 
-async function waitPixel(node, gpu, color, what) {
-  const end = Date.now() + 30000;
+async function waitPixel(node, gpu, color, what, timeoutMs = 30000) {
+  const end = Date.now() + timeoutMs;
   let got;
   while (Date.now() < end) {
     got = await pixel(node, gpu);
@@ -63,7 +64,13 @@ try {
   const pcie = 'pcie-0';
   await cluster.startServer([h100, pcie], ['--node-grace-seconds', '10', '--eviction-seconds', '600']);
   cluster.startAgent(h100, path.join(source, 'deploy/fake-gpus/up-h100-nvswitch-8.yaml'), 'rack-0');
-  cluster.startAgent(pcie, path.join(source, 'deploy/fake-gpus/up-pcie-4.yaml'), 'rack-pcie');
+  // The PCIe node's GPU 2 starts measuring 70 % busy 8 s after its agent starts. Its agent
+  // heartbeats every second, but the server writes the Node only on a health change or once a
+  // minute: the page must show the sample live (GpuSamples), not when the Node is next written.
+  const pcieConfig = path.join(cluster.dir, 'pcie-4-busy.yaml');
+  fs.writeFileSync(pcieConfig, fs.readFileSync(path.join(source, 'deploy/fake-gpus/up-pcie-4.yaml'),
+    'utf8') + 'events:\n  - {at: 8s, gpu: 2, type: metrics, set: {gpu_util: 70}}\n');
+  cluster.startAgent(pcie, pcieConfig, 'rack-pcie');
   await cluster.waitFor('both nodes Ready', async () => {
     const list = await cluster.api('GET', '/api/v1/nodes');
     return list.items.filter((n) => n.status && n.status.phase === 'Ready').length === 2;
@@ -105,8 +112,13 @@ try {
   // The default mode is measured utilization: the fake GPUs report 0 % with every heartbeat
   // (deploy/fake-gpus/up-*.yaml, gpu_util: 0), which the fleet summary carries to the page.
   for (const [node, n] of [[h100, 8], [pcie, 4]]) {
-    for (let g = 0; g < n; g++) await waitPixel(node, g, utilColors[0], 'measured utilization 0 %');
+    for (let g = 0; g < n; g++) {
+      if (node === pcie && g === 2) continue;  // busy from 8 s on, below
+      await waitPixel(node, g, utilColors[0], 'measured utilization 0 %');
+    }
   }
+  // Within a few heartbeats of the change (the Node is not rewritten for a minute).
+  await waitPixel(pcie, 2, utilColors[7], 'live utilization 70 %', 15000);
   await page.selectOption('#mode', 'alloc');
   for (const [node, n] of [[h100, 8], [pcie, 4]]) {
     for (let g = 0; g < n; g++) {

@@ -2,8 +2,9 @@
 // `tessera` binary (src/server/ui/, embedded at build time).
 //
 // Data: GET /api/v1/fleet once (the whole fleet as compact rows), then long
-// polls GET /api/v1/fleet?resourceVersion=N&waitSeconds=5 that return only
-// what changed after N (see src/server/fleet.h). Every request carries the
+// polls GET /api/v1/fleet?resourceVersion=N&samplesVersion=V&waitSeconds=5 that
+// return only what changed after N, and the live utilization samples that
+// changed after V (see src/server/fleet.h). Every request carries the
 // bearer token the user typed once (kept in sessionStorage for this tab).
 //
 // Drawing: every GPU is a cell on one <canvas>, painted into an ImageData
@@ -54,6 +55,7 @@
 
   const model = {
     rv: null,
+    sv: 0,     // samplesVersion: live utilization seen up to here
     // name -> {name, rack, block, phase, model, cordoned, domains, health, endpoint, util}
     // (util: measured % per GPU from the agents' heartbeats, -1 where none was reported)
     nodes: new Map(),
@@ -167,10 +169,19 @@
     for (const n of delta.deletedNodes) deleteNode(n);
     for (const r of delta.jobs) setJob(r);
     for (const j of delta.deletedJobs) deleteJob(j);
+    // Live utilization: nodes whose heartbeat samples changed (the Node itself is
+    // written only on a health change or every minute).
+    for (const [name, util] of delta.samples || []) {
+      const n = model.nodes.get(name);
+      if (!n) continue;
+      n.util = util;
+      view.dirty.add(name);
+    }
     for (const q of delta.queues) model.queues.set(q.metadata.name, q);
     for (const q of delta.deletedQueues) model.queues.delete(q);
     if (delta.queues.length || delta.deletedQueues.length) view.jobsDirty = true;
     model.rv = delta.resourceVersion;
+    if (delta.samplesVersion !== undefined) model.sv = delta.samplesVersion;
     return performance.now() - t0;
   }
 
@@ -526,8 +537,9 @@
     const n = model.nodes.get(view.selected);
     const panel = $('node-detail');
     if (!n) { panel.hidden = true; return; }
-    if (!force && panel.dataset.rv === model.rv) return;
-    panel.dataset.rv = model.rv;
+    const seen = model.rv + '/' + model.sv;
+    if (!force && panel.dataset.rv === seen) return;
+    panel.dataset.rv = seen;
     panel.hidden = false;
     panel.dataset.node = n.name;
     $('node-title').textContent = 'Node ' + n.name;
@@ -688,7 +700,8 @@
     while (gen === generation) {
       let delta;
       try {
-        delta = await api('/api/v1/fleet?resourceVersion=' + model.rv + '&waitSeconds=5');
+        delta = await api('/api/v1/fleet?resourceVersion=' + model.rv + '&samplesVersion=' +
+          model.sv + '&waitSeconds=5');
         failures = 0;
         $('live').className = 'on';
         showError('');
@@ -702,7 +715,8 @@
       }
       if (gen !== generation) return;
       const changed = delta.full || delta.nodes.length || delta.jobs.length || delta.queues.length ||
-        delta.deletedNodes.length || delta.deletedJobs.length || delta.deletedQueues.length;
+        delta.deletedNodes.length || delta.deletedJobs.length || delta.deletedQueues.length ||
+        (delta.samples && delta.samples.length);
       const applyMs = apply(delta);
       if (changed) {
         stats.updates++;
