@@ -305,6 +305,44 @@ TEST_F(AgentE2eTest, SigkilledAgentLeavesMembersRunningAndTheRestartedAgentReado
   EXPECT_EQ(Job("solo")["status"]["generation"], job["status"]["generation"]);
 }
 
+TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) {
+  // Rank 1 crashes at the first generation; rank 0 would run on, blocked on its peer. With
+  // spec.maxRestarts the controller restarts both at the next generation on the same GPUs
+  // (the agents do not call the job Failed while restarts are left); then both succeed.
+  const std::string script = dir_ + "/crash-once.sh";
+  {
+    std::ofstream f(script);
+    f << "if [ \"$TESSERA_GENERATION\" = 1 ]; then\n"
+         "  if [ \"$TESSERA_RANK\" = 1 ]; then sleep 1; exit 3; fi\n"
+         "  sleep 60; exit 0\n"
+         "fi\n"
+         "sleep 1; exit 0\n";
+  }
+  Json job = {{"apiVersion", "tessera.dev/v1"},
+              {"kind", "TrainingJob"},
+              {"metadata", {{"name", "crashy"}, {"namespace", "e2e"}}},
+              {"spec",
+               {{"groups", {{{"name", "worker"}, {"count", 2}, {"gpusPerReplica", 8}}}},
+                {"command", {"/bin/sh", script}},
+                {"maxRestarts", 2}}}};
+  auto r = api_->Post("/api/v1/namespaces/e2e/trainingjobs", job.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+  Json got;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        got = Job("crashy");
+        return got.is_object() && (got["status"].value("phase", "") == "Succeeded" ||
+                                   got["status"].value("phase", "") == "Failed");
+      },
+      absl::Seconds(60)))
+      << got.dump();
+  EXPECT_EQ(got["status"]["phase"], "Succeeded") << got["status"].dump();
+  EXPECT_EQ(got["status"]["restarts"], 1);
+  EXPECT_EQ(got["status"]["generation"], 2);
+  EXPECT_NE(got["status"]["observed"].dump().find("Exited code=0 gen=2"), std::string::npos)
+      << got["status"].dump();
+}
+
 TEST_F(AgentE2eTest, APartitionedAgentsMembersAreFencedWhenItReturns) {
   ASSERT_TRUE(Submit("part", 1, 1, TrainScript()));
   Json job;

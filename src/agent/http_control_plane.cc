@@ -393,6 +393,11 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
           // requeues it (Preempted), so they are neither success nor failure.
           any_failed = all_ok = false;
         }
+        if (any_failed && Int(st, "restarts", 0) < Int(Sub(obj, "spec"), "maxRestarts", 0)) {
+          // Restarts are left (spec.maxRestarts): the controller restarts the
+          // gang at a new generation from its checkpoint; not Failed yet.
+          any_failed = false;
+        }
         if (any_failed) {
           want = "Failed";
         } else if (all_ok) {

@@ -102,6 +102,11 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
     head.push_back({"Replicas:", replicas});
     if (st.contains("placement")) head.push_back({"GPUs held:", std::to_string(HeldGpus(o))});
   }
+  if (st.contains("restarts")) {
+    // Gang restarts in place after a member failed (spec.maxRestarts).
+    head.push_back(
+        {"Restarts:", absl::StrCat(st.value("restarts", 0), " of ", spec.value("maxRestarts", 0))});
+  }
   if (st.contains("resumeFrom")) {
     const Json& rf = st["resumeFrom"];
     head.push_back(

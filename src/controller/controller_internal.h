@@ -2,11 +2,14 @@
 // JSON helpers its .cc files share. Not part of the module's interface.
 #pragma once
 
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -34,6 +37,7 @@ struct SchedulingController::JobRec {
   absl::Time queued_since;
   std::string last_message;
   absl::Duration max_runtime = absl::ZeroDuration();  // spec.maxRuntimeSeconds; 0: none
+  int64_t max_restarts = 0;                           // spec.maxRestarts
   absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
   absl::Time last_resize = absl::InfinitePast();      // binding or last shrink / grow
 
@@ -150,6 +154,36 @@ inline bool AllMembersExited(const Json& status) {
     if (!absl::StartsWith(v, "Exited code=") || !absl::StrContains(v, gen)) return false;
   }
   return true;
+}
+
+// A member that exited with an error at the job's current generation (the
+// node agents' status.observed reports), as "group-member", its exit code and
+// node; nullopt when none did.
+struct MemberFailure {
+  std::string member;
+  int64_t code = 0;
+  std::string node;
+};
+inline std::optional<MemberFailure> CurrentFailure(const Json& status) {
+  auto placement = status.find("placement");
+  auto observed = status.find("observed");
+  if (placement == status.end() || !placement->is_array() || observed == status.end() ||
+      !observed->is_object()) {
+    return std::nullopt;
+  }
+  const int64_t job_gen = IntOr(status, "generation", 0);
+  for (const Json& m : *placement) {
+    if (!m.is_object()) continue;
+    const std::string key = absl::StrCat(Str(m, "group"), "-", IntOr(m, "member", 0));
+    const std::string v = Str(*observed, key.c_str());
+    const std::string gen = absl::StrCat(" gen=", IntOr(m, "generation", job_gen), " ");
+    int64_t code = 0;
+    if (!absl::StartsWith(v, "Exited code=") || !absl::StrContains(v, gen)) continue;
+    const absl::string_view rest = absl::string_view(v).substr(strlen("Exited code="));
+    if (!absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &code) || code == 0) continue;
+    return MemberFailure{key, code, Str(m, "node")};
+  }
+  return std::nullopt;
 }
 
 // True when status.conditions has `type` with status "True".

@@ -36,6 +36,10 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
                                    "Elastic jobs shrunk (a node or GPU lost) or grown back in "
                                    "place, without a requeue, by direction.",
                                    {"direction"})),
+      job_restarts(r.AddCounter("tessera_job_restarts_total",
+                                "Gangs restarted in place from their last checkpoint after a "
+                                "member exited with an error (spec.maxRestarts), by reason.",
+                                {"reason"})),
       queue_gpus_allocated(r.AddGauge("tessera_queue_gpus_allocated",
                                       "GPUs charged to the queue (its subtree), by model.",
                                       {"queue", "model"})),

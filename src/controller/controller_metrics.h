@@ -27,6 +27,8 @@ struct ControllerMetrics {
   metrics::Family<metrics::Counter>& requeues;  // {reason}
   // Elastic TrainingJobs resized in place, by direction (shrink, grow).
   metrics::Family<metrics::Counter>& elastic_resizes;  // {direction}
+  // Gangs restarted in place from their checkpoint after a member failed.
+  metrics::Family<metrics::Counter>& job_restarts;  // {reason}
   // Per queue (issue 8 item 1).
   metrics::Family<metrics::Gauge>& queue_gpus_allocated;       // {queue, model}
   metrics::Family<metrics::Gauge>& queue_gpu_guaranteed;       // {queue, model}

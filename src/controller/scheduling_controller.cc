@@ -434,6 +434,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
   rec.max_runtime = obj["spec"].is_object()
                         ? absl::Seconds(IntOr(obj["spec"], "maxRuntimeSeconds", 0))
                         : absl::ZeroDuration();
+  rec.max_restarts = obj["spec"].is_object() ? IntOr(obj["spec"], "maxRestarts", 0) : 0;
   rec.queue_error.clear();
   if (Terminal(rec.phase)) return;
   absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {
@@ -516,6 +517,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     JobRec& r = *rec;
     jobs_.emplace(key, std::move(rec));
     Admit(r, obj, at_start);
+    MaybeRestart(r, obj);  // a member may have failed while no controller ran
     return;
   }
   JobRec& rec = *it->second;
@@ -550,6 +552,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     RecordEvent(obj, rev, {"Started", "every member reported running"});
   }
   rec.phase = phase;
+  MaybeRestart(rec, obj);
   if (rec.bound && rec.in_qm && rec.job && ConditionTrue(StatusOf(obj), "PreemptionPending") &&
       AllMembersExited(StatusOf(obj))) {
     // The agents passed the preemption's checkpoint signal on and every

@@ -161,6 +161,7 @@ class SchedulingController {
     int64_t queue_rebuilds = 0;
     int64_t elastic_shrinks = 0;  // elastic jobs that lost members and kept running
     int64_t elastic_grows = 0;    // elastic jobs that got members back
+    int64_t restarts = 0;         // gangs restarted in place after a member failed
     absl::Duration start_time;
   };
   const Stats& stats() const { return stats_; }
@@ -257,6 +258,14 @@ class SchedulingController {
   // options.elastic_grow_interval; memory first, then the store (undone on
   // failure). Event ElasticGrow.
   void GrowElastic(absl::Time now);
+  // job_restart.cc: a bound job whose member exited non-zero at the current
+  // generation, with restarts left (spec.maxRestarts), is restarted in place:
+  // the same placement at generation + 1 (every member stopped and started
+  // again from status.resumeFrom), status.restarts + 1, Event Restarting.
+  // The GPUs stay bound (memory unchanged). Idempotent: a failure of an older
+  // generation, or a job without restarts left, changes nothing (the agent
+  // then reports Failed).
+  void MaybeRestart(JobRec& rec, const Json& obj);
   // Writes rec's resized placement (generation + 1) if the stored binding is
   // still the one at rec.generation; false otherwise.
   bool WriteResize(JobRec& rec, const sched::Placement& p, const Change& why, absl::Time now);

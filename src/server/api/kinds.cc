@@ -106,6 +106,9 @@ std::vector<Schema::Field> JobStatusFields() {
       Optional("replicas", S::Int().Min(0)),
       // The last ElasticShrink / ElasticGrow (spaces grow attempts out).
       Optional("lastResizeTime", S::String()),
+      // Gang restarts after a member failed (spec.maxRestarts), and the last.
+      Optional("restarts", S::Int().Min(0)),
+      Optional("lastRestartTime", S::String()),
       Optional("priority", S::Int()),
       Optional("scheduledTime", S::String()),
       Optional("resumeFrom", S::Object({
@@ -149,6 +152,9 @@ std::vector<KindInfo> BuildKinds() {
                               Required("maxReplicas", S::Int().Positive()),
                           })),
       Optional("maxRuntimeSeconds", S::Int().Positive()),
+      // A member exiting non-zero restarts the whole gang from its last
+      // checkpoint this many times before the job is Failed (default 0).
+      Optional("maxRestarts", S::Int().Min(0)),
       Optional("checkpoint", S::Object({
                                  Optional("intervalSeconds", S::Int().Positive()),
                                  Optional("path", S::String().MaxLength(1024)),
