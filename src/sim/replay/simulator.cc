@@ -234,6 +234,9 @@ void Sim::Start(int32_t i) {
   }
   double end = now_ + r.seg_overhead + (sj.duration_s - r.progress0);
   Push(end, kComplete, i, r.epoch);
+  if (qm_ != nullptr && sj.checkpoint_s > 0) {
+    checkpoints_due_.push({now_ + r.seg_overhead + sj.checkpoint_s, i, r.epoch});
+  }
   r.running_pos = static_cast<int32_t>(running_.size());
   running_.push_back(i);
   allocated_milli_ += sj.milli();

@@ -138,6 +138,10 @@ class Sim final : public JobFactsSource {
   void QueueCycle();
   void QueueEvent(const sched::QueueEvent& ev);
   void QueueVictimExit(int32_t i);
+  // Tells the manager of the periodic checkpoints running jobs wrote up to
+  // now (ReportCheckpoint), before each cycle: its victim choice weighs the
+  // work since each victim's last checkpoint, as the controller's does.
+  void QueueReportCheckpoints();
   void QueueMetrics();
 
   const Workload& w_;
@@ -152,6 +156,15 @@ class Sim final : public JobFactsSource {
   std::unique_ptr<sched::QueueManager> qm_;
   bool idle_cycle_pending_ = false;
   absl::Status queue_error_;  // the first Submit the manager refused
+  // `queues`: running jobs' next periodic checkpoint (time, job, epoch), earliest first.
+  struct CheckpointDue {
+    double t;
+    int32_t job;
+    uint32_t epoch;
+    bool operator>(const CheckpointDue& o) const { return t != o.t ? t > o.t : job > o.job; }
+  };
+  std::priority_queue<CheckpointDue, std::vector<CheckpointDue>, std::greater<CheckpointDue>>
+      checkpoints_due_;
   const sched::QueueSortPlugin* sort_ = nullptr;
   ManualClock clock_;
   absl::Time epoch_ = absl::UnixEpoch();

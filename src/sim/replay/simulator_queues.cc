@@ -31,9 +31,10 @@
 // the simulator never does).
 //
 // Expected runtimes (for backfill) are the oracle: the job's remaining run
-// time plus its restart overhead. Periodic checkpoints are not reported to
-// the manager (ReportCheckpoint), so its victim choice sees the work since
-// each victim started.
+// time plus its restart overhead. Periodic checkpoints are reported to the
+// manager (ReportCheckpoint) before each cycle, as the controller reports
+// Ready Checkpoint objects, so its victim choice weighs the work each victim
+// would lose since its last checkpoint.
 #include <algorithm>
 #include <cmath>
 
@@ -159,7 +160,23 @@ void Sim::QueueVictimExit(int32_t i) {
   if (qm_->VictimExited(rt_[i].job->key(), clock_.Now()).ok()) capacity_changed_ = true;
 }
 
+void Sim::QueueReportCheckpoints() {
+  while (!checkpoints_due_.empty() && checkpoints_due_.top().t <= now_) {
+    const CheckpointDue due = checkpoints_due_.top();
+    checkpoints_due_.pop();
+    const JobRt& r = rt_[due.job];
+    if (r.status != Status::kRunning || r.epoch != due.epoch) continue;  // stopped since
+    // The latest checkpoint up to now (Stop keeps progress up to the same one).
+    const double every = w_.jobs[due.job].checkpoint_s;
+    const double first = r.seg_start + r.seg_overhead;
+    const double last = first + std::floor((now_ - first) / every) * every;
+    (void)qm_->ReportCheckpoint(r.job->key(), epoch_ + absl::Seconds(last));
+    checkpoints_due_.push({last + every, due.job, due.epoch});
+  }
+}
+
 void Sim::QueueCycle() {
+  QueueReportCheckpoints();
   sched::CycleReport rep = qm_->Cycle(clock_.Now());
   res_.schedule_calls += rep.attempts;
   for (const sched::QueueEvent& ev : rep.events) QueueEvent(ev);

@@ -157,6 +157,27 @@ TEST(ReplayQueues, PriorityClassPreemptsAfterTheVictimCheckpoints) {
   EXPECT_DOUBLE_EQ(plain.jct_by_job[1], 36000 - 3600 + 3600);
 }
 
+// The victim is the job that loses the least work: the simulator reports each
+// running job's periodic checkpoints to the manager (ReportCheckpoint), as the
+// controller reports Ready Checkpoint objects. j0 started first but wrote a
+// checkpoint 100 s before the production job arrives; j1 has none and 2,700 s
+// of work since it started.
+TEST(ReplayQueues, VictimChoiceSeesPeriodicCheckpoints) {
+  Workload w;
+  w.queues = {"q"};
+  w.priority_classes = {"production"};
+  w.jobs = {J(0, 36000, 4), J(1000, 36000, 4), J(3700, 600, 4)};
+  w.jobs[0].checkpoint_s = 600;
+  w.jobs[1].checkpoint_s = 0;
+  w.jobs[2].priority_class = 0;
+  PolicyResult r = RunOk(w, Fleet(1, 8), "queues");
+  ASSERT_EQ(r.completed, 3);
+  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_DOUBLE_EQ(r.jct_by_job[1], 36000);  // never stopped
+  EXPECT_GT(r.jct_by_job[0], 36000);         // the victim
+  EXPECT_DOUBLE_EQ(r.jct_by_job[2], 20 + 600);
+}
+
 Workload SmallSynthetic(uint64_t seed) {
   SyntheticWorkloadSpec s;
   s.jobs = 300;
