@@ -341,6 +341,13 @@ TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) 
   EXPECT_EQ(got["status"]["generation"], 2);
   EXPECT_NE(got["status"]["observed"].dump().find("Exited code=0 gen=2"), std::string::npos)
       << got["status"].dump();
+  // kubectl's habit: RESTARTS in `get`, and the event in `describe`.
+  CliResult get = RunTessera("get job crashy -n e2e --server " + url_ + " --token admintoken");
+  EXPECT_NE(get.out.find("RESTARTS"), std::string::npos) << get.out;
+  CliResult desc =
+      RunTessera("describe job crashy -n e2e --server " + url_ + " --token admintoken");
+  EXPECT_NE(desc.out.find("1 of 2\n"), std::string::npos) << desc.out;  // Restarts:
+  EXPECT_NE(desc.out.find("exited with code 3"), std::string::npos) << desc.out;
 }
 
 TEST_F(AgentE2eTest, APartitionedAgentsMembersAreFencedWhenItReturns) {

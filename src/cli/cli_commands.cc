@@ -156,7 +156,8 @@ struct GetFlags {
 
 std::vector<std::string> Header(const ResourceInfo& r, bool wide) {
   if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
-    std::vector<std::string> h = {"NAME", "PHASE", "GPUS", "MEMBERS", "GENERATION", "AGE"};
+    std::vector<std::string> h = {"NAME",       "PHASE",    "GPUS", "MEMBERS",
+                                  "GENERATION", "RESTARTS", "AGE"};
     if (wide) h.insert(h.end(), {"QUEUE", "PRIORITY", "NODES", "MESSAGE"});
     return h;
   }
@@ -185,8 +186,13 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
                              spec["elastic"].value("maxReplicas", 0));
       if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
     }
-    std::vector<std::string> row = {
-        Meta(o, "name"), Phase(o), gpus, members, std::to_string(st.value("generation", 0)), age};
+    std::vector<std::string> row = {Meta(o, "name"),
+                                    Phase(o),
+                                    gpus,
+                                    members,
+                                    std::to_string(st.value("generation", 0)),
+                                    std::to_string(st.value("restarts", 0)),
+                                    age};
     if (wide) {
       std::string prio = st.contains("priority") ? std::to_string(st["priority"].get<int64_t>())
                                                  : spec.value("priorityClassName", "-");
