@@ -372,7 +372,7 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
         // Derive the job's phase from what every placed member reported.
         const Json& placement = Sub(st, "placement");
         bool any_running = false, any_failed = false,
-             all_ok = placement.is_array() && !placement.empty();
+             all_ok = placement.is_array() && !placement.empty(), all_running = all_ok;
         if (placement.is_array()) {
           for (const Json& p : placement) {
             std::string key = absl::StrCat(Str(p, "group"), "-", Int(p, "member", 0));
@@ -380,6 +380,7 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
             const std::string gen = absl::StrCat(" gen=", Int(p, "generation", job_gen), " ");
             bool current = absl::StrContains(v, gen);
             if (current && absl::StartsWith(v, "Running")) any_running = true;
+            if (!(current && absl::StartsWith(v, "Running"))) all_running = false;
             if (current && absl::StartsWith(v, "Exited code=") &&
                 !absl::StartsWith(v, "Exited code=0 ")) {
               any_failed = true;
@@ -398,7 +399,16 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
           // gang at a new generation from its checkpoint; not Failed yet.
           any_failed = false;
         }
-        if (any_failed) {
+        if (Str(obj, "kind") == "InferenceService") {
+          // A service does not finish: its replicas' exits are restarted by their agents
+          // (NodeAgent::RestartReplica). Deploying until every placed replica serves, then
+          // Ready; Degraded while one that served is down. Failed only by the controller
+          // or a user.
+          if (!PreemptionPending(st)) {
+            const bool served = phase == "Ready" || phase == "Degraded";
+            want = all_running ? "Ready" : served ? "Degraded" : "Deploying";
+          }
+        } else if (any_failed) {
           want = "Failed";
         } else if (all_ok) {
           want = "Succeeded";

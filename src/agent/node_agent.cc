@@ -251,6 +251,7 @@ absl::Duration NodeAgent::Step() {
   for (const MemberStatus& m : launcher_.List()) {
     if (m.state == MemberState::kStopping) next = std::min(next, now + absl::Milliseconds(200));
   }
+  for (const auto& [id, r] : replica_restarts_) next = std::min(next, r.not_before);
   return std::max(next - clock_.Now(), absl::ZeroDuration());
 }
 
@@ -280,11 +281,17 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
       checkpoint_stop(m, "checkpoint signal: preemption pending");
       continue;
     }
-    if (current) continue;
+    if (current) {
+      if (m.state == MemberState::kExited && m.spec.kind == "InferenceService") {
+        RestartReplica(m, *it->second);
+      }
+      continue;
+    }
     if (m.state == MemberState::kExited) {
       (void)launcher_.Forget(id);
       tracked.erase(id);
       reported_.erase(id);
+      replica_restarts_.erase(id);
       continue;
     }
     if (fence) {
@@ -302,30 +309,10 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
     }
   }
   for (const auto& [id, b] : bound) {
-    if (tracked.contains(id)) continue;
-    MemberSpec spec = SpecFromBinding(*b, registration_);
-    bool ok = true;
-    for (size_t i = 0; i < spec.gpu_indices.size(); ++i) {
-      if (spec.gpu_uuids[i].empty() || !tracker_.IsHealthy(spec.gpu_uuids[i])) ok = false;
-    }
-    if (!ok) continue;  // the server will move it once our heartbeat lands
-    absl::StatusOr<MemberStatus> s = launcher_.Start(spec);
-    if (!s.ok()) {
-      options_.log.Error("cannot start member", {{"node", options_.node_name},
-                                                 {"job", spec.job},
-                                                 {"namespace", spec.namespace_name},
-                                                 {"member", id},
-                                                 {"error", std::string(s.status().message())}});
-      continue;
-    }
-    ++stats_.started;
-    options_.log.Info("started member", {{"node", options_.node_name},
-                                         {"job", spec.job},
-                                         {"namespace", spec.namespace_name},
-                                         {"member", id},
-                                         {"generation", spec.generation},
-                                         {"gpus", absl::StrJoin(spec.gpu_indices, ",")},
-                                         {"pid", static_cast<int64_t>(s->pid)}});
+    if (!tracked.contains(id)) (void)StartMember(*b, "started member");
+  }
+  for (auto it = replica_restarts_.begin(); it != replica_restarts_.end();) {
+    it = bound.contains(it->first) ? std::next(it) : replica_restarts_.erase(it);
   }
   absl::flat_hash_map<std::string, WorkloadLabels> w;
   for (const MemberStatus& m : launcher_.List()) {
@@ -334,6 +321,62 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
   }
   absl::MutexLock l(&mu_);
   workloads_ = std::move(w);
+}
+
+bool NodeAgent::StartMember(const Binding& b, const char* why) {
+  MemberSpec spec = SpecFromBinding(b, registration_);
+  const std::string id = spec.Id();
+  for (size_t i = 0; i < spec.gpu_indices.size(); ++i) {
+    // The server will move it once our heartbeat lands.
+    if (spec.gpu_uuids[i].empty() || !tracker_.IsHealthy(spec.gpu_uuids[i])) return false;
+  }
+  absl::StatusOr<MemberStatus> s = launcher_.Start(spec);
+  if (!s.ok()) {
+    options_.log.Error("cannot start member", {{"node", options_.node_name},
+                                               {"job", spec.job},
+                                               {"namespace", spec.namespace_name},
+                                               {"member", id},
+                                               {"error", std::string(s.status().message())}});
+    return false;
+  }
+  ++stats_.started;
+  options_.log.Info(why, {{"node", options_.node_name},
+                          {"job", spec.job},
+                          {"namespace", spec.namespace_name},
+                          {"member", id},
+                          {"generation", spec.generation},
+                          {"gpus", absl::StrJoin(spec.gpu_indices, ",")},
+                          {"pid", static_cast<int64_t>(s->pid)}});
+  return true;
+}
+
+void NodeAgent::RestartReplica(const MemberStatus& m, const Binding& b) {
+  if (b.checkpoint_requested) return;  // a preemption victim's exit: the server takes it away
+  const std::string id = m.spec.Id();
+  const absl::Time now = clock_.Now();
+  ReplicaRestart& r = replica_restarts_[id];
+  if (!r.waiting) {
+    if (r.started != absl::InfinitePast() && now - r.started >= absl::Minutes(10)) r.restarts = 0;
+    absl::Duration wait = options_.replica_restart_backoff;
+    for (int i = 0; i < r.restarts && wait < options_.max_replica_restart_backoff; ++i) wait *= 2;
+    r.waiting = true;
+    r.not_before = now + std::min(wait, options_.max_replica_restart_backoff);
+    return;
+  }
+  // Not before the backoff, nor before the server has heard of the exit.
+  auto rep = reported_.find(id);
+  if (now < r.not_before || rep == reported_.end() || rep->second.empty() ||
+      rep->second[0] != 'E') {
+    return;
+  }
+  (void)launcher_.Forget(id);
+  reported_.erase(id);
+  r.waiting = false;
+  r.not_before = absl::InfiniteFuture();
+  if (!StartMember(b, "restarted serving replica")) return;  // tried again next sync
+  ++r.restarts;
+  r.started = now;
+  ++stats_.replica_restarts;
 }
 
 void NodeAgent::Report() {

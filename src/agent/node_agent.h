@@ -62,6 +62,12 @@ struct NodeAgentOptions {
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
   uint64_t seed = 1;
+  // A serving replica (InferenceService member) that exits is started again at the same
+  // generation after this backoff, doubled per restart up to the maximum (Kubernetes'
+  // CrashLoopBackOff: 10 s to 5 min); the count resets after 10 minutes of running.
+  // Training members are never restarted here (the controller restarts gangs, spec.maxRestarts).
+  absl::Duration replica_restart_backoff = absl::Seconds(10);
+  absl::Duration max_replica_restart_backoff = absl::Minutes(5);
   // Launches, exits, fencing and control-plane failures, one structured line
   // each with job / namespace / node fields.
   obs::Logger log;
@@ -77,6 +83,7 @@ struct NodeAgentStats {
   int64_t checkpoint_requests = 0;  // checkpoint signal: preemption pending while bound
   int64_t lists = 0;                // ListBindings calls (fencing and safety-net syncs)
   int64_t offers = 0;               // binding sets applied from OfferBindings
+  int64_t replica_restarts = 0;     // serving replicas started again after they exited
 };
 
 class NodeAgent {
@@ -110,6 +117,11 @@ class NodeAgent {
   std::vector<GpuHealthReport> HealthReports() const;
   void Fail(const absl::Status& s, const char* what);
   void SyncBindings(const std::vector<Binding>& bindings, bool fence);
+  // Starts the member of `b` if its GPUs are healthy; false otherwise.
+  bool StartMember(const Binding& b, const char* why);
+  // A current serving replica `m` has exited: wait out its backoff (after its exit was
+  // reported), then start it again.
+  void RestartReplica(const MemberStatus& m, const Binding& b);
   void Report();
 
   GpuBackend& backend_;
@@ -129,6 +141,13 @@ class NodeAgent {
   absl::Time last_heartbeat_ok_ = absl::InfinitePast();
   absl::Time next_sync_ = absl::InfinitePast();
   std::map<std::string, std::string> reported_;  // member id -> last reported state
+  struct ReplicaRestart {
+    int restarts = 0;
+    bool waiting = false;  // exited, start again at not_before
+    absl::Time not_before = absl::InfiniteFuture();
+    absl::Time started = absl::InfinitePast();  // last restart
+  };
+  std::map<std::string, ReplicaRestart> replica_restarts_;  // member id ->
   NodeAgentStats stats_;
 
   mutable absl::Mutex mu_;

@@ -103,6 +103,7 @@ class NodeAgentHttpTest : public ::testing::Test {
     ao.node_name = "n1";
     ao.heartbeat_interval = absl::Seconds(1);
     ao.sync_interval = absl::Hours(1);
+    ao.replica_restart_backoff = absl::Milliseconds(300);
     client_ = std::make_unique<HttpControlPlaneClient>(url_, "");
     agent_ = std::make_unique<NodeAgent>(*backend_, tracker_, *launcher_, *client_, clock_, ao);
     ASSERT_TRUE(agent_->Init().ok());
@@ -231,6 +232,47 @@ TEST_F(NodeAgentHttpTest, APreemptionVictimIsSignalledWhileBoundAndItsExitIsNotS
   EXPECT_EQ(st.value("phase", ""), "Running");  // not Succeeded
   EXPECT_EQ(agent_->stats().checkpoint_requests, 1);
   EXPECT_EQ(agent_->stats().started, 1);
+}
+
+// An InferenceService does not finish: its agent derives Deploying, then Ready once every
+// placed replica serves; a replica that exits makes it Degraded (never Failed) and is started
+// again after its backoff, and the service is Ready again.
+TEST_F(NodeAgentHttpTest, AServiceIsReadyThenDegradedWhileAnExitedReplicaIsRestarted) {
+  const std::string script =
+      absl::StrCat("cd ", dir_, "; echo x >> runs; if [ $(wc -l < runs) -eq 1 ]; then ",
+                   "touch up1; while [ ! -e crash ]; do sleep 0.05; done; exit 1; fi; ",
+                   "touch up2; while true; do sleep 0.05; done");
+  Json svc = {
+      {"apiVersion", "tessera.dev/v1"},
+      {"kind", "InferenceService"},
+      {"metadata",
+       {{"name", "chat"},
+        {"namespace", "team"},
+        {"annotations", {{"tessera.dev/command", Json::array({"/bin/sh", "-c", script}).dump()}}}}},
+      {"spec",
+       {{"modelVersion", "v1"}, {"replicas", {{"min", 1}, {"max", 1}}}, {"gpusPerReplica", 1}}},
+      {"status",
+       {{"phase", "Scheduled"},
+        {"generation", 1},
+        {"placement",
+         {{{"group", "replica"},
+           {"member", 0},
+           {"node", "n1"},
+           {"gpus", {2}},
+           {"generation", 1}}}}}}};
+  ASSERT_EQ(admin_->Post("/api/v1/namespaces/team/inferenceservices", svc)->code, 201);
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const std::string path = "/api/v1/namespaces/team/inferenceservices/chat";
+  auto phase = [&] {
+    absl::StatusOr<ApiResponse> cur = admin_->Get(path);
+    return cur.ok() && cur->code == 200 ? cur->body["status"].value("phase", "") : "";
+  };
+  EXPECT_TRUE(WaitFor([&] { return phase() == "Ready"; }, absl::Seconds(20))) << phase();
+  std::ofstream(dir_ + "/crash") << "now";
+  EXPECT_TRUE(WaitFor([&] { return phase() == "Degraded"; }, absl::Seconds(20))) << phase();
+  EXPECT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ + "/up2"); }, absl::Seconds(20)));
+  EXPECT_TRUE(WaitFor([&] { return phase() == "Ready"; }, absl::Seconds(20))) << phase();
+  EXPECT_EQ(agent_->stats().replica_restarts, 1);
 }
 
 }  // namespace

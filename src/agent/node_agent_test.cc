@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -233,6 +234,44 @@ TEST_F(NodeAgentTest, APreemptionVictimGetsTheCheckpointSignalWhileStillBound) {
   a.Step();
   EXPECT_EQ(a.stats().started, 1);
   EXPECT_EQ(a.stats().checkpoint_requests, 1);
+}
+
+TEST_F(NodeAgentTest, AServingReplicaThatExitsIsStartedAgainAfterABackoffATrainingMemberIsNot) {
+  options_.replica_restart_backoff = absl::Milliseconds(200);
+  options_.max_replica_restart_backoff = absl::Milliseconds(400);
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  Binding replica = Bind("date +%s%N >> replica-runs; exit 3", 1, {0});
+  replica.kind = "InferenceService";
+  replica.job = "chat";
+  replica.group = "replica";
+  Binding member = Bind("echo x >> train-runs; exit 3", 1, {1});
+  cp_.bindings = {replica, member};
+  auto lines = [&](const std::string& f) {
+    std::string s = Slurp(dir_ + "/" + f);
+    return std::count(s.begin(), s.end(), '\n');
+  };
+  const absl::Time t0 = absl::Now();
+  ASSERT_TRUE(StepUntil(a, [&] { return lines("replica-runs") >= 4; }));
+  const absl::Duration took = absl::Now() - t0;
+  EXPECT_GE(a.stats().replica_restarts, 3);
+  // Waits of 200, 400 and 400 ms (doubled, capped) before the three restarts.
+  EXPECT_GE(took, absl::Milliseconds(1000));
+  EXPECT_EQ(lines("train-runs"), 1);  // the controller restarts training gangs, not the agent
+  // Every exit was reported before the replica started again.
+  int exits = 0;
+  for (const MemberReport& r : cp_.reports) {
+    if (r.job == "chat" && !r.running) ++exits;
+  }
+  EXPECT_GE(exits, 3);
+  // Unbound: not started again.
+  cp_.bindings.clear();
+  a.Step();
+  const int64_t restarts = a.stats().replica_restarts;
+  absl::SleepFor(absl::Milliseconds(500));
+  a.Step();
+  a.Step();
+  EXPECT_EQ(a.stats().replica_restarts, restarts);
 }
 
 TEST_F(NodeAgentTest, AfterAPartitionStaleGenerationsAreFencedAndTheNewOneStarts) {

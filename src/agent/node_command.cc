@@ -58,6 +58,7 @@ struct AgentFlags {
   std::string heartbeat = "10s";
   std::string sync = "60s";
   std::string watch_timeout = "30s";
+  std::string replica_backoff = "10s";
   std::string endpoint_token_file;
   bool metrics_token = false;
   TlsClientOptions tls;  // how an https:// --server is verified
@@ -186,6 +187,14 @@ int RunAgent(const AgentFlags& f) {
               {{"node", f.node_name}});
     return 2;
   }
+  absl::Duration replica_backoff;
+  if (!absl::ParseDuration(f.replica_backoff, &replica_backoff) ||
+      replica_backoff <= absl::ZeroDuration()) {
+    log.Error(absl::StrCat("--replica-restart-backoff: expected a duration such as 10s, got '",
+                           f.replica_backoff, "'"),
+              {{"node", f.node_name}});
+    return 2;
+  }
   absl::Duration watch_timeout;
   if (!absl::ParseDuration(f.watch_timeout, &watch_timeout) || watch_timeout < absl::Seconds(1)) {
     std::cerr << "--watch-timeout: expected a duration of at least 1s, got '" << f.watch_timeout
@@ -286,6 +295,7 @@ int RunAgent(const AgentFlags& f) {
   ao.labels = labels;
   ao.heartbeat_interval = heartbeat;
   ao.sync_interval = sync;
+  ao.replica_restart_backoff = replica_backoff;
   ao.agent_endpoint = absl::StrCat("http://", hp[0], ":", bound);
   ao.seed = std::hash<std::string>()(f.node_name);
   ao.log = log;
@@ -528,6 +538,9 @@ void RegisterNodeCommands(CLI::App& app) {
   a->add_option("--heartbeat", f->heartbeat, "Heartbeat interval (default 10s)");
   a->add_option("--sync", f->sync,
                 "Full binding re-list interval, a safety net under the watch (default 60s)");
+  a->add_option("--replica-restart-backoff", f->replica_backoff,
+                "First wait before a serving replica that exited is started again; doubles per "
+                "restart up to 5m (default 10s)");
   a->add_option("--watch-timeout", f->watch_timeout,
                 "How long one bindings long-poll waits in the server (default 30s)");
   a->add_option("--endpoint-token-file", f->endpoint_token_file,

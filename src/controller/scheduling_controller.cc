@@ -551,6 +551,12 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
   if (phase == "Running" && rec.phase != "Running" && rec.bound) {
     RecordEvent(obj, rev, {"Started", "every member reported running"});
   }
+  // An InferenceService's phases, derived by its agents (docs/control-plane.md).
+  if (rec.bound && phase != rec.phase && phase == "Ready") {
+    RecordEvent(obj, rev, {"Ready", "every replica is serving"});
+  } else if (rec.bound && phase != rec.phase && phase == "Degraded") {
+    RecordEvent(obj, rev, {"Degraded", "a replica is down; its node agent starts it again", true});
+  }
   rec.phase = phase;
   MaybeRestart(rec, obj);
   if (rec.bound && rec.in_qm && rec.job && ConditionTrue(StatusOf(obj), "PreemptionPending") &&

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/controller_test_fixture.h"
 #include "controller/node_leases.h"
 #include "store/memory_store.h"
@@ -366,6 +367,27 @@ TEST_F(ControllerTest, InferenceServiceSpreadsReplicas) {
   std::set<std::string> nodes;
   for (const Json& m : s["status"]["placement"]) nodes.insert(m["node"]);
   EXPECT_EQ(nodes.size(), 3u);
+  // Its agents derive Ready and Degraded (a replica down, being restarted): the controller
+  // records each as an event, and the service keeps its GPUs.
+  auto set_phase = [&](const char* p) {
+    Modify("inferenceservices", "serve", "chat", [&](Json& o) { o["status"]["phase"] = p; });
+    Step();
+  };
+  auto events = [&] {
+    std::vector<std::string> out;
+    absl::StatusOr<store::ListResult> l = store_.List(kEventsPrefix, {});
+    for (const store::KeyValue& kv : l->kvs) {
+      Json e = *ParseStored(kv.value);
+      if (e["spec"]["involvedObject"]["name"] == "chat") out.push_back(e["spec"]["reason"]);
+    }
+    return absl::StrJoin(out, ",");
+  };
+  set_phase("Ready");
+  set_phase("Degraded");
+  set_phase("Ready");
+  EXPECT_THAT(events(), ::testing::EndsWith("Ready,Degraded,Ready"));
+  s = Get("inferenceservices", "serve", "chat");
+  EXPECT_EQ(s["status"]["placement"].size(), 3u);
 }
 
 // Invariant test: random submissions, deletions, completions, GPU failures,
