@@ -1,5 +1,6 @@
 // ApiClient: a minimal JSON client for `tessera server`'s /api/v1 (docs/api.md), used by the
-// node agent, `tessera logs` and `tessera up`.
+// node agent, `tessera logs`, `tessera up` and the federation hub's dispatcher (its own library,
+// tessera_api_client).
 // Thread safety: one ApiClient per thread (it holds one keep-alive connection).
 #pragma once
 

@@ -11,6 +11,7 @@ const std::vector<ResourceInfo>& AllResources() {
       {"inferenceservices", "InferenceService", true, {"inferenceservice", "isvc", "svc"}},
       {"nodes", "Node", false, {"node", "no"}},
       {"queues", "Queue", false, {"queue", "q"}},
+      {"clusters", "Cluster", false, {"cluster"}},
       {"priorityclasses", "PriorityClass", false, {"priorityclass", "pc"}},
       {"checkpoints", "Checkpoint", true, {"checkpoint", "ckpt"}},
       {"modelversions", "ModelVersion", true, {"modelversion", "mv"}},

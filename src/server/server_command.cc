@@ -13,6 +13,7 @@
 #include "controller/node_leases.h"
 #include "controller/queue_codec.h"
 #include "controller/scheduling_controller.h"
+#include "federation/dispatcher.h"
 #include "metrics/registry.h"
 #include "obs/log.h"
 #include "obs/otlp_exporter.h"
@@ -41,6 +42,9 @@ struct ServerFlags {
   std::string tls_cert, tls_key;
   std::string log_format = "text";
   std::string otlp_endpoint;
+  bool federation = false;
+  std::string federation_name = "hub";
+  double federation_failover_s = 60;
 };
 
 // Queue objects must keep the tree valid together with the queue YAML; the
@@ -171,7 +175,17 @@ int RunServer(const ServerFlags& f) {
   // The scheduling controller runs in-process on the same store (see
   // docs/control-plane.md); it lists and rebuilds state on its own thread.
   std::unique_ptr<controller::SchedulingController> ctl;
-  if (f.scheduler) {
+  // A federation hub hands jobs to member clusters instead of scheduling them
+  // itself (src/federation/dispatcher.h).
+  std::unique_ptr<federation::Dispatcher> hub;
+  if (f.federation) {
+    federation::DispatcherOptions fo;
+    fo.hub_name = f.federation_name;
+    fo.failover_after = absl::Seconds(f.federation_failover_s);
+    fo.log = log.WithComponent("federation");
+    hub = std::make_unique<federation::Dispatcher>(metered, clock, fo);
+    hub->RunInBackground();
+  } else if (f.scheduler) {
     controller::ControllerOptions co;
     co.node_grace = absl::Seconds(f.node_grace_s);
     co.leases = &leases;
@@ -204,6 +218,7 @@ int RunServer(const ServerFlags& f) {
   pthread_kill(waiter.native_handle(), SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread)
   waiter.join();
   if (ctl) ctl->Stop();
+  if (hub) hub->Stop();
   log.Info("stopped");
   return 0;
 }
@@ -221,6 +236,13 @@ void RegisterServerCommands(CLI::App& app) {
                   "Watch history kept, in revisions (older: 410 Gone)");
   cmd->add_option("--threads", flags->threads, "Request threads (each open watch holds one)");
   cmd->add_flag("!--no-scheduler", flags->scheduler, "Serve the API only; do not schedule");
+  cmd->add_flag("--federation", flags->federation,
+                "Be the hub of a federation: hand jobs to the member clusters named by Cluster "
+                "objects instead of scheduling them here (docs/federation.md)");
+  cmd->add_option("--federation-name", flags->federation_name,
+                  "This hub's name, labelled on the copies it creates in members (default hub)");
+  cmd->add_option("--federation-failover-seconds", flags->federation_failover_s,
+                  "A member not answering this long loses its jobs to other members");
   cmd->add_option("--node-grace-seconds", flags->node_grace_s,
                   "A node without a heartbeat this long turns NotReady (0: never)");
   cmd->add_option("--node-status-seconds", flags->node_status_s,

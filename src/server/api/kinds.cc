@@ -106,6 +106,10 @@ std::vector<Schema::Field> JobStatusFields() {
       Optional("replicas", S::Int().Min(0)),
       // The last ElasticShrink / ElasticGrow (spaces grow attempts out).
       Optional("lastResizeTime", S::String()),
+      // Federation hub (src/federation): the member cluster running the job,
+      // and how often it was moved off a lost member.
+      Optional("cluster", S::String()),
+      Optional("failovers", S::Int().Min(0)),
       // Gang restarts after a member failed (spec.maxRestarts), and the last.
       Optional("restarts", S::Int().Min(0)),
       Optional("lastRestartTime", S::String()),
@@ -131,7 +135,7 @@ std::vector<KindInfo> BuildKinds() {
   std::vector<KindInfo> kinds;
   const std::vector<std::string> job_phases = {"Pending",   "Admitted",  "Queued",    "Scheduled",
                                                "Running",   "Suspended", "Succeeded", "Failed",
-                                               "Preempted", "NodeLost"};
+                                               "Preempted", "NodeLost",  "Dispatched"};
   std::vector<Schema::Field> training = {
       Optional("queue", S::String().DnsLabel()),
       Optional("priorityClassName", S::String().DnsLabel()),
@@ -185,7 +189,7 @@ std::vector<KindInfo> BuildKinds() {
   AddSchedulingFields(inference);
   kinds.push_back(Make("InferenceService", "inferenceservices", true,
                        {"Pending", "Admitted", "Scheduled", "Deploying", "Running", "Ready",
-                        "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed"},
+                        "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed", "Dispatched"},
                        S::Object(std::move(inference)), JobStatusFields()));
   kinds.push_back(Make("GPUPool", "gpupools", true, {"Pending", "Ready", "Draining"},
                        S::Object({
@@ -235,6 +239,19 @@ std::vector<KindInfo> BuildKinds() {
                            Optional("burstCredit", S::Number()),
                            Optional("burstCreditGpuSeconds", S::Number()),
                            Optional("borrowing", S::Bool()),
+                       }));
+  // A member cluster of a federation, read by the hub's dispatcher
+  // (`tessera server --federation`, src/federation/dispatcher.h).
+  kinds.push_back(Make("Cluster", "clusters", false, {"Unknown", "Ready", "Unreachable"},
+                       S::Object({
+                           Required("server", S::String().MaxLength(1024)),
+                           // A bearer token for the member, read from this file on the hub.
+                           Optional("tokenFile", S::String().MaxLength(1024)),
+                       }),
+                       {
+                           Optional("gpus", S::Int().Min(0)),
+                           Optional("freeGpus", S::Int().Min(0)),
+                           Optional("lastTransitionTime", S::String()),
                        }));
   kinds.push_back(
       Make("PriorityClass", "priorityclasses", false, {"Active"},
