@@ -132,7 +132,7 @@ void Dispatcher::SyncMembers(absl::Time now) {
   members_ = std::move(next);
 }
 
-void Dispatcher::Probe(Member& m, absl::Time now) {
+void Dispatcher::Fetch(Member& m, absl::Time now) {
   absl::StatusOr<agent::ApiResponse> r = m.client->Get("/api/v1/fleet");
   std::string error;
   if (!r.ok()) {
@@ -147,6 +147,10 @@ void Dispatcher::Probe(Member& m, absl::Time now) {
   m.ready = error.empty();
   m.error = error;
   if (m.ready) m.last_ok = now;
+}
+
+void Dispatcher::RecordProbe(Member& m, absl::Time now) {
+  const std::string& error = m.error;
   // The Cluster's status, written when it changes.
   absl::StatusOr<store::KeyValue> kv = hub_.Get(m.key);
   if (!kv.ok()) return;
@@ -309,7 +313,13 @@ absl::Status Dispatcher::Step() {
   const absl::Time now = clock_.Now();
   ++stats_.steps;
   SyncMembers(now);
-  for (auto& [name, m] : members_) Probe(*m, now);
+  // Members are asked at once, each on its own thread and connection, so that
+  // one that hangs until the request timeout does not hold up the others.
+  std::vector<std::thread> probes;
+  probes.reserve(members_.size());
+  for (auto& [name, m] : members_) probes.emplace_back([this, &m = *m, now] { Fetch(m, now); });
+  for (std::thread& t : probes) t.join();
+  for (auto& [name, m] : members_) RecordProbe(*m, now);
   std::vector<HubJob> jobs;
   for (const char* plural : kJobPlurals) {
     absl::StatusOr<store::ListResult> l = hub_.List(absl::StrCat("/registry/", plural, "/"), {});

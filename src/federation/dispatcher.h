@@ -7,9 +7,9 @@
 //
 // Members are Cluster objects in the hub (spec.server, optional
 // spec.tokenFile read on the hub). Each Step():
-//   1. Probes every member (GET /api/v1/fleet): Ready with its capacity
-//      (member_capacity.h), or Unreachable. Cluster status: phase, gpus,
-//      freeGpus, message.
+//   1. Probes every member at once, a thread each (GET /api/v1/fleet): Ready
+//      with its capacity (member_capacity.h), or Unreachable. Cluster status:
+//      phase, gpus, freeGpus, message.
 //   2. Jobs not yet dispatched, by priority then age: to the Ready member
 //      where the job fits now with the most free GPUs (spread across the
 //      federation); the copy is created there under the same namespace and
@@ -88,7 +88,10 @@ class Dispatcher {
   struct Member;
   struct HubJob;
   void SyncMembers(absl::Time now);
-  void Probe(Member& m, absl::Time now);
+  // Asks member `m` for its fleet summary (network only; members in parallel).
+  void Fetch(Member& m, absl::Time now);
+  // Writes what Fetch learnt into the Cluster's status in the hub.
+  void RecordProbe(Member& m, absl::Time now);
   void Mirror(HubJob& j, Member& m);
   bool Dispatch(HubJob& j);
   void SendBack(HubJob& j, const std::string& why);
