@@ -163,13 +163,14 @@ void Dispatcher::RecordProbe(Member& m, absl::Time now) {
       m.ready ? absl::StrCat(m.cap.free_gpus, " of ", m.cap.gpus, " GPUs free")
               : absl::StrCat("not answering since ", Timestamp(m.last_ok), ": ", error);
   if (Str(st, "phase") == phase && Str(st, "message") == message) return;
-  if (Str(st, "phase") != phase) st["lastTransitionTime"] = Timestamp(now);
+  const bool transition = Str(st, "phase") != phase;
+  if (transition) st["lastTransitionTime"] = Timestamp(now);
   st["phase"] = phase;
   st["message"] = message;
   st["gpus"] = m.cap.gpus;
   st["freeGpus"] = m.ready ? m.cap.free_gpus : 0;
   (void)hub_.Put(m.key, ToStoredValue(*obj), kv->mod_revision);  // a conflict: next step
-  if (Str(st, "phase") != phase || !m.ready) {
+  if (transition) {
     options_.log.Info(absl::StrCat("cluster ", m.name, " ", phase),
                       {{"cluster", m.name}, {"message", message}});
   }
