@@ -165,6 +165,17 @@ TEST_F(FederationTest, JobsGoWhereTheyFitAndMoveOffALostMember) {
           [](const Json& c) { return c["status"].value("phase", "") == "Ready"; });
   // Still one copy, in east, and the hub says so.
   EXPECT_EQ(Get(hub_, JobPath("small"))["status"].value("cluster", ""), "east");
+  // The hub's series.
+  httplib::Client c("127.0.0.1", hub_.port());
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m && m->status == 200);
+  EXPECT_NE(m->body.find("tessera_federation_failovers_total{cluster=\"west\"} 1"),
+            std::string::npos)
+      << m->body;
+  EXPECT_NE(m->body.find("tessera_federation_dispatches_total{cluster=\"east\"} 2"),
+            std::string::npos);
+  EXPECT_NE(m->body.find("tessera_federation_cluster_ready{cluster=\"west\"} 1"),
+            std::string::npos);
 }
 
 }  // namespace

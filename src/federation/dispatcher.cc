@@ -99,8 +99,30 @@ struct Dispatcher::HubJob {
   Json& status() { return obj["status"]; }
 };
 
+struct Dispatcher::Metrics {
+  explicit Metrics(metrics::Registry& r)
+      : ready(r.AddGauge("tessera_federation_cluster_ready",
+                         "1 when the member cluster answered the hub's last probe.", {"cluster"})),
+        gpus(r.AddGauge("tessera_federation_cluster_gpus",
+                        "Healthy GPUs on the member's Ready, schedulable nodes.", {"cluster"})),
+        free_gpus(r.AddGauge("tessera_federation_cluster_free_gpus",
+                             "Of those, GPUs no placement uses.", {"cluster"})),
+        dispatches(r.AddCounter("tessera_federation_dispatches_total",
+                                "Jobs the hub handed to a member cluster.", {"cluster"})),
+        failovers(r.AddCounter("tessera_federation_failovers_total",
+                               "Jobs moved off a member (lost, removed, or its copy gone).",
+                               {"cluster"})) {}
+  metrics::Family<metrics::Gauge>& ready;
+  metrics::Family<metrics::Gauge>& gpus;
+  metrics::Family<metrics::Gauge>& free_gpus;
+  metrics::Family<metrics::Counter>& dispatches;
+  metrics::Family<metrics::Counter>& failovers;
+};
+
 Dispatcher::Dispatcher(store::Store& hub, Clock& clock, DispatcherOptions options)
-    : hub_(hub), clock_(clock), options_(std::move(options)) {}
+    : hub_(hub), clock_(clock), options_(std::move(options)) {
+  if (options_.metrics != nullptr) metrics_ = std::make_unique<Metrics>(*options_.metrics);
+}
 
 Dispatcher::~Dispatcher() { Stop(); }
 
@@ -151,6 +173,11 @@ void Dispatcher::Fetch(Member& m, absl::Time now) {
 
 void Dispatcher::RecordProbe(Member& m, absl::Time now) {
   const std::string& error = m.error;
+  if (metrics_) {
+    metrics_->ready.With({m.name}).Set(m.ready ? 1 : 0);
+    metrics_->gpus.With({m.name}).Set(static_cast<double>(m.cap.gpus));
+    metrics_->free_gpus.With({m.name}).Set(m.ready ? static_cast<double>(m.cap.free_gpus) : 0);
+  }
   // The Cluster's status, written when it changes.
   absl::StatusOr<store::KeyValue> kv = hub_.Get(m.key);
   if (!kv.ok()) return;
@@ -204,6 +231,7 @@ void Dispatcher::SendBack(HubJob& j, const std::string& why) {
   }
   hub_uids_[j.uid] = "";
   ++stats_.failovers;
+  if (metrics_) metrics_->failovers.With({from}).Inc();
   options_.log.Warn(absl::StrCat(why, "; dispatching again"),
                     {{"job", j.name}, {"namespace", j.ns}, {"cluster", from}});
 }
@@ -280,6 +308,7 @@ bool Dispatcher::Dispatch(HubJob& j) {
   }
   hub_uids_[j.uid] = best->name;
   ++stats_.dispatched;
+  if (metrics_) metrics_->dispatches.With({best->name}).Inc();
   options_.log.Info(absl::StrCat("dispatched to cluster ", best->name),
                     {{"job", j.name}, {"namespace", j.ns}, {"cluster", best->name}});
   return true;

@@ -45,6 +45,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "federation/member_capacity.h"
+#include "metrics/registry.h"
 #include "obs/log.h"
 #include "store/store.h"
 
@@ -62,6 +63,10 @@ struct DispatcherOptions {
   std::string hub_name = "hub";
   absl::Duration request_timeout = absl::Seconds(5);
   obs::Logger log;
+  // Where the hub's series go (borrowed; null: none): per member
+  // tessera_federation_cluster_ready, _cluster_gpus, _cluster_free_gpus, and
+  // tessera_federation_dispatches_total / _failovers_total.
+  metrics::Registry* metrics = nullptr;
 };
 
 class Dispatcher {
@@ -105,6 +110,8 @@ class Dispatcher {
   std::map<std::string, std::unique_ptr<Member>> members_;
   std::map<std::string, std::string> hub_uids_;  // uid -> the cluster its job is on ("": none)
   Stats stats_;
+  struct Metrics;
+  std::unique_ptr<Metrics> metrics_;  // null without options.metrics
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
