@@ -98,12 +98,18 @@ struct QueueEvent {
     kCheckpointSignal,  // job (victim): checkpoint now; killed at `deadline`
     kKilled,            // job (victim): resources taken back; it is pending again
     kNominated,         // job: will run once its victims are gone
+    // job (elastic victim of a shrink plan): instead of kKilled, its
+    // `dropped` members' resources were taken back (Resize); it runs on.
+    kShrunk,
   };
   Kind kind;
   std::string job;
   std::string other;  // kCheckpointSignal/kKilled: the preemptor
   absl::Time deadline = absl::InfiniteFuture();
   std::string message;
+  // kCheckpointSignal of a shrink plan: the members it will drop (empty: the
+  // victim is evicted whole); kShrunk: the members dropped.
+  std::vector<MemberPlacement> dropped;
 };
 
 struct Reservation {
@@ -254,6 +260,23 @@ class QueueManager {
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
   void Kill(const std::string& key, absl::Time now, CycleReport* rep);
   std::optional<Reservation> ComputeReservation(const Pending& p, absl::Time now);
+  // --- Preemption by shrinking elastic victims (queue_manager_shrink.cc) ---
+  // Sets rj's `dropping` (and its charge) when `plan` shrinks it; false when
+  // the plan takes it whole.
+  bool MarkShrink(const struct VictimPlan& plan, RunningJob* rj) const;
+  // TakeOut / PutBack of what a plan takes of `j`: all of it, or its
+  // `dropping` members.
+  void TakeOutPart(const RunningJob& j);
+  void PutBackPart(const RunningJob& j);
+  // A shrink victim's deadline (or its plan's victims exited): it gives up its
+  // `dropping` members through Resize and reports kShrunk; when that fails
+  // (a kept member's GPU turned unhealthy meanwhile) it is killed whole.
+  void ShrinkVictim(const std::string& key, absl::Time now, CycleReport* rep);
+  // What `members` of running job `j` are charged (its GPU model).
+  ResourceList UsageOf(const RunningJob& j, const std::vector<MemberPlacement>& members) const;
+  // After Build: the search's charge hook, and shrink victims' charges
+  // against the new tree.
+  void RefreshShrinkState();
   void TakeOut(const RunningJob& j);
   void PutBack(const RunningJob& j);
 
