@@ -3,8 +3,11 @@
 // when a node or GPU is lost, and grows back when room returns
 // (docs/control-plane.md, "Elastic jobs").
 //
-// Shrink: a lost node (NotReady past the eviction delay, deleted) or an
-//   unhealthy GPU takes away the job's members there. If at least
+// Shrink: a lost node (NotReady past the eviction delay, deleted), a
+//   drained or reconfigured node, or an unhealthy GPU takes away the job's
+//   members there; so does a preemption that shrinks it (the QueueManager
+//   resizes it in memory at the victim's deadline, then
+//   WritePreemptionShrink writes it, as a kKilled unbinding is). If at least
 //   minReplicas remain, the store gets the smaller placement with a new
 //   generation (agents restart the survivors from status.resumeFrom, the
 //   newest Ready Checkpoint, with the new world size) and an ElasticShrink

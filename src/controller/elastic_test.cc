@@ -250,6 +250,62 @@ TEST_F(ElasticTest, StartsWithItsMinimumAndGrowsWhenANodeJoins) {
   CheckBindings(16);
 }
 
+TEST_F(ElasticTest, DrainedOrReconfiguredNodeShrinksTheJob) {
+  StartJob("el", 2);
+  // Drain = cordon + a NoExecute taint: the members there leave for good.
+  Modify("nodes", "", "gpu-1", [](Json& o) {
+    o["spec"]["unschedulable"] = true;
+    o["spec"]["taints"] = {{{"key", "tessera.dev/drain"}, {"effect", "NoExecute"}}};
+  });
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");  // not requeued (Preempted)
+  EXPECT_EQ(j["status"]["generation"], 2);
+  EXPECT_EQ(j["status"]["replicas"], 2);
+  EXPECT_EQ(Nodes(j), std::set<std::string>{"gpu-0"});
+  EXPECT_EQ(j["status"]["resumeFrom"]["checkpoint"], "el-step-100");
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 1);
+  EXPECT_EQ(Count(EventReasons("el"), "NodeDrained"), 0);
+  EXPECT_EQ(ctl_->stats().requeued, 0);
+  CheckBindings(8);
+  // The drained node keeps it off: no grow back onto it.
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-1");
+  Step();
+  EXPECT_EQ(Job("el")["status"]["replicas"], 2);
+  // A reconfigured node (a new label) re-adds the node; a job there shrinks too.
+  AddNode("gpu-2", 8);
+  Step();
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-2");
+  Step();
+  ASSERT_EQ(Job("el")["status"]["replicas"], 4);  // grew onto gpu-2
+  Modify("nodes", "", "gpu-2", [](Json& o) { o["metadata"]["labels"]["zone"] = "b"; });
+  Step();
+  j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");
+  EXPECT_EQ(j["status"]["replicas"], 2);
+  EXPECT_EQ(Nodes(j), std::set<std::string>{"gpu-0"});
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 2);
+  EXPECT_EQ(ctl_->stats().elastic_shrinks, 2);
+  CheckBindings(8);
+}
+
+TEST_F(ElasticTest, DrainBelowTheMinimumRequeuesTheJob) {
+  StartJob("el", 3);
+  Modify("nodes", "", "gpu-1", [](Json& o) {
+    o["spec"]["taints"] = {{{"key", "tessera.dev/drain"}, {"effect", "NoExecute"}}};
+  });
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Preempted");
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 0);
+  EXPECT_EQ(Count(EventReasons("el"), "NodeDrained"), 1);
+  CheckBindings(0);
+}
+
 // The elastic job "el" (4 x 4 GPUs on gpu-0 and gpu-1, minReplicas 2) runs
 // at priority 0; "high" (1 x 8 GPUs, production) needs one whole node.
 class ElasticPreemptionTest : public ElasticTest {
