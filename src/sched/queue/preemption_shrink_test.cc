@@ -23,10 +23,12 @@ const absl::Time kLater = kT0 + absl::Hours(1);  // past every victim's minRunti
 
 class ShrinkTest : public ::testing::Test {
  protected:
-  void Build(int nodes, std::vector<QueueSpec> queues = {Q("q", "", 16)}) {
+  void Build(int nodes, std::vector<QueueSpec> queues = {Q("q", "", 16)},
+             PreemptionPolicy policy = {}) {
     cs_ = SmallCluster(nodes, 8);
     QueueManagerConfig c;
     c.tree.queues = std::move(queues);
+    c.preemption = policy;
     auto m = QueueManager::Create(std::move(c), cs_.get());
     ASSERT_TRUE(m.ok()) << m.status();
     qm_ = *std::move(m);
@@ -210,6 +212,22 @@ TEST_F(ShrinkTest, ReclaimCountsOnlyTheDroppedMembersAsLeaving) {
   EXPECT_EQ(GpuUsage("a"), 8000);
   EXPECT_EQ(GpuUsage("b"), 8000);
   EXPECT_TRUE(qm_->tree().CheckInvariants().ok());
+  EXPECT_EQ(BoundMilli(), 16000);
+}
+
+TEST_F(ShrinkTest, WithoutAGracePeriodTheShrinkAndTheStartShareOneCycle) {
+  PreemptionPolicy policy;
+  policy.grace_period = absl::ZeroDuration();
+  Build(2, {Q("q", "", 16)}, policy);
+  Run("el", 4, 4, 2, 100);
+  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
+  CycleReport r = qm_->Cycle(kLater);
+  ASSERT_EQ(r.events.size(), 4u);  // signal, nominated, shrunk, started: in that order
+  EXPECT_EQ(r.events[0].kind, QueueEvent::Kind::kCheckpointSignal);
+  EXPECT_EQ(r.events[2].kind, QueueEvent::Kind::kShrunk);
+  EXPECT_EQ(r.events[3].kind, QueueEvent::Kind::kStarted);
+  EXPECT_EQ(r.events[3].job, Key("p"));
+  EXPECT_EQ(Members("el"), 2u);
   EXPECT_EQ(BoundMilli(), 16000);
 }
 

@@ -526,7 +526,10 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
     if (!running_.live(s)) continue;
     const RunningJob& rj = running_.at(s);
-    order.push_back({rj.terminating && !rj.shrinking() ? rj.kill_at : rj.expected_end, s});
+    // A victim ends at its kill time or expected end; one being shrunk runs on.
+    order.push_back({rj.terminating && !rj.shrinking() ? std::min(rj.kill_at, rj.expected_end)
+                                                       : rj.expected_end,
+                     s});
   }
   std::sort(order.begin(), order.end());
   int64_t need = 0;

@@ -17,7 +17,8 @@
 //      Resize to the members it keeps (the dropped GPUs and their charge go
 //      back), its preemption count goes up and its run restarts now (its
 //      survivors restart from a checkpoint; minRuntime protects the new
-//      run), and a kShrunk event replaces kKilled. The preemptor, nominated
+//      run, and its expected end is now + its expected runtime), and a
+//      kShrunk event replaces kKilled. The preemptor, nominated
 //      with no victims left, is placed first in the same cycle;
 //   4. a cancelled preemptor spares the victim (Finish), a finished or lost
 //      victim releases everything as before.
@@ -128,7 +129,12 @@ void QueueManager::ShrinkVictim(const std::string& key, absl::Time now, CycleRep
   }
   rj = running_.Find(key);
   ++rj->times_preempted;
-  rj->start = now;  // the survivors restart: a new run for minRuntime
+  // The survivors restart from a checkpoint: a new run, for minRuntime and
+  // for backfill (its expected end, as for a job started now).
+  rj->start = now;
+  if (auto meta = running_meta_.find(key); meta != running_meta_.end()) {
+    rj->expected_end = now + meta->second.runtime;
+  }
   if (auto it = pending_.find(by); it != pending_.end()) it->second.victims.erase(key);
   if (rep != nullptr) {
     rep->events.push_back(
