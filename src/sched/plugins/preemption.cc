@@ -72,7 +72,9 @@ class Search {
     plan.needed_milli = need_gpus_ * 1000;
     std::vector<std::pair<int32_t, int32_t>> by_prio;  // (priority, slot)
     for (int32_t s = 0; s < rs_.num_slots(); ++s) {
-      if (rs_.live(s) && Eligible(rs_.at(s))) by_prio.push_back({rs_.at(s).priority, s});
+      if (!rs_.live(s) || !Eligible(rs_.at(s))) continue;
+      by_prio.push_back({rs_.at(s).priority, s});
+      if (rs_.at(s).job->gang.elastic && Surplus(rs_.at(s)) > 0) shrinkable_.push_back(s);
     }
     // Group by priority (few distinct values: a counting sort, not a sort).
     std::vector<int32_t> levels;
@@ -484,18 +486,13 @@ class Search {
   }
 
  public:
-  // The shrink search (see the header): elastic victims give up members
-  // above their minMember. Not found (no slots) when none can make room.
+  // The shrink search (see the header), after Run(): eligible elastic
+  // victims give up members above their minMember. Not found (no slots)
+  // when none can make room.
   VictimPlan RunShrink() {
     VictimPlan plan;
     plan.needed_milli = need_gpus_ * 1000;
-    std::vector<int32_t> cands;
-    for (int32_t s = 0; s < rs_.num_slots(); ++s) {
-      if (!rs_.live(s)) continue;
-      const RunningJob& v = rs_.at(s);
-      if (v.job == nullptr || !v.job->gang.elastic || Surplus(v) <= 0 || !Eligible(v)) continue;
-      cands.push_back(s);
-    }
+    std::vector<int32_t>& cands = shrinkable_;
     std::sort(cands.begin(), cands.end(), [&](int32_t a, int32_t b) {
       return std::tie(rs_.at(a).priority, a) < std::tie(rs_.at(b).priority, b);
     });
@@ -698,6 +695,7 @@ class Search {
   std::vector<NodeId> touched_;
   std::vector<int64_t> delta_fit_;
   std::vector<std::pair<int, const ResourceList*>> removed_;
+  std::vector<int32_t> shrinkable_;  // eligible elastic jobs above their minMember (Run)
   absl::flat_hash_map<int, QueueInfo> queue_cache_;
   std::string quota_why_;
   int blocking_ = -2;
