@@ -231,6 +231,67 @@ TEST_F(ShrinkTest, WithoutAGracePeriodTheShrinkAndTheStartShareOneCycle) {
   EXPECT_EQ(BoundMilli(), 16000);
 }
 
+TEST_F(ShrinkTest, TwoVictimsEachGiveUpTheirMemberOnTheNodeThePreemptorNeeds) {
+  Build(2);
+  // el1 and el2 each hold 4 GPUs on both nodes (bound here, then restored).
+  for (int v = 0; v < 2; ++v) {
+    model::Job j = GangJob(absl::StrCat("el", v + 1), "q", 2, 4, v == 0 ? 100 : 50);
+    j.gang.min_member = 1;
+    j.gang.elastic = true;
+    Placement p;
+    p.job_key = j.key();
+    for (int m = 0; m < 2; ++m) {
+      MemberPlacement mp{.group = 0, .member = m, .node = m, .cpu_milli = 1000, .memory_mib = 1024};
+      for (int g = 0; g < 4; ++g) mp.gpus.push_back({static_cast<int8_t>(4 * v + g), 1000});
+      ASSERT_TRUE(cs_->Assume(mp).ok());
+      p.members.push_back(mp);
+    }
+    ASSERT_TRUE(cs_->Bind(p).ok());
+    ASSERT_TRUE(qm_->Restore(j, p, {}, kT0).ok());
+  }
+  ASSERT_EQ(BoundMilli(), 16000);
+  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
+  CycleReport r = qm_->Cycle(kLater);
+  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  ASSERT_EQ(sig.size(), 2u);
+  NodeId node = -1;
+  for (const QueueEvent& e : sig) {
+    ASSERT_EQ(e.dropped.size(), 1u) << e.job;
+    if (node < 0) node = e.dropped[0].node;
+    EXPECT_EQ(e.dropped[0].node, node) << e.job;  // both on the one node p needs
+  }
+  r = qm_->Cycle(kLater + absl::Seconds(30));
+  EXPECT_EQ(Of(r, QueueEvent::Kind::kShrunk).size(), 2u);
+  ASSERT_EQ(qm_->Phase(Key("p")), JobPhase::kRunning);
+  EXPECT_EQ(cs_->FindPlacement(Key("p"))->members[0].node, node);
+  EXPECT_EQ(Members("el1"), 1u);
+  EXPECT_EQ(Members("el2"), 1u);
+  EXPECT_EQ(BoundMilli(), 16000);
+}
+
+TEST_F(ShrinkTest, VictimWhoseKeptMemberLostItsGpuIsEvictedWhole) {
+  Build(2);
+  Run("el", 4, 4, 2, 100);
+  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
+  CycleReport r = qm_->Cycle(kLater);
+  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  ASSERT_EQ(sig.size(), 1u);
+  ASSERT_EQ(sig[0].dropped.size(), 2u);
+  // A GPU of a member the shrink would keep turns unhealthy meanwhile.
+  for (const MemberPlacement& m : cs_->FindPlacement(Key("el"))->members) {
+    if (m.node == sig[0].dropped[0].node) continue;
+    std::vector<std::string> affected;
+    ASSERT_TRUE(cs_->SetGpuHealth(m.node, m.gpus[0].gpu, false, &affected).ok());
+    break;
+  }
+  r = qm_->Cycle(kLater + absl::Seconds(30));
+  EXPECT_TRUE(Of(r, QueueEvent::Kind::kShrunk).empty());
+  ASSERT_EQ(Of(r, QueueEvent::Kind::kKilled).size(), 1u);
+  EXPECT_EQ(qm_->Phase(Key("el")), JobPhase::kPending);
+  EXPECT_EQ(qm_->Phase(Key("p")), JobPhase::kRunning);
+  BoundMilli();
+}
+
 TEST_F(ShrinkTest, CancelledPreemptorSparesTheVictimWhole) {
   Build(2);
   Run("el", 4, 4, 2, 100);
