@@ -50,6 +50,13 @@ class ShrinkTest : public ::testing::Test {
 
   static std::string Key(const std::string& name) { return absl::StrCat("default/", name); }
 
+  // Submits preemptor "p" (`members` x `gpus`, production-like priority) at
+  // kLater and runs a cycle; returns its checkpoint signals.
+  std::vector<QueueEvent> Preempt(int members, int gpus) {
+    EXPECT_TRUE(qm_->Submit(GangJob("p", "q", members, gpus, 1000), {}, kLater).ok());
+    return Of(qm_->Cycle(kLater), QueueEvent::Kind::kCheckpointSignal);
+  }
+
   // The events of one cycle of `kind`, by job.
   static std::vector<QueueEvent> Of(const CycleReport& r, QueueEvent::Kind kind) {
     std::vector<QueueEvent> out;
@@ -86,9 +93,7 @@ class ShrinkTest : public ::testing::Test {
 TEST_F(ShrinkTest, PreemptorGetsExactlyTheSurplusMembersItNeeds) {
   Build(2);
   Run("el", 4, 4, 2, 100);  // two members on each node
-  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
-  CycleReport r = qm_->Cycle(kLater);
-  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  std::vector<QueueEvent> sig = Preempt(1, 8);
   ASSERT_EQ(sig.size(), 1u);
   EXPECT_EQ(sig[0].job, Key("el"));
   EXPECT_EQ(sig[0].other, Key("p"));
@@ -104,7 +109,7 @@ TEST_F(ShrinkTest, PreemptorGetsExactlyTheSurplusMembersItNeeds) {
   EXPECT_EQ(BoundMilli(), 16000);
 
   // At the deadline: the victim shrinks (not killed) and the preemptor runs there.
-  r = qm_->Cycle(kLater + absl::Seconds(30));
+  CycleReport r = qm_->Cycle(kLater + absl::Seconds(30));
   EXPECT_TRUE(Of(r, QueueEvent::Kind::kKilled).empty());
   std::vector<QueueEvent> shrunk = Of(r, QueueEvent::Kind::kShrunk);
   ASSERT_EQ(shrunk.size(), 1u);
@@ -125,14 +130,12 @@ TEST_F(ShrinkTest, PreemptorGetsExactlyTheSurplusMembersItNeeds) {
 TEST_F(ShrinkTest, OneMemberWhenOneIsEnoughAndTheVictimMayExitEarly) {
   Build(2);
   Run("el", 4, 4, 2, 100);
-  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 4, 1000), {}, kLater).ok());
-  CycleReport r = qm_->Cycle(kLater);
-  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  std::vector<QueueEvent> sig = Preempt(1, 4);
   ASSERT_EQ(sig.size(), 1u);
   ASSERT_EQ(sig[0].dropped.size(), 1u);
   // The victim checkpointed and exited after 5 s: the next cycle shrinks it.
   ASSERT_TRUE(qm_->VictimExited(Key("el"), kLater + absl::Seconds(5)).ok());
-  r = qm_->Cycle(kLater + absl::Seconds(5));
+  CycleReport r = qm_->Cycle(kLater + absl::Seconds(5));
   ASSERT_EQ(Of(r, QueueEvent::Kind::kShrunk).size(), 1u);
   EXPECT_EQ(Members("el"), 3u);
   EXPECT_EQ(qm_->Phase(Key("p")), JobPhase::kRunning);
@@ -142,14 +145,12 @@ TEST_F(ShrinkTest, OneMemberWhenOneIsEnoughAndTheVictimMayExitEarly) {
 TEST_F(ShrinkTest, WholeEvictionWhenTheSurplusCannotMakeRoom) {
   Build(2);
   Run("el", 4, 4, 3, 100);  // one member of surplus: 4 GPUs, not a node
-  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
-  CycleReport r = qm_->Cycle(kLater);
-  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  std::vector<QueueEvent> sig = Preempt(1, 8);
   ASSERT_EQ(sig.size(), 1u);
   EXPECT_EQ(sig[0].job, Key("el"));
   EXPECT_TRUE(sig[0].dropped.empty());  // evicted whole
   EXPECT_FALSE(qm_->last_plan().shrink());
-  r = qm_->Cycle(kLater + absl::Seconds(30));
+  CycleReport r = qm_->Cycle(kLater + absl::Seconds(30));
   EXPECT_TRUE(Of(r, QueueEvent::Kind::kShrunk).empty());
   ASSERT_EQ(Of(r, QueueEvent::Kind::kKilled).size(), 1u);
   EXPECT_EQ(qm_->Phase(Key("el")), JobPhase::kPending);
@@ -250,9 +251,7 @@ TEST_F(ShrinkTest, TwoVictimsEachGiveUpTheirMemberOnTheNodeThePreemptorNeeds) {
     ASSERT_TRUE(qm_->Restore(j, p, {}, kT0).ok());
   }
   ASSERT_EQ(BoundMilli(), 16000);
-  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
-  CycleReport r = qm_->Cycle(kLater);
-  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  std::vector<QueueEvent> sig = Preempt(1, 8);
   ASSERT_EQ(sig.size(), 2u);
   NodeId node = -1;
   for (const QueueEvent& e : sig) {
@@ -260,7 +259,7 @@ TEST_F(ShrinkTest, TwoVictimsEachGiveUpTheirMemberOnTheNodeThePreemptorNeeds) {
     if (node < 0) node = e.dropped[0].node;
     EXPECT_EQ(e.dropped[0].node, node) << e.job;  // both on the one node p needs
   }
-  r = qm_->Cycle(kLater + absl::Seconds(30));
+  CycleReport r = qm_->Cycle(kLater + absl::Seconds(30));
   EXPECT_EQ(Of(r, QueueEvent::Kind::kShrunk).size(), 2u);
   ASSERT_EQ(qm_->Phase(Key("p")), JobPhase::kRunning);
   EXPECT_EQ(cs_->FindPlacement(Key("p"))->members[0].node, node);
@@ -272,9 +271,7 @@ TEST_F(ShrinkTest, TwoVictimsEachGiveUpTheirMemberOnTheNodeThePreemptorNeeds) {
 TEST_F(ShrinkTest, VictimWhoseKeptMemberLostItsGpuIsEvictedWhole) {
   Build(2);
   Run("el", 4, 4, 2, 100);
-  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
-  CycleReport r = qm_->Cycle(kLater);
-  std::vector<QueueEvent> sig = Of(r, QueueEvent::Kind::kCheckpointSignal);
+  std::vector<QueueEvent> sig = Preempt(1, 8);
   ASSERT_EQ(sig.size(), 1u);
   ASSERT_EQ(sig[0].dropped.size(), 2u);
   // A GPU of a member the shrink would keep turns unhealthy meanwhile.
@@ -284,7 +281,7 @@ TEST_F(ShrinkTest, VictimWhoseKeptMemberLostItsGpuIsEvictedWhole) {
     ASSERT_TRUE(cs_->SetGpuHealth(m.node, m.gpus[0].gpu, false, &affected).ok());
     break;
   }
-  r = qm_->Cycle(kLater + absl::Seconds(30));
+  CycleReport r = qm_->Cycle(kLater + absl::Seconds(30));
   EXPECT_TRUE(Of(r, QueueEvent::Kind::kShrunk).empty());
   ASSERT_EQ(Of(r, QueueEvent::Kind::kKilled).size(), 1u);
   EXPECT_EQ(qm_->Phase(Key("el")), JobPhase::kPending);
