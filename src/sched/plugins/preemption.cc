@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -501,16 +502,20 @@ class Search {
       const int32_t tier = rs_.at(cands[end]).priority;
       while (end < cands.size() && rs_.at(cands[end]).priority == tier) ++end;
       if (env_.policy.gangs_first) end = cands.size();
-      std::vector<int> doms;
+      // The candidates' members with GPUs on usable nodes, by domain.
+      std::map<int, std::vector<Drop>> by_dom;
       for (size_t i = 0; i < end; ++i) {
-        for (const MemberPlacement& m : rs_.at(cands[i]).members) doms.push_back(DomainOf(m.node));
+        const RunningJob& v = rs_.at(cands[i]);
+        for (size_t k = 0; k < v.members.size(); ++k) {
+          const MemberPlacement& m = v.members[k];
+          if (!Usable(m.node) || MilliOf(m) == 0) continue;
+          by_dom[DomainOf(m.node)].push_back({cands[i], static_cast<int32_t>(k)});
+        }
       }
-      std::sort(doms.begin(), doms.end());
-      doms.erase(std::unique(doms.begin(), doms.end()), doms.end());
       std::vector<Drop> best;
       Cost best_cost;
-      for (int dom : doms) {
-        std::vector<Drop> chosen = ShrinkInDomain(dom, cands, end);
+      for (const auto& [dom, drops] : by_dom) {
+        std::vector<Drop> chosen = ShrinkInDomain(dom, drops);
         if (chosen.empty()) continue;
         Cost c = ShrinkCost(chosen);
         if (best.empty() || c < best_cost) best = std::move(chosen), best_cost = c;
@@ -615,22 +620,16 @@ class Search {
     return c;
   }
 
-  // Greedy by node, then reprieve (see the header); empty when the surplus
-  // members of cands[0, end) in `dom` cannot make room. Sorted by slot.
-  std::vector<Drop> ShrinkInDomain(int dom, const std::vector<int32_t>& cands, size_t end) {
+  // Greedy by node, then reprieve (see the header), over `members` (the
+  // candidates' members in `dom`); empty when their surplus cannot make
+  // room. Sorted by slot.
+  std::vector<Drop> ShrinkInDomain(int dom, const std::vector<Drop>& members) {
     std::vector<int64_t> base_fit;
     int64_t base_free;
     Base(dom, &base_fit, &base_free);
-    // Surplus members per node, and each node's whole free GPUs with all of them dropped.
+    // Members per node, and each node's whole free GPUs with all of them dropped.
     absl::flat_hash_map<NodeId, std::vector<Drop>> by_node;
-    for (size_t i = 0; i < end; ++i) {
-      const RunningJob& v = rs_.at(cands[i]);
-      for (size_t k = 0; k < v.members.size(); ++k) {
-        const MemberPlacement& m = v.members[k];
-        if (DomainOf(m.node) != dom || !Usable(m.node) || MilliOf(m) == 0) continue;
-        by_node[m.node].push_back({cands[i], static_cast<int32_t>(k)});
-      }
-    }
+    for (const Drop& d : members) by_node[rs_.at(d.slot).members[d.member].node].push_back(d);
     std::vector<std::pair<int, NodeId>> nodes;  // (-whole free with all dropped, node)
     for (auto& [node, drops] : by_node) {
       for (const Drop& d : drops) Touch(dom, rs_.at(d.slot).members[d.member]);
