@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -490,7 +491,8 @@ class Search {
   // The shrink search (see the header), after Run(): eligible elastic
   // victims give up members above their minMember. Not found (no slots)
   // when none can make room.
-  VictimPlan RunShrink() {
+  // Tiers above `max_tier` are not searched (a shrink there could not win).
+  VictimPlan RunShrink(int32_t max_tier) {
     VictimPlan plan;
     plan.needed_milli = need_gpus_ * 1000;
     std::vector<int32_t>& cands = shrinkable_;
@@ -500,6 +502,7 @@ class Search {
     size_t end = 0;
     while (end < cands.size()) {
       const int32_t tier = rs_.at(cands[end]).priority;
+      if (tier > max_tier) break;
       while (end < cands.size() && rs_.at(cands[end]).priority == tier) ++end;
       if (env_.policy.gangs_first) end = cands.size();
       // The candidates' members with GPUs on usable nodes, by domain.
@@ -627,6 +630,10 @@ class Search {
     std::vector<int64_t> base_fit;
     int64_t base_free;
     Base(dom, &base_fit, &base_free);
+    // Bound: every member's GPUs freed (ignoring surplus) must cover the need.
+    int64_t most = base_free;
+    for (const Drop& d : members) most += rs_.at(d.slot).members[d.member].gpus.size();
+    if (most < need_gpus_) return {};
     // Members per node, and each node's whole free GPUs with all of them dropped.
     absl::flat_hash_map<NodeId, std::vector<Drop>> by_node;
     for (const Drop& d : members) by_node[rs_.at(d.slot).members[d.member].node].push_back(d);
@@ -708,11 +715,18 @@ class Search {
 VictimPlan FindVictims(AdmissionEnv& env, const model::Job& job, const JobContext& ctx) {
   Search s(env, job, ctx);
   VictimPlan whole = s.Run();
-  VictimPlan shrink = s.RunShrink();
-  // Priority first; at equal priority a shrink (see the header).
-  VictimPlan& out = shrink.found() && (!whole.found() || shrink.max_priority <= whole.max_priority)
-                        ? shrink
-                        : whole;
+  VictimPlan shrink =
+      s.RunShrink(whole.found() && !env.policy.gangs_first ? whole.max_priority
+                                                           : std::numeric_limits<int32_t>::max());
+  // (highest priority, jobs touched) - or the reverse with gangs_first - and
+  // on a tie the shrink (see the header).
+  auto key = [&](const VictimPlan& p) {
+    const int64_t k = static_cast<int64_t>(p.slots.size());
+    return env.policy.gangs_first ? std::make_pair(k, int64_t{p.max_priority})
+                                  : std::make_pair(int64_t{p.max_priority}, k);
+  };
+  VictimPlan& out =
+      shrink.found() && (!whole.found() || key(shrink) <= key(whole)) ? shrink : whole;
   out.evaluations = s.evaluations();
   return std::move(out);
 }

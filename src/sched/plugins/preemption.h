@@ -55,13 +55,14 @@
 // whole work lost (survivors restart from the checkpoint) and the GPUs
 // dropped. A plan either shrinks or evicts, never both.
 //
-// Preference: a shrink plan is chosen over the whole-gang plan when the
-// highest priority it shrinks is at most the highest priority the whole-gang
-// plan would evict (priority first, as for whole gangs: at equal priority a
-// shrink costs the victim less than an eviction, since it keeps running; a
-// whole-gang plan of strictly lower priority still wins), and when no
-// whole-gang plan exists. A need no shrink covers is met by whole evictions,
-// which may include elastic jobs evicted whole.
+// Preference: the shrink plan is chosen when no whole-gang plan exists, or
+// when it is no worse on (highest priority it takes, jobs it touches) -
+// (jobs, highest priority) with gangs_first - than the whole-gang plan: on a
+// tie the shrink wins, since it costs each victim less than an eviction (the
+// victim keeps running). So a lower-priority eviction still beats shrinking a
+// higher-priority job, and one eviction beats shrinking three jobs of the
+// same priority (each shrink restarts its survivors). A need no shrink covers
+// is met by whole evictions, which may include elastic jobs evicted whole.
 #pragma once
 
 #include <cstdint>

@@ -86,6 +86,27 @@ class ShrinkTest : public ::testing::Test {
     return testing::BoundMilli(*cs_);
   }
 
+  // el1 (priority 100) and el2 (50), 2 x 4 GPUs each, minMember 1: each
+  // holds 4 GPUs on node 0 and on node 1 (bound here, then restored).
+  void RestoreSplitPair() {
+    for (int v = 0; v < 2; ++v) {
+      model::Job j = GangJob(absl::StrCat("el", v + 1), "q", 2, 4, v == 0 ? 100 : 50);
+      j.gang.min_member = 1;
+      j.gang.elastic = true;
+      Placement p;
+      p.job_key = j.key();
+      for (int m = 0; m < 2; ++m) {
+        MemberPlacement mp{
+            .group = 0, .member = m, .node = m, .cpu_milli = 1000, .memory_mib = 1024};
+        for (int g = 0; g < 4; ++g) mp.gpus.push_back({static_cast<int8_t>(4 * v + g), 1000});
+        ASSERT_TRUE(cs_->Assume(mp).ok());
+        p.members.push_back(mp);
+      }
+      ASSERT_TRUE(cs_->Bind(p).ok());
+      ASSERT_TRUE(qm_->Restore(j, p, {}, kT0).ok());
+    }
+  }
+
   std::unique_ptr<ClusterState> cs_;
   std::unique_ptr<QueueManager> qm_;
 };
@@ -234,22 +255,7 @@ TEST_F(ShrinkTest, WithoutAGracePeriodTheShrinkAndTheStartShareOneCycle) {
 
 TEST_F(ShrinkTest, TwoVictimsEachGiveUpTheirMemberOnTheNodeThePreemptorNeeds) {
   Build(2);
-  // el1 and el2 each hold 4 GPUs on both nodes (bound here, then restored).
-  for (int v = 0; v < 2; ++v) {
-    model::Job j = GangJob(absl::StrCat("el", v + 1), "q", 2, 4, v == 0 ? 100 : 50);
-    j.gang.min_member = 1;
-    j.gang.elastic = true;
-    Placement p;
-    p.job_key = j.key();
-    for (int m = 0; m < 2; ++m) {
-      MemberPlacement mp{.group = 0, .member = m, .node = m, .cpu_milli = 1000, .memory_mib = 1024};
-      for (int g = 0; g < 4; ++g) mp.gpus.push_back({static_cast<int8_t>(4 * v + g), 1000});
-      ASSERT_TRUE(cs_->Assume(mp).ok());
-      p.members.push_back(mp);
-    }
-    ASSERT_TRUE(cs_->Bind(p).ok());
-    ASSERT_TRUE(qm_->Restore(j, p, {}, kT0).ok());
-  }
+  RestoreSplitPair();
   ASSERT_EQ(BoundMilli(), 16000);
   std::vector<QueueEvent> sig = Preempt(1, 8);
   ASSERT_EQ(sig.size(), 2u);
@@ -266,6 +272,16 @@ TEST_F(ShrinkTest, TwoVictimsEachGiveUpTheirMemberOnTheNodeThePreemptorNeeds) {
   EXPECT_EQ(Members("el1"), 1u);
   EXPECT_EQ(Members("el2"), 1u);
   EXPECT_EQ(BoundMilli(), 16000);
+}
+
+TEST_F(ShrinkTest, OneEvictionBeatsShrinkingTwoJobsOfTheSamePriority) {
+  Build(3);
+  RestoreSplitPair();          // nodes 0 and 1
+  Run("rigid", 1, 8, 0, 100);  // node 2, the priority of el1
+  std::vector<QueueEvent> sig = Preempt(1, 8);
+  ASSERT_EQ(sig.size(), 1u);
+  EXPECT_EQ(sig[0].job, Key("rigid"));  // one job touched, not two
+  EXPECT_TRUE(sig[0].dropped.empty());
 }
 
 TEST_F(ShrinkTest, VictimWhoseKeptMemberLostItsGpuIsEvictedWhole) {
