@@ -17,7 +17,9 @@
 //     with a deadline (now + grace period) and the job is nominated: it runs
 //     when its victims are gone (all of a plan's victims are released
 //     together, at the deadline or once each has exited, so no other job
-//     takes the room first). Otherwise it waits with the scheduler's
+//     takes the room first). An elastic victim of a shrink plan gives up
+//     only the plan's members instead and runs on (kShrunk;
+//     queue_manager_shrink.cc). Otherwise it waits with the scheduler's
 //     reason, which names the queue and quota or the topology shortfall;
 //  4. backfill: the first job that waits for placement (quota allows it) gets
 //     a reservation at its earliest start: running jobs are taken out in
