@@ -25,6 +25,10 @@ struct Options {
   int running = 20000;
   int preemptors = 1000;
   uint64_t seed = 1;
+  // Percent of the initial multi-member jobs made elastic (minMember half
+  // their members), so preemption may shrink them (0: none; the default run
+  // draws the same random numbers as before the option existed).
+  int elastic_percent = 0;
 };
 
 model::Job MakeJob(const std::string& name, const std::string& queue, int gpus, int32_t prio,
@@ -106,6 +110,11 @@ int Run(const Options& o) {
     bool rack = std::uniform_int_distribution<int>(0, 1)(rng) == 0;
     model::Job j = MakeJob(absl::StrCat("run-", i), teams[i % 4], gpus, prios[prio_d(rng)], rack);
     j.creation_time = now - absl::Hours(48);
+    if (o.elastic_percent > 0 && j.groups[0].count > 1 &&
+        std::uniform_int_distribution<int>(0, 99)(rng) < o.elastic_percent) {
+      j.gang.elastic = true;
+      j.gang.min_member = std::max(1, j.groups[0].count / 2);
+    }
     (void)qm.Submit(
         std::move(j),
         {.expected_runtime = absl::Hours(std::uniform_int_distribution<int>(1, 48)(rng))}, now);
@@ -129,7 +138,7 @@ int Run(const Options& o) {
   std::vector<double> lat, cpu;
   std::vector<int64_t> victims;
   int64_t evals = 0;
-  int64_t evicted = 0, needed = 0, not_found = 0, started = 0;
+  int64_t evicted = 0, needed = 0, not_found = 0, started = 0, shrink_plans = 0;
   const int pre_sizes[] = {8, 16, 32, 64, 128};
   for (int i = 0; i < o.preemptors; ++i) {
     now += absl::Minutes(1);
@@ -157,6 +166,7 @@ int Run(const Options& o) {
       cpu.push_back(c1 - c0);
       victims.push_back(v);
       evicted += qm.last_plan().evicted_milli / 1000;
+      shrink_plans += qm.last_plan().shrink() ? 1 : 0;
       evals += qm.last_plan().evaluations;
       needed += gpus;
     }
@@ -212,6 +222,8 @@ int Run(const Options& o) {
       {"gpus_evicted", evicted},
       {"gpus_needed", needed},
       {"evicted_over_needed", needed == 0 ? 0.0 : static_cast<double>(evicted) / needed},
+      {"elastic_percent", o.elastic_percent},
+      {"shrink_plans", shrink_plans},
   };
   std::cout << out.dump(2) << std::endl;
   return 0;
@@ -227,6 +239,10 @@ void RegisterBenchPreemptCommands(CLI::App& bench) {
   c->add_option("--running", opts->running, "running jobs to fill the fleet with");
   c->add_option("--preemptors", opts->preemptors, "high-priority gangs to place");
   c->add_option("--seed", opts->seed, "random seed");
+  c->add_option("--elastic-percent", opts->elastic_percent,
+                "percent of the initial multi-member jobs made elastic (preemption may shrink "
+                "them)")
+      ->check(CLI::Range(0, 100));
   c->callback([opts]() {
     int rc = Run(*opts);
     if (rc != 0) throw CLI::RuntimeError(rc);

@@ -33,9 +33,10 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
       requeues(r.AddCounter("tessera_requeues_total",
                             "Bound jobs sent back to the queue, by reason.", {"reason"})),
       elastic_resizes(r.AddCounter("tessera_elastic_resizes_total",
-                                   "Elastic jobs shrunk (a node or GPU lost) or grown back in "
-                                   "place, without a requeue, by direction.",
-                                   {"direction"})),
+                                   "Elastic jobs shrunk (a node or GPU lost, a preemption) or "
+                                   "grown back in place, without a requeue, by direction and "
+                                   "reason.",
+                                   {"direction", "reason"})),
       job_restarts(r.AddCounter("tessera_job_restarts_total",
                                 "Gangs restarted in place from their last checkpoint after a "
                                 "member exited with an error (spec.maxRestarts), by reason.",

@@ -25,8 +25,10 @@ struct ControllerMetrics {
   metrics::Family<metrics::Counter>& preemptions;   // {}
   metrics::Family<metrics::Counter>& preempted_gpus;
   metrics::Family<metrics::Counter>& requeues;  // {reason}
-  // Elastic TrainingJobs resized in place, by direction (shrink, grow).
-  metrics::Family<metrics::Counter>& elastic_resizes;  // {direction}
+  // Elastic TrainingJobs resized in place, by direction (shrink, grow) and
+  // reason (the shrink's cause: NodeLost, NodeDeleted, GpuUnhealthy,
+  // Preempted, NodeDrained, NodeChanged; Capacity for a grow).
+  metrics::Family<metrics::Counter>& elastic_resizes;  // {direction, reason}
   // Gangs restarted in place from their checkpoint after a member failed.
   metrics::Family<metrics::Counter>& job_restarts;  // {reason}
   // Per queue (issue 8 item 1).

@@ -3,8 +3,11 @@
 // when a node or GPU is lost, and grows back when room returns
 // (docs/control-plane.md, "Elastic jobs").
 //
-// Shrink: a lost node (NotReady past the eviction delay, deleted) or an
-//   unhealthy GPU takes away the job's members there. If at least
+// Shrink: a lost node (NotReady past the eviction delay, deleted), a
+//   drained or reconfigured node, or an unhealthy GPU takes away the job's
+//   members there; so does a preemption that shrinks it (the QueueManager
+//   resizes it in memory at the victim's deadline, then
+//   WritePreemptionShrink writes it, as a kKilled unbinding is). If at least
 //   minReplicas remain, the store gets the smaller placement with a new
 //   generation (agents restart the survivors from status.resumeFrom, the
 //   newest Ready Checkpoint, with the new world size) and an ElasticShrink
@@ -45,7 +48,7 @@ std::string NodesOf(const std::vector<sched::MemberPlacement>& members,
 }  // namespace
 
 bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, const Change& why,
-                                       absl::Time now) {
+                                       absl::Time now, bool preempted) {
   const int64_t gen = rec.generation + 1;
   const Json placement = PlacementToJson(p, *rec.job, *cluster_, gen);
   const Json resume = ResumePoint(rec);
@@ -73,6 +76,9 @@ bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, c
         if (resume.is_object()) st["resumeFrom"] = resume;
         st["message"] = change.message.substr(0, 4096);
         SetCondition(st, "Scheduled", "True", change.reason, change.message, now);
+        if (preempted) {
+          SetCondition(st, "PreemptionPending", "False", change.reason, change.message, now);
+        }
         return true;
       },
       change, &base);
@@ -110,15 +116,7 @@ bool SchedulingController::Shrink(JobRec& rec,
   const int32_t keep = static_cast<int32_t>(kept.members.size());
   if (keep < min_replicas) return false;  // below minReplicas: requeue the gang
   const absl::Time now = clock_.Now();
-  const Change shrink{
-      "ElasticShrink",
-      absl::StrCat(why.message, "; elastic: dropped ", dropped.size(), " member(s) on ",
-                   NodesOf(dropped, *cluster_), ", running ", keep, " of ",
-                   rec.job->total_members(), " replicas (minReplicas ", min_replicas, ")"),
-      true,
-      true,
-      {{"cause", why.reason}, {"dropped", static_cast<int64_t>(dropped.size())}}};
-  if (!WriteResize(rec, kept, shrink, now)) return false;
+  if (!WriteResize(rec, kept, ShrinkChange(rec, dropped, keep, why), now)) return false;
   // The store no longer binds the dropped members: release them in memory.
   if (absl::Status s = qm_->Resize(rec.job->key(), kept, now); !s.ok()) {
     // Memory keeps the old, larger binding: never less than the store.
@@ -126,8 +124,43 @@ bool SchedulingController::Shrink(JobRec& rec,
                        {{"job", rec.name}, {"error", std::string(s.message())}});
   }
   ++stats_.elastic_shrinks;
-  if (metrics_) metrics_->elastic_resizes.With({"shrink"}).Inc();
+  if (metrics_) metrics_->elastic_resizes.With({"shrink", why.reason}).Inc();
   cycle_needed_ = true;  // the freed room may start a pending job
+  return true;
+}
+
+SchedulingController::Change SchedulingController::ShrinkChange(
+    const JobRec& rec, const std::vector<sched::MemberPlacement>& dropped, int32_t keep,
+    const Change& why) const {
+  Change c{
+      "ElasticShrink",
+      absl::StrCat(why.message, "; elastic: dropped ", dropped.size(), " member(s) on ",
+                   NodesOf(dropped, *cluster_), ", running ", keep, " of ",
+                   rec.job->total_members(), " replicas (minReplicas ", rec.elastic_min(), ")"),
+      true,
+      true,
+      {{"cause", why.reason}, {"dropped", static_cast<int64_t>(dropped.size())}}};
+  for (const obs::LogField& f : why.fields) c.fields.push_back(f);
+  return c;
+}
+
+bool SchedulingController::WritePreemptionShrink(JobRec& rec, const sched::QueueEvent& ev,
+                                                 absl::Time now) {
+  const sched::Placement* kept = cluster_->FindPlacement(ev.job);
+  if (kept == nullptr) return true;
+  const Change why{
+      "Preempted", absl::StrCat("preempted by ", ev.other), true, true, {{"preemptor", ev.other}}};
+  const Change shrink =
+      ShrinkChange(rec, ev.dropped, static_cast<int32_t>(kept->members.size()), why);
+  if (!WriteResize(rec, *kept, shrink, now, /*preempted=*/true)) {
+    options_.log.Error("preemption shrink not written; re-listing",
+                       {{"job", rec.name}, {"namespace", rec.ns}, {"preemptor", ev.other}});
+    resync_ = true;
+    return false;
+  }
+  ++stats_.elastic_shrinks;
+  ++stats_.preempt_shrinks;
+  if (metrics_) metrics_->elastic_resizes.With({"shrink", "Preempted"}).Inc();
   return true;
 }
 
@@ -181,7 +214,7 @@ void SchedulingController::GrowElastic(absl::Time now) {
       continue;
     }
     ++stats_.elastic_grows;
-    if (metrics_) metrics_->elastic_resizes.With({"grow"}).Inc();
+    if (metrics_) metrics_->elastic_resizes.With({"grow", "Capacity"}).Inc();
   }
 }
 

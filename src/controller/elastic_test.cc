@@ -10,6 +10,7 @@
 
 #include "controller/controller_test_fixture.h"
 #include "controller/scheduling_controller.h"
+#include "metrics/registry.h"
 
 namespace tessera::controller {
 namespace {
@@ -247,6 +248,186 @@ TEST_F(ElasticTest, StartsWithItsMinimumAndGrowsWhenANodeJoins) {
     }
   }
   CheckBindings(16);
+}
+
+TEST_F(ElasticTest, DrainedOrReconfiguredNodeShrinksTheJob) {
+  StartJob("el", 2);
+  // Drain = cordon + a NoExecute taint: the members there leave for good.
+  Modify("nodes", "", "gpu-1", [](Json& o) {
+    o["spec"]["unschedulable"] = true;
+    o["spec"]["taints"] = {{{"key", "tessera.dev/drain"}, {"effect", "NoExecute"}}};
+  });
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");  // not requeued (Preempted)
+  EXPECT_EQ(j["status"]["generation"], 2);
+  EXPECT_EQ(j["status"]["replicas"], 2);
+  EXPECT_EQ(Nodes(j), std::set<std::string>{"gpu-0"});
+  EXPECT_EQ(j["status"]["resumeFrom"]["checkpoint"], "el-step-100");
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 1);
+  EXPECT_EQ(Count(EventReasons("el"), "NodeDrained"), 0);
+  EXPECT_EQ(ctl_->stats().requeued, 0);
+  CheckBindings(8);
+  // The drained node keeps it off: no grow back onto it.
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-1");
+  Step();
+  EXPECT_EQ(Job("el")["status"]["replicas"], 2);
+  // A reconfigured node (a new label) re-adds the node; a job there shrinks too.
+  AddNode("gpu-2", 8);
+  Step();
+  clock_.Advance(absl::Seconds(31));
+  Heartbeat("gpu-0");
+  Heartbeat("gpu-2");
+  Step();
+  ASSERT_EQ(Job("el")["status"]["replicas"], 4);  // grew onto gpu-2
+  Modify("nodes", "", "gpu-2", [](Json& o) { o["metadata"]["labels"]["zone"] = "b"; });
+  Step();
+  j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Running");
+  EXPECT_EQ(j["status"]["replicas"], 2);
+  EXPECT_EQ(Nodes(j), std::set<std::string>{"gpu-0"});
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 2);
+  EXPECT_EQ(ctl_->stats().elastic_shrinks, 2);
+  CheckBindings(8);
+}
+
+TEST_F(ElasticTest, DrainBelowTheMinimumRequeuesTheJob) {
+  StartJob("el", 3);
+  Modify("nodes", "", "gpu-1", [](Json& o) {
+    o["spec"]["taints"] = {{{"key", "tessera.dev/drain"}, {"effect", "NoExecute"}}};
+  });
+  Step();
+  Json j = Job("el");
+  EXPECT_EQ(j["status"]["phase"], "Preempted");
+  EXPECT_EQ(Count(EventReasons("el"), "ElasticShrink"), 0);
+  EXPECT_EQ(Count(EventReasons("el"), "NodeDrained"), 1);
+  CheckBindings(0);
+}
+
+// The elastic job "el" (4 x 4 GPUs on gpu-0 and gpu-1, minReplicas 2) runs
+// at priority 0; "high" (1 x 8 GPUs, production) needs one whole node.
+class ElasticPreemptionTest : public ElasticTest {
+ protected:
+  void SetUp() override {
+    base_options_.queues.preemption.min_runtime = absl::ZeroDuration();
+    base_options_.queues.preemption.grace_period = absl::Seconds(30);
+    base_options_.metrics = &registry_;
+    ElasticTest::SetUp();
+    StartJob("el", 2);
+    clock_.Advance(absl::Seconds(1));
+    Beat();
+    AddJob("high", 1, 8, {{"priorityClassName", "production"}});
+    Step();
+  }
+  void TearDown() override { ctl_.reset(); }  // before the registry goes
+
+  void Beat() {
+    Heartbeat("gpu-0");
+    Heartbeat("gpu-1");
+  }
+
+  static bool PreemptionPending(const Json& job) {
+    for (const Json& c : job["status"]["conditions"]) {
+      if (c["type"] == "PreemptionPending") return c["status"] == "True";
+    }
+    return false;
+  }
+
+  // The message of the last Event `reason` about `involved`.
+  std::string EventMessage(const std::string& involved, const std::string& reason) {
+    std::string msg;
+    absl::StatusOr<store::ListResult> l = store_.List(kEventsPrefix, {});
+    for (const store::KeyValue& kv : l->kvs) {
+      Json e = *ParseStored(kv.value);
+      if (e["spec"]["involvedObject"]["name"] == involved && e["spec"]["reason"] == reason) {
+        msg = e["spec"]["message"];
+      }
+    }
+    return msg;
+  }
+
+  // After the shrink: el keeps 2 members on one node, high holds the other.
+  void CheckShrunk() {
+    Json el = Job("el");
+    EXPECT_EQ(el["status"]["phase"], "Running");  // never requeued
+    EXPECT_EQ(el["status"]["generation"], 2);
+    EXPECT_EQ(el["status"]["replicas"], 2);
+    ASSERT_EQ(el["status"]["placement"].size(), 2u);
+    for (const Json& m : el["status"]["placement"]) EXPECT_EQ(m["generation"], 2);
+    EXPECT_EQ(el["status"]["resumeFrom"]["checkpoint"], "el-step-100");
+    EXPECT_FALSE(PreemptionPending(el));
+    const std::set<std::string> el_nodes = Nodes(el);
+    ASSERT_EQ(el_nodes.size(), 1u);
+    const std::vector<std::string> reasons = EventReasons("el");
+    EXPECT_EQ(Count(reasons, "ElasticShrink"), 1);
+    EXPECT_EQ(Count(reasons, "Preempted"), 0);
+    const std::string msg = EventMessage("el", "ElasticShrink");
+    EXPECT_NE(msg.find("preempted by team-a/high; elastic: dropped 2 member(s) on "),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("running 2 of 4 replicas (minReplicas 2) (generation 2)"), std::string::npos)
+        << msg;
+    Json high = Job("high");
+    EXPECT_EQ(high["status"]["phase"], "Scheduled");
+    const std::set<std::string> high_nodes = Nodes(high);
+    ASSERT_EQ(high_nodes.size(), 1u);
+    EXPECT_FALSE(el_nodes.contains(*high_nodes.begin()));  // the GPUs el gave up
+    EXPECT_EQ(ctl_->stats().preempt_shrinks, 1);
+    EXPECT_EQ(ctl_->stats().elastic_shrinks, 1);
+    EXPECT_EQ(ctl_->stats().preempted, 0);
+    EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 8000);
+    CheckBindings(16);
+    const std::string text = registry_.Render();
+    EXPECT_NE(
+        text.find("tessera_elastic_resizes_total{direction=\"shrink\",reason=\"Preempted\"} 1"),
+        std::string::npos)
+        << text;
+    EXPECT_NE(text.find("tessera_preempted_gpus_total 8\n"), std::string::npos);
+  }
+
+  metrics::Registry registry_;
+};
+
+TEST_F(ElasticPreemptionTest, VictimIsSignalledThenShrunkAtItsDeadline) {
+  // Signalled: it keeps all its members through the grace period.
+  Json el = Job("el");
+  EXPECT_TRUE(PreemptionPending(el));
+  EXPECT_EQ(el["status"]["replicas"], 4);
+  const std::string signal = EventMessage("el", "Preempting");
+  EXPECT_NE(signal.find("checkpoint now: 2 member(s) on gpu-"), std::string::npos) << signal;
+  EXPECT_NE(signal.find("preempted for team-a/high; elastic: shrunk at"), std::string::npos);
+  EXPECT_EQ(Job("high")["status"]["phase"], "Admitted");
+  CheckBindings(16);
+  clock_.Advance(absl::Seconds(31));
+  Beat();
+  Step();
+  CheckShrunk();
+  // A restart rebuilds both bindings from the store without writing anything.
+  const int64_t rev = store_.CurrentRevision();
+  Restart();
+  Step();
+  EXPECT_EQ(store_.CurrentRevision(), rev);
+  CheckBindings(16);
+  EXPECT_EQ(ctl_->queues().running().Find("team-a/el")->gpu_milli, 8000);
+}
+
+TEST_F(ElasticPreemptionTest, VictimWhoseMembersExitIsShrunkBeforeItsDeadline) {
+  clock_.Advance(absl::Seconds(5));
+  Beat();
+  // The agents passed the signal on; every member checkpointed and exited.
+  Modify("trainingjobs", "team-a", "el", [](Json& o) {
+    Json& st = o["status"];
+    for (const Json& m : st["placement"]) {
+      st["observed"][absl::StrCat(m["group"].get<std::string>(), "-", m["member"].get<int>())] =
+          absl::StrCat("Exited code=0 gen=", m["generation"].get<int64_t>(),
+                       " node=", m["node"].get<std::string>());
+    }
+  });
+  Step();
+  Step();  // the cycle the exit asked for
+  CheckShrunk();
 }
 
 TEST_F(ElasticTest, MaxReplicasMustMatchTheGroups) {

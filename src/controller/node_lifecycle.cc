@@ -27,10 +27,9 @@ void SchedulingController::EvictNode(sched::NodeId id, const std::string& phase,
   for (const std::string& k : keys) {
     JobRec* rec = JobBySchedKey(k);
     if (rec == nullptr || (pick && !pick(*rec))) continue;
-    // A lost node (not a drain or a reconfiguration) costs an elastic job
-    // only its members there, while it keeps its minReplicas elsewhere.
-    if (phase == "NodeLost" &&
-        Shrink(
+    // A lost, drained or reconfigured node costs an elastic job only its
+    // members there, while it keeps its minReplicas elsewhere.
+    if (Shrink(
             *rec, [id](const sched::MemberPlacement& m) { return m.node == id; }, why)) {
       continue;
     }
@@ -112,7 +111,8 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
                         {{"node", rec.name}, {"error", std::string(node.status().message())}});
     } else {
       // The scheduler has no in-place node update: the gangs on the node are
-      // requeued (a NoExecute taint, i.e. drain, wants exactly that) and the
+      // requeued (a NoExecute taint, i.e. drain, wants exactly that), elastic
+      // jobs that keep their minReplicas elsewhere shrink instead, and the
       // node is re-added.
       // A NoExecute taint the node did not have before is a drain.
       std::string drain;

@@ -315,19 +315,26 @@ void SchedulingController::RunCycles() {
         }
         break;
       case sched::QueueEvent::Kind::kCheckpointSignal: {
+        // A shrink plan takes only ev.dropped; the rest of the job runs on.
         double gpus = 0;
-        if (const sched::Placement* p = cluster_->FindPlacement(ev.job)) {
-          for (const auto& m : p->members) {
-            for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
-          }
+        sched::Placement taken;
+        if (const sched::Placement* p = cluster_->FindPlacement(ev.job)) taken = *p;
+        if (!ev.dropped.empty()) taken.members = ev.dropped;
+        for (const auto& m : taken.members) {
+          for (const auto& g : m.gpus) gpus += g.milli / 1000.0;
         }
         if (metrics_) {
           metrics_->preemptions.With({}).Inc();
           metrics_->preempted_gpus.With({}).Inc(gpus);
         }
+        const std::string at =
+            absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", ev.deadline, absl::UTCTimeZone());
         const std::string msg =
-            absl::StrCat("checkpoint now: preempted for ", ev.other, "; stopped at ",
-                         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", ev.deadline, absl::UTCTimeZone()));
+            ev.dropped.empty()
+                ? absl::StrCat("checkpoint now: preempted for ", ev.other, "; stopped at ", at)
+                : absl::StrCat("checkpoint now: ", ev.dropped.size(), " member(s) on ",
+                               absl::StrJoin(NodeNames(taken, *cluster_), ", "), " preempted for ",
+                               ev.other, "; elastic: shrunk at ", at);
         int64_t base = 0;
         absl::StatusOr<int64_t> w = Update(
             rec->key, -1,
@@ -393,6 +400,11 @@ void SchedulingController::RunCycles() {
         ++stats_.requeued;
         break;
       }
+      case sched::QueueEvent::Kind::kShrunk:
+        // As kKilled: memory already gave the dropped members' GPUs away;
+        // the smaller binding is written before any binding that follows.
+        if (!WritePreemptionShrink(*rec, ev, now)) return;
+        break;
       case sched::QueueEvent::Kind::kNominated:
         if (absl::StrCat("waiting: ", ev.message) != rec->last_message) {
           (void)SetJobPhase(*rec, rec->phase, {"Nominated", absl::StrCat("waiting: ", ev.message)},

@@ -162,6 +162,7 @@ class SchedulingController {
     int64_t elastic_shrinks = 0;  // elastic jobs that lost members and kept running
     int64_t elastic_grows = 0;    // elastic jobs that got members back
     int64_t restarts = 0;         // gangs restarted in place after a member failed
+    int64_t preempt_shrinks = 0;  // elastic victims shrunk by a preemption (in elastic_shrinks)
     absl::Duration start_time;
   };
   const Stats& stats() const { return stats_; }
@@ -267,8 +268,20 @@ class SchedulingController {
   // then reports Failed).
   void MaybeRestart(JobRec& rec, const Json& obj);
   // Writes rec's resized placement (generation + 1) if the stored binding is
-  // still the one at rec.generation; false otherwise.
-  bool WriteResize(JobRec& rec, const sched::Placement& p, const Change& why, absl::Time now);
+  // still the one at rec.generation; false otherwise. `preempted`: the
+  // resize ends a preemption (PreemptionPending goes False).
+  bool WriteResize(JobRec& rec, const sched::Placement& p, const Change& why, absl::Time now,
+                   bool preempted = false);
+  // The ElasticShrink change for `dropped` members of rec (`keep` left), with
+  // the cause `why`.
+  Change ShrinkChange(const JobRec& rec, const std::vector<sched::MemberPlacement>& dropped,
+                      int32_t keep, const Change& why) const;
+  // A QueueEvent kShrunk: the QueueManager shrank preemption victim `rec` in
+  // memory; writes the smaller placement (ElasticShrink naming the
+  // preemptor). False when it could not be written: memory then holds less
+  // than the store, so the caller writes no binding of this cycle and
+  // re-lists.
+  bool WritePreemptionShrink(JobRec& rec, const sched::QueueEvent& ev, absl::Time now);
   JobRec* JobBySchedKey(const std::string& sched_key);
 
   store::Store& store_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -72,7 +74,9 @@ class Search {
     plan.needed_milli = need_gpus_ * 1000;
     std::vector<std::pair<int32_t, int32_t>> by_prio;  // (priority, slot)
     for (int32_t s = 0; s < rs_.num_slots(); ++s) {
-      if (rs_.live(s) && Eligible(rs_.at(s))) by_prio.push_back({rs_.at(s).priority, s});
+      if (!rs_.live(s) || !Eligible(rs_.at(s))) continue;
+      by_prio.push_back({rs_.at(s).priority, s});
+      if (rs_.at(s).job->gang.elastic && Surplus(rs_.at(s)) > 0) shrinkable_.push_back(s);
     }
     // Group by priority (few distinct values: a counting sort, not a sort).
     std::vector<int32_t> levels;
@@ -237,15 +241,39 @@ class Search {
     for (size_t i = 0; i < n; ++i) {
       const RunningJob& v = rs_.at(set[i]);
       milli += v.gpu_milli;
-      for (const MemberPlacement& m : v.members) {
-        if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
-        if (!touched_mark_[m.node]) {
-          touched_mark_[m.node] = true;
-          touched_.push_back(m.node);
-        }
-        for (const GpuGrant& g : m.gpus) scratch_[m.node][g.gpu] += g.milli;
-      }
+      for (const MemberPlacement& m : v.members) Touch(dom, m);
     }
+    const int64_t dfree = Settle();
+    if (freed_out) *freed_out = dfree;
+    if (milli > cap_milli_) {
+      over_cap_ = true;
+      return false;
+    }
+    if (!Fits(base_fit, base_free, dfree)) return false;
+    if (!quota_why_.empty()) {
+      removed_.clear();
+      for (size_t i = 0; i < n; ++i) {
+        const RunningJob& v = rs_.at(set[i]);
+        if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
+      }
+      if (!env_.tree->Check(env_.leaf, env_.demand, removed_).empty()) return false;
+    }
+    return true;
+  }
+
+  // Adds member `m`'s GPUs to the scratch when its node is usable in `dom`.
+  void Touch(int dom, const MemberPlacement& m) {
+    if (DomainOf(m.node) != dom || !Usable(m.node)) return;
+    if (!touched_mark_[m.node]) {
+      touched_mark_[m.node] = true;
+      touched_.push_back(m.node);
+    }
+    for (const GpuGrant& g : m.gpus) scratch_[m.node][g.gpu] += g.milli;
+  }
+
+  // The touched nodes' whole GPUs freed by the scratch (delta_fit_ per
+  // group); clears the scratch.
+  int64_t Settle() {
     delta_fit_.assign(groups_.size(), 0);
     int64_t dfree = 0;
     for (NodeId id : touched_) {
@@ -261,22 +289,15 @@ class Search {
       scratch_[id] = {};
       touched_mark_[id] = false;
     }
-    if (freed_out) *freed_out = dfree;
-    if (milli > cap_milli_) {
-      over_cap_ = true;
-      return false;
-    }
+    touched_.clear();
+    return dfree;
+  }
+
+  // The placement quick check after Settle().
+  bool Fits(const std::vector<int64_t>& base_fit, int64_t base_free, int64_t dfree) const {
     if (base_free + dfree < need_gpus_) return false;
     for (size_t i = 0; i < groups_.size(); ++i) {
       if (base_fit[i] + delta_fit_[i] < groups_[i].count) return false;
-    }
-    if (!quota_why_.empty()) {
-      removed_.clear();
-      for (size_t i = 0; i < n; ++i) {
-        const RunningJob& v = rs_.at(set[i]);
-        if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
-      }
-      if (!env_.tree->Check(env_.leaf, env_.demand, removed_).empty()) return false;
     }
     return true;
   }
@@ -466,6 +487,206 @@ class Search {
     *cost = CostOf(set.data(), set.size());
   }
 
+ public:
+  // The shrink search (see the header), after Run(): eligible elastic
+  // victims give up members above their minMember. Not found (no slots)
+  // when none can make room.
+  // Tiers above `max_tier` are not searched (a shrink there could not win).
+  VictimPlan RunShrink(int32_t max_tier) {
+    VictimPlan plan;
+    plan.needed_milli = need_gpus_ * 1000;
+    std::vector<int32_t>& cands = shrinkable_;
+    std::sort(cands.begin(), cands.end(), [&](int32_t a, int32_t b) {
+      return std::tie(rs_.at(a).priority, a) < std::tie(rs_.at(b).priority, b);
+    });
+    size_t end = 0;
+    while (end < cands.size()) {
+      const int32_t tier = rs_.at(cands[end]).priority;
+      if (tier > max_tier) break;
+      while (end < cands.size() && rs_.at(cands[end]).priority == tier) ++end;
+      if (env_.policy.gangs_first) end = cands.size();
+      // The candidates' members with GPUs on usable nodes, by domain.
+      std::map<int, std::vector<Drop>> by_dom;
+      for (size_t i = 0; i < end; ++i) {
+        const RunningJob& v = rs_.at(cands[i]);
+        for (size_t k = 0; k < v.members.size(); ++k) {
+          const MemberPlacement& m = v.members[k];
+          if (!Usable(m.node) || MilliOf(m) == 0) continue;
+          by_dom[DomainOf(m.node)].push_back({cands[i], static_cast<int32_t>(k)});
+        }
+      }
+      std::vector<Drop> best;
+      Cost best_cost;
+      for (const auto& [dom, drops] : by_dom) {
+        std::vector<Drop> chosen = ShrinkInDomain(dom, drops);
+        if (chosen.empty()) continue;
+        Cost c = ShrinkCost(chosen);
+        if (best.empty() || c < best_cost) best = std::move(chosen), best_cost = c;
+      }
+      if (best.empty()) continue;
+      for (const Drop& d : best) {
+        if (plan.slots.empty() || plan.slots.back() != d.slot) {
+          plan.slots.push_back(d.slot);
+          plan.shrinks.push_back({d.slot, {}});
+        }
+        plan.shrinks.back().dropped.push_back(rs_.at(d.slot).members[d.member]);
+      }
+      plan.max_priority = best_cost.max_priority;
+      plan.sum_priority = best_cost.sum_priority;
+      plan.work_lost = best_cost.work;
+      plan.evicted_milli = best_cost.milli;
+      break;
+    }
+    plan.evaluations = evals_;
+    return plan;
+  }
+  int64_t evaluations() const { return evals_; }
+
+ private:
+  // A member of an elastic victim: rs_.at(slot).members[member].
+  struct Drop {
+    int32_t slot;
+    int32_t member;
+    bool operator<(const Drop& o) const {
+      return std::tie(slot, member) < std::tie(o.slot, o.member);
+    }
+  };
+
+  static int32_t Surplus(const RunningJob& v) {
+    return static_cast<int32_t>(v.members.size()) - v.job->effective_min_member();
+  }
+
+  static int64_t MilliOf(const MemberPlacement& m) {
+    int64_t milli = 0;
+    for (const GpuGrant& g : m.gpus) milli += g.milli;
+    return milli;
+  }
+
+  // Feasible() for dropping `drops` (sorted by slot).
+  bool FeasibleDrops(int dom, const std::vector<int64_t>& base_fit, int64_t base_free,
+                     const std::vector<Drop>& drops) {
+    ++evals_;
+    touched_.clear();
+    int64_t milli = 0;
+    for (const Drop& d : drops) {
+      const MemberPlacement& m = rs_.at(d.slot).members[d.member];
+      milli += MilliOf(m);
+      Touch(dom, m);
+    }
+    const int64_t dfree = Settle();
+    if (milli > cap_milli_) {
+      over_cap_ = true;
+      return false;
+    }
+    if (!Fits(base_fit, base_free, dfree)) return false;
+    if (quota_why_.empty()) return true;
+    // Each victim's queue gives back what its dropped members are charged.
+    std::vector<ResourceList> freed;
+    freed.reserve(drops.size());
+    removed_.clear();
+    for (size_t i = 0; i < drops.size();) {
+      const int32_t slot = drops[i].slot;
+      const RunningJob& v = rs_.at(slot);
+      std::vector<MemberPlacement> members;
+      for (; i < drops.size() && drops[i].slot == slot; ++i) {
+        members.push_back(v.members[drops[i].member]);
+      }
+      if (v.leaf < 0) continue;
+      if (env_.placed_usage) {
+        freed.push_back(env_.placed_usage(v, members));
+      } else {
+        const int64_t n = static_cast<int64_t>(members.size());
+        const int64_t all = std::max<int64_t>(1, static_cast<int64_t>(v.members.size()));
+        ResourceList u = v.usage;
+        for (int64_t& x : u) x = x * n / all;
+        freed.push_back(std::move(u));
+      }
+      removed_.push_back({v.leaf, &freed.back()});
+    }
+    return env_.tree->Check(env_.leaf, env_.demand, removed_).empty();
+  }
+
+  Cost ShrinkCost(const std::vector<Drop>& drops) const {
+    Cost c;
+    int32_t last = -1;
+    for (const Drop& d : drops) {
+      const RunningJob& v = rs_.at(d.slot);
+      c.milli += MilliOf(v.members[d.member]);
+      if (d.slot == last) continue;
+      last = d.slot;
+      c.max_priority = c.k == 0 ? v.priority : std::max(c.max_priority, v.priority);
+      ++c.k;
+      c.sum_priority += v.priority;
+      c.disruptions += v.times_preempted;
+      c.work += v.WorkLost(env_.now);  // every survivor restarts from the checkpoint
+    }
+    return c;
+  }
+
+  // Greedy by node, then reprieve (see the header), over `members` (the
+  // candidates' members in `dom`); empty when their surplus cannot make
+  // room. Sorted by slot.
+  std::vector<Drop> ShrinkInDomain(int dom, const std::vector<Drop>& members) {
+    std::vector<int64_t> base_fit;
+    int64_t base_free;
+    Base(dom, &base_fit, &base_free);
+    // Bound: every member's GPUs freed (ignoring surplus) must cover the need.
+    int64_t most = base_free;
+    for (const Drop& d : members) most += rs_.at(d.slot).members[d.member].gpus.size();
+    if (most < need_gpus_) return {};
+    // Members per node, and each node's whole free GPUs with all of them dropped.
+    absl::flat_hash_map<NodeId, std::vector<Drop>> by_node;
+    for (const Drop& d : members) by_node[rs_.at(d.slot).members[d.member].node].push_back(d);
+    std::vector<std::pair<int, NodeId>> nodes;  // (-whole free with all dropped, node)
+    for (auto& [node, drops] : by_node) {
+      for (const Drop& d : drops) Touch(dom, rs_.at(d.slot).members[d.member]);
+      const int64_t w = Settle() + cs_.state(node).whole_free;
+      nodes.push_back({-static_cast<int>(w), node});
+      // Cheapest victim first: lowest priority, fewest earlier preemptions, least work lost.
+      std::sort(drops.begin(), drops.end(), [&](const Drop& a, const Drop& b) {
+        const RunningJob& x = rs_.at(a.slot);
+        const RunningJob& y = rs_.at(b.slot);
+        return std::make_tuple(x.priority, x.times_preempted, x.WorkLost(env_.now), a) <
+               std::make_tuple(y.priority, y.times_preempted, y.WorkLost(env_.now), b);
+      });
+    }
+    std::sort(nodes.begin(), nodes.end());
+    absl::flat_hash_map<int32_t, int32_t> used;  // slot -> members taken
+    std::vector<Drop> order;                     // in the order taken
+    std::vector<Drop> set;                       // sorted by slot
+    bool ok = false;
+    for (const auto& [negw, node] : nodes) {
+      for (const Drop& d : by_node[node]) {
+        if (used[d.slot] >= Surplus(rs_.at(d.slot))) continue;
+        ++used[d.slot];
+        order.push_back(d);
+        set.insert(std::upper_bound(set.begin(), set.end(), d), d);
+        if (FeasibleDrops(dom, base_fit, base_free, set)) {
+          ok = true;
+          break;
+        }
+        if (over_cap_ && ShrinkCost(set).milli > cap_milli_) return {};
+      }
+      if (ok) break;
+    }
+    if (!ok) return {};
+    // Reprieve: the most expensive victims' members first, the last taken first.
+    std::vector<Drop> by_cost(order.rbegin(), order.rend());
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&](const Drop& a, const Drop& b) {
+      return rs_.at(a.slot).priority > rs_.at(b.slot).priority;
+    });
+    for (const Drop& d : by_cost) {
+      std::vector<Drop> without;
+      for (const Drop& t : set) {
+        if (t.slot != d.slot || t.member != d.member) without.push_back(t);
+      }
+      if (!without.empty() && FeasibleDrops(dom, base_fit, base_free, without)) {
+        set = std::move(without);
+      }
+    }
+    return set;
+  }
+
  private:
   AdmissionEnv& env_;
   const ClusterState& cs_;
@@ -480,6 +701,7 @@ class Search {
   std::vector<NodeId> touched_;
   std::vector<int64_t> delta_fit_;
   std::vector<std::pair<int, const ResourceList*>> removed_;
+  std::vector<int32_t> shrinkable_;  // eligible elastic jobs above their minMember (Run)
   absl::flat_hash_map<int, QueueInfo> queue_cache_;
   std::string quota_why_;
   int blocking_ = -2;
@@ -492,7 +714,21 @@ class Search {
 
 VictimPlan FindVictims(AdmissionEnv& env, const model::Job& job, const JobContext& ctx) {
   Search s(env, job, ctx);
-  return s.Run();
+  VictimPlan whole = s.Run();
+  VictimPlan shrink =
+      s.RunShrink(whole.found() && !env.policy.gangs_first ? whole.max_priority
+                                                           : std::numeric_limits<int32_t>::max());
+  // (highest priority, jobs touched) - or the reverse with gangs_first - and
+  // on a tie the shrink (see the header).
+  auto key = [&](const VictimPlan& p) {
+    const int64_t k = static_cast<int64_t>(p.slots.size());
+    return env.policy.gangs_first ? std::make_pair(k, int64_t{p.max_priority})
+                                  : std::make_pair(int64_t{p.max_priority}, k);
+  };
+  VictimPlan& out =
+      shrink.found() && (!whole.found() || key(shrink) <= key(whole)) ? shrink : whole;
+  out.evaluations = s.evaluations();
+  return std::move(out);
 }
 
 PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx, const FailureSummary&) {
@@ -511,6 +747,14 @@ PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx, cons
   }
   for (int32_t s : last_.slots) r.victims.push_back(env_->running->at(s).key);
   r.status = PluginStatus::Success();
+  if (last_.shrink()) {
+    size_t members = 0;
+    for (const ShrinkPart& p : last_.shrinks) members += p.dropped.size();
+    r.message = absl::StrCat("can run after shrinking ", last_.slots.size(), " elastic gang(s) by ",
+                             members, " member(s) (", last_.evicted_milli / 1000,
+                             " GPUs) of priority <= ", last_.max_priority);
+    return r;
+  }
   r.message =
       absl::StrCat("can run after preempting ", last_.slots.size(), " gang(s) (",
                    last_.evicted_milli / 1000, " GPUs) of priority <= ", last_.max_priority);

@@ -38,6 +38,31 @@
 // gangs needed prunes domains that cannot beat the best set so far. The first
 // tier that yields a set wins (gangs_first: one tier holding every victim). The queueing layer
 // verifies the set with a dry-run placement before signalling anyone.
+//
+// Elastic victims (GangPolicy::elastic) may be shrunk instead: a running
+// elastic job holding more members than its minMember may give up members
+// above that minimum (never more), keeping the rest running, as KAI and
+// Volcano reclaim elastic pods. The shrink search runs over the same eligible
+// jobs (the same rules as above), per priority tier (gangs_first: one tier)
+// and per topology domain: the candidates' surplus members in the domain are
+// grouped by node, nodes ordered by the whole free GPUs they would have with
+// all of them dropped (most first), and members are added node by node (each
+// victim at most its surplus; within a node the cheapest victim first) until
+// the quick check and the quota check pass; then a reprieve pass gives back
+// every member not needed (most expensive victim first). The members named
+// are thus those on the nodes the preemptor needs, and no fewer would do.
+// Its cost is the Cost above with the victims shrunk as the gangs, their
+// whole work lost (survivors restart from the checkpoint) and the GPUs
+// dropped. A plan either shrinks or evicts, never both.
+//
+// Preference: the shrink plan is chosen when no whole-gang plan exists, or
+// when it is no worse on (highest priority it takes, jobs it touches) -
+// (jobs, highest priority) with gangs_first - than the whole-gang plan: on a
+// tie the shrink wins, since it costs each victim less than an eviction (the
+// victim keeps running). So a lower-priority eviction still beats shrinking a
+// higher-priority job, and one eviction beats shrinking three jobs of the
+// same priority (each shrink restarts its survivors). A need no shrink covers
+// is met by whole evictions, which may include elastic jobs evicted whole.
 #pragma once
 
 #include <cstdint>
@@ -49,16 +74,26 @@
 
 namespace tessera::sched {
 
+// An elastic victim's members a shrink plan takes.
+struct ShrinkPart {
+  int32_t slot = -1;                     // RunningSet slot
+  std::vector<MemberPlacement> dropped;  // members given up (the rest keep running)
+};
+
 struct VictimPlan {
   std::vector<int32_t> slots;  // RunningSet slots
+  // A shrink plan: per victim (the same order as `slots`), the members it
+  // gives up; empty for a plan of whole gangs.
+  std::vector<ShrinkPart> shrinks;
   int32_t max_priority = 0;
   int64_t sum_priority = 0;
-  double work_lost = 0;  // GPU-seconds
-  int64_t evicted_milli = 0;
+  double work_lost = 0;       // GPU-seconds
+  int64_t evicted_milli = 0;  // a shrink plan: the GPUs of the dropped members
   int64_t needed_milli = 0;
   int64_t evaluations = 0;
   std::string reason;  // when empty: why no set was found
   bool found() const { return !slots.empty(); }
+  bool shrink() const { return !shrinks.empty(); }
 };
 
 // The search itself (pure over `env`; mutates nothing visible).

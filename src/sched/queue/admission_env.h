@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ struct AdmissionEnv {
   bool own_pledge = false;
   // Jobs the current job must never preempt (those that preempted it).
   const absl::flat_hash_set<std::string>* protected_jobs = nullptr;
+  // What `members` of running job `j` are charged to its queue (a shrink
+  // plan's quota check). Set by the QueueManager; when empty the search
+  // scales j.usage by the share of members.
+  std::function<ResourceList(const RunningJob& j, const std::vector<MemberPlacement>& members)>
+      placed_usage;
   // Backfill: nodes held by the head-of-line reservation, and whether the
   // current job must keep off them (it would still run at the reservation time).
   std::vector<bool> reserved_nodes;

@@ -124,6 +124,7 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
     tree_->Add(rj.leaf, rj.usage);
   }
   for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
+  RefreshShrinkState();
   return absl::OkStatus();
 }
 
@@ -291,6 +292,7 @@ absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
       rj->terminating = false;
       rj->kill_at = absl::InfiniteFuture();
       rj->preempted_by.clear();
+      rj->dropping.clear(), rj->dropping_usage.clear();
     }
     pending_.erase(it);
     return absl::OkStatus();
@@ -319,6 +321,7 @@ absl::Status QueueManager::ReportCheckpoint(absl::string_view key, absl::Time at
 void QueueManager::Kill(const std::string& key, absl::Time now, CycleReport* rep) {
   RunningJob* rj = running_.Find(key);
   if (rj == nullptr) return;
+  if (rj->shrinking()) return ShrinkVictim(key, now, rep);
   std::string by = rj->preempted_by;
   TakeOut(*rj);
   Pending p;
@@ -435,7 +438,8 @@ void QueueManager::RefreshReclaimView() {
   };
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
     if (running_.live(s) && running_.at(s).terminating) {
-      add(env_.leaving, running_.at(s).leaf, running_.at(s).usage);
+      const RunningJob& v = running_.at(s);
+      add(env_.leaving, v.leaf, v.shrinking() ? v.dropping_usage : v.usage);
     }
   }
   for (const auto& [k, p] : pending_) {
@@ -491,12 +495,13 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
     const RunningJob* rj = running_.Find(v);
     if (rj == nullptr) continue;
     out.push_back(*rj);
-    TakeOut(*rj);
+    MarkShrink(preemption_->last_plan(), &out.back());  // a shrink takes out only its members
+    TakeOutPart(out.back());
   }
   SetEnv(p, true);
   env_.allow_preemption = false;
   ScheduleResult r = scheduler_->Evaluate(*p.job);
-  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(*it);
+  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBackPart(*it);
   return r.placed();
 }
 
@@ -521,7 +526,10 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
     if (!running_.live(s)) continue;
     const RunningJob& rj = running_.at(s);
-    order.push_back({rj.terminating ? rj.kill_at : rj.expected_end, s});
+    // A victim ends at its kill time or expected end; one being shrunk runs on.
+    order.push_back({rj.terminating && !rj.shrinking() ? std::min(rj.kill_at, rj.expected_end)
+                                                       : rj.expected_end,
+                     s});
   }
   std::sort(order.begin(), order.end());
   int64_t need = 0;
@@ -705,8 +713,9 @@ CycleReport QueueManager::Cycle(absl::Time now) {
         rj->kill_at = deadline;
         rj->preempted_by = key;
         p.victims.insert(v);
+        MarkShrink(plan, rj);
         rep.events.push_back({QueueEvent::Kind::kCheckpointSignal, v, key, deadline,
-                              absl::StrCat("checkpoint now; preempted for ", key)});
+                              absl::StrCat("checkpoint now; preempted for ", key), rj->dropping});
       }
       p.reason = absl::StrFormat(
           "admitted after preemption: waiting for %d gang(s) (%d GPUs for %d needed) to "

@@ -17,7 +17,9 @@
 //     with a deadline (now + grace period) and the job is nominated: it runs
 //     when its victims are gone (all of a plan's victims are released
 //     together, at the deadline or once each has exited, so no other job
-//     takes the room first). Otherwise it waits with the scheduler's
+//     takes the room first). An elastic victim of a shrink plan gives up
+//     only the plan's members instead and runs on (kShrunk;
+//     queue_manager_shrink.cc). Otherwise it waits with the scheduler's
 //     reason, which names the queue and quota or the topology shortfall;
 //  4. backfill: the first job that waits for placement (quota allows it) gets
 //     a reservation at its earliest start: running jobs are taken out in
@@ -98,12 +100,18 @@ struct QueueEvent {
     kCheckpointSignal,  // job (victim): checkpoint now; killed at `deadline`
     kKilled,            // job (victim): resources taken back; it is pending again
     kNominated,         // job: will run once its victims are gone
+    // job (elastic victim of a shrink plan): instead of kKilled, its
+    // `dropped` members' resources were taken back (Resize); it runs on.
+    kShrunk,
   };
   Kind kind;
   std::string job;
   std::string other;  // kCheckpointSignal/kKilled: the preemptor
   absl::Time deadline = absl::InfiniteFuture();
   std::string message;
+  // kCheckpointSignal of a shrink plan: the members it will drop (empty: the
+  // victim is evicted whole); kShrunk: the members dropped.
+  std::vector<MemberPlacement> dropped;
 };
 
 struct Reservation {
@@ -254,6 +262,23 @@ class QueueManager {
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
   void Kill(const std::string& key, absl::Time now, CycleReport* rep);
   std::optional<Reservation> ComputeReservation(const Pending& p, absl::Time now);
+  // --- Preemption by shrinking elastic victims (queue_manager_shrink.cc) ---
+  // Sets rj's `dropping` (and its charge) when `plan` shrinks it; false when
+  // the plan takes it whole.
+  bool MarkShrink(const struct VictimPlan& plan, RunningJob* rj) const;
+  // TakeOut / PutBack of what a plan takes of `j`: all of it, or its
+  // `dropping` members.
+  void TakeOutPart(const RunningJob& j);
+  void PutBackPart(const RunningJob& j);
+  // A shrink victim's deadline (or its plan's victims exited): it gives up its
+  // `dropping` members through Resize and reports kShrunk; when that fails
+  // (a kept member's GPU turned unhealthy meanwhile) it is killed whole.
+  void ShrinkVictim(const std::string& key, absl::Time now, CycleReport* rep);
+  // What `members` of running job `j` are charged (its GPU model).
+  ResourceList UsageOf(const RunningJob& j, const std::vector<MemberPlacement>& members) const;
+  // After Build: the search's charge hook, and shrink victims' charges
+  // against the new tree.
+  void RefreshShrinkState();
   void TakeOut(const RunningJob& j);
   void PutBack(const RunningJob& j);
 

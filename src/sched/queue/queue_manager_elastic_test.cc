@@ -44,13 +44,7 @@ class ElasticQueueTest : public ::testing::Test {
     ASSERT_EQ(cs_->FindPlacement(kKey)->members.size(), 4u);
   }
 
-  int64_t GpuUsage() {
-    const QueueTree& t = qm_->tree();
-    for (size_t r = 0; r < t.resources().size(); ++r) {
-      if (t.resources()[r] == "gpu/H100") return t.usage(t.Find("team"), r);
-    }
-    return -1;
-  }
+  int64_t GpuUsage() { return testing::GpuUsage(qm_->tree(), "team"); }
 
   // The placement without the members on `node`.
   Placement Without(NodeId node) {
@@ -59,22 +53,7 @@ class ElasticQueueTest : public ::testing::Test {
     return p;
   }
 
-  // Every GPU held by a bound job, checking none is held twice.
-  int64_t BoundMilli() {
-    std::set<std::pair<NodeId, int>> seen;
-    int64_t milli = 0;
-    for (const auto& [key, p] : cs_->bound()) {
-      for (const MemberPlacement& m : p.members) {
-        for (const GpuGrant& g : m.gpus) {
-          EXPECT_TRUE(seen.insert({m.node, g.gpu}).second) << "GPU bound twice";
-          milli += g.milli;
-        }
-      }
-    }
-    EXPECT_TRUE(cs_->CheckConsistency().ok());
-    EXPECT_EQ(milli, cs_->allocated_milli());
-    return milli;
-  }
+  int64_t BoundMilli() { return testing::BoundMilli(*cs_); }
 
   std::unique_ptr<ClusterState> cs_;
   std::unique_ptr<QueueManager> qm_;

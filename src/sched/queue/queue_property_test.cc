@@ -6,7 +6,9 @@
 //  - backfill never delays the reservation: while the same job holds the
 //    reservation and nothing started ahead of it, its start never moves later;
 //  - no starvation: every job of the finite workload eventually completes;
-//  - no preemption cycle: a victim's retry never preempts its preemptor.
+//  - no preemption cycle: a victim's retry never preempts its preemptor;
+//  - odd seeds run some gangs elastic: a preemption that shrinks them keeps
+//    them at >= minMember and every invariant above holds.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -69,7 +71,12 @@ TEST_P(QueuePropertyTest, InvariantsHoldAndEveryJobRuns) {
       g.count = rnd(2, 6);
       g.resources.gpus = rnd(0, 1) ? 8 : 4;
       if (rnd(0, 1)) j.topology = {model::TopologyLevel::kRack, true};
-      if (rnd(0, 3) == 0) j.gang.min_member = g.count - 1;
+      if (rnd(0, 3) == 0) {
+        j.gang.min_member = g.count - 1;
+        // Odd seeds: such gangs are elastic (start with what fits, may be
+        // shrunk by a preemption instead of evicted).
+        j.gang.elastic = seed % 2 == 1;
+      }
     }
     j.groups.push_back(g);
     Spec sp;
@@ -95,7 +102,7 @@ TEST_P(QueuePropertyTest, InvariantsHoldAndEveryJobRuns) {
   std::set<std::string> done;
   std::optional<Reservation> prev_res;
   size_t next = 0;
-  int preemptions = 0, backfill_checks = 0;
+  int preemptions = 0, backfill_checks = 0, shrinks = 0;
   for (int step = 0; step < 60 * 24 * 4 && static_cast<int>(done.size()) < kJobs; ++step) {
     now += absl::Minutes(1);
     for (; next < arrivals.size() && arrivals[next].first <= now; ++next) {
@@ -146,6 +153,12 @@ TEST_P(QueuePropertyTest, InvariantsHoldAndEveryJobRuns) {
         case QueueEvent::Kind::kKilled:
           ends.erase(e.job);
           killed_by[e.job] = e.other;
+          break;
+        case QueueEvent::Kind::kShrunk:
+          // It runs on with fewer members, restarted from its checkpoint.
+          ++shrinks;
+          ends[e.job] = now + specs[e.job].actual - saved[e.job];
+          run_start[e.job] = now;
           break;
         case QueueEvent::Kind::kNominated:
           break;
@@ -199,6 +212,10 @@ TEST_P(QueuePropertyTest, InvariantsHoldAndEveryJobRuns) {
       << "still pending: " << qm.pending_size() << ", running: " << qm.running().size();
   RecordProperty("preemptions", preemptions);
   RecordProperty("backfill_checks", backfill_checks);
+  RecordProperty("shrinks", shrinks);
+  if (seed % 2 == 1) {
+    EXPECT_GT(shrinks, 0) << "no elastic victim was shrunk: the elastic invariants went untested";
+  }
   EXPECT_GT(backfill_checks, 0);
 }
 

@@ -2,8 +2,12 @@
 // plays a workload through QueueManager with exact runtimes.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "model/job.h"
@@ -56,6 +60,32 @@ inline QueueSpec Q(std::string name, std::string parent, int64_t gpus_guaranteed
                             .lending_limit = lending < 0 ? -1 : lending * 1000};
   }
   return q;
+}
+
+// Every GPU milli held by a bound job; fails the calling test when a GPU is
+// held twice or the cluster's indexes disagree.
+inline int64_t BoundMilli(const ClusterState& cs) {
+  std::set<std::pair<NodeId, int>> seen;
+  int64_t milli = 0;
+  for (const auto& [key, p] : cs.bound()) {
+    for (const MemberPlacement& m : p.members) {
+      for (const GpuGrant& g : m.gpus) {
+        EXPECT_TRUE(seen.insert({m.node, g.gpu}).second) << "GPU bound twice";
+        milli += g.milli;
+      }
+    }
+  }
+  EXPECT_TRUE(cs.CheckConsistency().ok());
+  EXPECT_EQ(milli, cs.allocated_milli());
+  return milli;
+}
+
+// Queue `queue`'s H100 usage in milli (-1: the tree tracks no H100 GPUs).
+inline int64_t GpuUsage(const QueueTree& t, const std::string& queue) {
+  for (size_t r = 0; r < t.resources().size(); ++r) {
+    if (t.resources()[r] == "gpu/H100") return t.usage(t.Find(queue), r);
+  }
+  return -1;
 }
 
 }  // namespace tessera::sched::testing

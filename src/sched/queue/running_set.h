@@ -41,6 +41,12 @@ struct RunningJob {
   bool exited = false;
   // Times this job was preempted before (its earlier runs).
   int32_t times_preempted = 0;
+  // Set with `terminating` when the plan shrinks this elastic job instead of
+  // evicting it: at kill_at (or once its plan's victims exited) it gives up
+  // these members and runs on with the rest (QueueManager::ShrinkVictim).
+  std::vector<MemberPlacement> dropping;
+  ResourceList dropping_usage;  // what `dropping` is charged to its queue
+  bool shrinking() const { return !dropping.empty(); }
 
   // GPU-seconds of work since the last checkpoint (or start) at `now`.
   double WorkLost(absl::Time now) const {

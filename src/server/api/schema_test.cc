@@ -69,7 +69,7 @@ TEST(SchemaTest, RequiredAndTypes) {
   EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
               ElementsAre("spec: is required",
                           "status.phase: must be one of Pending, Admitted, Queued, Scheduled, "
-                          "Running, Suspended, Succeeded, Failed, Preempted, NodeLost",
+                          "Running, Suspended, Succeeded, Failed, Preempted, NodeLost, Dispatched",
                           "extra: unknown field"));
   j = Job();
   j["spec"]["groups"][0]["count"] = 2.5;
@@ -103,7 +103,7 @@ TEST(SchemaTest, KindAndNamespaceMustMatch) {
 }
 
 TEST(SchemaTest, EveryKindHasASchemaAndPhases) {
-  EXPECT_EQ(AllKinds().size(), 9u);  // + Event
+  EXPECT_EQ(AllKinds().size(), 10u);  // + Event, Cluster
   for (const KindInfo& k : AllKinds()) {
     EXPECT_FALSE(k.phases.empty()) << k.kind;
     EXPECT_EQ(k.object_schema.type(), Schema::Type::kObject);

@@ -21,6 +21,8 @@
 //                      and exited in time), else up to its last periodic
 //                      checkpoint. It is pending in the manager again.
 //   kNominated         nothing: the preemptor waits inside the manager.
+//   kShrunk            cannot occur: a preemption shrinks only elastic jobs
+//                      and trace jobs are rigid gangs (never gang.elastic).
 //   completion         Finish.
 //   failure kill       Finish, then Submit again: the controller's Requeue for
 //                      NodeLost (the gang keeps its creation time and, with
@@ -215,6 +217,10 @@ void Sim::QueueEvent(const sched::QueueEvent& ev) {
       break;
     }
     case sched::QueueEvent::Kind::kNominated:
+      break;
+    case sched::QueueEvent::Kind::kShrunk:
+      // Only elastic jobs (GangPolicy::elastic) are shrunk by preemption, and
+      // the replay submits none (trace jobs are rigid gangs): it cannot occur.
       break;
   }
 }
