@@ -224,7 +224,9 @@ TEST_F(NodeAgentHttpTest, APreemptionVictimIsSignalledWhileBoundAndItsExitIsNotS
         absl::StatusOr<ApiResponse> cur = admin_->Get(path);
         if (!cur.ok() || cur->code != 200) return false;
         st = cur->body["status"];
-        return absl::StartsWith(st["observed"].value("w-0", ""), "Exited code=0 gen=1 ");
+        // Until the agent's first report there is no status.observed.
+        return st.contains("observed") && st["observed"].is_object() &&
+               absl::StartsWith(st["observed"].value("w-0", ""), "Exited code=0 gen=1 ");
       },
       absl::Seconds(20)))
       << st.dump();
