@@ -9,7 +9,9 @@
 // jobs finish and as many are submitted, a minute later) and a quiet cycle
 // (one arrival, a second later). Prints one JSON object: thread CPU time per
 // cycle (p50, p99, mean) of each kind, Schedule attempts per cycle, jobs
-// started and preemptions.
+// started and preemptions. Two runs may differ a little in what they decide
+// (victims of equal cost are found in hash-map order, which absl seeds per
+// process), so compare builds on the CPU figures, not on the decisions.
 #pragma once
 
 #include "CLI/CLI.hpp"

@@ -235,6 +235,9 @@ class QueueManager {
     uint64_t cache_epoch = 0;
     ResourceList admission;
     int32_t shape = -1;
+    // Its place in the last cycle's order (OrderPending's starting point).
+    uint64_t order_stamp = 0;
+    uint32_t order_pos = 0;
   };
   // One pending job in a cycle's order (queue_manager_order.cc).
   struct OrderEntry {
@@ -280,7 +283,7 @@ class QueueManager {
   }
   // The next time after `now` a running job reaches the minimum runtime
   // (becomes a preemption candidate); InfiniteFuture when none will.
-  absl::Time NextCandidateTime(absl::Time now) const;
+  absl::Time NextCandidateTime(absl::Time now);
   void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
              const std::string& explanation = "");
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
@@ -322,6 +325,14 @@ class QueueManager {
   // the cluster and the tree do not show (a victim signalled, spared).
   uint64_t manager_gen_ = 0;
   std::vector<OrderEntry> order_;  // reused by Cycle
+  std::vector<OrderEntry> fresh_entries_;
+  uint64_t order_stamp_ = 1;
+  size_t last_order_size_ = 0;
+  struct {
+    absl::Time now = absl::InfinitePast();
+    uint64_t gen = ~uint64_t{0};
+    absl::Time next;
+  } next_candidate_;  // NextCandidateTime's last answer
 };
 
 }  // namespace tessera::sched

@@ -53,7 +53,11 @@ void QueueManager::EnsureCached(Pending& p) {
   p.cache_epoch = cache_epoch_;
 }
 
-absl::Time QueueManager::NextCandidateTime(absl::Time now) const {
+absl::Time QueueManager::NextCandidateTime(absl::Time now) {
+  // Starts, kills and signals bump manager_gen_: reuse within one state.
+  if (now == next_candidate_.now && manager_gen_ == next_candidate_.gen) {
+    return next_candidate_.next;
+  }
   absl::Time next = absl::InfiniteFuture();
   const absl::Duration min_runtime = config_.preemption.min_runtime;
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
@@ -64,6 +68,7 @@ absl::Time QueueManager::NextCandidateTime(absl::Time now) const {
     const absl::Time t = rj.start + min_runtime;
     if (t > now) next = std::min(next, t);
   }
+  next_candidate_ = {now, manager_gen_, next};
   return next;
 }
 
@@ -108,8 +113,14 @@ void QueueManager::OrderPending(std::vector<OrderEntry>* out) {
     }
     return covered;
   };
-  out->clear();
-  out->reserve(pending_.size());
+  // Entries go where they were in the last cycle's order (Pending's
+  // order_stamp/order_pos; a slot taken twice or out of range goes with the
+  // new jobs), new jobs after them. The order is total, so whatever the
+  // input the result is the same; in the last order the entries mostly are
+  // sorted already, and then sorting the new ones and merging is O(n).
+  out->assign(last_order_size_, OrderEntry{});
+  std::vector<OrderEntry>& fresh = fresh_entries_;
+  fresh.clear();
   for (auto& [k, p] : pending_) {
     EnsureCached(p);
     bool covered;
@@ -125,13 +136,33 @@ void QueueManager::OrderPending(std::vector<OrderEntry>* out) {
     const uint64_t prio = ~(static_cast<uint32_t>(p.job->priority) ^ 0x80000000u) & 0xffffffffu;
     const uint64_t r = (uint64_t{!ready} << 63) | (prio << 31) | (uint64_t{!covered} << 30) |
                        (uint64_t{!p.restart} << 29) | (rank[p.leaf] & ((1u << 29) - 1));
-    out->push_back({r, p.job->creation_time, p.seq, &p, &k, p.job.get()});
+    const OrderEntry e{r, p.job->creation_time, p.seq, &p, &k, p.job.get()};
+    if (p.order_stamp == order_stamp_ && p.order_pos < out->size() &&
+        (*out)[p.order_pos].p == nullptr) {
+      (*out)[p.order_pos] = e;
+    } else {
+      fresh.push_back(e);
+    }
   }
-  std::sort(out->begin(), out->end(), [](const OrderEntry& a, const OrderEntry& b) {
+  out->erase(
+      std::remove_if(out->begin(), out->end(), [](const OrderEntry& e) { return e.p == nullptr; }),
+      out->end());
+  auto less = [](const OrderEntry& a, const OrderEntry& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
     if (a.creation != b.creation) return a.creation < b.creation;
     return a.seq < b.seq;
-  });
+  };
+  if (!std::is_sorted(out->begin(), out->end(), less)) std::sort(out->begin(), out->end(), less);
+  std::sort(fresh.begin(), fresh.end(), less);
+  const size_t mid = out->size();
+  out->insert(out->end(), fresh.begin(), fresh.end());
+  std::inplace_merge(out->begin(), out->begin() + mid, out->end(), less);
+  ++order_stamp_;
+  for (size_t i = 0; i < out->size(); ++i) {
+    (*out)[i].p->order_stamp = order_stamp_;
+    (*out)[i].p->order_pos = static_cast<uint32_t>(i);
+  }
+  last_order_size_ = out->size();
 }
 
 }  // namespace tessera::sched
