@@ -23,7 +23,12 @@ struct Options {
   int running = 30000;
   int pending = 1000;
   int cycles = 200;
-  int churn = 2;  // running jobs finished (and jobs submitted) before a churn cycle
+  // Running jobs finished (and jobs submitted) before a churn cycle.
+  int churn = 2;
+  double production = 0.05;  // waiting jobs of production priority
+  // Teams guaranteed an eighth each (reclaim preemption between them);
+  // without, weights only: no preemption but by production jobs.
+  bool guarantees = true;
   uint64_t seed = 1;
 };
 
@@ -52,14 +57,14 @@ int Run(const Options& o) {
   for (const char* org : {"a", "b"}) {
     sched::QueueSpec q;
     q.name = org;
-    q.quotas[gpu] = {.guaranteed = total_milli / 2};
+    if (o.guarantees) q.quotas[gpu] = {.guaranteed = total_milli / 2};
     cfg.tree.queues.push_back(q);
   }
   for (const char* leaf : kLeaves) {
     sched::QueueSpec q;
     q.name = leaf;
     q.parent = std::string(1, leaf[0]);
-    q.quotas[gpu] = {.guaranteed = total_milli / 8};
+    if (o.guarantees) q.quotas[gpu] = {.guaranteed = total_milli / 8};
     cfg.tree.queues.push_back(q);
   }
   auto qm_or = sched::QueueManager::Create(cfg, &cs);
@@ -90,11 +95,12 @@ int Run(const Options& o) {
   const int64_t running_jobs = static_cast<int64_t>(qm.running().size());
   const int64_t used = cs.allocated_milli() / 1000;
 
-  // The backlog: research jobs mostly, a few production ones (which may
-  // preempt development jobs of their queue).
+  // The backlog: development jobs (the running research and development
+  // jobs are not their victims), a few production ones (which may preempt
+  // research and development jobs of their queue).
   int submitted = 0;
   auto submit_pending = [&](absl::Time t) {
-    const int32_t prio = coin(0.05) ? 100000 : 1000;
+    const int32_t prio = coin(o.production) ? 100000 : 100;
     (void)qm.Submit(
         MakeJob(absl::StrCat("wait-", submitted++), leaf(), sizes[size_d(rng)], prio, coin(0.3), t),
         {.expected_runtime = absl::Hours(std::uniform_int_distribution<int>(1, 24)(rng))}, t);
@@ -179,6 +185,12 @@ void RegisterBenchQueueCycleCommands(CLI::App& bench) {
       ->capture_default_str();
   c->add_option("--churn", opts->churn, "jobs finished and submitted before a churn cycle")
       ->capture_default_str();
+  c->add_option("--production", opts->production,
+                "fraction of waiting jobs of production priority (they preempt)")
+      ->capture_default_str();
+  c->add_flag(
+      "--no-guarantees", [opts](int64_t) { opts->guarantees = false; },
+      "queues without guarantees (no reclaim preemption)");
   c->add_option("--seed", opts->seed, "random seed")->capture_default_str();
   c->callback([opts]() {
     int rc = Run(*opts);

@@ -1,6 +1,7 @@
 #include "sched/queue/queue_manager.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -526,7 +527,10 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     const RunningJob& rj = running_.at(s);
     order.push_back({rj.terminating ? rj.kill_at : rj.expected_end, s});
   }
-  std::sort(order.begin(), order.end());
+  // Released in order of (end, slot), popped from a min-heap: the search
+  // usually stops after a few releases, so sorting them all would be wasted.
+  const auto later = std::greater<std::pair<absl::Time, int32_t>>();
+  std::make_heap(order.begin(), order.end(), later);
   int64_t need = 0;
   for (const auto& g : p.job->groups) need += int64_t{g.count} * g.resources.gpus;
   std::vector<ModelId> models;
@@ -538,32 +542,36 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     }
   }
   std::optional<Reservation> res;
-  std::vector<RunningJob> out;
+  // Slots taken out; the running set itself does not change here.
+  std::vector<int32_t> out;
   int dry_runs = 0;
   SetEnv(p, false);
   env_.allow_preemption = false;
-  for (size_t i = 0; i < order.size() && i < static_cast<size_t>(config_.reservation_max_releases);
+  for (size_t i = 0; !order.empty() && i < static_cast<size_t>(config_.reservation_max_releases);
        ++i) {
-    const RunningJob& rj = running_.at(order[i].second);
-    out.push_back(rj);
+    std::pop_heap(order.begin(), order.end(), later);
+    const std::pair<absl::Time, int32_t> cur = order.back();
+    order.pop_back();
+    const RunningJob& rj = running_.at(cur.second);
+    out.push_back(cur.second);
     TakeOut(rj);
     int64_t free = 0;
     for (ModelId m : models) free += cluster_->cluster_free(m).free_gpus;
     if (free < need) continue;
     // Jobs ending at the same moment are released together.
-    if (i + 1 < order.size() && order[i + 1].first == order[i].first) continue;
+    if (!order.empty() && order.front().first == cur.first) continue;
     if (++dry_runs > config_.reservation_max_dry_runs) break;
     ScheduleResult r = scheduler_->Evaluate(*p.job);
     if (r.placed()) {
       Reservation rv;
       rv.job = p.job->key();
-      rv.start = std::max(now, order[i].first);
+      rv.start = std::max(now, cur.first);
       for (const MemberPlacement& m : r.placement.members) rv.nodes.push_back(m.node);
       res = std::move(rv);
       break;
     }
   }
-  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(*it);
+  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(running_.at(*it));
   return res;
 }
 
