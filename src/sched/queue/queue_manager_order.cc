@@ -77,6 +77,13 @@ void QueueManager::OrderPending(std::vector<OrderEntry>* out) {
     cached_models_ = cluster_->num_models();
     ++cache_epoch_;  // DemandModel may pick another model
   }
+  if (shape_ids_.size() > 4 * pending_.size() + 4096) {
+    // Shapes of jobs long gone: start the table again (ids are reused, so
+    // the searches remembered by id go too).
+    shape_ids_.clear();
+    memo_.Clear();
+    ++cache_epoch_;
+  }
   const int nq = tree_->num_queues();
   std::vector<int> pending_count(nq, 0);
   for (const auto& [k, p] : pending_) ++pending_count[p.leaf];
