@@ -322,7 +322,11 @@ class QueueManager {
   uint64_t failed_gen_ = 0;
   SearchMemo memo_;
   // Bumped when the running set or the reclaim bookkeeping changes in a way
-  // the cluster and the tree do not show (a victim signalled, spared).
+  // the cluster and the tree do not show (a victim signalled, spared). Any
+  // code that changes what the preemption search reads of a RunningJob
+  // (terminating, start, priority, leaf, usage, members, a partial eviction
+  // in flight) or of the reclaim view must bump it, or a remembered failed
+  // search (memo_) may be reused on a changed state.
   uint64_t manager_gen_ = 0;
   std::vector<OrderEntry> order_;  // reused by Cycle
   std::vector<OrderEntry> fresh_entries_;
