@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -10,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench_preempt/bench_fleet.h"
 #include "common/bench_stats.h"
-#include "model/synthetic_cluster.h"
 #include "nlohmann/json.hpp"
 #include "sched/framework/cluster_state.h"
 #include "sched/plugins/preemption.h"
@@ -31,54 +30,13 @@ struct Options {
   int elastic_percent = 0;
 };
 
-model::Job MakeJob(const std::string& name, const std::string& queue, int gpus, int32_t prio,
-                   bool rack) {
-  model::Job j;
-  j.name = name;
-  j.queue = queue;
-  j.priority = prio;
-  model::MemberGroup g;
-  g.name = "worker";
-  if (gpus <= 8) {
-    g.count = 1;
-    g.resources.gpus = gpus;
-  } else {
-    g.count = gpus / 8;
-    g.resources.gpus = 8;
-    if (rack) j.topology = {model::TopologyLevel::kRack, true};
-  }
-  g.resources.cpu_milli = 4000LL * g.resources.gpus;
-  g.resources.memory_mib = 65536LL * g.resources.gpus;
-  j.groups.push_back(g);
-  return j;
-}
-
-// CPU time of this thread: on a shared machine wall time also counts waiting.
-double ThreadCpuUs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 int Run(const Options& o) {
   using Clock = std::chrono::steady_clock;
   auto t_start = Clock::now();
   sched::ClusterState cs;
-  model::SyntheticClusterSpec spec;
-  spec.nodes = o.nodes;
-  spec.gpus_per_node = 8;
-  spec.nodes_per_rack = 32;
-  spec.layout = model::GpuLayout::kNvSwitch;
-  auto nodes = model::BuildSyntheticCluster(spec);
-  if (!nodes.ok()) {
-    std::cerr << nodes.status() << "\n";
+  if (absl::Status s = BuildBenchFleet(o.nodes, &cs); !s.ok()) {
+    std::cerr << s << "\n";
     return 1;
-  }
-  for (auto& n : *nodes) {
-    if (auto s = cs.AddNode(std::move(n)); !s.ok()) {
-      std::cerr << s.status() << "\n";
-      return 1;
-    }
   }
   sched::QueueManagerConfig cfg;
   for (const char* t : {"team-a", "team-b", "team-c", "team-d"}) {
@@ -108,7 +66,8 @@ int Run(const Options& o) {
   for (int i = 0; i < o.running; ++i) {
     int gpus = sizes[size_d(rng)];
     bool rack = std::uniform_int_distribution<int>(0, 1)(rng) == 0;
-    model::Job j = MakeJob(absl::StrCat("run-", i), teams[i % 4], gpus, prios[prio_d(rng)], rack);
+    model::Job j =
+        MakeBenchJob(absl::StrCat("run-", i), teams[i % 4], gpus, prios[prio_d(rng)], rack);
     j.creation_time = now - absl::Hours(48);
     if (o.elastic_percent > 0 && j.groups[0].count > 1 &&
         std::uniform_int_distribution<int>(0, 99)(rng) < o.elastic_percent) {
@@ -145,7 +104,7 @@ int Run(const Options& o) {
     int gpus = pre_sizes[std::uniform_int_distribution<int>(0, 4)(rng)];
     bool rack = std::uniform_int_distribution<int>(0, 1)(rng) == 0;
     std::string name = absl::StrCat("urgent-", i);
-    model::Job j = MakeJob(name, teams[i % 4], gpus, 500000, rack);
+    model::Job j = MakeBenchJob(name, teams[i % 4], gpus, 500000, rack);
     if (!qm.Submit(std::move(j), {.expected_runtime = absl::Hours(1)}, now).ok()) return 1;
     double c0 = ThreadCpuUs();
     auto t0 = Clock::now();
@@ -187,7 +146,7 @@ int Run(const Options& o) {
     // Keep the fleet full: refill with as many small low-priority jobs.
     int64_t free = cs.total_gpus() - cs.allocated_milli() / 1000;
     for (int64_t f = 0; f + 8 <= free; f += 8) {
-      (void)qm.Submit(MakeJob(absl::StrCat("fill-", i, "-", f), teams[f % 4], 8, 100, false),
+      (void)qm.Submit(MakeBenchJob(absl::StrCat("fill-", i, "-", f), teams[f % 4], 8, 100, false),
                       {.expected_runtime = absl::Hours(10)}, now);
     }
     qm.Cycle(now);

@@ -11,6 +11,7 @@
 #include "agent/node_command.h"
 #include "bench/sched_bench.h"
 #include "bench_preempt/bench_preempt.h"
+#include "bench_preempt/bench_queue_cycle.h"
 #include "cli/cli_commands.h"
 #include "controller/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
@@ -39,6 +40,7 @@ int Run(int argc, char** argv) {
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
   tessera::sim::replay::RegisterSimReplayCommands(*sim);
   tessera::bench::RegisterBenchPreemptCommands(*bench);
+  tessera::bench::RegisterBenchQueueCycleCommands(*bench);
   tessera::cli::RegisterCliCommands(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);

@@ -739,7 +739,7 @@ PostFilterResult Preemption::PostFilter(CycleState&, const JobContext& ctx, cons
     r.status = PluginStatus::Unschedulable("preemption not attempted");
     return r;
   }
-  last_ = FindVictims(*env_, *ctx.job, ctx);
+  last_ = env_->known_failure != nullptr ? *env_->known_failure : FindVictims(*env_, *ctx.job, ctx);
   if (!last_.found()) {
     r.status = PluginStatus::Unschedulable(last_.reason);
     r.message = absl::StrCat("preemption: ", last_.reason);

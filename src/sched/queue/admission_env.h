@@ -18,6 +18,8 @@
 
 namespace tessera::sched {
 
+struct VictimPlan;  // plugins/preemption.h
+
 struct PreemptionPolicy {
   // Lower-priority jobs of the preemptor's own queue may be evicted.
   bool within_queue = true;
@@ -81,6 +83,11 @@ struct AdmissionEnv {
   // current job must keep off them (it would still run at the reservation time).
   std::vector<bool> reserved_nodes;
   bool avoid_reserved = false;
+  // Set by the QueueManager when it knows the preemption search for the
+  // current job would find no victims, with this plan: the same search failed
+  // for a job of the same shape on the same state (search_memo.h). The
+  // plugin then returns this plan instead of searching again.
+  const VictimPlan* known_failure = nullptr;
 };
 
 }  // namespace tessera::sched

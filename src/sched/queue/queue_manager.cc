@@ -1,6 +1,7 @@
 #include "sched/queue/queue_manager.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -125,6 +126,11 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
   }
   for (auto& [k, p] : pending_) p.leaf = tree_->Find(p.job->queue);
   RefreshShrinkState();
+  // Leaves, demands and the search policy may have changed.
+  ++cache_epoch_;
+  shape_ids_.clear();
+  memo_.Clear();
+  ++manager_gen_;
   return absl::OkStatus();
 }
 
@@ -290,6 +296,7 @@ absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
       RunningJob* rj = running_.Find(v);
       if (rj == nullptr || rj->exited) continue;
       rj->terminating = false;
+      ++manager_gen_;
       rj->kill_at = absl::InfiniteFuture();
       rj->preempted_by.clear();
       rj->dropping.clear(), rj->dropping_usage.clear();
@@ -304,6 +311,7 @@ absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
   std::string by = rj->preempted_by;
   TakeOut(*rj);
   running_.Remove(k);
+  ++manager_gen_;
   running_meta_.erase(k);
   if (!by.empty()) {
     if (auto it = pending_.find(by); it != pending_.end()) it->second.victims.erase(k);
@@ -315,6 +323,7 @@ absl::Status QueueManager::ReportCheckpoint(absl::string_view key, absl::Time at
   RunningJob* rj = running_.Find(key);
   if (rj == nullptr) return absl::NotFoundError(absl::StrCat("job ", key, " is not running"));
   rj->last_checkpoint = std::max(rj->last_checkpoint, at);
+  ++manager_gen_;
   return absl::OkStatus();
 }
 
@@ -336,6 +345,7 @@ void QueueManager::Kill(const std::string& key, absl::Time now, CycleReport* rep
   }
   p.times_preempted = rj->times_preempted + 1;
   running_.Remove(key);
+  ++manager_gen_;
   p.nominated = false;
   p.victims.clear();
   if (!by.empty()) p.protected_jobs.insert(by);
@@ -419,13 +429,19 @@ void QueueManager::FitToQuota(const Pending& p, Placement* placement) {
 
 void QueueManager::SetEnv(const Pending& p, bool quota) {
   env_.leaf = quota ? p.leaf : -1;
-  env_.demand = AdmissionDemand(*p.job, DemandModel(*p.job));
+  if (p.cache_epoch == cache_epoch_) {
+    env_.demand = p.admission;
+  } else {
+    env_.demand = AdmissionDemand(*p.job, DemandModel(*p.job));
+  }
   env_.protected_jobs = &p.protected_jobs;
   env_.allow_preemption = true;
   env_.own_pledge = p.nominated;
 }
 
 void QueueManager::RefreshReclaimView() {
+  std::vector<ResourceList> old_pledged = std::move(env_.pledged);
+  std::vector<ResourceList> old_leaving = std::move(env_.leaving);
   env_.pledged.clear();
   env_.leaving.clear();
   const size_t nr = tree_->resources().size();
@@ -443,8 +459,11 @@ void QueueManager::RefreshReclaimView() {
     }
   }
   for (const auto& [k, p] : pending_) {
-    if (p.nominated) add(env_.pledged, p.leaf, AdmissionDemand(*p.job, DemandModel(*p.job)));
+    if (!p.nominated) continue;
+    add(env_.pledged, p.leaf,
+        p.cache_epoch == cache_epoch_ ? p.admission : AdmissionDemand(*p.job, DemandModel(*p.job)));
   }
+  if (env_.pledged != old_pledged || env_.leaving != old_leaving) ++manager_gen_;
 }
 
 void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
@@ -474,6 +493,7 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   tree_->Add(rj.leaf, rj.usage);
   std::string key = rj.key;
   running_.Add(std::move(rj));
+  ++manager_gen_;
   Pending meta = std::move(p);
   pending_.erase(key);
   meta.nominated = false;
@@ -505,22 +525,6 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
   return r.placed();
 }
 
-std::string QueueManager::Shape(const Pending& p) const {
-  const model::Job& j = *p.job;
-  std::string s =
-      absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
-                   static_cast<int>(j.topology.level), j.topology.required, "|", j.gang.min_member,
-                   j.gang.elastic ? "e" : "", "|", absl::StrJoin(j.gpu_models, ","), "|");
-  for (const auto& g : j.groups) {
-    absl::StrAppend(&s, g.count, "x", g.resources.gpus, ":", g.resources.gpu_milli, ":",
-                    g.resources.gpu_memory_mib, ":", g.resources.cpu_milli, ":",
-                    g.resources.memory_mib, ";");
-  }
-  for (const auto& [k, v] : j.node_selector) absl::StrAppend(&s, k, "=", v, ",");
-  if (!j.tolerations.empty()) return "";  // not worth keying; always tried
-  return s;
-}
-
 std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, absl::Time now) {
   std::vector<std::pair<absl::Time, int32_t>> order;
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
@@ -531,7 +535,10 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
                                                        : rj.expected_end,
                      s});
   }
-  std::sort(order.begin(), order.end());
+  // Released in order of (end, slot), popped from a min-heap: the search
+  // usually stops after a few releases, so sorting them all would be wasted.
+  const auto later = std::greater<std::pair<absl::Time, int32_t>>();
+  std::make_heap(order.begin(), order.end(), later);
   int64_t need = 0;
   for (const auto& g : p.job->groups) need += int64_t{g.count} * g.resources.gpus;
   std::vector<ModelId> models;
@@ -543,32 +550,36 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     }
   }
   std::optional<Reservation> res;
-  std::vector<RunningJob> out;
+  // Slots taken out; the running set itself does not change here.
+  std::vector<int32_t> out;
   int dry_runs = 0;
   SetEnv(p, false);
   env_.allow_preemption = false;
-  for (size_t i = 0; i < order.size() && i < static_cast<size_t>(config_.reservation_max_releases);
+  for (size_t i = 0; !order.empty() && i < static_cast<size_t>(config_.reservation_max_releases);
        ++i) {
-    const RunningJob& rj = running_.at(order[i].second);
-    out.push_back(rj);
+    std::pop_heap(order.begin(), order.end(), later);
+    const std::pair<absl::Time, int32_t> cur = order.back();
+    order.pop_back();
+    const RunningJob& rj = running_.at(cur.second);
+    out.push_back(cur.second);
     TakeOut(rj);
     int64_t free = 0;
     for (ModelId m : models) free += cluster_->cluster_free(m).free_gpus;
     if (free < need) continue;
     // Jobs ending at the same moment are released together.
-    if (i + 1 < order.size() && order[i + 1].first == order[i].first) continue;
+    if (!order.empty() && order.front().first == cur.first) continue;
     if (++dry_runs > config_.reservation_max_dry_runs) break;
     ScheduleResult r = scheduler_->Evaluate(*p.job);
     if (r.placed()) {
       Reservation rv;
       rv.job = p.job->key();
-      rv.start = std::max(now, order[i].first);
+      rv.start = std::max(now, cur.first);
       for (const MemberPlacement& m : r.placement.members) rv.nodes.push_back(m.node);
       res = std::move(rv);
       break;
     }
   }
-  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(*it);
+  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(running_.at(*it));
   return res;
 }
 
@@ -585,58 +596,11 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   }
   for (const std::string& k : to_kill) Kill(k, now, &rep);
 
-  // 2. Order.
-  std::vector<int> pending_count(tree_->num_queues(), 0);
-  for (const auto& [k, p] : pending_) ++pending_count[p.leaf];
-  std::vector<QueueTree::OrderKey> keys(tree_->num_queues());
-  for (int q = 0; q < tree_->num_queues(); ++q) {
-    tree_->SetPending(q, pending_count[q]);
-    if (tree_->IsLeaf(q)) keys[q] = tree_->Key(q);
-  }
-  // A job its queues' guarantees cover goes before one that would borrow, as
-  // in Kueue and YuniKorn: otherwise fair share hands freed GPUs to a queue
-  // already at its guarantee, the queue below its guarantee reclaims them
-  // once min_runtime has passed, and so on (a ping-pong `sim replay` found).
-  // Entries hold pointers so the sort does no map lookups.
-  struct Entry {
-    const std::string* key;
-    const Pending* p;
-    bool covered;  // by its queues' guarantees
-  };
-  std::vector<Entry> entries;
-  entries.reserve(pending_.size());
-  for (const auto& [k, p] : pending_) {
-    bool covered = false;
-    if (tree_->any_guarantee()) {  // else no job is covered: skip the demand
-      const ResourceList d = AdmissionDemand(*p.job, DemandModel(*p.job));
-      covered = std::any_of(d.begin(), d.end(), [](int64_t v) { return v > 0; });
-      for (int q = p.leaf; covered && q >= 0; q = tree_->parent(q)) {
-        covered = tree_->WithinGuarantee(q, d);
-      }
-    }
-    entries.push_back({&k, &p, covered});
-  }
-  std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
-    const Pending& x = *a.p;
-    const Pending& y = *b.p;
-    bool xr = x.nominated && x.victims.empty();
-    bool yr = y.nominated && y.victims.empty();
-    if (xr != yr) return xr;
-    if (x.job->priority != y.job->priority) return x.job->priority > y.job->priority;
-    if (a.covered != b.covered) return a.covered;
-    if (x.restart != y.restart) return x.restart;
-    if (x.leaf != y.leaf) {
-      if (keys[x.leaf] < keys[y.leaf]) return true;
-      if (keys[y.leaf] < keys[x.leaf]) return false;
-    }
-    if (x.job->creation_time != y.job->creation_time) {
-      return x.job->creation_time < y.job->creation_time;
-    }
-    return x.seq < y.seq;
-  });
-  std::vector<std::string> order;
-  order.reserve(entries.size());
-  for (const Entry& e : entries) order.push_back(*e.key);
+  // 2. Order (queue_manager_order.cc). Entries point into pending_, which
+  // only the job being scheduled leaves, and which only Kill adds to (below,
+  // without a grace period): then the rest of the entries are looked up again.
+  std::vector<OrderEntry>& order = order_;
+  OrderPending(&order);
 
   // 3-4. Schedule in order, with backfill behind the first job that waits.
   reservation_.reset();
@@ -645,22 +609,25 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   // A job identical in shape (queue, priority, members, constraints) to one
   // that already failed this cycle fails the same way: skip it. This keeps a
   // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
-  absl::flat_hash_map<std::string, std::pair<std::string, bool>> failed_shapes;
+  // failed_shapes_[shape * 2 + avoid] holds for this cycle while its gen is
+  // failed_gen_.
+  ++failed_gen_;
+  if (failed_shapes_.size() < 2 * shape_ids_.size()) failed_shapes_.resize(2 * shape_ids_.size());
   // Preemptions in flight, for reclaim decisions; refreshed after each plan.
   RefreshReclaimView();
-  for (const std::string& key : order) {
-    auto it = pending_.find(key);
-    if (it == pending_.end()) continue;
-    Pending& p = it->second;
+  for (size_t oi = 0; oi < order.size(); ++oi) {
+    if (order[oi].p == nullptr) continue;
+    Pending& p = *order[oi].p;
+    const std::string& key = *order[oi].key;
     if (p.nominated && !p.victims.empty()) continue;  // waiting for its victims
     const bool avoid = reservation_.has_value() && now + p.runtime > reservation_->start;
-    std::string shape;
-    if (p.protected_jobs.empty() && !p.nominated) shape = Shape(p);
-    if (!shape.empty()) {
-      absl::StrAppend(&shape, "|", avoid);
-      if (auto f = failed_shapes.find(shape); f != failed_shapes.end()) {
-        p.reason = f->second.first;
-        p.waits_for_room = f->second.second;
+    int64_t shape = -1;
+    if (p.protected_jobs.empty() && !p.nominated && p.shape >= 0) shape = p.shape * 2 + avoid;
+    if (shape >= 0) {
+      const FailedShape& f = failed_shapes_[shape];
+      if (f.gen == failed_gen_) {
+        p.reason = f.reason;
+        p.waits_for_room = f.waits_for_room;
         continue;
       }
     }
@@ -688,7 +655,21 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     env_.avoid_reserved = avoid;
     preemption_->Reset();
+    // A search that failed for this shape on this state fails again
+    // (search_memo.h): the plugin takes the remembered plan.
+    const std::vector<NodeId>* reserved = avoid ? &reservation_->nodes : nullptr;
+    const SearchMemo::Gens before = Gens();
+    const uint64_t state = memo_.StateId(before);
+    env_.known_failure = shape >= 0 ? memo_.Find(shape, state, now, reserved) : nullptr;
+    if (env_.known_failure != nullptr) ++memo_.hits;
     ScheduleResult r = scheduler_->Schedule(*job);
+    if (!r.placed()) memo_.Absorb(before, Gens());  // members assumed were forgotten
+    if (shape >= 0 && env_.known_failure == nullptr && preemption_->ran() &&
+        env_.allow_preemption && SearchMemo::Cacheable(preemption_->last_plan(), env_.policy)) {
+      memo_.Store(shape, state, NextCandidateTime(now), reserved, preemption_->last_plan());
+      ++memo_.stores;
+    }
+    env_.known_failure = nullptr;
     ++rep.attempts;
     if (attempt_observer_) attempt_observer_(*job, r);
     env_.quota_checked = false;
@@ -700,8 +681,13 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     // The plan is verified (and, without a grace period, carried out) under
     // the same backfill rule as the attempt.
+    // Dry runs (VerifyPlan, ComputeReservation) put back what they take out.
+    SearchMemo::Gens dry = Gens();
     const bool verified = !r.victims.empty() && VerifyPlan(p, r.victims);
+    memo_.Absorb(dry, Gens());
     if (verified) {
+      const std::string key_copy = key;  // Kill below may move pending_'s entries
+      const std::string& key = key_copy;
       const VictimPlan& plan = preemption_->last_plan();
       ++rep.preemptions;
       p.nominated = true;
@@ -710,6 +696,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       for (const std::string& v : r.victims) {
         RunningJob* rj = running_.Find(v);
         rj->terminating = true;
+        ++manager_gen_;
         rj->kill_at = deadline;
         rj->preempted_by = key;
         p.victims.insert(v);
@@ -724,7 +711,13 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       rep.events.push_back({QueueEvent::Kind::kNominated, key, "", deadline, p.reason});
       if (config_.preemption.grace_period == absl::ZeroDuration()) {
         for (const std::string& v : r.victims) Kill(v, now, &rep);
-        failed_shapes.clear();  // capacity came back
+        ++failed_gen_;  // capacity came back
+        // Kill added to pending_, which may have moved its entries.
+        for (size_t i = oi + 1; i < order.size(); ++i) {
+          auto e = pending_.find(order[i].job->key());
+          order[i].p = e == pending_.end() ? nullptr : &e->second;
+          order[i].key = e == pending_.end() ? nullptr : &e->first;
+        }
         auto again = pending_.find(key);
         if (again != pending_.end()) {
           SetEnv(again->second, true);
@@ -752,7 +745,9 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     if (r.unresolvable) p.reason = absl::StrCat(p.reason, " (no preemption can help)");
     bool made_reservation = false;
     if (config_.backfill && !reservation_ && quota_ok && !r.unresolvable) {
+      dry = Gens();
       reservation_ = ComputeReservation(p, now);
+      memo_.Absorb(dry, Gens());
       rep.started_before_reservation = rep.started;
       if (reservation_) {
         for (NodeId n : reservation_->nodes) env_.reserved_nodes[n] = true;
@@ -763,8 +758,11 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     }
     // Backfill changes what later jobs may use: only cache failures made
     // under the same rules.
-    if (!shape.empty() && !made_reservation) {
-      failed_shapes[shape] = {p.reason, p.waits_for_room};
+    if (shape >= 0 && !made_reservation) {
+      FailedShape& f = failed_shapes_[shape];
+      f.gen = failed_gen_;
+      f.reason = p.reason;
+      f.waits_for_room = p.waits_for_room;
     }
   }
   if (!reservation_) rep.started_before_reservation = rep.started;

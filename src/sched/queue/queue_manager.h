@@ -55,6 +55,7 @@
 #include "sched/queue/admission_env.h"
 #include "sched/queue/queue_tree.h"
 #include "sched/queue/running_set.h"
+#include "sched/queue/search_memo.h"
 
 namespace tessera::sched {
 
@@ -215,6 +216,9 @@ class QueueManager {
   Scheduler& scheduler() { return *scheduler_; }
   // The preemption plan of the last Schedule that reached PostFilter.
   const struct VictimPlan& last_plan() const;
+  // Preemption searches answered from the memo / remembered (benchmarks).
+  int64_t search_memo_hits() const { return memo_.hits; }
+  int64_t search_memo_stores() const { return memo_.stores; }
 
  private:
   struct Pending {
@@ -232,6 +236,25 @@ class QueueManager {
     // Its last attempt failed for room, not quota: an elastic job may not
     // grow into room it waits for (Grow).
     bool waits_for_room = false;
+    // Derived from the job, its leaf and the fleet's GPU models, which do
+    // not change while it waits; valid while cache_epoch == cache_epoch_
+    // (EnsureCached). `admission`: AdmissionDemand on its DemandModel;
+    // `shape`: id of Shape() (-1: not keyed).
+    uint64_t cache_epoch = 0;
+    ResourceList admission;
+    int32_t shape = -1;
+    // Its place in the last cycle's order (OrderPending's starting point).
+    uint64_t order_stamp = 0;
+    uint32_t order_pos = 0;
+  };
+  // One pending job in a cycle's order (queue_manager_order.cc).
+  struct OrderEntry {
+    uint64_t rank;  // ready, priority, guarantee cover, restart, queue key
+    absl::Time creation;
+    uint64_t seq;
+    Pending* p;
+    const std::string* key;
+    const model::Job* job;  // stable if pending_ moves its entries
   };
   QueueManager() = default;
   absl::Status Build(QueueManagerConfig config);
@@ -257,6 +280,18 @@ class QueueManager {
   void RefreshReclaimView();
   // A key equal for jobs that schedule identically (same queue and priority).
   std::string Shape(const Pending& p) const;
+  // Fills p's cached fields (admission demand, shape id) when stale.
+  void EnsureCached(Pending& p);
+  // Every pending job in scheduling order (step 2 of Cycle); sets the
+  // queues' pending counts.
+  void OrderPending(std::vector<OrderEntry>* out);
+  // What the preemption search reads, as generation counters (search_memo.h).
+  SearchMemo::Gens Gens() const {
+    return {cluster_->generation(), tree_->usage_generation(), manager_gen_};
+  }
+  // The next time after `now` a running job reaches the minimum runtime
+  // (becomes a preemption candidate); InfiniteFuture when none will.
+  absl::Time NextCandidateTime(absl::Time now);
   void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
              const std::string& explanation = "");
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
@@ -295,6 +330,38 @@ class QueueManager {
   std::optional<Reservation> reservation_;
   uint64_t seq_ = 0;
   AttemptObserver attempt_observer_;
+  // Caches of the cycle (queue_manager_order.cc): Pending's derived fields
+  // are valid for cache_epoch_, bumped when the tree or the fleet's GPU
+  // models change; shape strings interned to ids; failures of this cycle
+  // per shape id * 2 + keeps off the reservation, valid while their gen is
+  // failed_gen_; preemption searches that failed, across cycles.
+  uint64_t cache_epoch_ = 1;
+  int32_t cached_models_ = -1;
+  absl::flat_hash_map<std::string, int32_t> shape_ids_;
+  struct FailedShape {
+    uint64_t gen = 0;
+    std::string reason;
+    bool waits_for_room = false;
+  };
+  std::vector<FailedShape> failed_shapes_;
+  uint64_t failed_gen_ = 0;
+  SearchMemo memo_;
+  // Bumped when the running set or the reclaim bookkeeping changes in a way
+  // the cluster and the tree do not show (a victim signalled, spared). Any
+  // code that changes what the preemption search reads of a RunningJob
+  // (terminating, start, priority, leaf, usage, members, a partial eviction
+  // in flight) or of the reclaim view must bump it, or a remembered failed
+  // search (memo_) may be reused on a changed state.
+  uint64_t manager_gen_ = 0;
+  std::vector<OrderEntry> order_;  // reused by Cycle
+  std::vector<OrderEntry> fresh_entries_;
+  uint64_t order_stamp_ = 1;
+  size_t last_order_size_ = 0;
+  struct {
+    absl::Time now = absl::InfinitePast();
+    uint64_t gen = ~uint64_t{0};
+    absl::Time next;
+  } next_candidate_;  // NextCandidateTime's last answer
 };
 
 }  // namespace tessera::sched

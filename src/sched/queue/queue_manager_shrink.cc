@@ -100,6 +100,9 @@ void QueueManager::PutBackPart(const RunningJob& j) {
 void QueueManager::ShrinkVictim(const std::string& key, absl::Time now, CycleReport* rep) {
   RunningJob* rj = running_.Find(key);
   if (rj == nullptr) return;
+  // The victim stops being one (terminating, dropping, start change below):
+  // a remembered preemption search (SearchMemo) no longer holds.
+  ++manager_gen_;
   const std::string by = rj->preempted_by;
   std::vector<MemberPlacement> dropped = std::move(rj->dropping);
   rj->dropping.clear();

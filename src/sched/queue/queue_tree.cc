@@ -179,7 +179,10 @@ int QueueTree::FindResource(absl::string_view name) const {
 
 void QueueTree::SetCapacity(absl::string_view resource, int64_t amount) {
   int r = FindResource(resource);
-  if (r >= 0) capacity_[r] = amount;
+  if (r >= 0 && capacity_[r] != amount) {
+    capacity_[r] = amount;
+    ++usage_generation_;
+  }
 }
 
 int64_t QueueTree::Agg(int q, int r) const {
@@ -209,15 +212,18 @@ void QueueTree::Refresh(int q) {
 }
 
 void QueueTree::Add(int leaf, const ResourceList& v) {
-  for (int q = leaf; q >= 0; q = nodes_[q].parent) {
-    for (size_t r = 0; r < resources_.size(); ++r) nodes_[q].usage[r] += v[r];
-  }
-  Refresh(leaf);
+  ++usage_generation_;
+  Charge(leaf, v, 1);
 }
 
 void QueueTree::Remove(int leaf, const ResourceList& v) {
+  ++usage_generation_;
+  Charge(leaf, v, -1);
+}
+
+void QueueTree::Charge(int leaf, const ResourceList& v, int sign) {
   for (int q = leaf; q >= 0; q = nodes_[q].parent) {
-    for (size_t r = 0; r < resources_.size(); ++r) nodes_[q].usage[r] -= v[r];
+    for (size_t r = 0; r < resources_.size(); ++r) nodes_[q].usage[r] += sign * v[r];
   }
   Refresh(leaf);
 }
@@ -225,7 +231,8 @@ void QueueTree::Remove(int leaf, const ResourceList& v) {
 std::string QueueTree::Check(int leaf, const ResourceList& demand,
                              const std::vector<std::pair<int, const ResourceList*>>& removed,
                              int* blocking) {
-  for (const auto& [q, r] : removed) Remove(q, *r);
+  // Taken out and put back below: not a change (usage_generation unchanged).
+  for (const auto& [q, r] : removed) Charge(q, *r, -1);
   std::string why;
   int block = -2;
   for (size_t r = 0; r < resources_.size() && why.empty(); ++r) {
@@ -270,7 +277,7 @@ std::string QueueTree::Check(int leaf, const ResourceList& demand,
       }
     }
   }
-  for (const auto& [q, r] : removed) Add(q, *r);
+  for (const auto& [q, r] : removed) Charge(q, *r, 1);
   if (blocking) *blocking = block;
   return why;
 }

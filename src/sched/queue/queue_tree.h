@@ -101,6 +101,9 @@ class QueueTree {
   void Add(int leaf, const ResourceList& r);
   void Remove(int leaf, const ResourceList& r);
   int64_t usage(int q, int r) const { return nodes_[q].usage[r]; }
+  // Bumped by every Add, Remove and capacity change (not by Check's
+  // temporary removals): lets callers cache what depends on usage and limits.
+  uint64_t usage_generation() const { return usage_generation_; }
 
   // "" when `demand` fits in `leaf` with `removed` (leaf, usage) pairs taken
   // away; else why not, in words ("queue team-a over quota: ...").
@@ -169,7 +172,8 @@ class QueueTree {
   int64_t Agg(int q, int r) const;
   double CreditCap(int q) const;  // e(q) * H / ln 2
   int64_t Footprint(int q, int r) const;
-  void Refresh(int q);  // recompute fp on q and its ancestors
+  void Refresh(int q);                                     // recompute fp on q and its ancestors
+  void Charge(int leaf, const ResourceList& v, int sign);  // Add (1) or Remove (-1)
   int64_t Limit(int q, int r) const;
   std::string Describe(int r, int64_t v) const;
 
@@ -180,6 +184,7 @@ class QueueTree {
   absl::Duration half_life_ = absl::Hours(1);
   absl::Time last_ = absl::InfinitePast();
   bool any_guarantee_ = false;
+  uint64_t usage_generation_ = 0;
 };
 
 }  // namespace tessera::sched
