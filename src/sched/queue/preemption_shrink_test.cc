@@ -126,6 +126,8 @@ TEST_F(ShrinkTest, PreemptorGetsExactlyTheSurplusMembersItNeeds) {
   EXPECT_EQ(qm_->last_plan().evicted_milli, 8000);
   EXPECT_EQ(qm_->Phase(Key("el")), JobPhase::kTerminating);
   EXPECT_EQ(qm_->Phase(Key("p")), JobPhase::kNominated);
+  EXPECT_NE(qm_->WaitingReason(Key("p")).find("to checkpoint and shrink"), std::string::npos)
+      << qm_->WaitingReason(Key("p"));
   EXPECT_EQ(Members("el"), 4u);  // nothing moves before the deadline
   EXPECT_EQ(BoundMilli(), 16000);
 

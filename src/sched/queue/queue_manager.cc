@@ -706,8 +706,9 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       }
       p.reason = absl::StrFormat(
           "admitted after preemption: waiting for %d gang(s) (%d GPUs for %d needed) to "
-          "checkpoint and exit",
-          r.victims.size(), plan.evicted_milli / 1000, plan.needed_milli / 1000);
+          "checkpoint and %s",
+          r.victims.size(), plan.evicted_milli / 1000, plan.needed_milli / 1000,
+          plan.shrink() ? "shrink" : "exit");
       rep.events.push_back({QueueEvent::Kind::kNominated, key, "", deadline, p.reason});
       if (config_.preemption.grace_period == absl::ZeroDuration()) {
         for (const std::string& v : r.victims) Kill(v, now, &rep);
