@@ -165,6 +165,12 @@ TEST_F(FederationTest, JobsGoWhereTheyFitAndMoveOffALostMember) {
           [](const Json& c) { return c["status"].value("phase", "") == "Ready"; });
   // Still one copy, in east, and the hub says so.
   EXPECT_EQ(Get(hub_, JobPath("small"))["status"].value("cluster", ""), "east");
+  // kubectl's habit: the members as the hub sees them.
+  CliResult get =
+      RunTessera("get clusters --server http://127.0.0.1:" + std::to_string(hub_.port()));
+  EXPECT_EQ(get.rc, 0) << get.out;
+  EXPECT_NE(get.out.find("FREE"), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("Ready"), std::string::npos) << get.out;
   // The hub's series.
   httplib::Client c("127.0.0.1", hub_.port());
   auto m = c.Get("/metrics");

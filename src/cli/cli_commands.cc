@@ -167,6 +167,11 @@ std::vector<std::string> Header(const ResourceInfo& r, bool wide) {
     return h;
   }
   if (r.kind == "Event") return {"AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"};
+  if (r.kind == "Cluster") {
+    std::vector<std::string> h = {"NAME", "STATUS", "GPUS", "FREE", "SERVER", "AGE"};
+    if (wide) h.emplace_back("MESSAGE");
+    return h;
+  }
   return {"NAME", "PHASE", "AGE"};
 }
 
@@ -230,6 +235,17 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
                   st.value("lastHeartbeatTime", "<none>"),
                   taints.empty() ? "<none>" : absl::StrJoin(taints, ",")});
     }
+    return row;
+  }
+  if (r.kind == "Cluster") {
+    // A federation member, as the hub last probed it (docs/federation.md).
+    std::vector<std::string> row = {Meta(o, "name"),
+                                    Phase(o).empty() ? "Unknown" : Phase(o),
+                                    std::to_string(st.value("gpus", int64_t{0})),
+                                    std::to_string(st.value("freeGpus", int64_t{0})),
+                                    spec.value("server", ""),
+                                    age};
+    if (wide) row.push_back(st.value("message", ""));
     return row;
   }
   if (r.kind == "Event") {
