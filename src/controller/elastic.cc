@@ -49,51 +49,18 @@ std::string NodesOf(const std::vector<sched::MemberPlacement>& members,
 
 bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, const Change& why,
                                        absl::Time now, bool preempted) {
-  const int64_t gen = rec.generation + 1;
-  const Json placement = PlacementToJson(p, *rec.job, *cluster_, gen);
-  const Json resume = ResumePoint(rec);
   Change change = why;
-  absl::StrAppend(&change.message, " (generation ", gen, ")");
-  if (resume.is_object()) {
-    absl::StrAppend(&change.message, "; members restart from checkpoint ",
-                    Str(resume, "checkpoint"), " (step ", IntOr(resume, "step", 0), ")");
-  }
-  change.fields.emplace_back("generation", gen);
   change.fields.emplace_back("replicas", static_cast<int64_t>(p.members.size()));
-  int64_t base = 0;
-  absl::StatusOr<int64_t> w = Update(
-      rec.key, -1,
-      [&](Json& obj) {
-        Json& st = StatusOf(obj);
-        // Only the binding this controller knows may be resized.
-        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
-          return false;
-        }
-        st["placement"] = placement;
-        st["generation"] = gen;
-        st["replicas"] = static_cast<int64_t>(p.members.size());
-        st["lastResizeTime"] = Timestamp(now);
-        if (resume.is_object()) st["resumeFrom"] = resume;
-        st["message"] = change.message.substr(0, 4096);
-        SetCondition(st, "Scheduled", "True", change.reason, change.message, now);
-        if (preempted) {
-          SetCondition(st, "PreemptionPending", "False", change.reason, change.message, now);
-        }
-        return true;
-      },
-      change, &base);
-  if (!w.ok()) {
-    options_.log.Warn("elastic resize not written", {{"job", rec.name},
-                                                     {"namespace", rec.ns},
-                                                     {"reason", change.reason},
-                                                     {"error", std::string(w.status().message())}});
-    return false;
-  }
-  rec.generation = gen;
-  rec.last_resize = now;
-  rec.last_message = change.message;
-  if (base == rec.revision) rec.revision = *w;
-  return true;
+  const bool written = WriteGeneration(rec, p, change, now, [&](Json& st) {
+    st["replicas"] = static_cast<int64_t>(p.members.size());
+    st["lastResizeTime"] = Timestamp(now);
+    if (preempted) {
+      SetCondition(st, "PreemptionPending", "False", why.reason, Str(st, "message"), now);
+    }
+    return true;
+  });
+  if (written) rec.last_resize = now;
+  return written;
 }
 
 bool SchedulingController::Shrink(JobRec& rec,

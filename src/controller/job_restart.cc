@@ -17,7 +17,6 @@
 // the agent reports Failed as before.
 #include "absl/strings/str_cat.h"
 #include "controller/controller_internal.h"
-#include "controller/job_codec.h"
 #include "controller/scheduling_controller.h"
 
 namespace tessera::controller {
@@ -42,53 +41,24 @@ void SchedulingController::MaybeRestart(JobRec& rec, const Json& obj) {
   if (cur == nullptr) return;
 
   const absl::Time now = clock_.Now();
-  const int64_t gen = rec.generation + 1;
-  const Json placement = PlacementToJson(*cur, *rec.job, *cluster_, gen);
-  const Json resume = ResumePoint(rec);
-  Change why{"Restarting",
-             absl::StrCat("member ", failed->member, " exited with code ", failed->code,
-                          " on node ", failed->node, "; restarting the gang in place (restart ",
-                          restarts + 1, " of ", rec.max_restarts, ", generation ", gen, ")"),
-             true,
-             true,
-             {{"member", failed->member}, {"exit_code", failed->code}}};
-  if (resume.is_object()) {
-    absl::StrAppend(&why.message, "; members restart from checkpoint ", Str(resume, "checkpoint"),
-                    " (step ", IntOr(resume, "step", 0), ")");
-  }
-  int64_t base = 0;
-  absl::StatusOr<int64_t> w = Update(
-      rec.key, -1,
-      [&](Json& o) {
-        Json& s = StatusOf(o);
-        // Only the binding and the failure this decision was made on.
-        if (!BoundPhase(Str(s, "phase")) || IntOr(s, "generation", 0) != rec.generation ||
-            IntOr(s, "restarts", 0) != restarts || ConditionTrue(s, "PreemptionPending")) {
-          return false;
-        }
-        s["placement"] = placement;
-        s["generation"] = gen;
-        s["restarts"] = restarts + 1;
-        s["lastRestartTime"] = Timestamp(now);
-        s["phase"] = "Scheduled";
-        if (resume.is_object()) s["resumeFrom"] = resume;
-        s["message"] = why.message.substr(0, 4096);
-        SetCondition(s, "Scheduled", "True", why.reason, why.message, now);
-        return true;
-      },
-      why, &base);
-  if (!w.ok()) {
-    if (!absl::IsCancelled(w.status())) {
-      options_.log.Warn(
-          "restart not written",
-          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(w.status().message())}});
-    }
-    return;
-  }
-  rec.generation = gen;
+  const Change why{
+      "Restarting",
+      absl::StrCat("member ", failed->member, " exited with code ", failed->code, " on node ",
+                   failed->node, "; restarting the gang in place (restart ", restarts + 1, " of ",
+                   rec.max_restarts, ")"),
+      true,
+      true,
+      {{"member", failed->member}, {"exit_code", failed->code}}};
+  const bool written = WriteGeneration(rec, *cur, why, now, [&](Json& s) {
+    // Only on the failure this decision was made on.
+    if (IntOr(s, "restarts", 0) != restarts || ConditionTrue(s, "PreemptionPending")) return false;
+    s["restarts"] = restarts + 1;
+    s["lastRestartTime"] = Timestamp(now);
+    s["phase"] = "Scheduled";
+    return true;
+  });
+  if (!written) return;
   rec.phase = "Scheduled";
-  rec.last_message = why.message;
-  if (base == rec.revision) rec.revision = *w;
   ++stats_.restarts;
   if (metrics_) metrics_->job_restarts.With({"MemberFailed"}).Inc();
 }

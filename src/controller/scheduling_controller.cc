@@ -292,6 +292,51 @@ absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int
   }
 }
 
+bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& p, Change why,
+                                           absl::Time now,
+                                           const std::function<bool(Json& status)>& also) {
+  const int64_t gen = rec.generation + 1;
+  const Json placement = PlacementToJson(p, *rec.job, *cluster_, gen);
+  const Json resume = ResumePoint(rec);
+  absl::StrAppend(&why.message, " (generation ", gen, ")");
+  if (resume.is_object()) {
+    absl::StrAppend(&why.message, "; members restart from checkpoint ", Str(resume, "checkpoint"),
+                    " (step ", IntOr(resume, "step", 0), ")");
+  }
+  why.fields.emplace_back("generation", gen);
+  int64_t base = 0;
+  absl::StatusOr<int64_t> w = Update(
+      rec.key, -1,
+      [&](Json& obj) {
+        Json& st = StatusOf(obj);
+        // Only the binding this controller knows may be re-placed.
+        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
+          return false;
+        }
+        st["placement"] = placement;
+        st["generation"] = gen;
+        if (resume.is_object()) st["resumeFrom"] = resume;
+        st["message"] = why.message.substr(0, 4096);
+        SetCondition(st, "Scheduled", "True", why.reason, why.message, now);
+        return also(st);
+      },
+      why, &base);
+  if (!w.ok()) {
+    if (!absl::IsCancelled(w.status())) {  // cancelled: the store moved on, nothing to say
+      options_.log.Warn("new generation not written",
+                        {{"job", rec.name},
+                         {"namespace", rec.ns},
+                         {"reason", why.reason},
+                         {"error", std::string(w.status().message())}});
+    }
+    return false;
+  }
+  rec.generation = gen;
+  rec.last_message = why.message;
+  if (base == rec.revision) rec.revision = *w;
+  return true;
+}
+
 absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& phase,
                                                const Change& why, bool clear_placement) {
   const absl::Time now = clock_.Now();

@@ -267,9 +267,16 @@ class SchedulingController {
   // generation, or a job without restarts left, changes nothing (the agent
   // then reports Failed).
   void MaybeRestart(JobRec& rec, const Json& obj);
-  // Writes rec's resized placement (generation + 1) if the stored binding is
-  // still the one at rec.generation; false otherwise. `preempted`: the
-  // resize ends a preemption (PreemptionPending goes False).
+  // Re-places bound rec at generation + 1 with placement `p` (every member
+  // restamped; agents restart them from status.resumeFrom, the newest Ready
+  // Checkpoint, which the message names) if the stored binding is still the
+  // one at rec.generation: one store transaction with why's Event. `also`
+  // checks and sets the caller's own status fields; false abandons the write.
+  // False when nothing was written.
+  bool WriteGeneration(JobRec& rec, const sched::Placement& p, Change why, absl::Time now,
+                       const std::function<bool(Json& status)>& also);
+  // WriteGeneration of an elastic resize (replicas, lastResizeTime).
+  // `preempted`: the resize ends a preemption (PreemptionPending goes False).
   bool WriteResize(JobRec& rec, const sched::Placement& p, const Change& why, absl::Time now,
                    bool preempted = false);
   // The ElasticShrink change for `dropped` members of rec (`keep` left), with
