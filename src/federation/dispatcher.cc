@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/api_client.h"
+#include "controller/job_codec.h"
 #include "controller/store_layout.h"
 
 namespace tessera::federation {
@@ -79,11 +80,17 @@ struct Dispatcher::Member {
   std::string key;
   std::string server;
   std::string token_file;
+  Json obj;  // the Cluster object as listed this step, and its revision
+  int64_t revision = 0;
   std::unique_ptr<agent::ApiClient> client;
   bool ready = false;
   absl::Time last_ok;
   std::string error;
   MemberCapacity cap;
+  // This hub's copies in the member, read with the probe, by origin uid
+  // (plural, object); `listed` false when a list failed.
+  bool listed = false;
+  std::map<std::string, std::pair<std::string, Json>> copies;
 };
 
 // The implicit noexcept moves call nlohmann::json's move, which only asserts.
@@ -149,6 +156,8 @@ void Dispatcher::SyncMembers(absl::Time now) {
       m->ready = false;
     }
     m->key = kv.key;
+    m->revision = kv.mod_revision;
+    m->obj = *std::move(obj);
     next[name] = std::move(m);
   }
   members_ = std::move(next);
@@ -168,7 +177,25 @@ void Dispatcher::Fetch(Member& m, absl::Time now) {
   }
   m.ready = error.empty();
   m.error = error;
-  if (m.ready) m.last_ok = now;
+  m.listed = false;
+  m.copies.clear();
+  if (!m.ready) return;
+  m.last_ok = now;
+  // The copies (one list per kind), for Mirror and Collect.
+  m.listed = true;
+  for (const char* plural : kJobPlurals) {
+    absl::StatusOr<agent::ApiResponse> l = m.client->Get(
+        absl::StrCat("/api/v1/", plural, "?labelSelector=", kHubLabel, "%3D", options_.hub_name));
+    if (!l.ok() || l->code != 200 || !l->body.contains("items") || !l->body["items"].is_array()) {
+      m.listed = false;
+      m.copies.clear();
+      return;
+    }
+    for (Json& copy : l->body["items"]) {
+      std::string uid = OriginOf(copy);
+      m.copies[std::move(uid)] = {plural, std::move(copy)};
+    }
+  }
 }
 
 void Dispatcher::RecordProbe(Member& m, absl::Time now) {
@@ -178,12 +205,10 @@ void Dispatcher::RecordProbe(Member& m, absl::Time now) {
     metrics_->gpus.With({m.name}).Set(static_cast<double>(m.cap.gpus));
     metrics_->free_gpus.With({m.name}).Set(m.ready ? static_cast<double>(m.cap.free_gpus) : 0);
   }
-  // The Cluster's status, written when it changes.
-  absl::StatusOr<store::KeyValue> kv = hub_.Get(m.key);
-  if (!kv.ok()) return;
-  absl::StatusOr<Json> obj = ParseStored(kv->value);
-  if (!obj.ok()) return;
-  Json& st = (*obj)["status"];
+  // The Cluster's status, written when it changes (CAS on the listed
+  // revision: a concurrent edit wins, and the next step writes again).
+  Json obj = m.obj;
+  Json& st = obj["status"];
   if (!st.is_object()) st = Json::object();
   const std::string phase = m.ready ? "Ready" : "Unreachable";
   const std::string message =
@@ -196,7 +221,7 @@ void Dispatcher::RecordProbe(Member& m, absl::Time now) {
   st["message"] = message;
   st["gpus"] = m.cap.gpus;
   st["freeGpus"] = m.ready ? m.cap.free_gpus : 0;
-  (void)hub_.Put(m.key, ToStoredValue(*obj), kv->mod_revision);  // a conflict: next step
+  (void)hub_.Put(m.key, ToStoredValue(obj), m.revision);
   if (transition) {
     options_.log.Info(absl::StrCat("cluster ", m.name, " ", phase),
                       {{"cluster", m.name}, {"message", message}});
@@ -237,14 +262,13 @@ void Dispatcher::SendBack(HubJob& j, const std::string& why) {
 }
 
 void Dispatcher::Mirror(HubJob& j, Member& m) {
-  absl::StatusOr<agent::ApiResponse> r = m.client->Get(ItemPath(j.plural, j.ns, j.name));
-  if (!r.ok()) return;  // the next probe will tell
-  if (r->code == 404 || (r->code == 200 && OriginOf(r->body) != j.uid)) {
+  if (!m.listed) return;  // the next probe will tell
+  auto copy = m.copies.find(j.uid);
+  if (copy == m.copies.end()) {
     SendBack(j, absl::StrCat("its copy in cluster ", m.name, " is gone"));
     return;
   }
-  if (r->code != 200) return;
-  const Json& cs = Field(r->body, "status");
+  const Json& cs = Field(copy->second.second, "status");
   Json fields = Json::object();
   std::vector<std::string> erase;
   for (const char* f : {"phase", "message", "placement", "generation", "restarts", "replicas",
@@ -261,7 +285,15 @@ void Dispatcher::Mirror(HubJob& j, Member& m) {
 
 bool Dispatcher::Dispatch(HubJob& j) {
   const std::string kind = Str(j.obj, "kind");
-  const JobDemand demand = DemandOf(kind, Field(j.obj, "spec"));
+  // Decoded as the members' schedulers will (any priority class: the member resolves it).
+  absl::StatusOr<model::Job> job =
+      controller::JobFromObject(j.obj, [](absl::string_view) { return std::optional<int32_t>(0); });
+  if (!job.ok()) {
+    (void)WriteStatus(
+        j, {{"phase", "Pending"}, {"message", absl::StrCat("waiting: ", job.status().message())}});
+    return false;
+  }
+  const JobDemand demand = DemandOf(*job, kind == "InferenceService");
   Member* best = nullptr;
   std::vector<std::string> seen;
   for (auto& [name, m] : members_) {
@@ -315,26 +347,21 @@ bool Dispatcher::Dispatch(HubJob& j) {
 }
 
 void Dispatcher::Collect(Member& m) {
-  for (const char* plural : kJobPlurals) {
-    absl::StatusOr<agent::ApiResponse> r = m.client->Get(
-        absl::StrCat("/api/v1/", plural, "?labelSelector=", kHubLabel, "%3D", options_.hub_name));
-    if (!r.ok() || r->code != 200 || !r->body.contains("items")) continue;
-    for (const Json& copy : r->body["items"]) {
-      const std::string uid = OriginOf(copy);
-      auto it = hub_uids_.find(uid);
-      if (it != hub_uids_.end() && it->second == m.name) continue;
-      const Json& meta = Field(copy, "metadata");
-      absl::StatusOr<agent::ApiResponse> d =
-          m.client->Delete(ItemPath(plural, Str(meta, "namespace"), Str(meta, "name")));
-      if (d.ok() && (d->code == 200 || d->code == 404)) {
-        ++stats_.collected;
-        options_.log.Info(absl::StrCat("deleted a stale copy in cluster ", m.name),
-                          {{"job", Str(meta, "name")},
-                           {"namespace", Str(meta, "namespace")},
-                           {"cluster", m.name},
-                           {"reason", it == hub_uids_.end() ? "deleted in the hub"
-                                                            : "moved to another cluster"}});
-      }
+  if (!m.listed) return;
+  for (const auto& [uid, copy] : m.copies) {
+    auto it = hub_uids_.find(uid);
+    if (it != hub_uids_.end() && it->second == m.name) continue;
+    const Json& meta = Field(copy.second, "metadata");
+    absl::StatusOr<agent::ApiResponse> d =
+        m.client->Delete(ItemPath(copy.first, Str(meta, "namespace"), Str(meta, "name")));
+    if (d.ok() && (d->code == 200 || d->code == 404)) {
+      ++stats_.collected;
+      options_.log.Info(
+          absl::StrCat("deleted a stale copy in cluster ", m.name),
+          {{"job", Str(meta, "name")},
+           {"namespace", Str(meta, "namespace")},
+           {"cluster", m.name},
+           {"reason", it == hub_uids_.end() ? "deleted in the hub" : "moved to another cluster"}});
     }
   }
 }

@@ -9,7 +9,8 @@
 // spec.tokenFile read on the hub). Each Step():
 //   1. Probes every member at once, a thread each (GET /api/v1/fleet): Ready
 //      with its capacity (member_capacity.h), or Unreachable. Cluster status:
-//      phase, gpus, freeGpus, message.
+//      phase, gpus, freeGpus, message. A Ready member's copies of this hub's
+//      jobs are listed in the same probe (one list per kind), for 3 and 4.
 //   2. Jobs not yet dispatched, by priority then age: to the Ready member
 //      where the job fits now with the most free GPUs (spread across the
 //      federation); the copy is created there under the same namespace and

@@ -6,20 +6,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace tessera::federation {
-namespace {
-
-int64_t IntOr(const Json& o, const char* key, int64_t def) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_number() ? it->get<int64_t>() : def;
-}
-
-std::string StrOr(const Json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-}  // namespace
-
 absl::StatusOr<MemberCapacity> CapacityFromFleet(const Json& fleet) {
   if (!fleet.is_object() || !fleet.contains("nodes") || !fleet["nodes"].is_array() ||
       !fleet.contains("jobs") || !fleet["jobs"].is_array()) {
@@ -82,40 +68,18 @@ int64_t JobDemand::gpus() const {
   return n;
 }
 
-JobDemand DemandOf(const std::string& kind, const Json& spec) {
+JobDemand DemandOf(const model::Job& job, bool service) {
   JobDemand d;
-  auto add_model = [&d](const std::string& m) {
-    if (!m.empty() && std::find(d.models.begin(), d.models.end(), m) == d.models.end()) {
-      d.models.push_back(m);
-    }
-  };
-  if (spec.contains("gpuModels") && spec["gpuModels"].is_array()) {
-    for (const Json& m : spec["gpuModels"]) {
-      if (m.is_string()) add_model(m.get<std::string>());
-    }
-  }
-  auto member = [](const Json& g, const char* whole) {
+  d.models = job.gpu_models;
+  int32_t left = service ? job.effective_min_member() : job.total_members();
+  for (const model::MemberGroup& g : job.groups) {
     MemberDemand m;
-    m.gpus = IntOr(g, whole, 0);
-    const int64_t milli = IntOr(g, "gpuMilli", 0);
-    if (milli > 0 && milli < 1000) {
-      m.gpus = 0;
-      m.milli = milli;
+    if (g.resources.fractional()) {
+      m.milli = g.resources.gpu_milli;
+    } else {
+      m.gpus = g.resources.gpus;
     }
-    return m;
-  };
-  if (kind == "InferenceService") {
-    const Json& rep = spec.contains("replicas") ? spec["replicas"] : Json::object();
-    const int64_t n = std::max<int64_t>(1, IntOr(rep, "min", IntOr(rep, "max", 1)));
-    for (int64_t i = 0; i < n; ++i) d.members.push_back(member(spec, "gpusPerReplica"));
-    add_model(StrOr(spec, "gpuType"));
-  } else if (spec.contains("groups") && spec["groups"].is_array()) {
-    for (const Json& g : spec["groups"]) {
-      for (int64_t i = 0; i < IntOr(g, "count", 1); ++i) {
-        d.members.push_back(member(g, "gpusPerReplica"));
-      }
-      add_model(StrOr(g, "gpuType"));
-    }
+    for (int32_t i = 0; i < g.count && left > 0; ++i, --left) d.members.push_back(m);
   }
   return d;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/job.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera::federation {
@@ -46,9 +47,10 @@ struct JobDemand {
   std::vector<std::string> models;  // allowed GPU models; empty: any
   int64_t gpus() const;             // whole-GPU equivalents, shares rounded up per member
 };
-// The demand of a TrainingJob ("groups") or InferenceService ("replicas.min"
-// replicas: what it needs to start) spec.
-JobDemand DemandOf(const std::string& kind, const Json& spec);
+// The demand of a job as the scheduler decodes it (controller::JobFromObject):
+// every member of a TrainingJob; an InferenceService (`service`) needs its
+// gang minimum (replicas.min) to start.
+JobDemand DemandOf(const model::Job& job, bool service);
 
 bool Fits(const MemberCapacity& c, const JobDemand& d);
 // Fits, and if so takes the demand out of `c` (so that the next job dispatched

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/job_codec.h"
+
 namespace tessera::federation {
 namespace {
 
@@ -40,6 +42,18 @@ Json Fleet() {
                          0,
                          {Json::array({"n2", {1, 2, 3, 4, 5, 6}, 1000})},
                          ""})}}};
+}
+
+// The demand of a `kind` spec, decoded as the dispatcher does.
+JobDemand DemandOf(const std::string& kind, const Json& spec) {
+  Json obj = {{"apiVersion", "tessera.dev/v1"},
+              {"kind", kind},
+              {"metadata", {{"name", "j"}, {"namespace", "ns"}}},
+              {"spec", spec}};
+  absl::StatusOr<model::Job> job =
+      controller::JobFromObject(obj, [](absl::string_view) { return std::optional<int32_t>(0); });
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? federation::DemandOf(*job, kind == "InferenceService") : JobDemand();
 }
 
 Json Train(int count, int gpus, const std::string& model = "") {
