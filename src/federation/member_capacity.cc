@@ -78,6 +78,7 @@ JobDemand DemandOf(const model::Job& job, bool service) {
       m.milli = g.resources.gpu_milli;
     } else {
       m.gpus = g.resources.gpus;
+      if (m.gpus == 0) m.milli = 0;  // CPU only: needs no GPU
     }
     for (int32_t i = 0; i < g.count && left > 0; ++i, --left) d.members.push_back(m);
   }

@@ -89,6 +89,16 @@ TEST(MemberCapacity, FitsEveryMemberOnOneNodeOfAnAllowedModel) {
   EXPECT_TRUE(Fits(c, DemandOf("InferenceService", svc)));
 }
 
+TEST(MemberCapacity, AMemberWithoutGpusNeedsNone) {
+  MemberCapacity c = *CapacityFromFleet(Fleet());
+  ASSERT_TRUE(Take(&c, DemandOf("TrainingJob", Train(1, 4, "A100"))));
+  Json spec = Train(3, 0, "A100");
+  spec["groups"][0]["resources"] = {{"cpu", 2}};
+  const JobDemand cpu = DemandOf("TrainingJob", spec);
+  EXPECT_EQ(cpu.gpus(), 0);
+  EXPECT_TRUE(Fits(c, cpu));  // the A100 node has no GPU free, and none is needed
+}
+
 TEST(MemberCapacity, TakeRemovesWhatItPlacedAndNothingWhenItDoesNotFit) {
   MemberCapacity c = *CapacityFromFleet(Fleet());
   ASSERT_TRUE(Take(&c, DemandOf("TrainingJob", Train(1, 6, "H100"))));
