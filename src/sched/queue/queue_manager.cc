@@ -322,8 +322,11 @@ absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
 absl::Status QueueManager::ReportCheckpoint(absl::string_view key, absl::Time at) {
   RunningJob* rj = running_.Find(key);
   if (rj == nullptr) return absl::NotFoundError(absl::StrCat("job ", key, " is not running"));
-  rj->last_checkpoint = std::max(rj->last_checkpoint, at);
-  ++manager_gen_;
+  // Only a newer checkpoint changes what the preemption search reads.
+  if (at > rj->last_checkpoint) {
+    rj->last_checkpoint = at;
+    ++manager_gen_;
+  }
   return absl::OkStatus();
 }
 
