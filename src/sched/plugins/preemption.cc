@@ -393,7 +393,15 @@ class Search {
     std::vector<int64_t> base_fit;
     int64_t base_free;
     std::vector<std::pair<int64_t, int32_t>> useful;  // (freed GPUs, slot)
-    for (auto& [dom, cands] : by_dom) {
+    // Domains in id order, not the map's: the first of equally cheap plans wins
+    // and the evaluation budget is spent in this order, so a hash order (seeded
+    // per process) would make victims differ between runs of the same input.
+    std::vector<int> doms;
+    doms.reserve(by_dom.size());
+    for (const auto& entry : by_dom) doms.push_back(entry.first);
+    std::sort(doms.begin(), doms.end());
+    for (int dom : doms) {
+      const std::vector<int32_t>& cands = by_dom[dom];
       Base(dom, &base_fit, &base_free);
       int64_t deficit = std::max<int64_t>(need_gpus_ - base_free, 0);
       // Singles, and each candidate's usefulness.

@@ -22,8 +22,9 @@ struct Fixture {
   std::unique_ptr<ClusterState> cs;
   std::unique_ptr<QueueManager> qm;
 
-  explicit Fixture(int nodes, PreemptionPolicy policy = {}, QueueTreeSpec tree = {}) {
-    cs = SmallCluster(nodes);
+  explicit Fixture(int nodes, PreemptionPolicy policy = {}, QueueTreeSpec tree = {},
+                   int nodes_per_rack = 32) {
+    cs = SmallCluster(nodes, 8, nodes_per_rack);
     QueueManagerConfig c;
     if (tree.queues.empty()) tree.queues = {Q("q", "")};
     c.tree = tree;
@@ -152,6 +153,30 @@ TEST(Preemption, ExactCheapestPairAcrossNodes) {
   const VictimPlan& plan = f.qm->last_plan();
   EXPECT_EQ(plan.evicted_milli, 16000);
   EXPECT_EQ(plan.needed_milli, 16000);
+}
+
+TEST(Preemption, EquallyCheapRacksResolveToTheLowestRack) {
+  // Eight racks of two full nodes, every job alike: each rack offers the same
+  // two-victim plan for a rack-bound preemptor. The search visits racks in id
+  // order, so the first rack wins in every process (a hash-map order, seeded
+  // per process, picked a different rack from run to run).
+  Fixture f(16, {}, {}, /*nodes_per_rack=*/2);
+  ASSERT_EQ(f.cs->num_racks(), 8);
+  for (int i = 0; i < 16; ++i) f.Run(absl::StrCat("j", i), 1, 8, 100);
+  model::Job p = GangJob("p", "q", 2, 8, 1000);
+  p.topology = {.level = model::TopologyLevel::kRack, .required = true};
+  ASSERT_TRUE(f.qm->Submit(p, {}, kT0 + absl::Hours(1)).ok());
+  CycleReport r = f.qm->Cycle(kT0 + absl::Hours(1));
+  int victims = 0;
+  for (const QueueEvent& e : r.events) {
+    if (e.kind != QueueEvent::Kind::kCheckpointSignal) continue;
+    ++victims;
+    const Placement& vp = f.cs->bound().at(e.job);
+    for (const MemberPlacement& mp : vp.members) {
+      EXPECT_EQ(f.cs->state(mp.node).rack, 0) << e.job;
+    }
+  }
+  EXPECT_EQ(victims, 2);
 }
 
 TEST(Preemption, WholeGangsOnlyAndEvictionCap) {
