@@ -214,6 +214,10 @@ TEST_F(NodeAgentHttpTest, APreemptionVictimIsSignalledWhileBoundAndItsExitIsNotS
                                      {"status", "True"},
                                      {"reason", "Preempting"},
                                      {"message", "checkpoint now"}}};
+    // As the controller writes it; the agent's own writes of the job carry it back.
+    next["status"]["preemption"] = {{"preemptor", "team/urgent"},
+                                    {"deadline", "2026-12-01T00:00:30Z"},
+                                    {"dropping", Json::array()}};
     put = admin_->Put(path, next);
     if (!put.ok() || put->code != 409) break;
   }
@@ -232,6 +236,7 @@ TEST_F(NodeAgentHttpTest, APreemptionVictimIsSignalledWhileBoundAndItsExitIsNotS
       << st.dump();
   EXPECT_EQ(Slurp(dir_ + "/ckpt"), "ckpt\n");
   EXPECT_EQ(st.value("phase", ""), "Running");  // not Succeeded
+  EXPECT_EQ(st["preemption"].value("preemptor", ""), "team/urgent");
   EXPECT_EQ(agent_->stats().checkpoint_requests, 1);
   EXPECT_EQ(agent_->stats().started, 1);
 }

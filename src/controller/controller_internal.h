@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -18,6 +19,15 @@
 #include "model/job.h"
 
 namespace tessera::controller {
+
+// A stored victim's preemption in flight: status.preemption, written with
+// the PreemptionPending condition True (docs/api.md).
+struct InflightPreemption {
+  std::string preemptor;  // scheduler key
+  absl::Time deadline;
+  std::vector<std::pair<int32_t, int32_t>> dropping;  // (group index, member) of a shrink
+  bool exited = false;                                // every member had exited
+};
 
 struct SchedulingController::JobRec {
   std::string key;  // store key
@@ -40,6 +50,14 @@ struct SchedulingController::JobRec {
   int64_t max_restarts = 0;                           // spec.maxRestarts
   absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
   absl::Time last_resize = absl::InfinitePast();      // binding or last shrink / grow
+
+  // Set when the job was restored after a controller restart as a victim of
+  // a preemption in flight; handed to QueueManager::RestoreVictim once every
+  // restored and pending job is in the QueueManager (FlushSubmissions).
+  std::optional<InflightPreemption> inflight_preemption;
+  // The newest Ready Checkpoint seen while the job was bound but not yet in
+  // the QueueManager (a controller's start): Restore passes it on.
+  absl::Time restored_checkpoint = absl::InfinitePast();
 
   // spec.elastic.minReplicas, from the decoded job's gang policy (JobFromObject
   // puts it there); 0 when the job is not elastic or did not decode.
@@ -202,6 +220,15 @@ inline bool ConditionTrue(const Json& status, absl::string_view type) {
     if (c.is_object() && Str(c, "type") == type) return Str(c, "status") == "True";
   }
   return false;
+}
+
+// A preemption victim's PreemptionPending condition ends (it was preempted,
+// shrunk, or bound again): status.preemption, which exists only while the
+// condition is True, goes with it.
+inline void EndPreemption(Json& status, const std::string& reason, const std::string& message,
+                          absl::Time now) {
+  SetCondition(status, "PreemptionPending", "False", reason, message, now);
+  status.erase("preemption");
 }
 
 inline std::string SpecDumpOfNode(const Json& obj) {

@@ -55,7 +55,7 @@ bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, c
     st["replicas"] = static_cast<int64_t>(p.members.size());
     st["lastResizeTime"] = Timestamp(now);
     if (preempted) {
-      SetCondition(st, "PreemptionPending", "False", why.reason, Str(st, "message"), now);
+      EndPreemption(st, why.reason, Str(st, "message"), now);
     }
     return true;
   });

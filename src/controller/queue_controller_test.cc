@@ -50,6 +50,41 @@ class QueueControllerTest : public ControllerTest {
     }
     return out;
   }
+  // Two nodes of 8 GPUs, each full with a development-priority job ("low1",
+  // "low2") in queue "research"; preemption with no minimum runtime.
+  void TwoDevelopmentJobs(absl::Duration grace) {
+    base_options_.queues.preemption.min_runtime = absl::ZeroDuration();
+    base_options_.queues.preemption.grace_period = grace;
+    Restart();
+    AddNode("gpu-0", 8);
+    AddNode("gpu-1", 8);
+    AddQueue("research", {{"gpuQuota", {{"H100", 16}}}});
+    for (const char* name : {"low1", "low2"}) {
+      AddJob(name, 1, 8, {{"queue", "research"}, {"priorityClassName", "development"}});
+    }
+    Step();
+    ASSERT_EQ(Job("low1")["status"]["phase"], "Scheduled");
+    ASSERT_EQ(Job("low2")["status"]["phase"], "Scheduled");
+  }
+  // Time passes in 5 s steps with both nodes' heartbeats and a controller step.
+  void Pass(absl::Duration d) {
+    for (absl::Duration t; t < d; t += absl::Seconds(5)) {
+      clock_.Advance(absl::Seconds(5));
+      Heartbeat("gpu-0");
+      Heartbeat("gpu-1");
+      Step();
+    }
+  }
+  // A Ready checkpoint of `job`, written now (creationTimestamp).
+  void Checkpoint(const std::string& job, int step) {
+    Create("checkpoints", "team-a",
+           {{"kind", "Checkpoint"},
+            {"metadata",
+             {{"name", absl::StrCat(job, "-step-", step)},
+              {"creationTimestamp", Timestamp(clock_.Now())}}},
+            {"spec", {{"jobName", job}, {"step", step}, {"path", "/ckpt"}}},
+            {"status", {{"phase", "Ready"}}}});
+  }
   int CountPhase(const std::string& phase) {
     int n = 0;
     absl::StatusOr<store::ListResult> l = store_.List(kTrainingJobsPrefix, {});
@@ -158,6 +193,14 @@ TEST_F(QueueControllerTest, HigherPriorityPreemptsAndVictimResumesFromCheckpoint
   EXPECT_EQ(ctl_->stats().preempted, 1);
 }
 
+bool ConditionTrueIn(const Json& obj, const std::string& type) {
+  if (!obj["status"].contains("conditions")) return false;
+  for (const Json& c : obj["status"]["conditions"]) {
+    if (c["type"] == type) return c["status"] == "True";
+  }
+  return false;
+}
+
 // Member reports as a node agent writes them after passing the checkpoint
 // signal on and seeing the member exit.
 void ReportExited(Json& o, int code) {
@@ -187,6 +230,59 @@ TEST_F(QueueControllerTest, VictimThatExitsOnTheSignalHandsItsGpusOverEarly) {
   EXPECT_EQ(Job("high")["status"]["phase"], "Scheduled");  // 295 s before the deadline
   EXPECT_EQ(BoundGpus(), 8);
   EXPECT_EQ(ctl_->stats().preempted, 1);
+}
+
+TEST_F(QueueControllerTest, RestartCarriesAPreemptionInFlightOn) {
+  // Two development jobs fill two nodes; "high" preempts "low1", whose
+  // checkpoint is fresher. During the grace period "low2" checkpoints too
+  // (now the cheaper victim) and the controller restarts: the new one must
+  // finish the preemption it finds in the store, not search again and
+  // signal a second victim.
+  ASSERT_NO_FATAL_FAILURE(TwoDevelopmentJobs(absl::Seconds(300)));
+  Pass(absl::Minutes(10));
+  Checkpoint("low1", 1);
+  Pass(absl::Minutes(1));
+  AddJob("high", 1, 8, {{"queue", "research"}, {"priorityClassName", "production"}});
+  Step();
+  Json low1 = Job("low1");
+  ASSERT_TRUE(low1["status"].contains("preemption")) << low1["status"].dump();
+  EXPECT_EQ(low1["status"]["preemption"]["preemptor"], "team-a/high");
+  Pass(absl::Minutes(1));
+  Checkpoint("low2", 1);
+  Restart();
+  Step();
+  EXPECT_THAT(Job("high")["status"]["message"].get<std::string>(),
+              HasSubstr("admitted after preemption"));
+  Pass(absl::Minutes(5));  // through the rest of the grace period
+  low1 = Job("low1");
+  EXPECT_EQ(low1["status"]["phase"], "Preempted") << low1["status"].dump();
+  EXPECT_FALSE(low1["status"].contains("preemption"));
+  EXPECT_EQ(Job("high")["status"]["phase"], "Scheduled");
+  Json low2 = Job("low2");
+  EXPECT_EQ(low2["status"]["phase"], "Scheduled");
+  EXPECT_EQ(low2["status"]["generation"], 1);
+  EXPECT_FALSE(ConditionTrueIn(low2, "PreemptionPending")) << low2["status"].dump();
+  const std::vector<std::string> low1_events = EventReasons("low1");
+  EXPECT_EQ(std::count(low1_events.begin(), low1_events.end(), "Preempting"), 1);
+  const std::vector<std::string> low2_events = EventReasons("low2");
+  EXPECT_EQ(std::count(low2_events.begin(), low2_events.end(), "Preempting"), 0);
+  EXPECT_EQ(BoundGpus(), 16);
+}
+
+TEST_F(QueueControllerTest, RestartRemembersWhoCheckpointed) {
+  // Two equal development jobs; "low2" checkpoints, then the controller
+  // restarts. The new one must still see that preempting "low2" loses less
+  // work (its run's start and checkpoint come from the store, not from the
+  // restart), so the production job takes "low2", not "low1".
+  ASSERT_NO_FATAL_FAILURE(TwoDevelopmentJobs(absl::Seconds(30)));
+  Pass(absl::Minutes(20));
+  Checkpoint("low2", 1);
+  Pass(absl::Minutes(5));
+  Restart();
+  AddJob("high", 1, 8, {{"queue", "research"}, {"priorityClassName", "production"}});
+  Step();
+  EXPECT_FALSE(ConditionTrueIn(Job("low1"), "PreemptionPending"));
+  EXPECT_TRUE(ConditionTrueIn(Job("low2"), "PreemptionPending")) << Job("low2")["status"].dump();
 }
 
 TEST_F(QueueControllerTest, ExitsOfAJobNotBeingPreemptedChangeNothing) {

@@ -59,8 +59,18 @@ void SchedulingController::OnCheckpoint(const Json& obj) {
   if (Str(StatusOf(obj), "phase") != "Ready" || !obj.contains("spec")) return;
   const std::string ns = Str(obj["metadata"], "namespace", "default");
   auto it = jobs_.find(ObjectKey("trainingjobs", ns, Str(obj["spec"], "jobName")));
-  if (it == jobs_.end() || !it->second->bound || !it->second->in_qm) return;
-  (void)qm_->ReportCheckpoint(it->second->job->key(), clock_.Now());
+  if (it == jobs_.end() || !it->second->bound) return;
+  // When it was written (the API server stamps creationTimestamp), not when
+  // this controller saw it: at a start, every stored checkpoint is seen at once.
+  const absl::Time now = clock_.Now();
+  absl::Time at;
+  if (!ParseTimestamp(Str(obj["metadata"], "creationTimestamp"), &at) || at > now) at = now;
+  JobRec& rec = *it->second;
+  if (!rec.in_qm) {
+    rec.restored_checkpoint = std::max(rec.restored_checkpoint, at);  // Restore passes it on
+    return;
+  }
+  (void)qm_->ReportCheckpoint(rec.job->key(), at);
 }
 
 // --- Membership -------------------------------------------------------------
@@ -167,8 +177,12 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     if (it == jobs_.end() || !it->second->bound || !it->second->job || it->second->in_qm) continue;
     JobRec& rec = *it->second;
     const sched::Placement* p = cluster_->FindPlacement(rec.job->key());
-    absl::Status s =
-        p == nullptr ? absl::NotFoundError("no placement") : qm_->Restore(*rec.job, *p, {}, now);
+    absl::Status s = p == nullptr ? absl::NotFoundError("no placement")
+                                  : qm_->Restore(*rec.job, *p,
+                                                 {.expected_runtime = rec.max_runtime,
+                                                  .started = rec.last_resize,
+                                                  .last_checkpoint = rec.restored_checkpoint},
+                                                 now);
     if (s.ok()) {
       rec.in_qm = true;
     } else {
@@ -178,6 +192,13 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
                          {"namespace", rec.ns},
                          {"queue", rec.job->queue},
                          {"error", std::string(s.message())}});
+    }
+  }
+  std::vector<std::string> victims;
+  for (const std::string& key : to_restore_) {
+    auto it = jobs_.find(key);
+    if (it != jobs_.end() && it->second->in_qm && it->second->inflight_preemption) {
+      victims.push_back(key);
     }
   }
   to_restore_.clear();
@@ -211,6 +232,30 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
       (void)SetJobPhase(rec, rec.phase, {"QueueRejected", msg, true, false}, false);
     }
   }
+  // Preemptions in flight when the previous controller stopped, now that
+  // their preemptors are pending again: they complete as decided.
+  for (const std::string& key : victims) RestoreInflightPreemption(*jobs_.at(key), now);
+}
+
+void SchedulingController::RestoreInflightPreemption(JobRec& rec, absl::Time now) {
+  InflightPreemption inflight = *std::move(rec.inflight_preemption);
+  rec.inflight_preemption.reset();
+  const std::string victim = rec.job->key();
+  std::vector<sched::MemberPlacement> dropping(inflight.dropping.size());
+  for (size_t i = 0; i < dropping.size(); ++i) {
+    dropping[i].group = inflight.dropping[i].first;
+    dropping[i].member = inflight.dropping[i].second;
+  }
+  absl::Status s = qm_->RestoreVictim(victim, inflight.preemptor, inflight.deadline, dropping);
+  if (s.ok() && inflight.exited) s = qm_->VictimExited(victim, now);
+  if (s.ok()) {
+    cycle_needed_ = true;
+    return;
+  }
+  // The job runs on; its stale condition is what the agents see, so it ends.
+  options_.log.Warn(
+      "preemption in flight not restored",
+      {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
 }
 
 // --- Scheduling -------------------------------------------------------------
@@ -244,7 +289,7 @@ bool SchedulingController::WriteBinding(JobRec& rec, const std::string& explanat
         st["scheduledTime"] = Timestamp(now);
         st["message"] = msg;
         SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
-        SetCondition(st, "PreemptionPending", "False", "Scheduled", "", now);
+        EndPreemption(st, "Scheduled", "", now);
         return true;
       },
       {"Scheduled",
@@ -335,6 +380,15 @@ void SchedulingController::RunCycles() {
                 : absl::StrCat("checkpoint now: ", ev.dropped.size(), " member(s) on ",
                                absl::StrJoin(NodeNames(taken, *cluster_), ", "), " preempted for ",
                                ev.other, "; elastic: shrunk at ", at);
+        // What a restarted controller needs to carry this preemption on
+        // (QueueManager::RestoreVictim): present while the condition is True.
+        Json preemption = {{"preemptor", ev.other}, {"deadline", at}};
+        if (!ev.dropped.empty() && rec->job) {
+          Json& dropping = preemption["dropping"] = Json::array();
+          for (const sched::MemberPlacement& m : ev.dropped) {
+            dropping.push_back({{"group", rec->job->groups[m.group].name}, {"member", m.member}});
+          }
+        }
         int64_t base = 0;
         absl::StatusOr<int64_t> w = Update(
             rec->key, -1,
@@ -342,6 +396,7 @@ void SchedulingController::RunCycles() {
               Json& st = StatusOf(o);
               if (Terminal(Str(st, "phase"))) return false;
               SetCondition(st, "PreemptionPending", "True", "Preempting", msg, now);
+              st["preemption"] = preemption;
               return true;
             },
             {"Preempting", msg, true, true, {{"preemptor", ev.other}, {"gpus_evicted", gpus}}},
@@ -374,7 +429,7 @@ void SchedulingController::RunCycles() {
               st.erase("replicas");
               if (resume.is_object()) st["resumeFrom"] = resume;
               SetCondition(st, "Scheduled", "False", "Preempted", msg, now);
-              SetCondition(st, "PreemptionPending", "False", "Preempted", msg, now);
+              EndPreemption(st, "Preempted", msg, now);
               return true;
             },
             {"Preempted", msg, true}, &base);

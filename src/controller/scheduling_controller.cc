@@ -20,6 +20,36 @@ namespace tessera::controller {
 
 using namespace internal;  // NOLINT: the module's own helpers
 
+namespace {
+
+// The preemption in flight a stored victim records (status.preemption, written
+// with PreemptionPending True); nullopt when there is none or it does not
+// parse (a controller before status.preemption existed wrote only the
+// condition: that preemption is searched again).
+std::optional<InflightPreemption> InflightPreemptionOf(const Json& st, const model::Job& job) {
+  if (!ConditionTrue(st, "PreemptionPending")) return std::nullopt;
+  const Json& p = st.contains("preemption") ? st["preemption"] : Json();
+  InflightPreemption out;
+  out.preemptor = Str(p, "preemptor");
+  if (out.preemptor.empty() || !ParseTimestamp(Str(p, "deadline"), &out.deadline)) {
+    return std::nullopt;
+  }
+  if (p.contains("dropping") && p["dropping"].is_array()) {
+    for (const Json& d : p["dropping"]) {
+      const std::string group = Str(d, "group");
+      auto g = std::find_if(job.groups.begin(), job.groups.end(),
+                            [&](const model::MemberGroup& mg) { return mg.name == group; });
+      if (g == job.groups.end()) return std::nullopt;
+      out.dropping.emplace_back(static_cast<int32_t>(g - job.groups.begin()),
+                                static_cast<int32_t>(IntOr(d, "member", -1)));
+    }
+  }
+  out.exited = AllMembersExited(st);
+  return out;
+}
+
+}  // namespace
+
 SchedulingController::SchedulingController(store::Store& store, Clock& clock,
                                            ControllerOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {
@@ -128,6 +158,14 @@ absl::Status SchedulingController::Start() {
     if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) {
       OnJobPut(kv.key, *obj, kv.mod_revision, /*at_start=*/true);
     }
+  }
+  // Each restored job's newest Ready checkpoint, so the preemption search
+  // weighs the work a victim would lose as the previous controller did.
+  kvs.clear();
+  int64_t ckpt_rev = std::numeric_limits<int64_t>::max();
+  RETURN_IF_ERROR(ListPrefix(kCheckpointsPrefix, &ckpt_rev, &kvs));
+  for (const store::KeyValue& kv : kvs) {
+    if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) OnCheckpoint(*obj);
   }
   stats_.start_time = absl::Now() - t0;
   return absl::OkStatus();
@@ -525,6 +563,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
       rec.last_resize = ParseTimestamp(Str(st, "lastResizeTime"), &since) ? since : rec.bound_since;
       ++stats_.restored;
       to_restore_.push_back(rec.key);  // charged to its queue before the next cycle
+      rec.inflight_preemption = InflightPreemptionOf(st, *rec.job);
       return;
     }
     (void)Requeue(

@@ -189,6 +189,8 @@ class SchedulingController {
   void ReleaseMemory(JobRec& rec);
   void RebuildQueues();
   void FlushSubmissions(absl::Time now);
+  // Hands rec's stored preemption in flight to the QueueManager.
+  void RestoreInflightPreemption(JobRec& rec, absl::Time now);
   // Writes a binding decided by the QueueManager; false if it was not written.
   bool WriteBinding(JobRec& rec, const std::string& explanation, absl::Time now);
   void WaitingReasons(absl::Time now);

@@ -111,6 +111,63 @@ class ShrinkTest : public ::testing::Test {
   std::unique_ptr<QueueManager> qm_;
 };
 
+TEST_F(ShrinkTest, RestoredShrinkInFlightCompletesAsDecided) {
+  // A control plane decides a shrink, then restarts before the deadline: the
+  // new one restores the bindings, the preemptor as pending and the shrink in
+  // flight (RestoreVictim); at the deadline the same members go and the
+  // preemptor runs, with no new search and no second signal.
+  Build(2);
+  Run("el", 4, 4, 2, 100);
+  std::vector<QueueEvent> sig = Preempt(1, 8);
+  ASSERT_EQ(sig.size(), 1u);
+  ASSERT_EQ(sig[0].dropped.size(), 2u);
+  const Placement held = *cs_->FindPlacement(Key("el"));
+  std::vector<MemberPlacement> dropping(2);
+  for (int i = 0; i < 2; ++i) {
+    dropping[i].group = sig[0].dropped[i].group;
+    dropping[i].member = sig[0].dropped[i].member;
+  }
+  const absl::Time deadline = sig[0].deadline;
+
+  qm_.reset();  // the restarted control plane
+  Build(2);
+  for (const MemberPlacement& m : held.members) ASSERT_TRUE(cs_->Assume(m).ok());
+  ASSERT_TRUE(cs_->Bind(held).ok());
+  model::Job el = GangJob("el", "q", 4, 4, 100);
+  el.gang.min_member = 2;
+  el.gang.elastic = true;
+  ASSERT_TRUE(qm_->Restore(el, held, {.started = kT0}, kLater + absl::Seconds(5)).ok());
+  ASSERT_TRUE(qm_->Submit(GangJob("p", "q", 1, 8, 1000), {}, kLater).ok());
+  // Refused: a member it does not hold, or fewer than minMember left.
+  std::vector<MemberPlacement> unknown(1);
+  unknown[0].member = 9;
+  EXPECT_TRUE(absl::IsInvalidArgument(qm_->RestoreVictim(Key("el"), Key("p"), deadline, unknown)));
+  std::vector<MemberPlacement> too_many(3);
+  for (int i = 0; i < 3; ++i) too_many[i].member = i;
+  EXPECT_TRUE(absl::IsInvalidArgument(qm_->RestoreVictim(Key("el"), Key("p"), deadline, too_many)));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(qm_->RestoreVictim(Key("nobody"), Key("p"), deadline, dropping)));
+  ASSERT_TRUE(qm_->RestoreVictim(Key("el"), Key("p"), deadline, dropping).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      qm_->RestoreVictim(Key("el"), Key("p"), deadline, dropping)));  // already terminating
+  EXPECT_EQ(qm_->Phase(Key("el")), JobPhase::kTerminating);
+  EXPECT_EQ(qm_->Phase(Key("p")), JobPhase::kNominated);
+  // Before the deadline nothing moves and nobody else is signalled.
+  CycleReport before = qm_->Cycle(kLater + absl::Seconds(10));
+  EXPECT_TRUE(Of(before, QueueEvent::Kind::kCheckpointSignal).empty());
+  EXPECT_EQ(Members("el"), 4u);
+  CycleReport at = qm_->Cycle(deadline);
+  std::vector<QueueEvent> shrunk = Of(at, QueueEvent::Kind::kShrunk);
+  ASSERT_EQ(shrunk.size(), 1u);
+  EXPECT_EQ(shrunk[0].other, Key("p"));
+  EXPECT_EQ(qm_->Phase(Key("p")), JobPhase::kRunning);
+  EXPECT_EQ(Members("el"), 2u);
+  for (const MemberPlacement& kept : cs_->FindPlacement(Key("el"))->members) {
+    for (const MemberPlacement& d : dropping) EXPECT_NE(kept.member, d.member);
+  }
+  EXPECT_EQ(BoundMilli(), 16000);
+}
+
 TEST_F(ShrinkTest, PreemptorGetsExactlyTheSurplusMembersItNeeds) {
   Build(2);
   Run("el", 4, 4, 2, 100);  // two members on each node

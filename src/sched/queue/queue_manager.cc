@@ -262,19 +262,6 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   return absl::OkStatus();
 }
 
-absl::Status QueueManager::Restore(model::Job job, const Placement& placement,
-                                   const SubmitOptions& opts, absl::Time now) {
-  const std::string key = job.key();
-  if (cluster_->FindPlacement(key) == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", key, " holds no placement"));
-  }
-  absl::Status s = Submit(std::move(job), opts, now);
-  if (!s.ok()) return s;
-  CycleReport ignored;
-  Start(pending_.at(key), placement, now, &ignored);
-  return absl::OkStatus();
-}
-
 void QueueManager::TakeOut(const RunningJob& j) {
   (void)cluster_->Release(j.key);
   tree_->Remove(j.leaf, j.usage);

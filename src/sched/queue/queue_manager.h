@@ -91,6 +91,12 @@ struct SubmitOptions {
   // fair-share order, so a hardware fault does not send it to the back of
   // its queue (Slurm's requeue keeps a job's place the same way).
   bool restart = false;
+  // Restore only: when the job's current run began (its binding, or its last
+  // resize) and when it last checkpointed, so a restarted control plane
+  // weighs victims (minimum runtime, work lost) and backfill ends as the
+  // previous one did. InfinitePast: `now` / never.
+  absl::Time started = absl::InfinitePast();
+  absl::Time last_checkpoint = absl::InfinitePast();
 };
 
 enum class JobPhase { kUnknown, kPending, kNominated, kRunning, kTerminating };
@@ -149,6 +155,20 @@ class QueueManager {
   // charged to its queue, which must be a leaf. Nothing is scheduled.
   absl::Status Restore(model::Job job, const Placement& placement, const SubmitOptions& opts,
                        absl::Time now);
+  // After a restart, a restored job (Restore) that had been signalled as a
+  // preemption victim for `preemptor`, to be stopped at `deadline`, and for
+  // an elastic shrink only its `dropping` members (group and member
+  // ordinals; empty: the whole job): it is terminating again with that
+  // deadline, and `preemptor`, when it is pending, is nominated with it, so
+  // the preemption completes as decided instead of being searched again
+  // (which could pick other victims and evict twice). A preemptor that is
+  // gone leaves the victim terminating: once signalled, a victim may already
+  // be checkpointing and exiting, so it is stopped at its deadline.
+  // FailedPrecondition when the job is not running or already terminating;
+  // InvalidArgument when a dropping member is not one the job holds or would
+  // leave fewer than its minMember. Idempotent only through that refusal.
+  absl::Status RestoreVictim(absl::string_view victim, absl::string_view preemptor,
+                             absl::Time deadline, const std::vector<MemberPlacement>& dropping);
   // Re-reads the fleet capacity (the root's limit) from the cluster, after
   // nodes were added or removed; fair-share state is kept.
   void RefreshCapacity();

@@ -120,6 +120,16 @@ std::vector<Schema::Field> JobStatusFields() {
                                  Optional("step", S::Int().Min(0)),
                                  Optional("path", S::String()),
                              })),
+      // A preemption in flight, while PreemptionPending is True (the
+      // controller carries it over its restarts).
+      Optional("preemption", S::Object({
+                                 Required("preemptor", S::String()),
+                                 Required("deadline", S::String()),
+                                 Optional("dropping", S::Array(S::Object({
+                                                          Required("group", S::String()),
+                                                          Required("member", S::Int().Min(0)),
+                                                      }))),
+                             })),
   };
 }
 
