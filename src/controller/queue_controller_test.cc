@@ -269,6 +269,29 @@ TEST_F(QueueControllerTest, RestartCarriesAPreemptionInFlightOn) {
   EXPECT_EQ(BoundGpus(), 16);
 }
 
+TEST_F(QueueControllerTest, RestartSparesAVictimWhosePreemptorIsGone) {
+  // The preemptor is deleted during the grace period, then the controller
+  // restarts: the victim runs on (as the running controller spares a
+  // cancelled preemptor's victims), not stopped at the recorded deadline.
+  ASSERT_NO_FATAL_FAILURE(TwoDevelopmentJobs(absl::Seconds(60)));
+  Pass(absl::Minutes(1));
+  AddJob("high", 1, 8, {{"queue", "research"}, {"priorityClassName", "production"}});
+  Step();
+  ASSERT_TRUE(ConditionTrueIn(Job("low1"), "PreemptionPending") ||
+              ConditionTrueIn(Job("low2"), "PreemptionPending"));
+  ASSERT_TRUE(store_.Delete(Key("trainingjobs", "team-a", "high")).ok());
+  Restart();
+  Pass(absl::Minutes(2));  // past the recorded deadline
+  for (const char* name : {"low1", "low2"}) {
+    const Json job = Job(name);
+    EXPECT_EQ(job["status"]["phase"], "Scheduled") << name;
+    EXPECT_EQ(job["status"]["generation"], 1) << name << ": stopped and placed again";
+    const std::vector<std::string> events = EventReasons(name);
+    EXPECT_EQ(std::count(events.begin(), events.end(), "Preempted"), 0) << name;
+  }
+  EXPECT_EQ(BoundGpus(), 16);
+}
+
 TEST_F(QueueControllerTest, RestartRemembersWhoCheckpointed) {
   // Two equal development jobs; "low2" checkpoints, then the controller
   // restarts. The new one must still see that preempting "low2" loses less

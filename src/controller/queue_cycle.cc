@@ -252,8 +252,10 @@ void SchedulingController::RestoreInflightPreemption(JobRec& rec, absl::Time now
     cycle_needed_ = true;
     return;
   }
-  // The job runs on; its stale condition is what the agents see, so it ends.
-  options_.log.Warn(
+  // The job runs on, spared as a cancelled preemptor's victims are; its
+  // condition stays True, so an exit that answers the signal it got is
+  // still a preemption (requeued from its checkpoint), not a success.
+  options_.log.Info(
       "preemption in flight not restored",
       {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
 }

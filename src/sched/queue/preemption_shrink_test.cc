@@ -147,6 +147,10 @@ TEST_F(ShrinkTest, RestoredShrinkInFlightCompletesAsDecided) {
   EXPECT_TRUE(absl::IsInvalidArgument(qm_->RestoreVictim(Key("el"), Key("p"), deadline, too_many)));
   EXPECT_TRUE(
       absl::IsFailedPrecondition(qm_->RestoreVictim(Key("nobody"), Key("p"), deadline, dropping)));
+  // A preemptor that is gone spares its victim, as a cancelled one does.
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(qm_->RestoreVictim(Key("el"), Key("gone"), deadline, dropping)));
+  EXPECT_EQ(qm_->Phase(Key("el")), JobPhase::kRunning);
   ASSERT_TRUE(qm_->RestoreVictim(Key("el"), Key("p"), deadline, dropping).ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(
       qm_->RestoreVictim(Key("el"), Key("p"), deadline, dropping)));  // already terminating

@@ -161,12 +161,12 @@ class QueueManager {
   // ordinals; empty: the whole job): it is terminating again with that
   // deadline, and `preemptor`, when it is pending, is nominated with it, so
   // the preemption completes as decided instead of being searched again
-  // (which could pick other victims and evict twice). A preemptor that is
-  // gone leaves the victim terminating: once signalled, a victim may already
-  // be checkpointing and exiting, so it is stopped at its deadline.
-  // FailedPrecondition when the job is not running or already terminating;
+  // (which could pick other victims and evict twice). FailedPrecondition,
+  // changing nothing, when the job is not running or already terminating,
+  // or when `preemptor` is not pending (it was deleted or has started): the
+  // victim is spared, as Finish spares a cancelled preemptor's victims.
   // InvalidArgument when a dropping member is not one the job holds or would
-  // leave fewer than its minMember. Idempotent only through that refusal.
+  // leave fewer than its minMember.
   absl::Status RestoreVictim(absl::string_view victim, absl::string_view preemptor,
                              absl::Time deadline, const std::vector<MemberPlacement>& dropping);
   // Re-reads the fleet capacity (the root's limit) from the cluster, after

@@ -36,6 +36,12 @@ absl::Status QueueManager::RestoreVictim(absl::string_view victim, absl::string_
   if (rj->terminating) {
     return absl::FailedPreconditionError(absl::StrCat("job ", victim, " is already terminating"));
   }
+  auto preemptor_entry = pending_.find(preemptor);
+  if (preemptor_entry == pending_.end()) {
+    // As Finish does for a cancelled preemptor: the victim is spared.
+    return absl::FailedPreconditionError(
+        absl::StrCat("preemptor ", preemptor, " of ", victim, " is not pending; victim spared"));
+  }
   std::vector<MemberPlacement> drop;
   for (const MemberPlacement& d : dropping) {
     auto held = std::find_if(rj->members.begin(), rj->members.end(), [&](const MemberPlacement& m) {
@@ -60,10 +66,8 @@ absl::Status QueueManager::RestoreVictim(absl::string_view victim, absl::string_
   rj->dropping = std::move(drop);
   rj->dropping_usage = rj->dropping.empty() ? ResourceList() : UsageOf(*rj, rj->dropping);
   ++manager_gen_;
-  if (auto it = pending_.find(preemptor); it != pending_.end()) {
-    it->second.nominated = true;
-    it->second.victims.insert(std::string(victim));
-  }
+  preemptor_entry->second.nominated = true;
+  preemptor_entry->second.victims.insert(std::string(victim));
   RefreshReclaimView();
   return absl::OkStatus();
 }
