@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <string>
@@ -279,6 +280,41 @@ TEST_F(CliProcessTest, ElasticJobShrinksWhenANodeGoesSilentAndGetShowsWhatItHold
     ++rows;
   }
   EXPECT_EQ(rows, 1u) << r.out;
+}
+
+TEST_F(CliProcessTest, DescribeShowsAPreemptionInFlight) {
+  // A 10-minute grace period keeps the victim signalled while we look.
+  server_.Kill(SIGKILL);
+  dir_ = MakeTempDir("tessera_cli_preempt");
+  {
+    std::ofstream q(dir_ + "/queues.yaml");
+    q << "preemption: {gracePeriod: 10m, minRuntime: 0s}\nqueues: [{name: default}]\n";
+  }
+  extra_args_ = {"--queue-config", dir_ + "/queues.yaml"};
+  StartServer();
+  Result r = Run(
+      "apply -f - <<'EOF'\n"
+      "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: a}\n"
+      "spec: {gpuType: H100, gpuCount: 8}\n---\n"
+      "kind: TrainingJob\napiVersion: tessera.dev/v1\nmetadata: {name: low}\n"
+      "spec: {priorityClassName: development, groups: [{name: w, count: 1, gpusPerReplica: 8}]}\n"
+      "EOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  WaitFor("jobs", "low", Scheduled);
+  r = Run(
+      "apply -f - <<'EOF'\n"
+      "kind: TrainingJob\napiVersion: tessera.dev/v1\nmetadata: {name: high}\n"
+      "spec: {priorityClassName: production, groups: [{name: w, count: 1, gpusPerReplica: 8}]}\n"
+      "EOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json low =
+      WaitFor("jobs", "low", [](const Json& j) { return j["status"].contains("preemption"); });
+  EXPECT_EQ(low["status"]["preemption"].value("preemptor", ""), "default/high") << low.dump();
+  r = Run("describe job low");
+  EXPECT_NE(r.out.find("Preemption:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the whole job for default/high; checkpoint now, stopped at "),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {

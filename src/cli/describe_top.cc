@@ -107,6 +107,16 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
     head.push_back(
         {"Restarts:", absl::StrCat(st.value("restarts", 0), " of ", spec.value("maxRestarts", 0))});
   }
+  if (st.contains("preemption") && st["preemption"].is_object()) {
+    // A preemption in flight: whom the job makes room for, and when it stops.
+    const Json& pr = st["preemption"];
+    const size_t dropping = pr.contains("dropping") ? pr["dropping"].size() : 0;
+    head.push_back(
+        {"Preemption:",
+         absl::StrCat(dropping > 0 ? absl::StrCat(dropping, " member(s)") : "the whole job",
+                      " for ", pr.value("preemptor", ""), "; checkpoint now, stopped at ",
+                      pr.value("deadline", ""))});
+  }
   if (st.contains("resumeFrom")) {
     const Json& rf = st["resumeFrom"];
     head.push_back(
