@@ -1,5 +1,7 @@
 #include "federation/requeue.h"
 
+#include <algorithm>
+
 #include "controller/store_layout.h"
 #include "federation/json_fields.h"
 
@@ -36,10 +38,15 @@ std::string PickMember(const std::vector<Candidate>& members, const JobDemand& d
   return best == nullptr ? "" : best->name;
 }
 
-std::string RequeueTarget(absl::Time since, absl::Time now, absl::Duration after,
+absl::Duration RequeueWait(absl::Duration after, int64_t requeues) {
+  if (after <= absl::ZeroDuration()) return absl::ZeroDuration();
+  return after * (int64_t{1} << std::clamp<int64_t>(requeues, 0, 6));
+}
+
+std::string RequeueTarget(absl::Time since, absl::Time now, absl::Duration after, int64_t requeues,
                           const std::vector<Candidate>& members, const JobDemand& demand,
                           absl::string_view from) {
-  if (after <= absl::ZeroDuration() || now - since < after) return "";
+  if (after <= absl::ZeroDuration() || now - since < RequeueWait(after, requeues)) return "";
   return PickMember(members, demand, from);
 }
 

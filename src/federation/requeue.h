@@ -10,7 +10,10 @@
 // when it was never scheduled (so a hub restart does not reset a fresh
 // copy's wait). Once it has waited `after` (> 0; 0 disables requeues) and
 // another Ready member fits the job now (most free GPUs first, as a dispatch
-// chooses), the dispatcher moves it there (dispatcher.h). Pure functions.
+// chooses), the dispatcher moves it there (dispatcher.h). The wait doubles
+// with every move of the same job (after x 2^requeues, at most x 64): a job
+// that no member can place, though every estimate says it fits, does not
+// travel between them every `after`. Pure functions.
 #pragma once
 
 #include <string>
@@ -42,10 +45,14 @@ struct Candidate {
 std::string PickMember(const std::vector<Candidate>& members, const JobDemand& demand,
                        absl::string_view exclude = "");
 
-// Where a copy on member `from`, unplaced since `since`, moves at `now`: ""
-// while it stays (requeues disabled, not waited `after` yet, or no other
-// Ready member fits it now).
-std::string RequeueTarget(absl::Time since, absl::Time now, absl::Duration after,
+// How long a job moved `requeues` times before waits unplaced before it moves
+// again (zero: never, when `after` is zero).
+absl::Duration RequeueWait(absl::Duration after, int64_t requeues);
+
+// Where a copy on member `from`, unplaced since `since`, of a job moved
+// `requeues` times before, moves at `now`: "" while it stays (requeues
+// disabled, not waited RequeueWait yet, or no other Ready member fits it now).
+std::string RequeueTarget(absl::Time since, absl::Time now, absl::Duration after, int64_t requeues,
                           const std::vector<Candidate>& members, const JobDemand& demand,
                           absl::string_view from);
 

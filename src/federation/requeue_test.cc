@@ -63,17 +63,32 @@ TEST(RequeueTest, MovesOnlyAfterTheWaitAndOnlyWhereItFitsNow) {
   const std::vector<Candidate> ms = {{"east", true, &east}, {"west", true, &west}};
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   const absl::Duration after = absl::Seconds(300);
-  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Seconds(299), after, ms, Eight(), "east"), "");
-  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Seconds(300), after, ms, Eight(), "east"), "west");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Seconds(299), after, 0, ms, Eight(), "east"), "");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Seconds(300), after, 0, ms, Eight(), "east"), "west");
   // Disabled.
-  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(9), absl::ZeroDuration(), ms, Eight(), "east"), "");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(9), absl::ZeroDuration(), 0, ms, Eight(), "east"),
+            "");
   // Never back to the member it waits on, even if that one seems to fit best.
-  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(1), after, ms, Eight(), "west"), "east");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(1), after, 0, ms, Eight(), "west"), "east");
   // No other member has room now: it stays.
   const std::vector<Candidate> none = {{"east", true, &east}, {"west", true, &busy}};
-  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(1), after, none, Eight(), "east"), "");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(1), after, 0, none, Eight(), "east"), "");
   const std::vector<Candidate> lost = {{"east", true, &east}, {"west", false, &west}};
-  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(1), after, lost, Eight(), "east"), "");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Hours(1), after, 0, lost, Eight(), "east"), "");
+}
+
+TEST(RequeueTest, EachMoveDoublesTheWaitForTheNext) {
+  const absl::Duration after = absl::Seconds(300);
+  EXPECT_EQ(RequeueWait(after, 0), after);
+  EXPECT_EQ(RequeueWait(after, 1), absl::Seconds(600));
+  EXPECT_EQ(RequeueWait(after, 3), absl::Seconds(2400));
+  EXPECT_EQ(RequeueWait(after, 50), after * 64);  // capped
+  EXPECT_EQ(RequeueWait(absl::ZeroDuration(), 2), absl::ZeroDuration());
+  const MemberCapacity east = Cap(1, 8), west = Cap(1, 8);
+  const std::vector<Candidate> ms = {{"east", true, &east}, {"west", true, &west}};
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Seconds(599), after, 1, ms, Eight(), "west"), "");
+  EXPECT_EQ(RequeueTarget(t0, t0 + absl::Seconds(600), after, 1, ms, Eight(), "west"), "east");
 }
 
 }  // namespace
