@@ -246,9 +246,11 @@ void RegisterServerCommands(CLI::App& app) {
                   "This hub's name, labelled on the copies it creates in members (default hub)");
   cmd->add_option("--federation-failover-seconds", flags->federation_failover_s,
                   "A member not answering this long loses its jobs to other members");
-  cmd->add_option("--federation-requeue-seconds", flags->federation_requeue_s,
-                  "A job its member accepted but has not placed for this long moves to another "
-                  "member that fits it now (0: never; a placed or running job never moves)")
+  cmd->add_option(
+         "--federation-requeue-seconds", flags->federation_requeue_s,
+         "A job its member accepted but has not placed for this long moves to another "
+         "member that fits it now (0: never; the wait doubles with each move of a job; a placed "
+         "or running job never moves)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--node-grace-seconds", flags->node_grace_s,
                   "A node without a heartbeat this long turns NotReady (0: never)");
