@@ -4,7 +4,10 @@
 // Jobs go where they fit, with the most free GPUs; a job that fits nowhere
 // waits in the hub; deleting it in the hub deletes its copy; a member that
 // stops answering loses its jobs to the other, and its stale copy is deleted
-// when it answers again.
+// when it answers again. A job its member accepts but cannot place (east's
+// nodes have too few cores for it, which the hub's GPU fit does not see) moves
+// to the other member; a change of a job's spec or metadata in the hub reaches
+// its copy.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -35,11 +39,17 @@ class FederationTest : public ::testing::Test {
           << proc->error();
     }
     hub_.set_stderr_path(dir_ + "/hub.log");
-    ASSERT_GT(hub_.Start({"--data-dir", dir_ + "/hub", "--federation",
-                          "--federation-failover-seconds", "2"}),
-              0)
+    ASSERT_GT(
+        hub_.Start({"--data-dir", dir_ + "/hub", "--federation", "--federation-failover-seconds",
+                    "2", "--federation-requeue-seconds", "2"}),
+        0)
         << hub_.error();
-    for (const char* n : {"e1", "e2"}) ASSERT_EQ(Post(east_, "/api/v1/nodes", Node(n)), 201);
+    // 16 cores per east node: the hub's fit counts GPUs only (member_capacity.h).
+    for (const char* n : {"e1", "e2"}) {
+      Json node = Node(n);
+      node["spec"]["cpuMilli"] = 16000;
+      ASSERT_EQ(Post(east_, "/api/v1/nodes", node), 201);
+    }
     ASSERT_EQ(Post(west_, "/api/v1/nodes", Node("w1")), 201);
     for (auto [proc, name] : {std::pair{&east_, "east"}, std::pair{&west_, "west"}}) {
       Json c = {{"apiVersion", "tessera.dev/v1"},
@@ -84,6 +94,11 @@ class FederationTest : public ::testing::Test {
     auto r = c.Post(path, body.dump(), "application/json");
     return r ? r->status : 0;
   }
+  static int Put(ServerProcess& p, const std::string& path, const Json& body) {
+    httplib::Client c("127.0.0.1", p.port());
+    auto r = c.Put(path, body.dump(), "application/json");
+    return r ? r->status : 0;
+  }
   static int Delete(ServerProcess& p, const std::string& path) {
     httplib::Client c("127.0.0.1", p.port());
     auto r = c.Delete(path);
@@ -109,6 +124,25 @@ class FederationTest : public ::testing::Test {
     return [=](const Json& j) {
       return j["status"].value("cluster", "") == cluster && j["status"].value("phase", "") == phase;
     };
+  }
+
+  // The hub's Events about job `name`: reason -> messages.
+  std::multimap<std::string, std::string> Events(const std::string& name) {
+    Json l = Get(hub_, "/api/v1/namespaces/ml/events?labelSelector=involved-name%3D" + name);
+    std::multimap<std::string, std::string> out;
+    if (!l.is_object() || !l["items"].is_array()) return out;
+    for (const Json& e : l["items"]) {
+      out.emplace(e["spec"].value("reason", ""), e["spec"].value("message", ""));
+    }
+    return out;
+  }
+  void WaitGone(ServerProcess& p, const std::string& path) {
+    int code = 0;
+    for (int i = 0; i < 100 && code != 404; ++i) {
+      Get(p, path, &code);
+      if (code != 404) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(code, 404) << path;
   }
 
   std::string dir_;
@@ -182,6 +216,76 @@ TEST_F(FederationTest, JobsGoWhereTheyFitAndMoveOffALostMember) {
             std::string::npos);
   EXPECT_NE(m->body.find("tessera_federation_cluster_ready{cluster=\"west\"} 1"),
             std::string::npos);
+}
+
+TEST_F(FederationTest, AnUnplacedJobMovesAndSpecChangesReachTheCopy) {
+  // 8 GPUs and 32 cores: the hub sends it to east (16 free GPUs against
+  // west's 8), whose nodes have 16 cores each, so east cannot place it.
+  Json job = Job("cores", 1);
+  job["spec"]["groups"][0]["resources"] = {{"cpu", 32}};
+  ASSERT_EQ(Post(hub_, "/api/v1/namespaces/ml/trainingjobs", job), 201);
+  WaitFor(hub_, JobPath("cores"),
+          [](const Json& j) { return j["status"].value("cluster", "") == "east"; });
+  Json stuck = Get(east_, JobPath("cores"));
+  ASSERT_TRUE(stuck.is_object());
+  EXPECT_FALSE(stuck["status"].contains("placement") && !stuck["status"]["placement"].empty())
+      << stuck.dump();
+  // Unplaced in east for 2 s while west has room: moved there, and placed.
+  Json moved = WaitFor(hub_, JobPath("cores"), On("west", "Scheduled"));
+  EXPECT_EQ(moved["status"].value("requeues", 0), 1) << moved.dump();
+  EXPECT_EQ(moved["status"].value("failovers", 0), 0);
+  EXPECT_TRUE(moved["status"].contains("lastRequeueTime"));
+  WaitGone(east_, JobPath("cores"));
+  auto events = Events("cores");
+  ASSERT_EQ(events.count("Requeued"), 1u);
+  EXPECT_NE(events.find("Requeued")->second.find("from cluster east to cluster west"),
+            std::string::npos)
+      << events.find("Requeued")->second;
+  {
+    httplib::Client c("127.0.0.1", hub_.port());
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m && m->status == 200);
+    EXPECT_NE(m->body.find("tessera_federation_requeues_total{cluster=\"east\"} 1"),
+              std::string::npos)
+        << m->body;
+  }
+  // A job placed in its member stays, however long: 16 GPUs in east.
+  ASSERT_EQ(Post(hub_, "/api/v1/namespaces/ml/trainingjobs", Job("placed", 2)), 201);
+  WaitFor(hub_, JobPath("placed"), On("east", "Scheduled"));
+
+  // A change in the hub (an annotation, a label, the priority) reaches the copy,
+  // which keeps the hub's label and origin.
+  Json edit = Get(hub_, JobPath("cores"));
+  const std::string uid = edit["metadata"].value("uid", "");
+  edit.erase("status");
+  edit["metadata"]["annotations"]["owner"] = "vision";
+  edit["metadata"]["labels"]["tier"] = "gold";
+  edit["spec"]["priority"] = 7;
+  ASSERT_EQ(Put(hub_, JobPath("cores"), edit), 200);
+  Json copy = WaitFor(west_, JobPath("cores"), [](const Json& c) {
+    return c["metadata"].value("annotations", Json::object()).value("owner", "") == "vision";
+  });
+  EXPECT_EQ(copy["spec"].value("priority", 0), 7) << copy.dump();
+  EXPECT_EQ(copy["metadata"]["labels"].value("tier", ""), "gold");
+  EXPECT_EQ(copy["metadata"]["labels"].value("tessera.dev/federation-hub", ""), "hub");
+  EXPECT_EQ(copy["metadata"]["annotations"].value("tessera.dev/federation-origin", ""), uid);
+  EXPECT_EQ(copy["status"].value("phase", ""), "Scheduled");  // the member kept its status
+  // Placed in west: the new priority applies when it is placed next, and the hub says so.
+  Json synced = WaitFor(hub_, JobPath("cores"), [](const Json& j) {
+    return j["status"].value("specSync", Json::object()).value("state", "") == "Deferred";
+  });
+  EXPECT_NE(synced["status"]["specSync"].value("message", "").find("spec.priority"),
+            std::string::npos)
+      << synced.dump();
+  // Once per change: the mirror's status writes in the hub do not push it again.
+  const std::string rv = copy["metadata"].value("resourceVersion", "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(Get(west_, JobPath("cores"))["metadata"].value("resourceVersion", ""), rv);
+  EXPECT_EQ(Events("cores").count("SpecUpdated"), 1u);
+  // The placed job in east was never moved.
+  Json placed = Get(hub_, JobPath("placed"));
+  EXPECT_EQ(placed["status"].value("cluster", ""), "east");
+  EXPECT_EQ(placed["status"].value("requeues", 0), 0);
 }
 
 }  // namespace

@@ -11,6 +11,9 @@
 #include "agent/api_client.h"
 #include "controller/job_codec.h"
 #include "controller/store_layout.h"
+#include "federation/copy_sync.h"
+#include "federation/json_fields.h"
+#include "federation/requeue.h"
 
 namespace tessera::federation {
 namespace {
@@ -20,21 +23,7 @@ using controller::ParseStored;
 using controller::Timestamp;
 using controller::ToStoredValue;
 
-constexpr char kHubLabel[] = "tessera.dev/federation-hub";
-constexpr char kOriginAnnotation[] = "tessera.dev/federation-origin";
 constexpr const char* kJobPlurals[] = {"trainingjobs", "inferenceservices"};
-
-std::string Str(const Json& o, const char* key) {
-  auto it = o.find(key);
-  return o.is_object() && it != o.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const Json& Field(const Json& o, const char* key) {
-  static const Json kNull;
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
 
 bool Terminal(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
 
@@ -46,31 +35,17 @@ std::string ReadToken(const std::string& path) {
   return std::string(absl::StripAsciiWhitespace(ss.str()));
 }
 
+// The demand of a hub job, decoded as the members' schedulers will (any
+// priority class: the member resolves it).
+absl::StatusOr<JobDemand> DemandOfObject(const Json& obj) {
+  absl::StatusOr<model::Job> job =
+      controller::JobFromObject(obj, [](absl::string_view) { return std::optional<int32_t>(0); });
+  if (!job.ok()) return job.status();
+  return DemandOf(*job, Str(obj, "kind") == "InferenceService");
+}
+
 std::string ItemPath(const std::string& plural, const std::string& ns, const std::string& name) {
   return absl::StrCat("/api/v1/namespaces/", ns, "/", plural, "/", name);
-}
-
-// The member's copy of hub object `obj`: its metadata's name, namespace,
-// labels and annotations, the hub label and origin uid, and its spec.
-Json CopyOf(const Json& obj, const std::string& hub, const std::string& uid) {
-  const Json& meta = Field(obj, "metadata");
-  Json labels = Field(meta, "labels").is_object() ? Field(meta, "labels") : Json::object();
-  Json annotations =
-      Field(meta, "annotations").is_object() ? Field(meta, "annotations") : Json::object();
-  labels[kHubLabel] = hub;
-  annotations[kOriginAnnotation] = uid;
-  return {{"apiVersion", Str(obj, "apiVersion")},
-          {"kind", Str(obj, "kind")},
-          {"metadata",
-           {{"name", Str(meta, "name")},
-            {"namespace", Str(meta, "namespace")},
-            {"labels", labels},
-            {"annotations", annotations}}},
-          {"spec", Field(obj, "spec")}};
-}
-
-std::string OriginOf(const Json& copy) {
-  return Str(Field(Field(copy, "metadata"), "annotations"), kOriginAnnotation);
 }
 
 }  // namespace
@@ -103,6 +78,7 @@ struct Dispatcher::HubJob {
   std::string uid;
   int64_t revision = 0;
   Json obj;
+  absl::StatusOr<JobDemand> demand = absl::UnknownError("not decoded");  // set when queued
   Json& status() { return obj["status"]; }
 };
 
@@ -118,12 +94,16 @@ struct Dispatcher::Metrics {
                                 "Jobs the hub handed to a member cluster.", {"cluster"})),
         failovers(r.AddCounter("tessera_federation_failovers_total",
                                "Jobs moved off a member (lost, removed, or its copy gone).",
-                               {"cluster"})) {}
+                               {"cluster"})),
+        requeues(r.AddCounter("tessera_federation_requeues_total",
+                              "Jobs moved off a member that accepted but did not place them.",
+                              {"cluster"})) {}
   metrics::Family<metrics::Gauge>& ready;
   metrics::Family<metrics::Gauge>& gpus;
   metrics::Family<metrics::Gauge>& free_gpus;
   metrics::Family<metrics::Counter>& dispatches;
   metrics::Family<metrics::Counter>& failovers;
+  metrics::Family<metrics::Counter>& requeues;
 };
 
 Dispatcher::Dispatcher(store::Store& hub, Clock& clock, DispatcherOptions options)
@@ -228,14 +208,45 @@ void Dispatcher::RecordProbe(Member& m, absl::Time now) {
   }
 }
 
-bool Dispatcher::WriteStatus(HubJob& j, const Json& fields, const std::vector<std::string>& erase) {
+bool Dispatcher::WriteStatus(HubJob& j, const Json& fields, const std::vector<std::string>& erase,
+                             const Note* note) {
   Json obj = j.obj;
   Json& st = obj["status"];
   if (!st.is_object()) st = Json::object();
   for (auto it = fields.begin(); it != fields.end(); ++it) st[it.key()] = it.value();
   for (const std::string& f : erase) st.erase(f);
-  if (obj == j.obj) return true;
-  absl::StatusOr<int64_t> rev = hub_.Put(j.key, ToStoredValue(obj), j.revision);
+  if (obj == j.obj && note == nullptr) return true;
+  std::vector<store::Op> ops;
+  ops.push_back(store::Op::Put(j.key, ToStoredValue(obj), j.revision));
+  if (note != nullptr) {
+    // An Event as the scheduling controller writes them (kind Event, labels
+    // involved-kind / involved-name), so `tessera describe` on the hub lists it.
+    const std::string now = Timestamp(clock_.Now());
+    std::string prefix = j.name.substr(0, 40);
+    while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
+    const std::string name =
+        absl::StrCat(prefix, "-", absl::Hex(j.revision), "-f", absl::Hex(++event_seq_ & 0xfff));
+    Json ev = {
+        {"apiVersion", controller::kApiVersion},
+        {"kind", "Event"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", j.ns},
+          {"creationTimestamp", now},
+          {"labels",
+           {{"involved-kind", absl::AsciiStrToLower(Str(j.obj, "kind"))},
+            {"involved-name", j.name.substr(0, 63)}}}}},
+        {"spec",
+         {{"involvedObject",
+           {{"kind", Str(j.obj, "kind")}, {"name", j.name}, {"namespace", j.ns}, {"uid", j.uid}}},
+          {"reason", note->reason},
+          {"message", note->message.substr(0, 4096)},
+          {"type", note->warning ? "Warning" : "Normal"},
+          {"eventTime", now}}},
+        {"status", {{"phase", "Recorded"}}}};
+    ops.push_back(store::Op::Put(ObjectKey("events", j.ns, name), ToStoredValue(ev)));
+  }
+  absl::StatusOr<int64_t> rev = hub_.Txn(ops);
   if (!rev.ok()) return false;  // changed meanwhile (a user, or deleted): next step
   j.obj = std::move(obj);
   j.revision = *rev;
@@ -261,12 +272,12 @@ void Dispatcher::SendBack(HubJob& j, const std::string& why) {
                     {{"job", j.name}, {"namespace", j.ns}, {"cluster", from}});
 }
 
-void Dispatcher::Mirror(HubJob& j, Member& m) {
-  if (!m.listed) return;  // the next probe will tell
+const Json* Dispatcher::Mirror(HubJob& j, Member& m) {
+  if (!m.listed) return nullptr;  // the next probe will tell
   auto copy = m.copies.find(j.uid);
   if (copy == m.copies.end()) {
     SendBack(j, absl::StrCat("its copy in cluster ", m.name, " is gone"));
-    return;
+    return nullptr;
   }
   const Json& cs = Field(copy->second.second, "status");
   Json fields = Json::object();
@@ -281,56 +292,128 @@ void Dispatcher::Mirror(HubJob& j, Member& m) {
   }
   if (!fields.contains("phase")) fields["phase"] = "Dispatched";
   (void)WriteStatus(j, fields, erase);
+  return &copy->second.second;
 }
 
-bool Dispatcher::Dispatch(HubJob& j) {
+void Dispatcher::SyncSpec(HubJob& j, Member& m, const Json& copy) {
+  const Json want = CopyOf(j.obj, options_.hub_name, j.uid);
+  const SyncPlan plan = PlanSync(want, copy, j.status());
+  if (plan.clear_record) (void)WriteStatus(j, {}, {"specSync"});
+  if (!plan.push) return;
+  const std::vector<std::string> changed = ChangedFields(copy, want);
+  Json body = want;
+  const Json& meta = Field(copy, "metadata");
+  if (meta.contains("resourceVersion"))
+    body["metadata"]["resourceVersion"] = meta["resourceVersion"];
+  absl::StatusOr<agent::ApiResponse> r = m.client->Put(ItemPath(j.plural, j.ns, j.name), body);
+  // Unanswered, a conflict (the member wrote the copy since the probe), a
+  // copy gone (Mirror sees it next step) or a server error: next step again.
+  if (!r.ok() || r->code == 409 || r->code == 404 || r->code >= 500) return;
+  const std::string hash = SpecHashOf(want);
+  const std::string what = changed.empty() ? "" : absl::StrJoin(changed, ", ");
+  Note note;
+  std::string state;
+  if (r->code == 200) {
+    ++stats_.spec_pushed;
+    if (changed.empty()) return;  // only the digest (a copy from before digests)
+    const Json& placement = Field(Field(copy, "status"), "placement");
+    const std::vector<std::string> deferred = placement.is_array() && !placement.empty()
+                                                  ? DeferredWhileBound(changed)
+                                                  : std::vector<std::string>();
+    state = deferred.empty() ? "Synced" : "Deferred";
+    note = {"SpecUpdated", absl::StrCat("passed on to the copy in cluster ", m.name, ": ", what)};
+    if (!deferred.empty()) {
+      absl::StrAppend(&note.message, "; the job is placed there, so ",
+                      absl::StrJoin(deferred, ", "),
+                      " take effect when it is next placed (a placed job's spec is not changed in "
+                      "place, except spec.suspend)");
+    }
+  } else {
+    ++stats_.spec_refused;
+    state = "Refused";
+    note = {"SpecRefused",
+            absl::StrCat("cluster ", m.name, " refused the change of ",
+                         what.empty() ? "the copy" : what, ": ", agent::ApiError(*r),
+                         "; the copy keeps its previous spec (change the job again to retry)"),
+            true};
+  }
+  if (!WriteStatus(j,
+                   {{"specSync",
+                     {{"hash", hash},
+                      {"state", state},
+                      {"message", note.message},
+                      {"time", Timestamp(clock_.Now())}}}},
+                   {}, &note)) {
+    return;
+  }
+  const std::vector<obs::LogField> fields = {
+      {"job", j.name}, {"namespace", j.ns}, {"cluster", m.name}};
+  if (note.warning) {
+    options_.log.Warn(note.message, fields);
+  } else {
+    options_.log.Info(note.message, fields);
+  }
+}
+
+std::vector<Candidate> Dispatcher::Candidates() const {
+  std::vector<Candidate> out;
+  out.reserve(members_.size());
+  for (const auto& [name, m] : members_) out.push_back({name, m->ready, &m->cap});
+  return out;
+}
+
+bool Dispatcher::CreateCopy(HubJob& j, Member& m, bool say_why) {
   const std::string kind = Str(j.obj, "kind");
-  // Decoded as the members' schedulers will (any priority class: the member resolves it).
-  absl::StatusOr<model::Job> job =
-      controller::JobFromObject(j.obj, [](absl::string_view) { return std::optional<int32_t>(0); });
-  if (!job.ok()) {
-    (void)WriteStatus(
-        j, {{"phase", "Pending"}, {"message", absl::StrCat("waiting: ", job.status().message())}});
-    return false;
-  }
-  const JobDemand demand = DemandOf(*job, kind == "InferenceService");
-  Member* best = nullptr;
-  std::vector<std::string> seen;
-  for (auto& [name, m] : members_) {
-    seen.push_back(m->ready ? absl::StrCat(name, " ", m->cap.free_gpus, " free")
-                            : absl::StrCat(name, " unreachable"));
-    if (!m->ready || !Fits(m->cap, demand)) continue;
-    if (best == nullptr || m->cap.free_gpus > best->cap.free_gpus) best = m.get();
-  }
-  if (best == nullptr) {
-    const std::string msg =
-        members_.empty() ? "waiting: the federation has no member cluster (create a Cluster object)"
-                         : absl::StrCat("waiting: no member cluster has room for ", demand.gpus(),
-                                        " GPUs now (", absl::StrJoin(seen, ", "), ")");
-    (void)WriteStatus(j, {{"phase", "Pending"}, {"message", msg}});
-    return false;
-  }
   const std::string plural_path = absl::StrCat("/api/v1/namespaces/", j.ns, "/", j.plural);
   absl::StatusOr<agent::ApiResponse> r =
-      best->client->Post(plural_path, CopyOf(j.obj, options_.hub_name, j.uid));
+      m.client->Post(plural_path, CopyOf(j.obj, options_.hub_name, j.uid));
   if (!r.ok()) return false;
   if (r->code == 409) {
-    absl::StatusOr<agent::ApiResponse> cur = best->client->Get(ItemPath(j.plural, j.ns, j.name));
+    absl::StatusOr<agent::ApiResponse> cur = m.client->Get(ItemPath(j.plural, j.ns, j.name));
     if (!cur.ok() || cur->code != 200 || OriginOf(cur->body) != j.uid) {
+      if (!say_why) return false;
       (void)WriteStatus(
           j, {{"phase", "Pending"},
-              {"message", absl::StrCat("waiting: cluster ", best->name, " already has another ",
-                                       kind, " ", j.ns, "/", j.name)}});
+              {"message", absl::StrCat("waiting: cluster ", m.name, " already has another ", kind,
+                                       " ", j.ns, "/", j.name)}});
       return false;
     }
   } else if (r->code != 201) {
+    if (!say_why) return false;
     (void)WriteStatus(j, {{"phase", "Pending"},
-                          {"message", absl::StrCat("waiting: cluster ", best->name,
+                          {"message", absl::StrCat("waiting: cluster ", m.name,
                                                    " refused it: ", agent::ApiError(*r))}});
     return false;
   }
+  return true;
+}
+
+bool Dispatcher::Dispatch(HubJob& j) {
+  // Decoded as the members' schedulers will (any priority class: the member resolves it).
+  if (!j.demand.ok()) {
+    (void)WriteStatus(j, {{"phase", "Pending"},
+                          {"message", absl::StrCat("waiting: ", j.demand.status().message())}});
+    return false;
+  }
+  const std::string target = PickMember(Candidates(), *j.demand);
+  if (target.empty()) {
+    std::vector<std::string> seen;
+    for (auto& [name, m] : members_) {
+      seen.push_back(m->ready ? absl::StrCat(name, " ", m->cap.free_gpus, " free")
+                              : absl::StrCat(name, " unreachable"));
+    }
+    const std::string msg =
+        members_.empty()
+            ? "waiting: the federation has no member cluster (create a Cluster object)"
+            : absl::StrCat("waiting: no member cluster has room for ", j.demand->gpus(),
+                           " GPUs now (", absl::StrJoin(seen, ", "), ")");
+    (void)WriteStatus(j, {{"phase", "Pending"}, {"message", msg}});
+    return false;
+  }
+  Member* best = members_.at(target).get();
+  if (!CreateCopy(j, *best, /*say_why=*/true)) return false;
   const int64_t free_before = best->cap.free_gpus;
-  (void)Take(&best->cap, demand);
+  (void)Take(&best->cap, *j.demand);
   if (!WriteStatus(
           j, {{"phase", "Dispatched"},
               {"cluster", best->name},
@@ -344,6 +427,56 @@ bool Dispatcher::Dispatch(HubJob& j) {
   options_.log.Info(absl::StrCat("dispatched to cluster ", best->name),
                     {{"job", j.name}, {"namespace", j.ns}, {"cluster", best->name}});
   return true;
+}
+
+void Dispatcher::Requeue(HubJob& j, Member& from, const Json& copy) {
+  if (!j.demand.ok()) return;
+  auto since = unplaced_since_.find(absl::StrCat(j.uid, "/", from.name));
+  if (since == unplaced_since_.end()) return;
+  const absl::Time now = clock_.Now();
+  const Json& moves = Field(j.status(), "requeues");
+  const int64_t requeues = moves.is_number_integer() ? moves.get<int64_t>() : 0;
+  const std::string target = RequeueTarget(since->second, now, options_.requeue_after, requeues,
+                                           Candidates(), *j.demand, from.name);
+  if (target.empty()) return;
+  Member& to = *members_.at(target);
+  // 1. The new copy; until the hub records the move it is stale to the
+  // collector, which deletes it should a later step fail. A refusal is not
+  // written: the job still waits in `from`, whose status the hub mirrors.
+  if (!CreateCopy(j, to, /*say_why=*/false)) return;
+  // 2. The old copy, only as it was seen unplaced: if its member placed it
+  // since, the delete fails (409) and the job stays there.
+  const Json& meta = Field(copy, "metadata");
+  absl::StatusOr<agent::ApiResponse> d = from.client->Delete(absl::StrCat(
+      ItemPath(j.plural, j.ns, j.name), "?resourceVersion=", Str(meta, "resourceVersion")));
+  if (!d.ok() || (d->code != 200 && d->code != 404)) return;
+  // 3. The hub's record. Should it fail, the job's copy on `from` is gone:
+  // the next step sends it back and dispatches it again (a failover).
+  const absl::Duration waited = now - since->second;
+  const int64_t free_before = to.cap.free_gpus;
+  const Note note = {
+      "Requeued",
+      absl::StrCat("moved from cluster ", from.name, " to cluster ", to.name, ": not placed in ",
+                   from.name, " for ", absl::FormatDuration(absl::Trunc(waited, absl::Seconds(1))),
+                   " while ", to.name, " has room (", free_before, " of ", to.cap.gpus,
+                   " GPUs free)")};
+  (void)Take(&to.cap, *j.demand);
+  if (!WriteStatus(j,
+                   {{"phase", "Dispatched"},
+                    {"cluster", to.name},
+                    {"requeues", requeues + 1},
+                    {"lastRequeueTime", Timestamp(now)},
+                    {"message", note.message}},
+                   {"placement", "generation", "replicas", "scheduledTime", "resumeFrom"}, &note)) {
+    return;
+  }
+  unplaced_since_.erase(since);
+  hub_uids_[j.uid] = to.name;
+  ++stats_.requeued;
+  if (metrics_) metrics_->requeues.With({from.name}).Inc();
+  options_.log.Info(
+      note.message,
+      {{"job", j.name}, {"namespace", j.ns}, {"cluster", to.name}, {"from", from.name}});
 }
 
 void Dispatcher::Collect(Member& m) {
@@ -397,12 +530,20 @@ absl::Status Dispatcher::Step() {
   }
   hub_uids_.clear();
   for (HubJob& j : jobs) hub_uids_[j.uid] = Str(Field(j.obj, "status"), "cluster");
-  std::vector<HubJob*> pending;
+  // The hub's queue: jobs waiting to be dispatched, and copies waiting unplaced
+  // at their member that may move (requeue.h).
+  struct Queued {
+    HubJob* job;
+    Member* from = nullptr;      // set: a requeue candidate on this member
+    const Json* copy = nullptr;  // its copy as listed
+  };
+  std::vector<Queued> queue;
+  std::map<std::string, absl::Time> unplaced;
   for (HubJob& j : jobs) {
     if (Terminal(Str(Field(j.obj, "status"), "phase"))) continue;
     const std::string cluster = Str(Field(j.obj, "status"), "cluster");
     if (cluster.empty()) {
-      pending.push_back(&j);
+      queue.push_back({&j});
       continue;
     }
     auto it = members_.find(cluster);
@@ -412,22 +553,44 @@ absl::Status Dispatcher::Step() {
       SendBack(j, absl::StrCat("cluster ", cluster, " has not answered for ",
                                absl::FormatDuration(now - it->second->last_ok)));
     } else if (it->second->ready) {
-      Mirror(j, *it->second);
+      Member& m = *it->second;
+      if (const Json* copy = Mirror(j, m); copy != nullptr) {
+        SyncSpec(j, m, *copy);
+        if (Unplaced(Field(*copy, "status"))) {
+          const std::string key = absl::StrCat(j.uid, "/", m.name);
+          auto seen = unplaced_since_.find(key);
+          unplaced[key] = seen != unplaced_since_.end() ? seen->second : UnplacedSince(*copy, now);
+          if (options_.requeue_after > absl::ZeroDuration()) queue.push_back({&j, &m, copy});
+        }
+      }
+    } else if (auto seen = unplaced_since_.find(absl::StrCat(j.uid, "/", cluster));
+               seen != unplaced_since_.end()) {
+      unplaced.insert(*seen);  // not heard from this step: keeps its wait
     }
-    if (Str(Field(j.obj, "status"), "cluster").empty()) pending.push_back(&j);
+    if (Str(Field(j.obj, "status"), "cluster").empty()) queue.push_back({&j});
   }
+  unplaced_since_ = std::move(unplaced);
   // Higher priority first, then the oldest (the hub's own queue order).
   auto priority = [](const HubJob* j) {
     const Json& p = Field(Field(j->obj, "spec"), "priority");
     return p.is_number_integer() ? p.get<int64_t>() : 0;
   };
-  std::stable_sort(pending.begin(), pending.end(), [&](const HubJob* a, const HubJob* b) {
+  std::stable_sort(queue.begin(), queue.end(), [&](const Queued& qa, const Queued& qb) {
+    const HubJob* a = qa.job;
+    const HubJob* b = qb.job;
     if (priority(a) != priority(b)) return priority(a) > priority(b);
     const std::string ca = Str(Field(a->obj, "metadata"), "creationTimestamp");
     const std::string cb = Str(Field(b->obj, "metadata"), "creationTimestamp");
     return ca != cb ? ca < cb : a->key < b->key;
   });
-  for (HubJob* j : pending) Dispatch(*j);
+  for (Queued& q : queue) {
+    q.job->demand = DemandOfObject(q.job->obj);
+    if (q.from == nullptr) {
+      Dispatch(*q.job);
+    } else {
+      Requeue(*q.job, *q.from, *q.copy);
+    }
+  }
   for (auto& [name, m] : members_) {
     if (m->ready) Collect(*m);
   }

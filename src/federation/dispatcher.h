@@ -22,6 +22,15 @@
 //      restarts and replicas are mirrored into the hub's status. A copy that
 //      disappeared, or a member Unreachable for failover_after (or deleted),
 //      sends the job back to step 2 on another member (status.failovers + 1).
+//      A change of the hub object's spec, labels or annotations is pushed to
+//      the copy once (copy_sync.h); a refusal is recorded in status.specSync
+//      and an Event, and not retried until the next change.
+//   3b. A copy its member has not placed for requeue_after while another
+//      Ready member fits the job now (requeue.h) is moved, in the hub's queue
+//      order with the jobs of step 2: the copy is created on the new member,
+//      the old one deleted at the resourceVersion it was seen unplaced at (a
+//      copy placed meanwhile is not deleted, and the move is abandoned), then
+//      the hub records it (status.requeues + 1, Event Requeued).
 //   4. Garbage collection on every Ready member: a copy whose hub job is gone,
 //      or was moved to another member, is deleted there. This also fences a
 //      member that comes back after a failover: its stale copy is removed
@@ -46,6 +55,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "federation/member_capacity.h"
+#include "federation/requeue.h"
 #include "metrics/registry.h"
 #include "obs/log.h"
 #include "store/store.h"
@@ -60,13 +70,16 @@ struct DispatcherOptions {
   absl::Duration period = absl::Seconds(1);
   // A member that has not answered for this long loses its jobs to others.
   absl::Duration failover_after = absl::Seconds(60);
+  // A copy its member has not placed for this long moves to another member
+  // that fits it now (zero: never).
+  absl::Duration requeue_after = absl::Seconds(300);
   // Label value on the copies, so that several hubs may share members.
   std::string hub_name = "hub";
   absl::Duration request_timeout = absl::Seconds(5);
   obs::Logger log;
   // Where the hub's series go (borrowed; null: none): per member
   // tessera_federation_cluster_ready, _cluster_gpus, _cluster_free_gpus, and
-  // tessera_federation_dispatches_total / _failovers_total.
+  // tessera_federation_dispatches_total / _failovers_total / _requeues_total.
   metrics::Registry* metrics = nullptr;
 };
 
@@ -77,6 +90,9 @@ class Dispatcher {
     int64_t dispatched = 0;
     int64_t failovers = 0;
     int64_t collected = 0;  // stale copies deleted in members
+    int64_t requeued = 0;   // unplaced copies moved to another member
+    int64_t spec_pushed = 0;
+    int64_t spec_refused = 0;
   };
 
   // `hub` and `clock` must outlive the dispatcher.
@@ -98,18 +114,38 @@ class Dispatcher {
   void Fetch(Member& m, absl::Time now);
   // Writes what Fetch learnt into the Cluster's status in the hub.
   void RecordProbe(Member& m, absl::Time now);
-  void Mirror(HubJob& j, Member& m);
+  // Mirrors the copy's status into `j`; the copy as listed, or null when it
+  // is gone (then the job is sent back).
+  const Json* Mirror(HubJob& j, Member& m);
+  // Pushes a change of `j`'s spec or metadata to its copy (copy_sync.h).
+  void SyncSpec(HubJob& j, Member& m, const Json& copy);
   bool Dispatch(HubJob& j);
+  // Creates `j`'s copy on `m` (a 409 for our own copy counts as created);
+  // false otherwise, with the reason in `j`'s status if `say_why`.
+  bool CreateCopy(HubJob& j, Member& m, bool say_why);
+  // Moves `j`, unplaced on `from` (copy as listed), per requeue.h.
+  void Requeue(HubJob& j, Member& from, const Json& copy);
   void SendBack(HubJob& j, const std::string& why);
   void Collect(Member& m);
-  // CAS-writes `status` fields of hub object `j`; false on a conflict.
-  bool WriteStatus(HubJob& j, const Json& fields, const std::vector<std::string>& erase = {});
+  std::vector<Candidate> Candidates() const;
+  struct Note {  // an Event about the hub object, written with the status
+    std::string reason;
+    std::string message;
+    bool warning = false;
+  };
+  // CAS-writes `status` fields of hub object `j` (and `note`'s Event in the
+  // same transaction); false on a conflict.
+  bool WriteStatus(HubJob& j, const Json& fields, const std::vector<std::string>& erase = {},
+                   const Note* note = nullptr);
 
   store::Store& hub_;
   Clock& clock_;
   const DispatcherOptions options_;
   std::map<std::string, std::unique_ptr<Member>> members_;
   std::map<std::string, std::string> hub_uids_;  // uid -> the cluster its job is on ("": none)
+  // "uid/cluster" -> since when that copy waits unplaced there (requeue.h).
+  std::map<std::string, absl::Time> unplaced_since_;
+  int64_t event_seq_ = 0;
   Stats stats_;
   struct Metrics;
   std::unique_ptr<Metrics> metrics_;  // null without options.metrics

@@ -7,7 +7,8 @@
 // one Ready, schedulable node of an allowed model; members are taken largest
 // first, first fit. The member cluster's own scheduler then places the job
 // (topology, quotas, CPU and memory are its business); a job the estimate
-// admits but the member cannot place waits there.
+// admits but the member cannot place waits there until the dispatcher moves
+// it to another member (requeue.h).
 #pragma once
 
 #include <cstdint>

@@ -45,6 +45,7 @@ struct ServerFlags {
   bool federation = false;
   std::string federation_name = "hub";
   double federation_failover_s = 60;
+  double federation_requeue_s = 300;
 };
 
 // Queue objects must keep the tree valid together with the queue YAML; the
@@ -182,6 +183,7 @@ int RunServer(const ServerFlags& f) {
     federation::DispatcherOptions fo;
     fo.hub_name = f.federation_name;
     fo.failover_after = absl::Seconds(f.federation_failover_s);
+    fo.requeue_after = absl::Seconds(f.federation_requeue_s);
     fo.log = log.WithComponent("federation");
     fo.metrics = &registry;
     hub = std::make_unique<federation::Dispatcher>(metered, clock, fo);
@@ -244,6 +246,12 @@ void RegisterServerCommands(CLI::App& app) {
                   "This hub's name, labelled on the copies it creates in members (default hub)");
   cmd->add_option("--federation-failover-seconds", flags->federation_failover_s,
                   "A member not answering this long loses its jobs to other members");
+  cmd->add_option(
+         "--federation-requeue-seconds", flags->federation_requeue_s,
+         "A job its member accepted but has not placed for this long moves to another "
+         "member that fits it now (0: never; the wait doubles with each move of a job; a placed "
+         "or running job never moves)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--node-grace-seconds", flags->node_grace_s,
                   "A node without a heartbeat this long turns NotReady (0: never)");
   cmd->add_option("--node-status-seconds", flags->node_status_s,

@@ -110,6 +110,17 @@ std::vector<Schema::Field> JobStatusFields() {
       // and how often it was moved off a lost member.
       Optional("cluster", S::String()),
       Optional("failovers", S::Int().Min(0)),
+      // ...moved off a member that accepted but did not place it, and when;
+      // the last change of spec or metadata passed on to the member's copy
+      // (state Synced, Deferred or Refused).
+      Optional("requeues", S::Int().Min(0)),
+      Optional("lastRequeueTime", S::String()),
+      Optional("specSync", S::Object({
+                               Optional("hash", S::String()),
+                               Optional("state", S::String()),
+                               Optional("message", S::String()),
+                               Optional("time", S::String()),
+                           })),
       // Gang restarts after a member failed (spec.maxRestarts), and the last.
       Optional("restarts", S::Int().Min(0)),
       Optional("lastRestartTime", S::String()),
