@@ -277,6 +277,11 @@ TEST_F(FederationTest, AnUnplacedJobMovesAndSpecChangesReachTheCopy) {
   EXPECT_NE(synced["status"]["specSync"].value("message", "").find("spec.priority"),
             std::string::npos)
       << synced.dump();
+  CliResult described = RunTessera("describe job cores -n ml --server http://127.0.0.1:" +
+                                   std::to_string(hub_.port()));
+  EXPECT_NE(described.out.find("west (failovers 0, requeues 1)"), std::string::npos)
+      << described.out;
+  EXPECT_NE(described.out.find("Spec sync:"), std::string::npos) << described.out;
   // Once per change: the mirror's status writes in the hub do not push it again.
   const std::string rv = copy["metadata"].value("resourceVersion", "");
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));

@@ -102,6 +102,19 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
     head.push_back({"Replicas:", replicas});
     if (st.contains("placement")) head.push_back({"GPUs held:", std::to_string(HeldGpus(o))});
   }
+  if (st.contains("cluster")) {
+    // A federation hub's object (docs/federation.md): the member running it.
+    std::string where = st.value("cluster", "");
+    if (where.empty()) where = "<none yet>";
+    absl::StrAppend(&where, " (failovers ", st.value("failovers", 0), ", requeues ",
+                    st.value("requeues", 0), ")");
+    head.push_back({"Cluster:", where});
+    if (st.contains("specSync") && st["specSync"].is_object()) {
+      const Json& ss = st["specSync"];
+      head.push_back(
+          {"Spec sync:", absl::StrCat(ss.value("state", ""), ": ", ss.value("message", ""))});
+    }
+  }
   if (st.contains("restarts")) {
     // Gang restarts in place after a member failed (spec.maxRestarts).
     head.push_back(
