@@ -217,6 +217,9 @@ TEST_F(DispatcherTest, AnUnplacedCopyMovesAfterTheWaitWhichDoublesAndAPlacedOneS
   EXPECT_EQ(st.value("cluster", ""), "east");
   EXPECT_EQ(st.value("phase", ""), "Scheduled");
   EXPECT_EQ(st.value("requeues", 0), 2);
+  // The hub's Events are collected after their hour (DispatcherOptions::event_ttl).
+  EXPECT_EQ(HubEvents().count("Requeued"), 0u);
+  EXPECT_GE(dispatcher_->stats().events_collected, 2);
 }
 
 TEST_F(DispatcherTest, ZeroDisablesRequeues) {

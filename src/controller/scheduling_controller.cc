@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "controller/controller_internal.h"
 #include "controller/decision_spans.h"
+#include "controller/events.h"
 #include "controller/job_codec.h"
 #include "controller/node_codec.h"
 #include "controller/queue_codec.h"
@@ -52,7 +53,10 @@ std::optional<InflightPreemption> InflightPreemptionOf(const Json& st, const mod
 
 SchedulingController::SchedulingController(store::Store& store, Clock& clock,
                                            ControllerOptions options)
-    : store_(store), clock_(clock), options_(std::move(options)) {
+    : store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      events_gc_(store_, options_.event_ttl, options_.log) {
   if (options_.metrics != nullptr)
     metrics_ = std::make_unique<ControllerMetrics>(*options_.metrics);
 }
@@ -194,7 +198,7 @@ absl::Status SchedulingController::Step() {
   NodeTimers();
   RuntimeLimits();
   RunCycles();
-  CollectEvents();
+  stats_.events_collected += events_gc_.Step(clock_.Now());
   UpdateGauges();
   ++stats_.steps;
   return absl::OkStatus();
@@ -238,33 +242,8 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
 // --- Writes -------------------------------------------------------------
 
 Json SchedulingController::EventObject(const Json& obj, int64_t base, const Change& why) const {
-  const Json& meta = obj["metadata"];
-  std::string name = Str(meta, "name");
-  std::string ns = Str(meta, "namespace", "default");
-  std::string prefix = name.substr(0, 40);
-  while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
-  Json involved = {{"kind", Str(obj, "kind")}, {"name", name}};
-  if (meta.contains("namespace")) involved["namespace"] = ns;
-  if (meta.contains("uid") && meta["uid"].is_string()) involved["uid"] = meta["uid"];
-  const std::string now = Timestamp(clock_.Now());
-  Json ev = {
-      {"apiVersion", kApiVersion},
-      {"kind", "Event"},
-      {"metadata",
-       {{"name", absl::StrCat(prefix, "-", absl::Hex(base), "-", absl::Hex(event_seq_ & 0xfff))},
-        {"namespace", ns},
-        {"creationTimestamp", now},
-        {"labels",
-         {{"involved-kind", absl::AsciiStrToLower(Str(obj, "kind"))},
-          {"involved-name", name.substr(0, 63)}}}}},
-      {"spec",
-       {{"involvedObject", involved},
-        {"reason", why.reason},
-        {"message", why.message.substr(0, 4096)},
-        {"type", why.warning ? "Warning" : "Normal"},
-        {"eventTime", now}}},
-      {"status", {{"phase", "Recorded"}}}};
-  return ev;
+  return EventFor(obj, absl::StrCat(absl::Hex(base), "-", absl::Hex(event_seq_ & 0xfff)),
+                  {why.reason, why.message, why.warning}, clock_.Now());
 }
 
 void SchedulingController::RecordEvent(const Json& obj, int64_t rev, const Change& why) {

@@ -68,6 +68,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "controller/controller_metrics.h"
+#include "controller/events.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
 #include "obs/log.h"
@@ -204,8 +205,6 @@ class SchedulingController {
   // binding: phase Failed, reason DeadlineExceeded, placement cleared (the
   // agents stop the members), GPUs back to the pool.
   void RuntimeLimits();
-  // Deletes Event objects older than options_.event_ttl (event_gc.cc).
-  void CollectEvents();
   // Arms rec's runtime limit for a binding made at `since`.
   void ArmRuntimeLimit(JobRec& rec, absl::Time since);
   void RunCycles();
@@ -320,8 +319,7 @@ class SchedulingController {
   // (deadline, job key) of bound jobs with spec.maxRuntimeSeconds; an entry
   // whose job was unbound or rebound since is skipped when it comes due.
   std::set<std::pair<absl::Time, std::string>> runtime_deadlines_;
-  absl::Time next_event_gc_ = absl::InfinitePast();
-  std::string event_gc_cursor_;  // the next page of a pass starts after this key
+  EventCollector events_gc_;  // Event objects older than options_.event_ttl
   absl::Time last_cycle_ = absl::InfinitePast();
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};

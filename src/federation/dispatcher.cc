@@ -107,7 +107,10 @@ struct Dispatcher::Metrics {
 };
 
 Dispatcher::Dispatcher(store::Store& hub, Clock& clock, DispatcherOptions options)
-    : hub_(hub), clock_(clock), options_(std::move(options)) {
+    : hub_(hub),
+      clock_(clock),
+      options_(std::move(options)),
+      events_gc_(hub_, options_.event_ttl, options_.log) {
   if (options_.metrics != nullptr) metrics_ = std::make_unique<Metrics>(*options_.metrics);
 }
 
@@ -219,31 +222,11 @@ bool Dispatcher::WriteStatus(HubJob& j, const Json& fields, const std::vector<st
   std::vector<store::Op> ops;
   ops.push_back(store::Op::Put(j.key, ToStoredValue(obj), j.revision));
   if (note != nullptr) {
-    // An Event as the scheduling controller writes them (kind Event, labels
-    // involved-kind / involved-name), so `tessera describe` on the hub lists it.
-    const std::string now = Timestamp(clock_.Now());
-    std::string prefix = j.name.substr(0, 40);
-    while (!prefix.empty() && prefix.back() == '-') prefix.pop_back();
-    const std::string name =
-        absl::StrCat(prefix, "-", absl::Hex(j.revision), "-f", absl::Hex(++event_seq_ & 0xfff));
-    Json ev = {
-        {"apiVersion", controller::kApiVersion},
-        {"kind", "Event"},
-        {"metadata",
-         {{"name", name},
-          {"namespace", j.ns},
-          {"creationTimestamp", now},
-          {"labels",
-           {{"involved-kind", absl::AsciiStrToLower(Str(j.obj, "kind"))},
-            {"involved-name", j.name.substr(0, 63)}}}}},
-        {"spec",
-         {{"involvedObject",
-           {{"kind", Str(j.obj, "kind")}, {"name", j.name}, {"namespace", j.ns}, {"uid", j.uid}}},
-          {"reason", note->reason},
-          {"message", note->message.substr(0, 4096)},
-          {"type", note->warning ? "Warning" : "Normal"},
-          {"eventTime", now}}},
-        {"status", {{"phase", "Recorded"}}}};
+    // Written as the scheduling controller writes its own (controller/events.h).
+    const Json ev = controller::EventFor(
+        j.obj, absl::StrCat(absl::Hex(j.revision), "-f", absl::Hex(++event_seq_ & 0xfff)), *note,
+        clock_.Now());
+    const std::string name = Str(Field(ev, "metadata"), "name");
     ops.push_back(store::Op::Put(ObjectKey("events", j.ns, name), ToStoredValue(ev)));
   }
   absl::StatusOr<int64_t> rev = hub_.Txn(ops);
@@ -503,6 +486,7 @@ absl::Status Dispatcher::Step() {
   const absl::Time now = clock_.Now();
   ++stats_.steps;
   SyncMembers(now);
+  stats_.events_collected += events_gc_.Step(now);
   // Members are asked at once, each on its own thread and connection, so that
   // one that hangs until the request timeout does not hold up the others.
   std::vector<std::thread> probes;

@@ -54,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "controller/events.h"
 #include "federation/member_capacity.h"
 #include "federation/requeue.h"
 #include "metrics/registry.h"
@@ -76,6 +77,10 @@ struct DispatcherOptions {
   // Label value on the copies, so that several hubs may share members.
   std::string hub_name = "hub";
   absl::Duration request_timeout = absl::Seconds(5);
+  // The hub's Events (Requeued, SpecUpdated, ...) are deleted this long after
+  // they were written (zero: never); the hub runs no scheduling controller
+  // to collect them.
+  absl::Duration event_ttl = absl::Hours(1);
   obs::Logger log;
   // Where the hub's series go (borrowed; null: none): per member
   // tessera_federation_cluster_ready, _cluster_gpus, _cluster_free_gpus, and
@@ -93,6 +98,7 @@ class Dispatcher {
     int64_t requeued = 0;   // unplaced copies moved to another member
     int64_t spec_pushed = 0;
     int64_t spec_refused = 0;
+    int64_t events_collected = 0;  // the hub's Events deleted past event_ttl
   };
 
   // `hub` and `clock` must outlive the dispatcher.
@@ -128,11 +134,7 @@ class Dispatcher {
   void SendBack(HubJob& j, const std::string& why);
   void Collect(Member& m);
   std::vector<Candidate> Candidates() const;
-  struct Note {  // an Event about the hub object, written with the status
-    std::string reason;
-    std::string message;
-    bool warning = false;
-  };
+  using Note = controller::EventNote;  // an Event about the hub object, written with the status
   // CAS-writes `status` fields of hub object `j` (and `note`'s Event in the
   // same transaction); false on a conflict.
   bool WriteStatus(HubJob& j, const Json& fields, const std::vector<std::string>& erase = {},
@@ -146,6 +148,7 @@ class Dispatcher {
   // "uid/cluster" -> since when that copy waits unplaced there (requeue.h).
   std::map<std::string, absl::Time> unplaced_since_;
   int64_t event_seq_ = 0;
+  controller::EventCollector events_gc_;  // the hub's Events older than options.event_ttl
   Stats stats_;
   struct Metrics;
   std::unique_ptr<Metrics> metrics_;  // null without options.metrics

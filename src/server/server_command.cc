@@ -184,6 +184,7 @@ int RunServer(const ServerFlags& f) {
     fo.hub_name = f.federation_name;
     fo.failover_after = absl::Seconds(f.federation_failover_s);
     fo.requeue_after = absl::Seconds(f.federation_requeue_s);
+    fo.event_ttl = absl::Seconds(f.event_ttl_s);
     fo.log = log.WithComponent("federation");
     fo.metrics = &registry;
     hub = std::make_unique<federation::Dispatcher>(metered, clock, fo);
