@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "controller/autoscaler.h"
 #include "controller/scheduling_controller.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
@@ -40,6 +42,15 @@ struct SchedulingController::JobRec {
   int64_t max_restarts = 0;                           // spec.maxRestarts
   absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
   absl::Time last_resize = absl::InfinitePast();      // binding or last shrink / grow
+
+  // An InferenceService with spec.slo (inference_autoscale.cc): its SLO and
+  // bounds, its autoscaler (history for the scale-down window), its replicas'
+  // latest readings by "<group>-<member>" with the node that sent them, and
+  // the status.desiredReplicas last written (-1: none).
+  std::optional<ServiceSlo> slo;
+  std::unique_ptr<Autoscaler> autoscaler;
+  std::map<std::string, std::pair<std::string, ReplicaReading>> readings;
+  int64_t desired_written = -1;
 
   // spec.elastic.minReplicas, from the decoded job's gang policy (JobFromObject
   // puts it there); 0 when the job is not elastic or did not decode.
