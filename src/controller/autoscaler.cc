@@ -14,7 +14,8 @@ std::string Ms(double v) { return absl::StrFormat("%.0f", v); }
 }  // namespace
 
 ScaleDecision Autoscaler::Recommend(const ServiceSlo& slo, int32_t current,
-                                    const std::vector<ReplicaReading>& readings, absl::Time now) {
+                                    const std::vector<ReplicaReading>& readings, absl::Time now,
+                                    absl::Time since) {
   if (first_ == absl::InfiniteFuture()) first_ = now;
   const int32_t lo = std::max<int32_t>(1, slo.min_replicas);
   const int32_t hi = std::max(lo, slo.max_replicas);
@@ -24,7 +25,10 @@ ScaleDecision Autoscaler::Recommend(const ServiceSlo& slo, int32_t current,
   int n = 0, n_rps = 0;
   double p99_sum = 0, rps_sum = 0;
   for (const ReplicaReading& r : readings) {
-    if (now - r.time > options_.freshness || !r.p99_latency_ms || *r.p99_latency_ms < 0) continue;
+    if (now - r.time > options_.freshness || r.time < since || !r.p99_latency_ms ||
+        *r.p99_latency_ms < 0) {
+      continue;
+    }
     ++n;
     p99_sum += *r.p99_latency_ms;
     if (r.rps && *r.rps >= 0) {
@@ -37,8 +41,9 @@ ScaleDecision Autoscaler::Recommend(const ServiceSlo& slo, int32_t current,
   if (!slo.p99_latency_ms || *slo.p99_latency_ms <= 0) {
     reason = "no spec.slo.p99LatencyMs: holding";
   } else if (n == 0) {
-    reason = absl::StrCat("no fresh readings (none within ",
-                          absl::FormatDuration(options_.freshness), "): holding");
+    reason =
+        absl::StrCat("no fresh readings (none within ", absl::FormatDuration(options_.freshness),
+                     " and since the last resize)", ": holding");
   } else {
     // 2. Latency ratio over the mean p99.
     const double target = *slo.p99_latency_ms;

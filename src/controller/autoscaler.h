@@ -5,7 +5,11 @@
 // Algorithm (Recommend, once per controller cycle, per service):
 //  1. Readings: each replica's latest {p99LatencyMs, rps, time} as its node
 //     agent reported it (status.replicaMetrics). Only fresh ones count
-//     (now - time <= options.freshness, 30 s). None fresh, or none with a
+//     (now - time <= options.freshness, 30 s), and only those written after
+//     the service's last resize (`since`): an older one measured the load
+//     over another replica count, and acting on it again would scale twice
+//     for one observation (HPA likewise skips pods not yet ready). So a
+//     "step" below is one round of readings. None fresh, or none with a
 //     p99: the raw recommendation is `current` (hold: no signal is no reason
 //     to move, as HPA does with missing metrics).
 //  2. Latency ratio r = mean(p99 of fresh readings) / slo.p99LatencyMs.
@@ -76,9 +80,11 @@ class Autoscaler {
  public:
   explicit Autoscaler(AutoscalerOptions options = {}) : options_(options) {}
 
-  // The replica count for a service running `current` replicas now.
+  // The replica count for a service running `current` replicas now, resized
+  // last at `since` (readings written before it do not count).
   ScaleDecision Recommend(const ServiceSlo& slo, int32_t current,
-                          const std::vector<ReplicaReading>& readings, absl::Time now);
+                          const std::vector<ReplicaReading>& readings, absl::Time now,
+                          absl::Time since = absl::InfinitePast());
 
  private:
   AutoscalerOptions options_;

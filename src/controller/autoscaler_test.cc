@@ -126,6 +126,20 @@ TEST(AutoscalerTest, StaleOrMissingReadingsHoldTheCurrentCount) {
   EXPECT_EQ(b.Recommend(slo, 2, mixed, now).desired, 4);  // ceil(2 x 2.0)
 }
 
+TEST(AutoscalerTest, ReadingsFromBeforeTheLastResizeDoNotCountAgain) {
+  Autoscaler a;
+  const ServiceSlo slo = Slo(100, 1, 16);
+  EXPECT_EQ(a.Recommend(slo, 1, Readings({400}, kT0), kT0).desired, 2);
+  // Resized to 2 at t=1s; the same (older) reading must not double it again.
+  const absl::Time resized = kT0 + absl::Seconds(1);
+  const absl::Time now = kT0 + absl::Seconds(2);
+  ScaleDecision d = a.Recommend(slo, 2, Readings({400}, kT0), now, resized);
+  EXPECT_EQ(d.desired, 2);
+  EXPECT_NE(d.reason.find("holding"), std::string::npos) << d.reason;
+  // A reading written after the resize does.
+  EXPECT_EQ(a.Recommend(slo, 2, Readings({400, 400}, now), now, resized).desired, 4);
+}
+
 TEST(AutoscalerTest, ThroughputFloorScalesUpUnderTarget) {
   ServiceSlo slo = Slo(100, 1, 16);
   slo.min_throughput_rps = 400;

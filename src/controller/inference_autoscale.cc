@@ -6,8 +6,9 @@
 // starts with max(1, replicas.min) (job_codec.cc). After each queue cycle
 // (pending work had its turn first), for each bound one:
 //   1. its replicas' fresh readings (status.replicaMetrics, written by their
-//      node agents; only members placed now, on the node that reported)
-//      give the autoscaler's recommendation `desired`;
+//      node agents; only members placed now, on the node that reported,
+//      written after the last resize) give the autoscaler's recommendation
+//      `desired`;
 //   2. desired < bound: the highest ordinals are dropped. The store first: the
 //      smaller placement at a new generation (agents keep the surviving
 //      replicas running, docs/agent.md), replicas, desiredReplicas,
@@ -137,7 +138,8 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
       }
     }
     if (!rec->autoscaler) rec->autoscaler = std::make_unique<Autoscaler>(options_.autoscaler);
-    const ScaleDecision d = rec->autoscaler->Recommend(*rec->slo, held, readings, now);
+    const ScaleDecision d =
+        rec->autoscaler->Recommend(*rec->slo, held, readings, now, rec->last_resize);
     if (metrics_) {
       metrics_->inference_desired.With({rec->ns, rec->name}).Set(d.desired);
       metrics_->inference_current.With({rec->ns, rec->name}).Set(held);
