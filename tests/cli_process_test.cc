@@ -317,6 +317,28 @@ TEST_F(CliProcessTest, DescribeShowsAPreemptionInFlight) {
       << r.out;
 }
 
+TEST_F(CliProcessTest, DescribeShowsAnAutoscaledServicesReplicasAndSlo) {
+  Result r =
+      Run("apply -f - <<'EOF'\n"
+          "kind: Node\napiVersion: tessera.dev/v1\nmetadata: {name: a}\n"
+          "spec: {gpuType: H100, gpuCount: 4}\n---\n"
+          "kind: InferenceService\napiVersion: tessera.dev/v1\nmetadata: {name: chat}\n"
+          "spec: {modelVersion: llama-v1, replicas: {min: 1, max: 8}, gpusPerReplica: 1,\n"
+          "       slo: {p99LatencyMs: 150, minThroughputRps: 40}}\nEOF\n");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  httplib::Client cli(url_);
+  cli.Post("/api/v1/nodes/a/heartbeat",
+           R"({"gpus": [{"index": 0, "health": "Healthy"}, {"index": 1, "health": "Healthy"},)"
+           R"({"index": 2, "health": "Healthy"}, {"index": 3, "health": "Healthy"}]})",
+           "application/json");
+  // Started at replicas.min (not as many as fit); no readings yet: desired holds at 1.
+  WaitFor("isvc", "chat",
+          [](const Json& j) { return j["status"].value("desiredReplicas", 0) == 1; });
+  r = Run("describe isvc chat");
+  EXPECT_NE(r.out.find("1 (desired 1, min 1, max 8)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("p99 150 ms, at least 40 rps"), std::string::npos) << r.out;
+}
+
 TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {
   // A 1 s grace: only the heartbeat route's in-memory lease keeps the node
   // Ready (the server writes the Node once, then only every 60 s).

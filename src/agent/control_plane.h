@@ -12,7 +12,8 @@
 //    here. Its cost is O(this node's bindings), never O(all jobs).
 //  - WatchBindings(since, timeout) is the same list once the node's bindings changed after
 //    `since` (changed == false: `timeout` passed with nothing new); since 0 answers at once.
-//  - ReportMembers writes the members' observed states into their jobs' status.
+//  - ReportMembers writes the members' observed states into their jobs' status (and a serving
+//    replica's metrics reading, when it has one, into status.replicaMetrics).
 // Errors: Unavailable for transport failures (the agent backs off and retries); other codes are
 // answers from the server.
 // Thread safety: implementations may be called from one thread at a time.
@@ -78,6 +79,14 @@ struct Binding {
   bool checkpoint_requested = false;
 };
 
+// A serving replica's own reading of its latency and throughput: the JSON object it wrote to
+// TESSERA_METRICS_PATH (docs/agent.md, "Replica metrics"), stamped with the file's write time.
+struct ReplicaMetrics {
+  std::optional<double> p99_latency_ms;
+  std::optional<double> rps;
+  absl::Time time;
+};
+
 struct MemberReport {
   std::string kind = "TrainingJob";
   std::string namespace_name;
@@ -87,6 +96,8 @@ struct MemberReport {
   int64_t generation = 0;
   bool running = false;
   int exit_code = -1;  // when !running
+  // A running serving replica's latest reading, when it wrote a new one since the last report.
+  std::optional<ReplicaMetrics> metrics;
 };
 
 // The bindings of one node at one server revision.

@@ -367,6 +367,19 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
           st["observed"][key] = value;
           changed = true;
         }
+        // A serving replica's own latency / throughput reading, for the controller's
+        // autoscaler (docs/api.md, status.replicaMetrics); an exited one has none.
+        if (m->running && m->metrics) {
+          Json r = {{"time", Ts(m->metrics->time)}, {"node", node}, {"generation", m->generation}};
+          if (m->metrics->p99_latency_ms) r["p99LatencyMs"] = *m->metrics->p99_latency_ms;
+          if (m->metrics->rps) r["rps"] = *m->metrics->rps;
+          st["replicaMetrics"][key] = std::move(r);
+          changed = true;
+        } else if (!m->running && st.contains("replicaMetrics") &&
+                   st["replicaMetrics"].is_object() && st["replicaMetrics"].contains(key)) {
+          st["replicaMetrics"].erase(key);
+          changed = true;
+        }
       }
       if (BoundPhase(phase)) {
         // Derive the job's phase from what every placed member reported.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/discovery.h"
+#include "agent/replica_metrics.h"
 #include "agent/topology.h"
 
 namespace tessera::agent {
@@ -281,6 +282,7 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
       checkpoint_stop(m, "checkpoint signal: preemption pending");
       continue;
     }
+    if (it != bound.end() && !current && AdoptGeneration(m, *it->second)) continue;
     if (current) {
       if (m.state == MemberState::kExited && m.spec.kind == "InferenceService") {
         RestartReplica(m, *it->second);
@@ -292,6 +294,7 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
       tracked.erase(id);
       reported_.erase(id);
       replica_restarts_.erase(id);
+      metrics_sent_.erase(id);
       continue;
     }
     if (fence) {
@@ -379,9 +382,74 @@ void NodeAgent::RestartReplica(const MemberStatus& m, const Binding& b) {
   ++stats_.replica_restarts;
 }
 
+bool NodeAgent::AdoptGeneration(const MemberStatus& m, const Binding& b) {
+  if (m.spec.kind != "InferenceService" || b.kind != "InferenceService" ||
+      m.state != MemberState::kRunning || b.generation <= m.spec.generation ||
+      b.checkpoint_requested) {
+    return false;
+  }
+  // The gang-wide variables describe the placement, not this replica.
+  auto own_env = [](std::map<std::string, std::string> env) {
+    env.erase("TESSERA_WORLD_SIZE");
+    env.erase("TESSERA_RANK");
+    env.erase("TESSERA_RESUME_FROM");
+    return env;
+  };
+  const MemberSpec want = SpecFromBinding(b, registration_);
+  if (want.gpu_indices != m.spec.gpu_indices || want.gpu_uuids != m.spec.gpu_uuids ||
+      want.command != m.spec.command || want.working_dir != m.spec.working_dir ||
+      want.cpu_milli != m.spec.cpu_milli || want.memory_mib != m.spec.memory_mib ||
+      want.checkpoint_signal != m.spec.checkpoint_signal ||
+      own_env(want.env) != own_env(m.spec.env)) {
+    return false;
+  }
+  const std::string id = m.spec.Id();
+  if (absl::Status s = launcher_.AdoptGeneration(id, b.generation); !s.ok()) {
+    options_.log.Warn(
+        "cannot adopt new generation; restarting the replica",
+        {{"node", options_.node_name}, {"member", id}, {"error", std::string(s.message())}});
+    return false;
+  }
+  ++stats_.generations_adopted;
+  options_.log.Info("serving replica kept running at a new generation",
+                    {{"node", options_.node_name},
+                     {"job", m.spec.job},
+                     {"namespace", m.spec.namespace_name},
+                     {"member", id},
+                     {"pid", static_cast<int64_t>(m.pid)},
+                     {"from_generation", m.spec.generation},
+                     {"generation", b.generation}});
+  return true;
+}
+
+std::optional<ReplicaMetrics> NodeAgent::NewMetrics(const MemberStatus& m, absl::Time now) {
+  if (m.spec.kind != "InferenceService" || m.state != MemberState::kRunning) return std::nullopt;
+  const std::string id = m.spec.Id();
+  MetricsSent& ms = metrics_sent_[id];
+  if (now - ms.read_at < options_.metrics_interval) return std::nullopt;
+  ms.read_at = now;
+  absl::StatusOr<std::optional<ReplicaMetrics>> got = ReadReplicaMetrics(launcher_.MetricsPath(id));
+  if (!got.ok()) {
+    if (ms.error != got.status().message()) {
+      ms.error = std::string(got.status().message());
+      options_.log.Warn("replica metrics file ignored", {{"node", options_.node_name},
+                                                         {"job", m.spec.job},
+                                                         {"namespace", m.spec.namespace_name},
+                                                         {"member", id},
+                                                         {"path", launcher_.MetricsPath(id)},
+                                                         {"error", ms.error}});
+    }
+    return std::nullopt;
+  }
+  ms.error.clear();
+  if (!got->has_value() || (*got)->time == ms.time) return std::nullopt;
+  return *got;
+}
+
 void NodeAgent::Report() {
   std::vector<MemberReport> reports;
   std::vector<std::pair<std::string, std::string>> sent;
+  const absl::Time now = clock_.Now();
   for (const MemberStatus& m : launcher_.List()) {
     if (m.state == MemberState::kStopping) continue;  // being taken away: nothing to say
     MemberReport r;
@@ -393,9 +461,10 @@ void NodeAgent::Report() {
     r.generation = m.spec.generation;
     r.running = m.state == MemberState::kRunning;
     r.exit_code = m.exit_code;
+    r.metrics = NewMetrics(m, now);
     std::string key = absl::StrCat(r.running ? "R" : "E", r.exit_code, "/", r.generation);
     auto it = reported_.find(m.spec.Id());
-    if (it != reported_.end() && it->second == key) continue;
+    if (it != reported_.end() && it->second == key && !r.metrics) continue;
     reports.push_back(r);
     sent.emplace_back(m.spec.Id(), key);
   }
@@ -407,6 +476,11 @@ void NodeAgent::Report() {
     return;  // retried next step
   }
   for (auto& [id, key] : sent) reported_[id] = key;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (!reports[i].metrics) continue;
+    metrics_sent_[sent[i].first].time = reports[i].metrics->time;
+    ++stats_.metrics_reports;
+  }
   for (const MemberReport& r : reports) {
     if (r.running) continue;
     options_.log.Log(r.exit_code == 0 ? obs::LogLevel::kInfo : obs::LogLevel::kWarn,

@@ -20,7 +20,11 @@
 //     bound member that is not tracked is started, only if all its GPUs are healthy here. An
 //     exited member of the current binding is not restarted (its exit code is reported).
 //     A member is never started without a binding listed by the server in this pass.
-//  4. Poll the launcher; report members whose state changed since the last report.
+//     A running serving replica (InferenceService) whose binding moved to a newer generation with
+//     the replica itself unchanged (same GPUs, command and env but for the gang's world size and
+//     rank: a scale event of its service) keeps its process and adopts the generation.
+//  4. Poll the launcher; report members whose state changed since the last report, and serving
+//     replicas' new metrics readings (replica_metrics.h) at most every metrics_interval.
 // Thread safety: Step/Run on one thread; Wake, Stop and Workloads from any thread.
 #pragma once
 
@@ -68,6 +72,10 @@ struct NodeAgentOptions {
   // Training members are never restarted here (the controller restarts gangs, spec.maxRestarts).
   absl::Duration replica_restart_backoff = absl::Seconds(10);
   absl::Duration max_replica_restart_backoff = absl::Minutes(5);
+  // A serving replica's metrics file (TESSERA_METRICS_PATH) is read, and a new reading reported,
+  // at most this often per replica (HPA's metrics resolution is 15 s; the controller's
+  // autoscaler counts readings up to 30 s old).
+  absl::Duration metrics_interval = absl::Seconds(5);
   // Launches, exits, fencing and control-plane failures, one structured line
   // each with job / namespace / node fields.
   obs::Logger log;
@@ -84,6 +92,8 @@ struct NodeAgentStats {
   int64_t lists = 0;                // ListBindings calls (fencing and safety-net syncs)
   int64_t offers = 0;               // binding sets applied from OfferBindings
   int64_t replica_restarts = 0;     // serving replicas started again after they exited
+  int64_t generations_adopted = 0;  // serving replicas kept running into a new generation
+  int64_t metrics_reports = 0;      // replica metrics readings sent
 };
 
 class NodeAgent {
@@ -123,6 +133,12 @@ class NodeAgent {
   // reported), then start it again.
   void RestartReplica(const MemberStatus& m, const Binding& b);
   void Report();
+  // A running serving replica's new metrics reading, if it is time to read one and the file has
+  // one newer than the last sent; a malformed file is logged (once per distinct error).
+  std::optional<ReplicaMetrics> NewMetrics(const MemberStatus& m, absl::Time now);
+  // A running serving replica whose binding `b` is of a newer generation but leaves the
+  // replica itself unchanged keeps running under it; false when it must be restarted instead.
+  bool AdoptGeneration(const MemberStatus& m, const Binding& b);
 
   GpuBackend& backend_;
   HealthTracker& tracker_;
@@ -148,6 +164,12 @@ class NodeAgent {
     absl::Time started = absl::InfinitePast();  // last restart
   };
   std::map<std::string, ReplicaRestart> replica_restarts_;  // member id ->
+  struct MetricsSent {
+    absl::Time read_at = absl::InfinitePast();  // last read of the file
+    absl::Time time = absl::InfinitePast();     // the reading last sent (its file time)
+    std::string error;                          // the last malformed-file error logged
+  };
+  std::map<std::string, MetricsSent> metrics_sent_;  // member id ->
   NodeAgentStats stats_;
 
   mutable absl::Mutex mu_;

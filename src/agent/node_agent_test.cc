@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/fake/fake_backend.h"
 #include "gtest/gtest.h"
@@ -389,6 +390,98 @@ TEST_F(NodeAgentTest, OfferedBindingsAreSyncedWithoutAListAndStaleOnesAreIgnored
   }));
   EXPECT_EQ(a.stats().stopped, 1);
   EXPECT_EQ(cp_.lists, 1);
+}
+
+}  // namespace
+}  // namespace tessera::agent
+
+namespace tessera::agent {
+namespace {
+
+class ServingReplicaTest : public NodeAgentTest {
+ protected:
+  Binding Replica(const std::string& script, int64_t gen, std::vector<int> gpus, int world) {
+    Binding b = Bind(script, gen, std::move(gpus));
+    b.kind = "InferenceService";
+    b.job = "svc";
+    b.group = "replica";
+    b.env["TESSERA_WORLD_SIZE"] = absl::StrCat(world);
+    b.env["TESSERA_RANK"] = "0";
+    return b;
+  }
+  static constexpr const char* kId = "team-a.svc.replica-0";
+  pid_t Pid() {
+    absl::StatusOr<MemberStatus> m = launcher_->Get(kId);
+    return m.ok() && m->state == MemberState::kRunning ? m->pid : -1;
+  }
+};
+
+TEST_F(ServingReplicaTest, KeepsItsProcessWhenAResizeLeavesTheReplicaUnchanged) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  cp_.bindings = {Replica("exec sleep 60", 1, {2}, 1)};
+  ASSERT_TRUE(StepUntil(a, [&] { return Pid() > 0; }));
+  const pid_t pid = Pid();
+  // The service grew to 3 replicas: a new generation, a new world size; this
+  // replica's GPUs and command are the same.
+  cp_.bindings = {Replica("exec sleep 60", 2, {2}, 3)};
+  ++cp_.revision;
+  ASSERT_TRUE(StepUntil(a, [&] {
+    return std::any_of(cp_.reports.begin(), cp_.reports.end(),
+                       [](const MemberReport& r) { return r.generation == 2 && r.running; });
+  }));
+  EXPECT_EQ(Pid(), pid);  // not restarted
+  EXPECT_EQ(launcher_->Get(kId)->spec.generation, 2);
+  EXPECT_EQ(a.stats().generations_adopted, 1);
+  EXPECT_EQ(a.stats().started, 1);
+  // The record says so: an agent restarted now adopts it at generation 2.
+  EXPECT_NE(Slurp(dir_ + "/state/members/" + kId + "/member.json").find("\"generation\": 2"),
+            std::string::npos);
+  // Moved to another GPU: that is a new replica, the old process goes.
+  cp_.bindings = {Replica("exec sleep 60", 3, {5}, 3)};
+  ++cp_.revision;
+  ASSERT_TRUE(StepUntil(a, [&] {
+    absl::StatusOr<MemberStatus> m = launcher_->Get(kId);
+    return m.ok() && m->spec.generation == 3 && m->state == MemberState::kRunning;
+  }));
+  EXPECT_NE(Pid(), pid);
+  EXPECT_EQ(a.stats().generations_adopted, 1);
+}
+
+TEST_F(ServingReplicaTest, ReportsTheMetricsFileAndIgnoresAMalformedOne) {
+  const std::string log = dir_ + "/agent.log";
+  absl::StatusOr<obs::Logger> logger = obs::Logger::File(log, obs::LogFormat::kText);
+  ASSERT_TRUE(logger.ok());
+  options_.log = *logger;
+  options_.metrics_interval = absl::ZeroDuration();
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  cp_.bindings = {
+      Replica("printf '{\"p99LatencyMs\": 140.5, \"rps\": 32}' > \"$TESSERA_METRICS_PATH.tmp\" && "
+              "mv \"$TESSERA_METRICS_PATH.tmp\" \"$TESSERA_METRICS_PATH\"; exec sleep 60",
+              1, {1}, 1)};
+  auto with_metrics = [&] {
+    return std::count_if(cp_.reports.begin(), cp_.reports.end(),
+                         [](const MemberReport& r) { return r.metrics.has_value(); });
+  };
+  ASSERT_TRUE(StepUntil(a, [&] { return with_metrics() > 0; }));
+  const MemberReport& r =
+      *std::find_if(cp_.reports.begin(), cp_.reports.end(),
+                    [](const MemberReport& r) { return r.metrics.has_value(); });
+  EXPECT_DOUBLE_EQ(*r.metrics->p99_latency_ms, 140.5);
+  EXPECT_DOUBLE_EQ(*r.metrics->rps, 32);
+  EXPECT_TRUE(r.running);
+  EXPECT_EQ(launcher_->MetricsPath(kId), dir_ + "/state/members/" + kId + "/metrics.json");
+  // The same reading is not sent twice.
+  for (int i = 0; i < 5; ++i) a.Step();
+  EXPECT_EQ(with_metrics(), 1);
+  // A malformed file: ignored, logged with the field, the replica runs on.
+  { std::ofstream(launcher_->MetricsPath(kId)) << R"({"p99LatencyMs": "slow"})"; }
+  ASSERT_TRUE(StepUntil(a, [&] {
+    return Slurp(log).find("p99LatencyMs: must be a non-negative number") != std::string::npos;
+  }));
+  EXPECT_EQ(with_metrics(), 1);
+  EXPECT_GT(Pid(), 0);
 }
 
 }  // namespace

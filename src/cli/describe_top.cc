@@ -115,6 +115,31 @@ void DescribeJob(ApiClient& client, const ResourceInfo& r, const Json& o, absl::
           {"Spec sync:", absl::StrCat(ss.value("state", ""), ": ", ss.value("message", ""))});
     }
   }
+  if (spec.contains("slo") && spec["slo"].is_object() && spec["replicas"].is_object()) {
+    // An autoscaled InferenceService (docs/control-plane.md, "Autoscaling").
+    const Json& rep = spec["replicas"];
+    const int64_t bound = st.contains("placement") && st["placement"].is_array()
+                              ? static_cast<int64_t>(st["placement"].size())
+                              : 0;
+    std::string replicas = absl::StrCat(bound, " (desired ");
+    absl::StrAppend(&replicas,
+                    st.contains("desiredReplicas") ? std::to_string(st.value("desiredReplicas", 0))
+                                                   : std::string("-"),
+                    ", min ", rep.value("min", 0), ", max ", rep.value("max", 0), ")");
+    if (st.contains("lastScaleTime")) {
+      absl::StrAppend(&replicas, "; scaled ", Age(st.value("lastScaleTime", ""), now), " ago");
+    }
+    head.push_back({"Replicas:", replicas});
+    const Json& slo = spec["slo"];
+    std::vector<std::string> targets;
+    if (slo.contains("p99LatencyMs")) {
+      targets.push_back(absl::StrCat("p99 ", slo.value("p99LatencyMs", 0.0), " ms"));
+    }
+    if (slo.contains("minThroughputRps")) {
+      targets.push_back(absl::StrCat("at least ", slo.value("minThroughputRps", 0.0), " rps"));
+    }
+    head.push_back({"SLO:", absl::StrJoin(targets, ", ")});
+  }
   if (st.contains("restarts")) {
     // Gang restarts in place after a member failed (spec.maxRestarts).
     head.push_back(

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "controller/autoscaler.h"
 #include "controller/scheduling_controller.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
@@ -58,6 +60,14 @@ struct SchedulingController::JobRec {
   // The newest Ready Checkpoint seen while the job was bound but not yet in
   // the QueueManager (a controller's start): Restore passes it on.
   absl::Time restored_checkpoint = absl::InfinitePast();
+  // An InferenceService with spec.slo (inference_autoscale.cc): its SLO and
+  // bounds, its autoscaler (history for the scale-down window), its replicas'
+  // latest readings by "<group>-<member>" with the node that sent them, and
+  // the status.desiredReplicas last written (-1: none).
+  std::optional<ServiceSlo> slo;
+  std::unique_ptr<Autoscaler> autoscaler;
+  std::map<std::string, std::pair<std::string, ReplicaReading>> readings;
+  int64_t desired_written = -1;
 
   // spec.elastic.minReplicas, from the decoded job's gang policy (JobFromObject
   // puts it there); 0 when the job is not elastic or did not decode.

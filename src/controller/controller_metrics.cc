@@ -41,6 +41,17 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
                                 "Gangs restarted in place from their last checkpoint after a "
                                 "member exited with an error (spec.maxRestarts), by reason.",
                                 {"reason"})),
+      inference_desired(r.AddGauge("tessera_inference_desired_replicas",
+                                   "Replicas the autoscaler wants for an InferenceService with "
+                                   "spec.slo (status.desiredReplicas).",
+                                   {"namespace", "name"})),
+      inference_current(r.AddGauge("tessera_inference_replicas",
+                                   "Replicas bound to an InferenceService with spec.slo.",
+                                   {"namespace", "name"})),
+      inference_scales(r.AddCounter("tessera_inference_scale_events_total",
+                                    "Autoscaled InferenceServices resized (ScaledUp / "
+                                    "ScaledDown), by direction (up, down).",
+                                    {"direction"})),
       queue_gpus_allocated(r.AddGauge("tessera_queue_gpus_allocated",
                                       "GPUs charged to the queue (its subtree), by model.",
                                       {"queue", "model"})),

@@ -31,6 +31,10 @@ struct ControllerMetrics {
   metrics::Family<metrics::Counter>& elastic_resizes;  // {direction, reason}
   // Gangs restarted in place from their checkpoint after a member failed.
   metrics::Family<metrics::Counter>& job_restarts;  // {reason}
+  // Autoscaled InferenceServices (spec.slo): the replicas wanted and bound.
+  metrics::Family<metrics::Gauge>& inference_desired;   // {namespace, name}
+  metrics::Family<metrics::Gauge>& inference_current;   // {namespace, name}
+  metrics::Family<metrics::Counter>& inference_scales;  // {direction}
   // Per queue (issue 8 item 1).
   metrics::Family<metrics::Gauge>& queue_gpus_allocated;       // {queue, model}
   metrics::Family<metrics::Gauge>& queue_gpu_guaranteed;       // {queue, model}

@@ -134,8 +134,10 @@ bool SchedulingController::WritePreemptionShrink(JobRec& rec, const sched::Queue
 void SchedulingController::GrowElastic(absl::Time now) {
   std::vector<JobRec*> candidates;
   for (const auto& [key, rec] : jobs_) {
-    if (rec->elastic_min() <= 0 || !rec->bound || !rec->in_qm || !BoundPhase(rec->phase) ||
-        now - rec->last_resize < options_.elastic_grow_interval) {
+    // An autoscaled service grows toward its desiredReplicas instead
+    // (inference_autoscale.cc), never to its maximum here.
+    if (rec->elastic_min() <= 0 || rec->slo || !rec->bound || !rec->in_qm ||
+        !BoundPhase(rec->phase) || now - rec->last_resize < options_.elastic_grow_interval) {
       continue;
     }
     const sched::Placement* p = cluster_->FindPlacement(rec->job->key());

@@ -202,6 +202,21 @@ absl::StatusOr<model::Job> JobFromObject(const Json& obj, const PriorityResolver
     }
     if (!spec.contains("gang"))
       job.gang.min_member = static_cast<int32_t>(std::max<int64_t>(1, *min));
+    // With an SLO the service is autoscaled (controller/autoscaler.h): an
+    // elastic gang of replicas.max members that starts at max(1, replicas.min)
+    // and is resized to status.desiredReplicas. Without one it is placed as
+    // before: as many as fit, charged for all.
+    if (auto slo = spec.find("slo"); slo != spec.end() && slo->is_object()) {
+      absl::StatusOr<double> p99 = Num(*slo, "p99LatencyMs", 0, "spec.slo");
+      if (!p99.ok()) return p99.status();
+      absl::StatusOr<double> rps = Num(*slo, "minThroughputRps", 0, "spec.slo");
+      if (!rps.ok()) return rps.status();
+      if (*p99 > 0 || *rps > 0) {
+        job.gang.min_member = static_cast<int32_t>(std::max<int64_t>(1, *min));
+        job.gang.elastic = true;
+        job.gang.start_members = job.gang.min_member;
+      }
+    }
     job.groups.push_back(std::move(g));
   } else {
     auto groups = spec.find("groups");

@@ -472,6 +472,7 @@ void SchedulingController::RunCycles() {
   }
   // Elastic jobs grow back only after pending work had its turn.
   GrowElastic(now);
+  AutoscaleServices(now);
   // The next victim kill the QueueManager will carry out.
   const sched::RunningSet& running = qm_->running();
   for (int32_t slot = 0; slot < running.num_slots(); ++slot) {

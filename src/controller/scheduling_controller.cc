@@ -580,6 +580,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     JobRec& r = *rec;
     jobs_.emplace(key, std::move(rec));
     Admit(r, obj, at_start);
+    ObserveService(r, obj);
     MaybeRestart(r, obj);  // a member may have failed while no controller ran
     return;
   }
@@ -621,6 +622,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     RecordEvent(obj, rev, {"Degraded", "a replica is down; its node agent starts it again", true});
   }
   rec.phase = phase;
+  ObserveService(rec, obj);
   MaybeRestart(rec, obj);
   if (rec.bound && rec.in_qm && rec.job && ConditionTrue(StatusOf(obj), "PreemptionPending") &&
       AllMembersExited(StatusOf(obj))) {

@@ -67,6 +67,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "controller/autoscaler.h"
 #include "controller/controller_metrics.h"
 #include "controller/events.h"
 #include "controller/store_layout.h"
@@ -115,6 +116,9 @@ struct ControllerOptions {
   // its members from the last checkpoint, so it should not follow every GPU
   // that frees up.
   absl::Duration elastic_grow_interval = absl::Seconds(60);
+  // The autoscaling policy of InferenceServices with spec.slo (freshness of
+  // readings, tolerance, scale-down stabilization window; autoscaler.h).
+  AutoscalerOptions autoscaler;
   // Where to export scheduling and fleet metrics (borrowed; null: none).
   metrics::Registry* metrics = nullptr;
   // One structured line per transition (binding, preemption, requeue, node
@@ -164,6 +168,8 @@ class SchedulingController {
     int64_t elastic_grows = 0;    // elastic jobs that got members back
     int64_t restarts = 0;         // gangs restarted in place after a member failed
     int64_t preempt_shrinks = 0;  // elastic victims shrunk by a preemption (in elastic_shrinks)
+    int64_t scale_ups = 0;        // autoscaled services grown toward desiredReplicas
+    int64_t scale_downs = 0;      // autoscaled services shrunk to desiredReplicas
     absl::Duration start_time;
   };
   const Stats& stats() const { return stats_; }
@@ -260,6 +266,18 @@ class SchedulingController {
   // options.elastic_grow_interval; memory first, then the store (undone on
   // failure). Event ElasticGrow.
   void GrowElastic(absl::Time now);
+  // --- Autoscaled InferenceServices (inference_autoscale.cc) ---
+  // Reads an InferenceService's spec.slo, replicas bounds, status.replicaMetrics and
+  // status.desiredReplicas into rec (every stored version the controller sees).
+  void ObserveService(JobRec& rec, const Json& obj);
+  // After the queue cycle: each bound service with an SLO gets its autoscaler's
+  // recommendation; status.desiredReplicas follows it, and so do its replicas:
+  // grown toward it (QueueManager::Grow capped at desired; memory first, then
+  // the store) or shrunk to it (the store first, then QueueManager::Resize),
+  // Event ScaledUp / ScaledDown with the reason.
+  void AutoscaleServices(absl::Time now);
+  // Writes status.desiredReplicas (and an Event when `why.record`).
+  void WriteDesired(JobRec& rec, int32_t desired, const Change& why, absl::Time now);
   // job_restart.cc: a bound job whose member exited non-zero at the current
   // generation, with restarts left (spec.maxRestarts), is restarted in place:
   // the same placement at generation + 1 (every member stopped and started

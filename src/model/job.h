@@ -47,6 +47,11 @@ struct GangPolicy {
   // (sched::QueueManager::Resize / Grow). Other gangs are admitted and
   // charged for all their members.
   bool elastic = false;
+  // An elastic gang starts with at most this many members (0: as many as fit).
+  // An InferenceService with spec.slo starts at max(1, replicas.min) and its
+  // autoscaler grows it (controller/autoscaler.h).
+  int32_t start_members = 0;
+  bool over_start(int32_t members) const { return start_members > 0 && members > start_members; }
 };
 
 struct Job {

@@ -261,6 +261,9 @@ absl::StatusOr<MemberStatus> Launcher::Start(const MemberSpec& spec) {
   env["TESSERA_MEMBER_INDEX"] = absl::StrCat(spec.index);
   env["TESSERA_GENERATION"] = absl::StrCat(spec.generation);
   env["TESSERA_CHECKPOINT_SIGNAL"] = absl::StrCat(spec.checkpoint_signal);
+  // A serving replica reports its latency and throughput here (textfile-collector style); the
+  // agent reads it for the controller's autoscaler (docs/agent.md, "Replica metrics").
+  if (spec.kind == "InferenceService") env["TESSERA_METRICS_PATH"] = dir + "/metrics.json";
   std::vector<std::string> env_s;
   for (const auto& [k, v] : env) env_s.push_back(absl::StrCat(k, "=", v));
   std::vector<char*> envp;
@@ -459,6 +462,22 @@ absl::StatusOr<MemberStatus> Launcher::Get(const std::string& id) const {
   auto it = members_.find(id);
   if (it == members_.end()) return absl::NotFoundError(absl::StrCat("no member ", id));
   return it->second;
+}
+
+absl::Status Launcher::AdoptGeneration(const std::string& id, int64_t generation) {
+  absl::MutexLock l(&mu_);
+  auto it = members_.find(id);
+  if (it == members_.end()) return absl::NotFoundError(absl::StrCat("no member ", id));
+  RefreshLocked(it->second);
+  if (it->second.state != MemberState::kRunning) {
+    return absl::FailedPreconditionError(absl::StrCat("member ", id, " is not running"));
+  }
+  MemberStatus updated = it->second;
+  updated.spec.generation = generation;
+  // The record first: an agent restarted now adopts the member at the new generation.
+  if (absl::Status s = WriteRecord(updated); !s.ok()) return s;
+  it->second = std::move(updated);
+  return absl::OkStatus();
 }
 
 absl::Status Launcher::Forget(const std::string& id) {

@@ -16,6 +16,7 @@
 // State directory layout:
 //   STATE/members/<id>/member.json   the record (written atomically by rename)
 //   STATE/members/<id>/exit_code     written by the supervisor when the command ends
+//   STATE/members/<id>/metrics.json  a serving replica's metrics (TESSERA_METRICS_PATH)
 //   STATE/logs/<namespace>/<job>/<group>-<index>.{stdout,stderr}   kept after Forget()
 //
 // Thread safety: all methods may be called concurrently (one internal mutex; never held while
@@ -110,6 +111,13 @@ class Launcher {
   absl::StatusOr<MemberStatus> Get(const std::string& id) const;
   // Drops an exited member's record (its logs stay). FailedPrecondition while it runs.
   absl::Status Forget(const std::string& id);
+  // A running member carries on under `generation` (a serving replica that a resize of its
+  // service left unchanged): its record says so from now on, the process is not touched (its
+  // TESSERA_GENERATION stays the one it started with). FailedPrecondition unless it is running.
+  absl::Status AdoptGeneration(const std::string& id, int64_t generation);
+  // The file a serving replica writes its metrics to (TESSERA_METRICS_PATH, docs/agent.md): in
+  // the member's state directory, removed with it by Forget().
+  std::string MetricsPath(const std::string& id) const { return MemberDir(id) + "/metrics.json"; }
 
   const std::string& state_dir() const { return options_.state_dir; }
   std::string LogDir(const std::string& namespace_name, const std::string& job) const;

@@ -407,7 +407,8 @@ void QueueManager::FitToQuota(const Pending& p, Placement* placement) {
   }
   std::vector<MemberPlacement> members = placement->members;
   while (static_cast<int32_t>(members.size()) > min &&
-         !tree_->Check(p.leaf, PlacedDemand(job, members, model), {}).empty()) {
+         (job.gang.over_start(static_cast<int32_t>(members.size())) ||
+          !tree_->Check(p.leaf, PlacedDemand(job, members, model), {}).empty())) {
     members.pop_back();  // the last placed; the rest keep their ordinals
   }
   if (members.size() == placement->members.size()) return;

@@ -209,7 +209,9 @@ class QueueManager {
     Placement placement;  // grown: the whole new placement
     std::string reason;   // not grown: why
   };
-  GrowResult Grow(absl::string_view key, absl::Time now);
+  // `up_to` > 0 grows to at most that many members in all (an autoscaled
+  // service's desired replicas); 0: up to all of the groups' counts.
+  GrowResult Grow(absl::string_view key, absl::Time now, int32_t up_to = 0);
 
   // Called after every Schedule attempt a Cycle makes, placed or not, with
   // the job as scheduled (quota-restricted models applied) and the result;
@@ -291,8 +293,9 @@ class QueueManager {
   // What the quota must admit before a job is placed: all its members, or
   // for an elastic gang, its minMember smallest ones.
   ResourceList AdmissionDemand(const model::Job& job, ModelId model) const;
-  // An elastic gang placed beyond what its queue's quota admits gives back
-  // its last members (never below minMember).
+  // An elastic gang placed beyond what its queue's quota admits, or beyond
+  // its GangPolicy::start_members, gives back its last members (never below
+  // minMember).
   void FitToQuota(const Pending& p, Placement* placement);
   void SetEnv(const Pending& p, bool quota);
   // Recomputes env_.pledged and env_.leaving from the nominated jobs and the

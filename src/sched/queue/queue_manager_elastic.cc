@@ -8,12 +8,11 @@
 //      head-of-line job holding the backfill reservation (then the grow keeps
 //      off the reserved nodes, as a backfilled job would).
 //   2. Build a job of the missing members only (per group, the ordinals not
-//      held, in order), on the GPU model the job already runs on, with
-//      minMember 1, and ask the Scheduler for a dry run (Evaluate) with the
-//      job's own queue charge (quota PreFilter: one more member must fit it)
-//      and preemption off. The same plugins decide; there is no second
-//      placement code path. Placed members beyond what the quota admits are
-//      given back (the last first).
+//      held, in order; at most up_to members in all when given), on the GPU model the job already
+//      runs on, with minMember 1, and ask the Scheduler for a dry run (Evaluate) with the job's own
+//      queue charge (quota PreFilter: one more member must fit it) and preemption off. The same
+//      plugins decide; there is no second placement code path. Placed members beyond what the quota
+//      admits are given back (the last first).
 //   3. Map the placed members back to their group and ordinal, merge them
 //      with the held ones (sorted by group, then ordinal) and Resize. A job
 //      that requires one topology domain grows only inside the one it has.
@@ -124,7 +123,7 @@ absl::Status QueueManager::Resize(absl::string_view key, const Placement& placem
   return absl::OkStatus();
 }
 
-QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time now) {
+QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time now, int32_t up_to) {
   GrowResult out;
   RunningJob* rj = running_.Find(key);
   if (rj == nullptr || !rj->job->gang.elastic) {
@@ -167,10 +166,15 @@ QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time no
   missing.groups.clear();
   std::vector<int32_t> origin;                 // missing group -> job group
   std::vector<std::vector<int32_t>> ordinals;  // missing group -> job ordinals
+  // Members that may be added: all missing ones, or up to `up_to` in all.
+  int64_t room = up_to > 0 ? up_to - static_cast<int64_t>(cur->members.size()) : INT64_MAX;
   for (size_t g = 0; g < job.groups.size(); ++g) {
     std::vector<int32_t> ords;
-    for (int32_t m = 0; m < job.groups[g].count; ++m) {
-      if (!held[g][m]) ords.push_back(m);
+    for (int32_t m = 0; m < job.groups[g].count && room > 0; ++m) {
+      if (!held[g][m]) {
+        ords.push_back(m);
+        --room;
+      }
     }
     if (ords.empty()) continue;
     model::MemberGroup mg = job.groups[g];

@@ -144,6 +144,23 @@ std::vector<Schema::Field> JobStatusFields() {
   };
 }
 
+// An InferenceService's status adds its autoscaling (spec.slo): the count the
+// controller's autoscaler wants, and each replica's latest metrics reading as
+// its node agent reported it (docs/api.md, docs/agent.md "Replica metrics").
+std::vector<Schema::Field> InferenceStatusFields() {
+  std::vector<Schema::Field> f = JobStatusFields();
+  f.push_back(Optional("desiredReplicas", S::Int().Min(0)));
+  f.push_back(Optional("lastScaleTime", S::String()));
+  f.push_back(Optional("replicaMetrics", S::Map(S::Object({
+                                             Optional("p99LatencyMs", S::Number()),
+                                             Optional("rps", S::Number()),
+                                             Required("time", S::String()),
+                                             Optional("node", S::String()),
+                                             Optional("generation", S::Int().Min(0)),
+                                         }))));
+  return f;
+}
+
 Schema Taints() {
   return S::Array(S::Object({
       Required("key", S::String().MaxLength(253)),
@@ -211,7 +228,7 @@ std::vector<KindInfo> BuildKinds() {
   kinds.push_back(Make("InferenceService", "inferenceservices", true,
                        {"Pending", "Admitted", "Scheduled", "Deploying", "Running", "Ready",
                         "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed", "Dispatched"},
-                       S::Object(std::move(inference)), JobStatusFields()));
+                       S::Object(std::move(inference)), InferenceStatusFields()));
   kinds.push_back(Make("GPUPool", "gpupools", true, {"Pending", "Ready", "Draining"},
                        S::Object({
                            Required("gpuType", S::String().MaxLength(63)),
