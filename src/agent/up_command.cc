@@ -295,7 +295,9 @@ int RunUp(const UpFlags& f) {
            {{"tessera.dev/command", Json::array({"/bin/sh", examples + "/serve.sh"}).dump()}}}}},
         {"spec",
          {{"modelVersion", "chat-v1"},
-          {"replicas", {{"min", 2}, {"max", 2}}},
+          // Autoscaled on the p99 its replicas write (examples/serve.sh).
+          {"replicas", {{"min", 2}, {"max", 4}}},
+          {"slo", {{"p99LatencyMs", 250}}},
           {"gpusPerReplica", 1}}}};
     for (const Json& j : jobs) {
       absl::StatusOr<ApiResponse> r = api.Post("/api/v1/namespaces/demo/trainingjobs", j);
@@ -350,6 +352,8 @@ int RunUp(const UpFlags& f) {
         << "\n  nodes:       curl -H 'Authorization: Bearer " << admin_token << "' " << url
         << "/api/v1/nodes"
         << "\n  metrics:     the tessera.dev/agent-endpoint annotation of each node + /metrics"
+        << "\n  autoscaling: chat starts with 2 replicas and scales on the p99 they report: " << exe
+        << " get isvc -n demo --server " << addr << " --token " << admin_token
         << "\n  inject XID:  curl -XPOST -H 'Authorization: Bearer " << admin_token
         << "' '<agent-endpoint>/fake/event?gpu=3&type=xid&xid=79'"
         << "\n  token:       " << admin_token << " (admin; all tokens in " << data << "/tokens)\n";
@@ -364,6 +368,17 @@ int RunUp(const UpFlags& f) {
   }
 
   // 4. Stop: delete the jobs (members get their checkpoint signal), then agents, then server.
+  if (f.demo) {
+    // What the autoscaler made of the demo service's SLO (2 replicas at the start).
+    absl::StatusOr<ApiResponse> chat = api.Get("/api/v1/namespaces/demo/inferenceservices/chat");
+    if (chat.ok() && chat->code == 200 && chat->body.contains("status")) {
+      const Json& st = chat->body["status"];
+      std::cout << "tessera up: chat (" << st.value("phase", "") << ") serves with "
+                << (st.contains("placement") ? st["placement"].size() : 0) << " replicas, "
+                << st.value("desiredReplicas", 0) << " desired for its p99 target of 250 ms"
+                << std::endl;
+    }
+  }
   std::cout << "tessera up: stopping" << std::endl;
   for (const auto& [plural, name] : submitted) {
     (void)api.Delete(absl::StrCat("/api/v1/namespaces/demo/", plural, "/", name));
