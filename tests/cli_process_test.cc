@@ -337,6 +337,10 @@ TEST_F(CliProcessTest, DescribeShowsAnAutoscaledServicesReplicasAndSlo) {
   r = Run("describe isvc chat");
   EXPECT_NE(r.out.find("1 (desired 1, min 1, max 8)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p99 150 ms, at least 40 rps"), std::string::npos) << r.out;
+  // get: replicas bound of desired, GPUs held of replicas.max's.
+  r = Run("get isvc chat");
+  EXPECT_NE(r.out.find("1/1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1/8"), std::string::npos) << r.out;
 }
 
 TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {

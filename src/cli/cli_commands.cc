@@ -190,6 +190,15 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
       members = absl::StrCat(st.value("replicas", static_cast<int64_t>(placed)), "/",
                              spec["elastic"].value("maxReplicas", 0));
       if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
+    } else if (r.kind == "InferenceService" && spec.contains("slo") && spec["slo"].is_object()) {
+      // An autoscaled service: replicas bound of those its autoscaler wants
+      // ("2/4", as kubectl shows a Deployment's ready/desired), and the GPUs
+      // held of those its replicas.max could take.
+      members = absl::StrCat(placed, "/",
+                             st.contains("desiredReplicas")
+                                 ? std::to_string(st.value("desiredReplicas", int64_t{0}))
+                                 : std::string("-"));
+      if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
     }
     std::vector<std::string> row = {Meta(o, "name"),
                                     Phase(o),

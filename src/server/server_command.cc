@@ -38,6 +38,10 @@ struct ServerFlags {
   double event_ttl_s = 3600;
   double eviction_s = 300;
   double elastic_grow_s = 60;
+  // InferenceService autoscaling (controller/autoscaler.h).
+  double autoscale_window_s = 300;
+  double autoscale_tolerance = 0.1;
+  double autoscale_freshness_s = 30;
   std::string queue_config;
   std::string tls_cert, tls_key;
   std::string log_format = "text";
@@ -196,6 +200,9 @@ int RunServer(const ServerFlags& f) {
     co.event_ttl = absl::Seconds(f.event_ttl_s);
     co.eviction_delay = absl::Seconds(f.eviction_s);
     co.elastic_grow_interval = absl::Seconds(f.elastic_grow_s);
+    co.autoscaler.stabilization = absl::Seconds(f.autoscale_window_s);
+    co.autoscaler.tolerance = f.autoscale_tolerance;
+    co.autoscaler.freshness = absl::Seconds(f.autoscale_freshness_s);
     co.metrics = &registry;
     co.queues = queues;
     co.log = log.WithComponent("controller");
@@ -265,6 +272,17 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--elastic-grow-seconds", flags->elastic_grow_s,
                   "An elastic TrainingJob below maxReplicas grows back at most this often "
                   "(each resize restarts its members from the last checkpoint)");
+  cmd->add_option("--autoscale-window-seconds", flags->autoscale_window_s,
+                  "An autoscaled InferenceService scales down to the largest replica count "
+                  "recommended over this window (Kubernetes HPA's stabilization)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--autoscale-tolerance", flags->autoscale_tolerance,
+                  "Latency within this fraction of an InferenceService's p99 target changes "
+                  "nothing")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--autoscale-freshness-seconds", flags->autoscale_freshness_s,
+                  "Replica metrics older than this are not an autoscaling signal")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--queue-config", flags->queue_config,
