@@ -265,12 +265,15 @@ absl::StatusOr<MemberStatus> Launcher::Start(const MemberSpec& spec) {
   // agent reads it for the controller's autoscaler (docs/agent.md, "Replica metrics").
   if (spec.kind == "InferenceService") env["TESSERA_METRICS_PATH"] = dir + "/metrics.json";
   std::vector<std::string> env_s;
+  env_s.reserve(env.size());
   for (const auto& [k, v] : env) env_s.push_back(absl::StrCat(k, "=", v));
   std::vector<char*> envp;
+  envp.reserve(env_s.size() + 1);
   for (std::string& s : env_s) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> argv_s = spec.command;
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (std::string& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
   const std::string workdir = spec.working_dir.empty() ? dir : spec.working_dir;
