@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "server/api/object_codec.h"
 #include "server/fleet.h"
 #include "server/ui_assets.h"
@@ -30,7 +31,7 @@ void ServeAsset(absl::string_view name, httplib::Response& res) {
 }  // namespace
 
 void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth,
-                             const GpuSamples* samples) {
+                             const GpuSamples* samples, absl::Duration metrics_freshness) {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
   http.Get("/ui",
            [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
@@ -40,14 +41,16 @@ void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authent
     ServeAsset(req.matches[1].str(), res);
   });
   auto shared_auth = std::make_shared<const Authenticator>(std::move(auth));
-  http.Get("/api/v1/fleet", [&store, samples, shared_auth](const httplib::Request& req,
-                                                           httplib::Response& res) {
+  http.Get("/api/v1/fleet", [&store, samples, shared_auth, metrics_freshness](
+                                const httplib::Request& req, httplib::Response& res) {
     std::optional<Principal> who = shared_auth->Authenticate(req.get_header_value("Authorization"));
     if (!who) {
       res.set_header("WWW-Authenticate", "Bearer");
       return Fail(res, 401, "Unauthorized", "a valid bearer token is required");
     }
     FleetRequest fr;
+    fr.now = absl::Now();
+    fr.metrics_freshness = metrics_freshness;
     if (std::string v = req.get_param_value("resourceVersion"); !v.empty()) {
       if (!absl::SimpleAtoi(v, &fr.since) || fr.since < 0) {
         return Fail(res, 400, "BadRequest", "resourceVersion: must be a non-negative integer");

@@ -6,6 +6,7 @@
 // carries the user's bearer token and is authorized like the API.
 #pragma once
 
+#include "absl/time/time.h"
 #include "server/auth.h"
 #include "server/gpu_samples.h"
 #include "store/store.h"
@@ -19,7 +20,10 @@ namespace tessera::server {
 // Adds the routes to `http`. `store` and `samples` (the heartbeats' live
 // utilization, may be null) must outlive the server; `auth` is copied.
 // Register before the /api/v1 catch-all (ApiServerOptions::extra_routes).
+// `metrics_freshness`: how old an autoscaled service's replica reading may be
+// to count in the latency the summary shows (the autoscaler's freshness).
 void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth,
-                             const GpuSamples* samples = nullptr);
+                             const GpuSamples* samples = nullptr,
+                             absl::Duration metrics_freshness = absl::Seconds(30));
 
 }  // namespace tessera::server

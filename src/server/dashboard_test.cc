@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "controller/node_leases.h"
 #include "nlohmann/json.hpp"
@@ -357,6 +359,101 @@ TEST_F(DashboardTest, UtilizationSamplesAreLiveWithoutAStoreWrite) {
   Resp all = Do("GET", "/api/v1/fleet?resourceVersion=" + rv + "&samplesVersion=999999");
   EXPECT_EQ(all.body["samples"].size(), 2u) << all.text;
   EXPECT_EQ(Do("GET", "/api/v1/fleet?samplesVersion=-2").status, 400);
+}
+
+// An autoscaled service's row ends with its replicas bound of desired and the
+// mean p99 of its fresh readings against the target; a federation hub's jobs
+// name their member cluster; Cluster objects have rows of their own. Each
+// change reaches a long poll that waits on the revision before it.
+TEST_F(DashboardTest, AutoscaledServicesAndMemberClustersHaveTheirFields) {
+  auto at = [](absl::Duration ago) {
+    return absl::FormatTime(absl::RFC3339_sec, absl::Now() - ago, absl::UTCTimeZone());
+  };
+  Json isvc = {{"apiVersion", "tessera.dev/v1"},
+               {"kind", "InferenceService"},
+               {"metadata", {{"name", "chat"}, {"namespace", "team-a"}}},
+               {"spec",
+                {{"modelVersion", "llama"},
+                 {"replicas", {{"min", 2}, {"max", 4}}},
+                 {"gpusPerReplica", 1},
+                 {"slo", {{"p99LatencyMs", 250}, {"minThroughputRps", 10}}}}}};
+  const std::string isvcs = "/api/v1/namespaces/team-a/inferenceservices";
+  // Two fresh readings (mean 180 ms) and a stale one that must not count.
+  CreateWithStatus(
+      isvcs, isvc,
+      {{"phase", "Running"},
+       {"replicas", 2},
+       {"desiredReplicas", 4},
+       {"replicaMetrics",
+        {{"replica-0", {{"p99LatencyMs", 160}, {"rps", 5}, {"time", at(absl::Seconds(2))}}},
+         {"replica-1", {{"p99LatencyMs", 200}, {"rps", 5}, {"time", at(absl::Seconds(3))}}},
+         {"replica-2", {{"p99LatencyMs", 900}, {"rps", 5}, {"time", at(absl::Minutes(10))}}}}}});
+  // A plain service and a plain job keep their 9-element rows.
+  Json plain = isvc;
+  plain["metadata"]["name"] = "plain";
+  plain["spec"].erase("slo");
+  CreateWithStatus(isvcs, plain, nullptr);
+  CreateWithStatus("/api/v1/namespaces/team-a/trainingjobs", Job("team-a", "train"),
+                   {{"phase", "Running"}, {"cluster", "east"}, {"requeues", 1}, {"failovers", 0}});
+  Json cluster = {{"apiVersion", "tessera.dev/v1"},
+                  {"kind", "Cluster"},
+                  {"metadata", {{"name", "east"}}},
+                  {"spec", {{"server", "http://east:8080"}}}};
+  CreateWithStatus("/api/v1/clusters", cluster,
+                   {{"phase", "Ready"}, {"gpus", 64}, {"freeGpus", 24}, {"message", "ok"}});
+
+  Resp r = Do("GET", "/api/v1/fleet");
+  ASSERT_EQ(r.status, 200) << r.text;
+  const Json* chat = FindRow(r.body["jobs"], 2, "chat");
+  ASSERT_NE(chat, nullptr);
+  ASSERT_EQ(chat->size(), 10u) << chat->dump();
+  EXPECT_EQ((*chat)[0], "I");
+  // [bound, desired, min, max, slo p99, mean p99 of the fresh readings, fresh readings]
+  EXPECT_EQ((*chat)[9]["scale"], Json({2, 4, 2, 4, 250, 180.0, 2})) << chat->dump();
+  const Json* plain_row = FindRow(r.body["jobs"], 2, "plain");
+  ASSERT_NE(plain_row, nullptr);
+  EXPECT_EQ(plain_row->size(), 9u) << plain_row->dump();
+  const Json* train = FindRow(r.body["jobs"], 2, "train");
+  ASSERT_NE(train, nullptr);
+  ASSERT_EQ(train->size(), 10u);
+  EXPECT_EQ((*train)[9], Json({{"cluster", "east"}, {"requeues", 1}})) << "no zero failovers";
+  ASSERT_EQ(r.body["clusters"].size(), 1u);
+  EXPECT_EQ(r.body["clusters"][0], Json({"east", "Ready", 64, 24, "ok"}));
+  EXPECT_TRUE(r.body["deletedClusters"].empty());
+  const std::string rv = r.body["resourceVersion"];
+
+  // The autoscaler writes a new desired count and fresh readings: a waiting poll wakes
+  // with the new row.
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Json obj = Do("GET", isvcs + "/chat").body;
+    obj["status"]["desiredReplicas"] = 3;
+    obj["status"]["replicaMetrics"]["replica-0"] = {
+        {"p99LatencyMs", 300}, {"rps", 5}, {"time", at(absl::Seconds(1))}};
+    obj["status"]["replicaMetrics"]["replica-1"] = {
+        {"p99LatencyMs", 320}, {"rps", 5}, {"time", at(absl::Seconds(1))}};
+    EXPECT_EQ(Do("PUT", isvcs + "/chat", obj).status, 200);
+  });
+  Resp w = Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv);
+  writer.join();
+  ASSERT_EQ(w.status, 200) << w.text;
+  ASSERT_EQ(w.body["jobs"].size(), 1u) << w.text;
+  EXPECT_EQ(w.body["jobs"][0][9]["scale"], Json({2, 3, 2, 4, 250, 310.0, 2}));
+
+  // A member turns unreachable, then is deleted: each is a change set of its own.
+  const std::string rv2 = w.body["resourceVersion"];
+  Json c = Do("GET", "/api/v1/clusters/east").body;
+  c["status"] = {{"phase", "Unreachable"}, {"gpus", 64}, {"freeGpus", 0}, {"message", "timeout"}};
+  ASSERT_EQ(Do("PUT", "/api/v1/clusters/east", c).status, 200);
+  Resp d = Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv2);
+  ASSERT_EQ(d.status, 200);
+  EXPECT_EQ(d.body["clusters"], Json({{"east", "Unreachable", 64, 0, "timeout"}}));
+  EXPECT_TRUE(d.body["jobs"].empty());
+  const std::string rv3 = d.body["resourceVersion"];
+  ASSERT_EQ(Do("DELETE", "/api/v1/clusters/east").status, 200);
+  Resp d2 = Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv3);
+  EXPECT_EQ(d2.body["deletedClusters"], Json({"east"}));
+  EXPECT_TRUE(d2.body["clusters"].empty());
 }
 
 }  // namespace

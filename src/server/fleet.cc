@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/node_codec.h"
+#include "controller/store_layout.h"
 #include "nlohmann/json.hpp"
 #include "server/api/kinds.h"
 #include "server/api/object_codec.h"
@@ -26,14 +27,13 @@ constexpr size_t kMaxMessageChars = 240;
 // The kinds the summary covers, with the key prefix of each.
 struct Section {
   const char* plural;
-  const char* field;          // "nodes", "jobs" or "queues"
+  const char* field;          // "nodes", "jobs", "queues" or "clusters"
   const char* deleted_field;  // where deletions go
 };
 constexpr Section kSections[] = {
-    {"nodes", "nodes", "deletedNodes"},
-    {"trainingjobs", "jobs", "deletedJobs"},
-    {"inferenceservices", "jobs", "deletedJobs"},
-    {"queues", "queues", "deletedQueues"},
+    {"nodes", "nodes", "deletedNodes"},           {"trainingjobs", "jobs", "deletedJobs"},
+    {"inferenceservices", "jobs", "deletedJobs"}, {"queues", "queues", "deletedQueues"},
+    {"clusters", "clusters", "deletedClusters"},
 };
 
 std::string Str(const Json& o, const char* key) {
@@ -144,7 +144,57 @@ double MemberGpus(const Json& g) {
   return milli > 0 ? milli / 1000 : 0;
 }
 
-Json JobRow(const Json& obj) {
+// An autoscaled service's (spec.slo) replicas and latency against its target:
+// [bound, desired, min, max, slo p99 ms, mean p99 ms, fresh readings], null
+// where unknown. The mean is over the readings at most `freshness` old at
+// `now`, as the autoscaler counts them; none fresh gives a null mean.
+Json ScaleInfo(const Json& spec, const Json& status, double bound, absl::Time now,
+               absl::Duration freshness) {
+  const Json& slo = Field(spec, "slo");
+  const Json& replicas = Field(spec, "replicas");
+  auto num_or_null = [](const Json& o, const char* key) -> Json {
+    if (!o.is_object()) return nullptr;
+    auto it = o.find(key);
+    return it != o.end() && it->is_number() ? *it : Json(nullptr);
+  };
+  double sum = 0;
+  int fresh = 0;
+  if (const Json& readings = Field(status, "replicaMetrics"); readings.is_object()) {
+    for (const auto& [replica, r] : readings.items()) {
+      absl::Time at;
+      if (!r.is_object() || !controller::ParseTimestamp(Str(r, "time"), &at)) continue;
+      const double p99 = Num(r, "p99LatencyMs", -1);
+      if (p99 < 0 || now - at > freshness) continue;
+      sum += p99;
+      ++fresh;
+    }
+  }
+  return Json::array({bound, num_or_null(status, "desiredReplicas"),
+                      replicas.is_object() ? Num(replicas, "min") : 0,
+                      replicas.is_object() ? Num(replicas, "max") : 0,
+                      num_or_null(slo, "p99LatencyMs"),
+                      fresh > 0 ? Json(sum / fresh) : Json(nullptr), fresh});
+}
+
+// The row's optional trailing element (index 9): what only some jobs have,
+// by key, so that rows of plain jobs stay as short as before. Null when empty.
+Json JobExtras(const Json& spec, const Json& status, bool training, double bound,
+               const FleetRequest& req) {
+  Json extra = Json::object();
+  if (!training && spec.is_object() && Field(spec, "slo").is_object()) {
+    extra["scale"] = ScaleInfo(spec, status.is_object() ? status : Json::object(), bound, req.now,
+                               req.metrics_freshness);
+  }
+  if (status.is_object()) {
+    if (std::string c = Str(status, "cluster"); !c.empty()) extra["cluster"] = c;
+    for (const char* key : {"requeues", "failovers"}) {
+      if (const double n = Num(status, key); n > 0) extra[key] = n;
+    }
+  }
+  return extra.empty() ? Json(nullptr) : extra;
+}
+
+Json JobRow(const Json& obj, const FleetRequest& req) {
   const Json& meta = Field(obj, "metadata");
   const Json& spec = Field(obj, "spec");
   const Json& status = Field(obj, "status");
@@ -180,23 +230,42 @@ Json JobRow(const Json& obj) {
     }
   }
   std::string queue = spec.is_object() ? Str(spec, "queue") : "";
-  return Json::array({training ? "T" : "I", Str(meta, "namespace"), Str(meta, "name"), phase,
-                      queue.empty() ? "default" : queue, gpus, priority, placement, message});
+  Json row = Json::array({training ? "T" : "I", Str(meta, "namespace"), Str(meta, "name"), phase,
+                          queue.empty() ? "default" : queue, gpus, priority, placement, message});
+  // Replicas bound: status.replicas, else the placement's members (one per replica).
+  double bound = status.is_object() ? Num(status, "replicas", -1) : -1;
+  if (bound < 0) bound = static_cast<double>(placement.size());
+  if (Json extra = JobExtras(spec, status, training, bound, req); !extra.is_null()) {
+    row.push_back(std::move(extra));
+  }
+  return row;
+}
+
+// A member cluster of a federation hub: [name, phase, GPUs, free GPUs, message].
+Json ClusterRow(const Json& obj) {
+  const Json& status = Field(obj, "status");
+  std::string message = status.is_object() ? Str(status, "message") : "";
+  if (message.size() > kMaxMessageChars) message.resize(kMaxMessageChars);
+  return Json::array({Str(Field(obj, "metadata"), "name"),
+                      status.is_object() ? Str(status, "phase") : "",
+                      status.is_object() ? Num(status, "gpus") : 0,
+                      status.is_object() ? Num(status, "freeGpus") : 0, message});
 }
 
 // The row of a stored object for its section; null when the caller may not
 // see it or it does not parse.
 Json Row(const Section& s, const store::KeyValue& kv, const Principal& who,
-         const GpuSamples* samples) {
+         const GpuSamples* samples, const FleetRequest& req) {
   absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
   if (!obj.ok() || !obj->is_object()) return nullptr;
   const std::string_view field = s.field;
   if (field == "jobs") {
     const std::string ns = Str(Field(*obj, "metadata"), "namespace");
     if (!Authorize(who, Verb::kList, Resource{s.plural, true, ns, ""}).empty()) return nullptr;
-    return JobRow(*obj);
+    return JobRow(*obj, req);
   }
   if (field == "nodes") return NodeRow(*obj, samples);
+  if (field == "clusters") return ClusterRow(*obj);
   return *obj;  // queues: few, shown whole
 }
 
@@ -224,7 +293,7 @@ Json EmptyBody() {
 }
 
 absl::StatusOr<std::string> Full(store::Store& store, const GpuSamples* samples,
-                                 const Principal& who) {
+                                 const Principal& who, const FleetRequest& req) {
   // Lists read at this revision or later: a change in between comes again
   // in the next change set (rows are upserts), none is lost. So do samples.
   const int64_t revision = store.CurrentRevision();
@@ -238,7 +307,7 @@ absl::StatusOr<std::string> Full(store::Store& store, const GpuSamples* samples,
       absl::StatusOr<store::ListResult> page = store.List(prefix, opts);
       if (!page.ok()) return page.status();
       for (const store::KeyValue& kv : page->kvs) {
-        if (Json row = Row(s, kv, who, samples); !row.is_null()) {
+        if (Json row = Row(s, kv, who, samples, req); !row.is_null()) {
           out[s.field].push_back(std::move(row));
         }
       }
@@ -284,11 +353,11 @@ absl::StatusOr<std::string> FleetSummary(store::Store& store, const GpuSamples* 
       !why.empty()) {
     return absl::PermissionDeniedError(why);
   }
-  if (req.since <= 0) return Full(store, samples, who);
+  if (req.since <= 0) return Full(store, samples, who, req);
   if (req.since > store.CurrentRevision()) {
     return absl::InvalidArgumentError("resourceVersion: newer than the server's");
   }
-  if (req.since < store.CompactedRevision()) return Full(store, samples, who);
+  if (req.since < store.CompactedRevision()) return Full(store, samples, who, req);
   WaitForChange(store, samples, req);
   Json out = EmptyBody();
   // Samples first: a change after this read comes again in the next answer.
@@ -303,7 +372,8 @@ absl::StatusOr<std::string> FleetSummary(store::Store& store, const GpuSamples* 
     const std::string prefix = api::StorePrefix(*api::KindByPlural(s.plural), "");
     absl::StatusOr<store::EventsResult> ev = store.Events(prefix, req.since, kDeltaEventLimit);
     if (!ev.ok()) {
-      if (ev.status().code() == absl::StatusCode::kOutOfRange) return Full(store, samples, who);
+      if (ev.status().code() == absl::StatusCode::kOutOfRange)
+        return Full(store, samples, who, req);
       return ev.status();
     }
     complete = std::min(complete, ev->revision);
@@ -312,7 +382,7 @@ absl::StatusOr<std::string> FleetSummary(store::Store& store, const GpuSamples* 
     for (const store::Event& e : ev->events) last[e.kv.key] = &e;
     for (const auto& [key, e] : last) {
       Json row = e->type == store::Event::Type::kDelete ? DeletedRow(s, e->kv, who)
-                                                        : Row(s, e->kv, who, samples);
+                                                        : Row(s, e->kv, who, samples, req);
       if (row.is_null()) continue;
       out[e->type == store::Event::Type::kDelete ? s.deleted_field : s.field].push_back(
           std::move(row));

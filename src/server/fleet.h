@@ -27,7 +27,13 @@
 //           the agent reported none]]
 //   jobs:  [kind "T"|"I", namespace, name, phase, queue, GPUs requested,
 //           priority, [[node, [GPU indices], gpuMilli], ...], message]
+//           [, {"scale": [bound, desired, min, max, slo p99 ms, mean p99 ms of
+//           the fresh readings, fresh readings] (spec.slo only), "cluster",
+//           "requeues", "failovers" (federation hub, when set)}] (only when
+//           one of these applies)
 //   queues: the Queue objects as the API returns them.
+//   clusters: [name, phase, GPUs, free GPUs, message] (a federation hub's
+//            member clusters; deletions in deletedClusters)
 //   samples: [name, [measured utilization % per GPU, -1 where none]] (only
 //            with samplesVersion; a full snapshot has them in its node rows)
 //
@@ -40,6 +46,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/auth.h"
 #include "server/gpu_samples.h"
 #include "store/store.h"
@@ -50,6 +57,12 @@ struct FleetRequest {
   int64_t since = 0;  // 0: full snapshot
   double wait_seconds = 0;
   int64_t samples_since = -1;  // -1: the caller does not follow samples
+  // An autoscaled service's replica metrics count when at most this old at
+  // `now` (the autoscaler's --autoscale-freshness-seconds). The row is built
+  // when the service is written, so a mean shown can outlive its readings
+  // until the next write (agents rewrite the readings as they come).
+  absl::Time now = absl::UnixEpoch();
+  absl::Duration metrics_freshness = absl::Seconds(30);
 };
 
 // The response body (JSON text), or a store error. `samples` may be null (no

@@ -146,8 +146,8 @@ int RunServer(const ServerFlags& f) {
     return store::FormatPrometheus(metered.Metrics()) + registry.Render();
   };
   // The web dashboard and its fleet summary (docs/dashboard.md).
-  so.extra_routes = [&metered, &samples, auth](httplib::Server& http) {
-    RegisterDashboardRoutes(http, metered, auth, &samples);
+  so.extra_routes = [&metered, &samples, auth, &f](httplib::Server& http) {
+    RegisterDashboardRoutes(http, metered, auth, &samples, absl::Seconds(f.autoscale_freshness_s));
   };
   so.admit = [&metered, &queues](const std::string& kind, const std::string& name,
                                  const Json* obj) {

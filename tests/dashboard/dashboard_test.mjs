@@ -10,7 +10,15 @@
 //      reports it) and its GPUs turn "allocated" on the canvas;
 //   3. an XID injected through the agent's fake backend turns that GPU's cell
 //      red in health mode, and the node detail (opened by clicking the cell)
-//      says Unhealthy.
+//      says Unhealthy;
+//   4. an autoscaled InferenceService (spec.slo) shows its replicas bound of desired
+//      ("2/4 replicas (min 2, max 4)") and its mean p99 against the target, both
+//      updated live when status.desiredReplicas and status.replicaMetrics change
+//      (written through the API as the controller and agents would; the service
+//      asks for a GPU type no node has, so the controller leaves it unplaced and its
+//      autoscaler, which acts on bound services only, does not write over them), the
+//      p99 red when over target; a Cluster object (a federation member) in the
+//      member clusters panel, its phase change shown live.
 // Screenshots go to $ARTIFACT_DIR (the build dir). Exits non-zero on any failure;
 // a missing chromium or node_modules is a failure, not a skip.
 import assert from 'node:assert/strict';
@@ -202,6 +210,75 @@ try {
     assert.match(await page.textContent(`#node-gpus tr[data-gpu="${g}"]`), new RegExp(`demo/${jobName}`));
   }
   await shot('4-xid-unhealthy');
+
+  // 4. An autoscaled service and a member cluster.
+  const svc = '/api/v1/namespaces/demo/inferenceservices/chat';
+  await cluster.api('POST', '/api/v1/namespaces/demo/inferenceservices', {
+    apiVersion: 'tessera.dev/v1', kind: 'InferenceService',
+    metadata: { name: 'chat', namespace: 'demo' },
+    spec: { modelVersion: 'llama', queue: 'research', replicas: { min: 2, max: 4 }, gpusPerReplica: 1,
+      gpuType: 'no-such-gpu', slo: { p99LatencyMs: 250, minThroughputRps: 10 } },
+  });
+  const ago = (s) => new Date(Date.now() - s * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+  // Read-modify-write of the status, retried when the controller wrote in between (409).
+  async function writeStatus(p, change) {
+    await cluster.waitFor(`status of ${p} written`, async () => {
+      const obj = await cluster.api('GET', p);
+      obj.status = { ...(obj.status || {}), ...change };
+      await cluster.api('PUT', p, obj);
+      return true;
+    }, 15000);
+  }
+  await writeStatus(svc, { replicas: 2, desiredReplicas: 4, replicaMetrics: {
+    'replica-0': { p99LatencyMs: 170, rps: 4, time: ago(1) },
+    'replica-1': { p99LatencyMs: 190, rps: 4, time: ago(1) },
+    'replica-2': { p99LatencyMs: 900, rps: 4, time: ago(600) },  // stale: not counted
+  } });
+  const svcText = (sel) => page.evaluate((q) => {
+    const e = document.querySelector('#jobs tr[data-job="demo/chat"] ' + q);
+    return e ? { text: e.textContent, cls: e.className } : null;
+  }, sel);
+  const waitSvc = async (sel, text, what) => {
+    await page.waitForFunction(([q, t]) => {
+      const e = document.querySelector('#jobs tr[data-job="demo/chat"] ' + q);
+      return e && e.textContent === t;
+    }, [sel, text], { timeout: 15000 }).catch(async () => {
+      throw new Error(`${what}: ${JSON.stringify(await svcText(sel))}, expected "${text}"`);
+    });
+  };
+  await waitSvc('.scale', '2/4 replicas (min 2, max 4)', 'replicas bound of desired');
+  await waitSvc('.p99', 'p99 180 ms / 250 ms', 'mean p99 of the fresh readings vs target');
+  assert.equal((await svcText('.p99')).cls, 'p99', 'under target: not marked over');
+  // The autoscaler settles on 3; the replicas now answer over target.
+  await writeStatus(svc, { desiredReplicas: 3, replicaMetrics: {
+    'replica-0': { p99LatencyMs: 300, rps: 4, time: ago(0) },
+    'replica-1': { p99LatencyMs: 320, rps: 4, time: ago(0) },
+  } });
+  await waitSvc('.scale', '2/3 replicas (min 2, max 4)', 'desired count updated live');
+  await waitSvc('.p99', 'p99 310 ms / 250 ms', 'p99 updated live');
+  assert.equal((await svcText('.p99')).cls, 'p99 over', 'over target: marked');
+  const overColor = await page.evaluate(() =>
+    getComputedStyle(document.querySelector('#jobs tr[data-job="demo/chat"] .p99')).color);
+  assert.equal(overColor, 'rgb(255, 107, 107)', 'over target is drawn red');
+
+  assert.equal(await page.isVisible('#clusters-section'), false, 'no clusters panel without Cluster objects');
+  await cluster.api('POST', '/api/v1/clusters', {
+    apiVersion: 'tessera.dev/v1', kind: 'Cluster', metadata: { name: 'east' },
+    spec: { server: 'http://127.0.0.1:9' },
+  });
+  await writeStatus('/api/v1/clusters/east', { phase: 'Ready', gpus: 64, freeGpus: 24,
+    message: '24 of 64 GPUs free' });
+  await page.waitForFunction(() => {
+    const r = document.querySelector('#clusters tr[data-cluster="east"]');
+    return r && [...r.cells].map((c) => c.textContent).join('|') === 'east|Ready|64|24|24 of 64 GPUs free';
+  }, null, { timeout: 15000 });
+  assert.equal(await page.isVisible('#clusters-section'), true, 'the clusters panel is shown');
+  await writeStatus('/api/v1/clusters/east', { phase: 'Unreachable', freeGpus: 0, message: 'not answering' });
+  await page.waitForSelector('#clusters tr[data-cluster="east"][data-phase="Unreachable"]', { timeout: 15000 });
+  await shot('5-isvc-clusters');
+  await cluster.api('DELETE', '/api/v1/clusters/east');
+  await page.waitForSelector('#clusters-section', { state: 'hidden', timeout: 15000 });
+  await cluster.api('DELETE', svc);
 
   const stats = await page.evaluate(() => window.tessera.stats);
   console.log(`page: first render ${stats.firstRenderMs.toFixed(0)} ms after navigation, ` +

@@ -59,8 +59,12 @@
     // name -> {name, rack, block, phase, model, cordoned, domains, health, endpoint, util}
     // (util: measured % per GPU from the agents' heartbeats, -1 where none was reported)
     nodes: new Map(),
-    jobs: new Map(),   // "T/ns/name" -> {kind, ns, name, phase, queue, gpus, priority, placement, message}
+    // "T/ns/name" -> {kind, ns, name, phase, queue, gpus, priority, placement, message,
+    //   scale: [bound, desired, min, max, slo p99, mean p99, fresh readings] | undefined
+    //   (autoscaled services), cluster, requeues, failovers (federation hub)}
+    jobs: new Map(),
     queues: new Map(), // name -> Queue object
+    clusters: new Map(), // name -> {name, phase, gpus, free, message} (federation hub's members)
     alloc: new Map(),  // node -> Array(gpus) of allocated milli-GPUs (active jobs)
     jobsOn: new Map(), // node -> Set of job keys placed there
   };
@@ -142,10 +146,12 @@
   }
 
   function setJob(row) {
-    const [kind, ns, name, phase, queue, gpus, priority, placement, message] = row;
+    const [kind, ns, name, phase, queue, gpus, priority, placement, message, extra] = row;
     const key = jobKey(kind, ns, name);
     account(model.jobs.get(key), -1);
-    const job = { kind, ns, name, phase, queue, gpus, priority, placement, message };
+    const x = extra || {};
+    const job = { kind, ns, name, phase, queue, gpus, priority, placement, message, scale: x.scale,
+                  cluster: x.cluster || '', requeues: x.requeues || 0, failovers: x.failovers || 0 };
     model.jobs.set(key, job);
     account(job, 1);
     view.jobsDirty = true;
@@ -161,7 +167,7 @@
   function apply(delta) {
     const t0 = performance.now();
     if (delta.full) {
-      model.nodes.clear(); model.jobs.clear(); model.queues.clear();
+      model.nodes.clear(); model.jobs.clear(); model.queues.clear(); model.clusters.clear();
       model.alloc.clear(); model.jobsOn.clear();
       view.layoutDirty = true;
     }
@@ -180,6 +186,12 @@
     for (const q of delta.queues) model.queues.set(q.metadata.name, q);
     for (const q of delta.deletedQueues) model.queues.delete(q);
     if (delta.queues.length || delta.deletedQueues.length) view.jobsDirty = true;
+    // Member clusters (a federation hub; absent from servers before them).
+    for (const [name, phase, gpus, free, message] of delta.clusters || []) {
+      model.clusters.set(name, { name, phase, gpus, free, message });
+    }
+    for (const name of delta.deletedClusters || []) model.clusters.delete(name);
+    if ((delta.clusters || []).length || (delta.deletedClusters || []).length) view.jobsDirty = true;
     model.rv = delta.resourceVersion;
     if (delta.samplesVersion !== undefined) model.sv = delta.samplesVersion;
     return performance.now() - t0;
@@ -351,6 +363,7 @@
     view.dirty.clear();
     drawSelection(ctx);
     if (view.jobsDirty) {
+      renderClusters();
       renderQueues();
       renderJobs();
       view.jobsDirty = false;
@@ -427,7 +440,8 @@
     const s = $('summary');
     s.textContent = `${gpus} GPUs · ${model.nodes.size} nodes · ${racks.size} racks · ` +
       `${fmtGpus(Math.round(allocated * 100) / 100)} allocated · ${unhealthy} unhealthy · ` +
-      `${running} placed / ${pending} waiting jobs`;
+      `${running} placed / ${pending} waiting jobs` +
+      (model.clusters.size ? ` · ${model.clusters.size} member clusters` : '');
     s.dataset.gpus = gpus;
     s.dataset.nodes = model.nodes.size;
     s.dataset.unhealthy = unhealthy;
@@ -485,13 +499,56 @@
     }
   }
 
+  // A federation hub's member clusters (Cluster objects); hidden when there are none.
+  function renderClusters() {
+    const section = $('clusters-section');
+    section.hidden = model.clusters.size === 0;
+    const tbody = $('clusters').tBodies[0];
+    tbody.textContent = '';
+    for (const name of [...model.clusters.keys()].sort(natural)) {
+      const c = model.clusters.get(name);
+      const tr = row([name, text('td', c.phase || 'Unknown', c.phase), c.gpus, c.free, c.message || '—']);
+      tr.dataset.cluster = name;
+      tr.dataset.phase = c.phase;
+      tbody.appendChild(tr);
+    }
+    $('clusters-count').textContent = '(' + model.clusters.size + ')';
+    // A hub has no nodes of its own: say so where the GPUs would be.
+    $('hub-note').hidden = !(model.clusters.size && !model.nodes.size);
+  }
+
+  // What only some jobs have, under the name: an autoscaled service's replicas bound of
+  // desired and its mean p99 against the target (red when over); on a federation hub the
+  // member running the job and how often it was moved.
+  function jobDetails(j) {
+    const parts = [];
+    if (j.scale) {
+      const [bound, desired, min, max, target, p99, fresh] = j.scale;
+      parts.push(text('span', `${bound}/${desired ?? '–'} replicas (min ${min}, max ${max})`, 'scale'));
+      const over = p99 !== null && target !== null && p99 > target;
+      const p = text('span', 'p99 ' + (p99 === null ? '–' : Math.round(p99)) + ' ms' +
+        (target !== null ? ` / ${target} ms` : ''), 'p99' + (over ? ' over' : ''));
+      p.title = p99 === null ? 'no fresh replica readings'
+        : `mean of ${fresh} fresh replica reading${fresh === 1 ? '' : 's'} against the SLO target`;
+      parts.push(p);
+    }
+    if (j.cluster) parts.push(text('span', 'cluster ' + j.cluster, 'cluster'));
+    if (j.requeues) parts.push(text('span', 'requeues ' + j.requeues, 'moves'));
+    if (j.failovers) parts.push(text('span', 'failovers ' + j.failovers, 'moves'));
+    if (!parts.length) return null;
+    const div = document.createElement('div');
+    div.className = 'sub';
+    div.append(...parts);
+    return div;
+  }
+
   const PHASE_ORDER = { Running: 0, Ready: 0, Degraded: 0, Deploying: 1, Scheduled: 1, Admitted: 2, Queued: 3, Pending: 3 };
 
   function renderJobs() {
     const f = $('job-filter').value.trim().toLowerCase();
     let jobs = [...model.jobs.values()];
     if (f) {
-      jobs = jobs.filter((j) => (j.ns + '/' + j.name + ' ' + j.queue + ' ' + j.phase + ' ' +
+      jobs = jobs.filter((j) => (j.ns + '/' + j.name + ' ' + j.queue + ' ' + j.phase + ' ' + j.cluster + ' ' +
         j.placement.map((p) => p[0]).join(' ')).toLowerCase().includes(f));
     }
     jobs.sort((a, b) => ((PHASE_ORDER[a.phase] ?? 5) - (PHASE_ORDER[b.phase] ?? 5)) ||
@@ -504,6 +561,8 @@
       const name = text('td', j.ns + '/' + j.name);
       name.title = (j.kind === 'T' ? 'TrainingJob' : 'InferenceService') + ', priority ' + j.priority +
         (j.message ? '\n' + j.message : '');
+      const details = jobDetails(j);
+      if (details) name.appendChild(details);
       const tr = row([name, text('td', j.phase, j.phase), j.queue, fmtGpus(j.gpus),
         j.placement.length ? fmtPlacement(j.placement) : (j.message || '—')]);
       tr.dataset.job = j.ns + '/' + j.name;
@@ -716,6 +775,7 @@
       if (gen !== generation) return;
       const changed = delta.full || delta.nodes.length || delta.jobs.length || delta.queues.length ||
         delta.deletedNodes.length || delta.deletedJobs.length || delta.deletedQueues.length ||
+        (delta.clusters && delta.clusters.length) || (delta.deletedClusters && delta.deletedClusters.length) ||
         (delta.samples && delta.samples.length);
       const applyMs = apply(delta);
       if (changed) {
