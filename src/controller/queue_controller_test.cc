@@ -251,6 +251,7 @@ TEST_F(QueueControllerTest, RestartCarriesAPreemptionInFlightOn) {
   Checkpoint("low2", 1);
   Restart();
   Step();
+  EXPECT_EQ(ctl_->stats().preemptions_resumed, 1);
   EXPECT_THAT(Job("high")["status"]["message"].get<std::string>(),
               HasSubstr("admitted after preemption"));
   Pass(absl::Minutes(5));  // through the rest of the grace period
@@ -282,6 +283,7 @@ TEST_F(QueueControllerTest, RestartSparesAVictimWhosePreemptorIsGone) {
   ASSERT_TRUE(store_.Delete(Key("trainingjobs", "team-a", "high")).ok());
   Restart();
   Pass(absl::Minutes(2));  // past the recorded deadline
+  EXPECT_EQ(ctl_->stats().preemptions_resumed, 0);
   for (const char* name : {"low1", "low2"}) {
     const Json job = Job(name);
     EXPECT_EQ(job["status"]["phase"], "Scheduled") << name;

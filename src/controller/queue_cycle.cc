@@ -247,6 +247,7 @@ void SchedulingController::RestoreInflightPreemption(JobRec& rec, absl::Time now
     dropping[i].member = inflight.dropping[i].second;
   }
   absl::Status s = qm_->RestoreVictim(victim, inflight.preemptor, inflight.deadline, dropping);
+  if (s.ok()) ++stats_.preemptions_resumed;
   if (s.ok() && inflight.exited) s = qm_->VictimExited(victim, now);
   if (s.ok()) {
     cycle_needed_ = true;

@@ -684,6 +684,7 @@ void SchedulingController::RunInBackground() {
                            {"nodes", static_cast<int64_t>(cluster_->num_nodes())},
                            {"jobs", static_cast<int64_t>(jobs_.size())},
                            {"restored", stats_.restored},
+                           {"preemptions_resumed", stats_.preemptions_resumed},
                            {"start_ms", absl::ToDoubleMilliseconds(stats_.start_time)}});
       }
       (void)store_.WaitForRevision(revision_ + 1, absl::Now() + options_.tick);

@@ -159,7 +159,9 @@ class SchedulingController {
     int64_t bound = 0;
     int64_t bind_conflicts = 0;
     int64_t requeued = 0;
-    int64_t restored = 0;           // placements rebuilt by Start()
+    int64_t restored = 0;  // placements rebuilt by Start()
+    int64_t preemptions_resumed =
+        0;                          // victims of a preemption in flight carried on (RestoreVictim)
     int64_t preempted = 0;          // victims unbound
     int64_t deadline_exceeded = 0;  // stopped by spec.maxRuntimeSeconds
     int64_t events_collected = 0;   // Event objects deleted past event_ttl
