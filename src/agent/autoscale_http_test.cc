@@ -13,11 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "agent/api_client.h"
-#include "agent/binding_watcher.h"
-#include "agent/fake/fake_backend.h"
-#include "agent/http_control_plane.h"
-#include "agent/node_agent.h"
+#include "agent/agent_http_test_util.h"
 #include "controller/node_leases.h"
 #include "controller/scheduling_controller.h"
 #include "gtest/gtest.h"
@@ -28,43 +24,21 @@ namespace tessera::agent {
 namespace {
 
 using Json = nlohmann::json;
-
-bool WaitFor(const std::function<bool()>& pred, absl::Duration limit) {
-  const absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return pred();
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
+using testing::WaitFor;
 
 // The shell PIDs a replica's script recorded, one line per start.
 std::vector<std::string> Pids(const std::string& dir, int index) {
   return absl::StrSplit(Slurp(absl::StrCat(dir, "/pids-", index)), '\n', absl::SkipEmpty());
 }
 
-class AutoscaleHttpTest : public ::testing::Test {
+// The API server, the scheduling controller on its store, and agent "n1".
+class AutoscaleHttpTest : public testing::AgentOverHttpTest {
  protected:
   void SetUp() override {
-    dir_ = "/tmp/autoscale_http_test_XXXXXX";
-    ASSERT_NE(mkdtemp(dir_.data()), nullptr);
     server::ApiServerOptions so;
-    so.threads = 8;
     so.node_leases = &leases_;
-    server_ =
-        std::make_unique<server::ApiServer>(store_, clock_, server::Authenticator::AllowAll(), so);
-    absl::StatusOr<int> port = server_->Start("127.0.0.1", 0);
-    ASSERT_TRUE(port.ok()) << port.status();
-    url_ = absl::StrCat("http://127.0.0.1:", *port);
-    admin_ = std::make_unique<ApiClient>(url_, "");
-
+    StartServer(store_, "/tmp/autoscale_http_test_XXXXXX", so);
     controller::ControllerOptions co;
     co.leases = &leases_;
     co.tick = absl::Milliseconds(50);
@@ -75,45 +49,16 @@ class AutoscaleHttpTest : public ::testing::Test {
     ASSERT_TRUE(ctl.ok()) << ctl.status();
     controller_ = *std::move(ctl);
     controller_->RunInBackground();
-
-    auto backend = FakeBackend::FromFile(
-        std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/h100-nvswitch-8.yaml", clock_);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-    ASSERT_TRUE(backend_->Init().ok());
-    Launcher::Options lo;
-    lo.state_dir = dir_ + "/state";
-    lo.cgroup_parent = "";
-    launcher_ = std::make_unique<Launcher>(lo, clock_);
-    ASSERT_TRUE(launcher_->Init().ok());
     NodeAgentOptions ao;
-    ao.node_name = "n1";
     ao.heartbeat_interval = absl::Seconds(1);
     ao.sync_interval = absl::Seconds(1);
     ao.metrics_interval = absl::Milliseconds(300);
-    client_ = std::make_unique<HttpControlPlaneClient>(url_, "");
-    agent_ = std::make_unique<NodeAgent>(*backend_, tracker_, *launcher_, *client_, clock_, ao);
-    ASSERT_TRUE(agent_->Init().ok());
-    watch_client_ = std::make_unique<HttpControlPlaneClient>(url_, "", absl::Seconds(30));
-    watcher_ = std::make_unique<BindingWatcher>(
-        *watch_client_, *agent_, "n1", absl::Seconds(10), [this] { watch_client_->Cancel(); }, 7);
-    watcher_->Start();
-    run_ = std::thread([this] { agent_->Run(); });
+    StartAgent(ao);
   }
   void TearDown() override {
-    if (agent_ != nullptr) {
-      agent_->Stop();
-      run_.join();
-      watcher_->Stop();
-    }
+    StopAgent();
     if (controller_ != nullptr) controller_->Stop();
-    if (launcher_ != nullptr) {
-      for (const MemberStatus& m : launcher_->List()) (void)launcher_->Stop(m.spec.Id(), false);
-      absl::SleepFor(absl::Milliseconds(100));
-      launcher_->Poll();
-    }
-    server_->Stop();
-    std::filesystem::remove_all(dir_);
+    StopMembersAndServer();
   }
 
   Json Service() {
@@ -129,22 +74,9 @@ class AutoscaleHttpTest : public ::testing::Test {
     std::filesystem::rename(dir_ + "/p99.tmp", dir_ + "/p99");
   }
 
-  std::string dir_;
-  RealClock clock_;
   controller::NodeLeases leases_;
   store::MemoryStore store_;
-  std::unique_ptr<server::ApiServer> server_;
-  std::string url_;
-  std::unique_ptr<ApiClient> admin_;
   std::unique_ptr<controller::SchedulingController> controller_;
-  std::unique_ptr<FakeBackend> backend_;
-  std::unique_ptr<Launcher> launcher_;
-  HealthTracker tracker_;
-  std::unique_ptr<HttpControlPlaneClient> client_;
-  std::unique_ptr<NodeAgent> agent_;
-  std::unique_ptr<HttpControlPlaneClient> watch_client_;
-  std::unique_ptr<BindingWatcher> watcher_;
-  std::thread run_;
 };
 
 TEST_F(AutoscaleHttpTest, ReplicaMetricsScaleTheServiceAndSurvivorsKeepTheirProcesses) {

@@ -9,11 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "agent/api_client.h"
-#include "agent/binding_watcher.h"
-#include "agent/fake/fake_backend.h"
-#include "agent/http_control_plane.h"
-#include "agent/node_agent.h"
+#include "agent/agent_http_test_util.h"
 #include "gtest/gtest.h"
 #include "server/api_server.h"
 #include "store/memory_store.h"
@@ -23,6 +19,8 @@ namespace tessera::agent {
 namespace {
 
 using Json = nlohmann::json;
+using testing::Slurp;
+using testing::WaitFor;
 
 Json BoundJob(const std::string& name, const std::string& node, int generation,
               const std::string& script, int gpu) {
@@ -43,92 +41,26 @@ Json BoundJob(const std::string& name, const std::string& node, int generation,
                {"generation", generation}}}}}}};
 }
 
-bool WaitFor(const std::function<bool()>& pred, absl::Duration limit) {
-  const absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// A real in-process API server on loopback and one node agent "n1" (fake 8 x H100 backend, real
-// launcher) syncing through the long-poll watch.
-class NodeAgentHttpTest : public ::testing::Test {
+// A real in-process API server on loopback (over a store that counts its
+// Lists) and one node agent "n1" syncing through the long-poll watch.
+class NodeAgentHttpTest : public testing::AgentOverHttpTest {
  protected:
-  void SetUp() override {
-    dir_ = "/tmp/node_agent_http_test_XXXXXX";
-    ASSERT_NE(mkdtemp(dir_.data()), nullptr);
-    server::ApiServerOptions so;
-    so.threads = 8;
-    server_ =
-        std::make_unique<server::ApiServer>(store_, clock_, server::Authenticator::AllowAll(), so);
-    absl::StatusOr<int> port = server_->Start("127.0.0.1", 0);
-    ASSERT_TRUE(port.ok()) << port.status();
-    url_ = absl::StrCat("http://127.0.0.1:", *port);
-    admin_ = std::make_unique<ApiClient>(url_, "");
-  }
+  void SetUp() override { StartServer(store_, "/tmp/node_agent_http_test_XXXXXX"); }
   void TearDown() override {
-    if (agent_ != nullptr) {
-      agent_->Stop();
-      run_.join();
-      watcher_->Stop();
-    }
-    if (launcher_ != nullptr) {
-      for (const MemberStatus& m : launcher_->List()) (void)launcher_->Stop(m.spec.Id(), false);
-      absl::SleepFor(absl::Milliseconds(100));
-      launcher_->Poll();
-    }
-    server_->Stop();
-    std::filesystem::remove_all(dir_);
+    StopAgent();
+    StopMembersAndServer();
   }
   // Starts the agent; no periodic re-list: the watch must carry every change.
   void StartAgent() {
-    auto backend = FakeBackend::FromFile(
-        std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/h100-nvswitch-8.yaml", clock_);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-    ASSERT_TRUE(backend_->Init().ok());
-    Launcher::Options lo;
-    lo.state_dir = dir_ + "/state";
-    lo.cgroup_parent = "";
-    launcher_ = std::make_unique<Launcher>(lo, clock_);
-    ASSERT_TRUE(launcher_->Init().ok());
     NodeAgentOptions ao;
-    ao.node_name = "n1";
     ao.heartbeat_interval = absl::Seconds(1);
     ao.sync_interval = absl::Hours(1);
     ao.replica_restart_backoff = absl::Milliseconds(300);
-    client_ = std::make_unique<HttpControlPlaneClient>(url_, "");
-    agent_ = std::make_unique<NodeAgent>(*backend_, tracker_, *launcher_, *client_, clock_, ao);
-    ASSERT_TRUE(agent_->Init().ok());
-    watch_client_ = std::make_unique<HttpControlPlaneClient>(url_, "", absl::Seconds(30));
-    watcher_ = std::make_unique<BindingWatcher>(
-        *watch_client_, *agent_, "n1", absl::Seconds(10), [this] { watch_client_->Cancel(); }, 7);
-    watcher_->Start();
-    run_ = std::thread([this] { agent_->Run(); });
+    AgentOverHttpTest::StartAgent(ao);
   }
 
-  std::string dir_;
-  RealClock clock_;
   store::MemoryStore memory_;
   store::MeteredStore store_{memory_, clock_};
-  std::unique_ptr<server::ApiServer> server_;
-  std::string url_;
-  std::unique_ptr<ApiClient> admin_;
-  std::unique_ptr<FakeBackend> backend_;
-  std::unique_ptr<Launcher> launcher_;
-  HealthTracker tracker_;
-  std::unique_ptr<HttpControlPlaneClient> client_;
-  std::unique_ptr<NodeAgent> agent_;
-  std::unique_ptr<HttpControlPlaneClient> watch_client_;
-  std::unique_ptr<BindingWatcher> watcher_;
-  std::thread run_;
 };
 
 TEST_F(NodeAgentHttpTest, SyncsOnlyItsOwnBindingsAmongAThousandJobs) {
