@@ -47,13 +47,13 @@ class InferenceAutoscaleTest : public ControllerTest {
     Modify("inferenceservices", "team-a", name, [&](Json& o) {
       Json& st = o["status"];
       for (const Json& m : st["placement"]) {
-        st["replicaMetrics"][absl::StrCat(m["group"].get<std::string>(), "-",
-                                          m["member"].get<int>())] = {
-            {"p99LatencyMs", p99},
-            {"rps", rps},
-            {"time", Timestamp(clock_.Now())},
-            {"node", m["node"]},
-            {"generation", st["generation"]}};
+        st["replicaMetrics"]
+          [absl::StrCat(m["group"].get<std::string>(), "-", m["member"].get<int>())] = {
+              {"p99LatencyMs", p99},
+              {"rps", rps},
+              {"time", Timestamp(clock_.Now())},
+              {"node", m["node"]},
+              {"generation", st["generation"]}};
       }
     });
   }
@@ -89,7 +89,7 @@ TEST_F(InferenceAutoscaleTest, StartsAtMinWritesDesiredAndScalesUpOnLatency) {
   Step();
   Json s = Svc("svc");
   ASSERT_EQ(s["status"]["phase"], "Scheduled");
-  EXPECT_EQ(Placed(s), 1u);  // started at replicas.min, not as many as fit
+  EXPECT_EQ(Placed(s), 1u);                      // started at replicas.min, not as many as fit
   EXPECT_EQ(s["status"]["desiredReplicas"], 1);  // no readings: holds
   EXPECT_EQ(ctl_->cluster().allocated_milli(), 1000);
   const int64_t gen = s["status"]["generation"];
@@ -123,6 +123,35 @@ TEST_F(InferenceAutoscaleTest, StartsAtMinWritesDesiredAndScalesUpOnLatency) {
       << text;
 }
 
+TEST_F(InferenceAutoscaleTest, PlacedAgainItStartsAtTheReplicasItLastWanted) {
+  // Scaled to 4, then unbound (suspended here; a lost node or a preemption
+  // requeues it the same way) and placed again: 4 replicas at once, not
+  // replicas.min.
+  AddService("svc", {{"p99LatencyMs", 100}}, 1, 8);
+  Step();
+  Tick("svc", absl::Seconds(5), 300);
+  Tick("svc", absl::Seconds(5), 300);
+  ASSERT_EQ(Placed(Svc("svc")), 4u);
+  auto suspend = [&](bool on) {
+    Modify("inferenceservices", "team-a", "svc", [&](Json& o) { o["spec"]["suspend"] = on; });
+    clock_.Advance(absl::Seconds(1));
+    Heartbeat("gpu-0");
+    Heartbeat("gpu-1");
+    Step();
+  };
+  suspend(true);
+  Json s = Svc("svc");
+  ASSERT_EQ(s["status"]["phase"], "Suspended") << s["status"].dump();
+  EXPECT_EQ(Placed(s), 0u);
+  EXPECT_EQ(s["status"]["desiredReplicas"], 4);
+  suspend(false);
+  s = Svc("svc");
+  EXPECT_EQ(s["status"]["phase"], "Scheduled") << s["status"].dump();
+  EXPECT_EQ(Placed(s), 4u);
+  EXPECT_EQ(ctl_->cluster().allocated_milli(), 4000);
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+}
+
 TEST_F(InferenceAutoscaleTest, GrowsOnlyWhenRoomExistsAndSaysWhy) {
   // A training job takes 6 of the 8 GPUs: the service can grow to 2 only.
   AddJob("big", 2, 3);
@@ -148,8 +177,8 @@ TEST_F(InferenceAutoscaleTest, ScalesDownAfterTheWindowAndFreesTheGpus) {
   // recommendations all say so.
   while (clock_.Now() - busy < absl::Minutes(5)) {
     Tick("svc", absl::Seconds(30), 20);
-    ASSERT_EQ(Placed(Svc("svc")), 4u) << "scaled down inside the window at "
-                                      << absl::FormatDuration(clock_.Now() - busy);
+    ASSERT_EQ(Placed(Svc("svc")), 4u)
+        << "scaled down inside the window at " << absl::FormatDuration(clock_.Now() - busy);
   }
   Tick("svc", absl::Seconds(30), 20);
   Json s = Svc("svc");

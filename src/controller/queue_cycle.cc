@@ -217,8 +217,18 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     // A runtime limit is also the backfill's estimate: a job that must end by
     // then may start in a reservation's shadow (Slurm's time limits).
     // A gang stopped by a lost node or GPU keeps its place (ahead of the fair-share order).
-    absl::Status s = qm_->Submit(
-        *rec.job, {.expected_runtime = rec.max_runtime, .restart = rec.phase == "NodeLost"}, now);
+    model::Job job = *rec.job;
+    if (job.gang.start_members > 0 && rec.desired_written > job.gang.start_members) {
+      // An autoscaled service placed again (after a lost node, a preemption,
+      // a suspension) starts with the replicas its autoscaler last wanted,
+      // not replicas.min: the load it served has not gone away, and growing
+      // back a doubling per round of readings would take minutes.
+      job.gang.start_members =
+          static_cast<int32_t>(std::min<int64_t>(rec.desired_written, job.total_members()));
+    }
+    absl::Status s =
+        qm_->Submit(std::move(job),
+                    {.expected_runtime = rec.max_runtime, .restart = rec.phase == "NodeLost"}, now);
     if (s.ok()) {
       rec.in_qm = true;
       rec.queue_error.clear();
