@@ -75,4 +75,8 @@ std::string ApiError(const ApiResponse& r) {
   return absl::StrCat("HTTP ", r.code);
 }
 
+std::string ObjectPath(absl::string_view plural, absl::string_view ns, absl::string_view name) {
+  return absl::StrCat("/api/v1/namespaces/", ns, "/", plural, "/", name);
+}
+
 }  // namespace tessera::agent

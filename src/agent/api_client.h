@@ -64,4 +64,7 @@ class ApiClient {
 // "a message naming the code": the Status body's message, or the HTTP code.
 std::string ApiError(const ApiResponse& r);
 
+// The API path of a namespaced object: /api/v1/namespaces/NS/PLURAL/NAME.
+std::string ObjectPath(absl::string_view plural, absl::string_view ns, absl::string_view name);
+
 }  // namespace tessera::agent

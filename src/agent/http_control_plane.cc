@@ -64,8 +64,7 @@ absl::Status Unexpected(const std::string& what, const ApiResponse& r) {
 }
 
 std::string ItemPath(const std::string& kind, const std::string& ns, const std::string& name) {
-  const char* plural = kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
-  return absl::StrCat("/api/v1/namespaces/", ns, "/", plural, "/", name);
+  return ObjectPath(kind == "InferenceService" ? "inferenceservices" : "trainingjobs", ns, name);
 }
 
 }  // namespace

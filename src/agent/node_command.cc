@@ -319,8 +319,7 @@ int RunAgent(const AgentFlags& f) {
     // Admin: the server's /metrics is admin-only.
     absl::StatusOr<ApiResponse> r =
         job.empty() ? api.Get("/metrics")
-                    : api.Get(absl::StrCat("/api/v1/namespaces/", ns.empty() ? "default" : ns, "/",
-                                           plural, "/", job));
+                    : api.Get(ObjectPath(plural, ns.empty() ? "default" : ns, job));
     if (!r.ok()) return 0;
     return r->code == 404 ? 403 : r->code;  // a job it cannot see is not its logs
   });
@@ -451,8 +450,7 @@ int RunLogs(LogsFlags f) {
   if (f.token.empty() && getenv("TESSERA_TOKEN") != nullptr) f.token = getenv("TESSERA_TOKEN");
   ApiClient api(f.server, f.token);
   const char* plural = f.kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
-  absl::StatusOr<ApiResponse> job =
-      api.Get(absl::StrCat("/api/v1/namespaces/", f.ns, "/", plural, "/", f.job));
+  absl::StatusOr<ApiResponse> job = api.Get(ObjectPath(plural, f.ns, f.job));
   if (!job.ok()) {
     std::cerr << "tessera logs: " << job.status().message() << "\n";
     return 1;

@@ -2,6 +2,7 @@
 // JSON helpers its .cc files share. Not part of the module's interface.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -230,6 +231,28 @@ inline bool ConditionTrue(const Json& status, absl::string_view type) {
     if (c.is_object() && Str(c, "type") == type) return Str(c, "status") == "True";
   }
   return false;
+}
+
+// Jobs that grow (elastic, autoscaled) in this order: higher priority first,
+// then by store key (deterministic).
+template <typename Rec>  // SchedulingController::JobRec, private to its members
+bool GrowsFirst(const Rec* a, const Rec* b) {
+  if (a->job->priority != b->job->priority) return a->job->priority > b->job->priority;
+  return a->key < b->key;
+}
+
+// The members of `after` (a grown placement) that `before` did not hold.
+inline std::vector<sched::MemberPlacement> AddedMembers(const sched::Placement& before,
+                                                        const sched::Placement& after) {
+  std::vector<sched::MemberPlacement> added;
+  for (const sched::MemberPlacement& m : after.members) {
+    const bool held = std::any_of(before.members.begin(), before.members.end(),
+                                  [&](const sched::MemberPlacement& o) {
+                                    return o.group == m.group && o.member == m.member;
+                                  });
+    if (!held) added.push_back(m);
+  }
+  return added;
 }
 
 // A preemption victim's PreemptionPending condition ends (it was preempted,

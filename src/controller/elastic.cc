@@ -48,7 +48,8 @@ std::string NodesOf(const std::vector<sched::MemberPlacement>& members,
 }  // namespace
 
 bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, const Change& why,
-                                       absl::Time now, bool preempted) {
+                                       absl::Time now, bool preempted,
+                                       const std::function<void(Json& status)>& also) {
   Change change = why;
   change.fields.emplace_back("replicas", static_cast<int64_t>(p.members.size()));
   const bool written = WriteGeneration(rec, p, change, now, [&](Json& st) {
@@ -57,6 +58,7 @@ bool SchedulingController::WriteResize(JobRec& rec, const sched::Placement& p, c
     if (preempted) {
       EndPreemption(st, why.reason, Str(st, "message"), now);
     }
+    if (also) also(st);
     return true;
   });
   if (written) rec.last_resize = now;
@@ -146,24 +148,13 @@ void SchedulingController::GrowElastic(absl::Time now) {
     }
     candidates.push_back(rec.get());
   }
-  // Higher priority first, then by key (deterministic).
-  std::sort(candidates.begin(), candidates.end(), [](const JobRec* a, const JobRec* b) {
-    if (a->job->priority != b->job->priority) return a->job->priority > b->job->priority;
-    return a->key < b->key;
-  });
+  std::sort(candidates.begin(), candidates.end(), GrowsFirst<JobRec>);
   for (JobRec* rec : candidates) {
     const std::string key = rec->job->key();
     const sched::Placement before = *cluster_->FindPlacement(key);
     sched::QueueManager::GrowResult g = qm_->Grow(key, now);
     if (!g.grown) continue;
-    std::vector<sched::MemberPlacement> added;
-    for (const sched::MemberPlacement& m : g.placement.members) {
-      const bool held = std::any_of(before.members.begin(), before.members.end(),
-                                    [&](const sched::MemberPlacement& o) {
-                                      return o.group == m.group && o.member == m.member;
-                                    });
-      if (!held) added.push_back(m);
-    }
+    const std::vector<sched::MemberPlacement> added = AddedMembers(before, g.placement);
     const Change grow{
         "ElasticGrow",
         absl::StrCat("elastic: added ", g.added, " member(s) on ", NodesOf(added, *cluster_),

@@ -121,11 +121,7 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
     }
     services.push_back(rec.get());
   }
-  // Higher priority first (it grows first), then by key (deterministic).
-  std::sort(services.begin(), services.end(), [](const JobRec* a, const JobRec* b) {
-    if (a->job->priority != b->job->priority) return a->job->priority > b->job->priority;
-    return a->key < b->key;
-  });
+  std::sort(services.begin(), services.end(), GrowsFirst<JobRec>);
   for (JobRec* rec : services) {
     const std::string key = rec->job->key();
     const sched::Placement before = *cluster_->FindPlacement(key);
@@ -144,17 +140,15 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
       metrics_->inference_desired.With({rec->ns, rec->name}).Set(d.desired);
       metrics_->inference_current.With({rec->ns, rec->name}).Set(held);
     }
-    auto also = [&](const sched::Placement& p, const std::vector<std::string>& dropped) {
-      return [&, p, dropped](Json& st) {
-        st["replicas"] = static_cast<int64_t>(p.members.size());
-        st["lastResizeTime"] = Timestamp(now);
+    // What a resize writes besides WriteResize's own fields.
+    auto also = [&](const std::vector<std::string>& dropped) {
+      return [&, dropped](Json& st) {
         st["desiredReplicas"] = d.desired;
         st["lastScaleTime"] = Timestamp(now);
         auto metrics = st.find("replicaMetrics");
         if (metrics != st.end() && metrics->is_object()) {
           for (const std::string& n : dropped) metrics->erase(n);
         }
-        return true;
       };
     };
     if (d.desired < held) {
@@ -177,8 +171,7 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
                        false,
                        true,
                        {{"desired", static_cast<int64_t>(d.desired)}}};
-      if (!WriteGeneration(*rec, kept, why, now, also(kept, dropped_names))) continue;
-      rec->last_resize = now;
+      if (!WriteResize(*rec, kept, why, now, false, also(dropped_names))) continue;
       rec->desired_written = d.desired;
       if (absl::Status s = qm_->Resize(key, kept, now); !s.ok()) {
         // Memory keeps the larger binding: never less than the store.
@@ -205,15 +198,9 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
         continue;
       }
       std::vector<std::string> added;
-      for (const sched::MemberPlacement& m : g.placement.members) {
-        const bool was = std::any_of(before.members.begin(), before.members.end(),
-                                     [&](const sched::MemberPlacement& o) {
-                                       return o.group == m.group && o.member == m.member;
-                                     });
-        if (!was) {
-          added.push_back(
-              absl::StrCat(MemberName(*rec->job, m), " on ", cluster_->node(m.node).name));
-        }
+      for (const sched::MemberPlacement& m : AddedMembers(before, g.placement)) {
+        added.push_back(
+            absl::StrCat(MemberName(*rec->job, m), " on ", cluster_->node(m.node).name));
       }
       const Change why{"ScaledUp",
                        absl::StrCat("autoscaler: ", held, " -> ", d.desired, " replicas: ",
@@ -221,7 +208,7 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
                        false,
                        true,
                        {{"desired", static_cast<int64_t>(d.desired)}}};
-      if (!WriteGeneration(*rec, g.placement, why, now, also(g.placement, {}))) {
+      if (!WriteResize(*rec, g.placement, why, now, false, also({}))) {
         // Memory must never hold less than the store: back to what it holds.
         if (absl::Status s = qm_->Resize(key, before, now); !s.ok()) {
           options_.log.Error("scale up not undone; re-listing",
@@ -231,7 +218,6 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
         }
         continue;
       }
-      rec->last_resize = now;
       rec->desired_written = d.desired;
       ++stats_.scale_ups;
       if (metrics_) metrics_->inference_scales.With({"up"}).Inc();

@@ -172,6 +172,7 @@ void SchedulingController::RebuildQueues() {
 }
 
 void SchedulingController::FlushSubmissions(absl::Time now) {
+  std::vector<std::string> victims;  // restored with a preemption in flight
   for (const std::string& key : to_restore_) {
     auto it = jobs_.find(key);
     if (it == jobs_.end() || !it->second->bound || !it->second->job || it->second->in_qm) continue;
@@ -185,20 +186,15 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
                                                  now);
     if (s.ok()) {
       rec.in_qm = true;
+      if (rec.inflight_preemption) victims.push_back(key);
     } else {
+      rec.inflight_preemption.reset();  // nothing to carry on without the job in memory
       // Still bound (the GPUs stay taken), but not charged to a queue.
       options_.log.Warn("bound job not charged to its queue",
                         {{"job", rec.name},
                          {"namespace", rec.ns},
                          {"queue", rec.job->queue},
                          {"error", std::string(s.message())}});
-    }
-  }
-  std::vector<std::string> victims;
-  for (const std::string& key : to_restore_) {
-    auto it = jobs_.find(key);
-    if (it != jobs_.end() && it->second->in_qm && it->second->inflight_preemption) {
-      victims.push_back(key);
     }
   }
   to_restore_.clear();

@@ -296,10 +296,12 @@ class SchedulingController {
   // False when nothing was written.
   bool WriteGeneration(JobRec& rec, const sched::Placement& p, Change why, absl::Time now,
                        const std::function<bool(Json& status)>& also);
-  // WriteGeneration of an elastic resize (replicas, lastResizeTime).
-  // `preempted`: the resize ends a preemption (PreemptionPending goes False).
+  // WriteGeneration of an elastic resize (replicas, lastResizeTime; then
+  // rec.last_resize). `preempted`: the resize ends a preemption
+  // (PreemptionPending goes False). `also`, when set, sets the caller's own
+  // status fields too (an autoscaled service's desiredReplicas).
   bool WriteResize(JobRec& rec, const sched::Placement& p, const Change& why, absl::Time now,
-                   bool preempted = false);
+                   bool preempted = false, const std::function<void(Json& status)>& also = nullptr);
   // The ElasticShrink change for `dropped` members of rec (`keep` left), with
   // the cause `why`.
   Change ShrinkChange(const JobRec& rec, const std::vector<sched::MemberPlacement>& dropped,

@@ -44,10 +44,6 @@ absl::StatusOr<JobDemand> DemandOfObject(const Json& obj) {
   return DemandOf(*job, Str(obj, "kind") == "InferenceService");
 }
 
-std::string ItemPath(const std::string& plural, const std::string& ns, const std::string& name) {
-  return absl::StrCat("/api/v1/namespaces/", ns, "/", plural, "/", name);
-}
-
 }  // namespace
 
 struct Dispatcher::Member {
@@ -288,7 +284,8 @@ void Dispatcher::SyncSpec(HubJob& j, Member& m, const Json& copy) {
   const Json& meta = Field(copy, "metadata");
   if (meta.contains("resourceVersion"))
     body["metadata"]["resourceVersion"] = meta["resourceVersion"];
-  absl::StatusOr<agent::ApiResponse> r = m.client->Put(ItemPath(j.plural, j.ns, j.name), body);
+  absl::StatusOr<agent::ApiResponse> r =
+      m.client->Put(agent::ObjectPath(j.plural, j.ns, j.name), body);
   // Unanswered, a conflict (the member wrote the copy since the probe), a
   // copy gone (Mirror sees it next step) or a server error: next step again.
   if (!r.ok() || r->code == 409 || r->code == 404 || r->code >= 500) return;
@@ -352,7 +349,8 @@ bool Dispatcher::CreateCopy(HubJob& j, Member& m, bool say_why) {
       m.client->Post(plural_path, CopyOf(j.obj, options_.hub_name, j.uid));
   if (!r.ok()) return false;
   if (r->code == 409) {
-    absl::StatusOr<agent::ApiResponse> cur = m.client->Get(ItemPath(j.plural, j.ns, j.name));
+    absl::StatusOr<agent::ApiResponse> cur =
+        m.client->Get(agent::ObjectPath(j.plural, j.ns, j.name));
     if (!cur.ok() || cur->code != 200 || OriginOf(cur->body) != j.uid) {
       if (!say_why) return false;
       (void)WriteStatus(
@@ -430,8 +428,9 @@ void Dispatcher::Requeue(HubJob& j, Member& from, const Json& copy) {
   // 2. The old copy, only as it was seen unplaced: if its member placed it
   // since, the delete fails (409) and the job stays there.
   const Json& meta = Field(copy, "metadata");
-  absl::StatusOr<agent::ApiResponse> d = from.client->Delete(absl::StrCat(
-      ItemPath(j.plural, j.ns, j.name), "?resourceVersion=", Str(meta, "resourceVersion")));
+  absl::StatusOr<agent::ApiResponse> d =
+      from.client->Delete(absl::StrCat(agent::ObjectPath(j.plural, j.ns, j.name),
+                                       "?resourceVersion=", Str(meta, "resourceVersion")));
   if (!d.ok() || (d->code != 200 && d->code != 404)) return;
   // 3. The hub's record. Should it fail, the job's copy on `from` is gone:
   // the next step sends it back and dispatches it again (a failover).
@@ -469,7 +468,7 @@ void Dispatcher::Collect(Member& m) {
     if (it != hub_uids_.end() && it->second == m.name) continue;
     const Json& meta = Field(copy.second, "metadata");
     absl::StatusOr<agent::ApiResponse> d =
-        m.client->Delete(ItemPath(copy.first, Str(meta, "namespace"), Str(meta, "name")));
+        m.client->Delete(agent::ObjectPath(copy.first, Str(meta, "namespace"), Str(meta, "name")));
     if (d.ok() && (d->code == 200 || d->code == 404)) {
       ++stats_.collected;
       options_.log.Info(
