@@ -62,7 +62,7 @@ class SimPackCli : public ::testing::Test {
 TEST_F(SimPackCli, PrintsJsonKeyedByPolicyAndWritesFiles) {
   std::string cmd = bin_ + " sim pack --nodes " + (dir_ / "nodes.csv").string() + " --pods " +
                     (dir_ / "openb_pod_list_tiny.csv").string() +
-                    " --policy FGD,tessera,BestFit --seeds 1-3 --json --csv " +
+                    " --policy FGD,tessera,BestFit --seeds 1-3 --lookahead all --json --csv " +
                     (dir_ / "runs.csv").string() + " --chart " + (dir_ / "alloc.svg").string();
   Output o = RunCommand(cmd);
   ASSERT_EQ(o.rc, 0) << o.text;
@@ -74,6 +74,8 @@ TEST_F(SimPackCli, PrintsJsonKeyedByPolicyAndWritesFiles) {
     EXPECT_TRUE(j[p].contains("unallocated_gpus"));
     EXPECT_TRUE(j[p].contains("fragmented_gpus"));
     EXPECT_TRUE(j[p].contains("failed_pods"));
+    EXPECT_TRUE(j[p].contains("held_pods"));
+    EXPECT_TRUE(j[p].contains("held_failed_pods"));
     EXPECT_TRUE(j[p].contains("pods_per_s"));
   }
   EXPECT_TRUE(std::filesystem::exists(dir_ / "runs.csv"));
@@ -93,6 +95,10 @@ TEST_F(SimPackCli, BadInputFailsWithAMessage) {
                  (dir_ / "bad.csv").string());
   EXPECT_NE(o.rc, 0);
   EXPECT_THAT(o.text, ::testing::HasSubstr("bad.csv:2: column 4 (num_gpu)"));
+  o = RunCommand(bin_ + " sim pack --nodes " + (dir_ / "nodes.csv").string() + " --pods " +
+                 (dir_ / "openb_pod_list_tiny.csv").string() + " --lookahead most");
+  EXPECT_NE(o.rc, 0);
+  EXPECT_THAT(o.text, ::testing::HasSubstr("--lookahead: expected a percentage"));
 }
 
 }  // namespace

@@ -224,6 +224,7 @@ absl::StatusOr<NodeId> ClusterState::AddNode(model::Node node) {
   st.num_gpus = static_cast<int8_t>(node.gpus.size());
   st.cpu_free = node.cpu_milli;
   st.memory_free = node.memory_mib;
+  free_cpu_milli_ += st.cpu_free;
   for (int g = 0; g < st.num_gpus; ++g) {
     st.free_milli[g] = model::kMilliPerGpu;
     if (node.gpus[g].health == model::GpuHealth::kHealthy) st.healthy_mask |= 1u << g;
@@ -324,6 +325,7 @@ absl::Status ClusterState::RemoveNode(absl::string_view name, std::vector<std::s
   Unindex(*id);
   NodeState& st = states_[*id];
   total_gpus_[st.model] -= st.num_gpus;
+  free_cpu_milli_ -= st.cpu_free;
   auto drop = [&](std::vector<NodeId>& v) { v.erase(std::find(v.begin(), v.end(), *id)); };
   drop(rack_nodes_[st.rack]);
   drop(block_nodes_[st.block]);
@@ -396,6 +398,7 @@ absl::Status ClusterState::Assume(const MemberPlacement& m) {
     allocated_milli_[st.model] += g.milli;
   }
   st.cpu_free -= m.cpu_milli;
+  free_cpu_milli_ -= m.cpu_milli;
   st.memory_free -= m.memory_mib;
   ++st.members;
   if (int shape = GpuShapeOf(m.gpus); shape >= 0) ++st.shape_members[shape];
@@ -411,6 +414,7 @@ void ClusterState::Forget(const MemberPlacement& m) {
     allocated_milli_[st.model] -= g.milli;
   }
   st.cpu_free += m.cpu_milli;
+  if (st.present) free_cpu_milli_ += m.cpu_milli;
   st.memory_free += m.memory_mib;
   --st.members;
   if (int shape = GpuShapeOf(m.gpus); shape >= 0) --st.shape_members[shape];
@@ -447,9 +451,11 @@ const Placement* ClusterState::FindPlacement(absl::string_view job_key) const {
 absl::Status ClusterState::CheckConsistency() const {
   std::vector<FreeHistogram> cluster(model_names_.size());
   std::vector<int64_t> alloc(model_names_.size());
+  int64_t cpu = 0;
   for (NodeId id = 0; id < num_node_slots(); ++id) {
     const NodeState& st = states_[id];
     if (!st.present) continue;
+    cpu += st.cpu_free;
     int whole = 0;
     for (int g = 0; g < st.num_gpus; ++g) {
       if (st.free_milli[g] < 0 || st.free_milli[g] > model::kMilliPerGpu) {
@@ -477,6 +483,10 @@ absl::Status ClusterState::CheckConsistency() const {
         return absl::InternalError(absl::StrCat("node ", nodes_[id].name, " missing from index"));
       }
     }
+  }
+  if (cpu != free_cpu_milli_) {
+    return absl::InternalError(
+        absl::StrCat("free CPU stale: ", free_cpu_milli_, " kept, ", cpu, " on the nodes"));
   }
   for (size_t m = 0; m < model_names_.size(); ++m) {
     if (cluster[m].nodes != cluster_hist_[m].nodes) {

@@ -143,6 +143,8 @@ class ClusterState {
   int64_t allocated_milli(ModelId m) const { return allocated_milli_[m]; }
   int64_t total_gpus() const;
   int64_t allocated_milli() const;
+  // Free milli-CPU summed over present nodes (schedulable or not). O(1).
+  int64_t free_cpu_milli() const { return free_cpu_milli_; }
   // Most GPUs on any node of model `m` ever added (an upper bound after removals).
   int max_node_gpus(ModelId m) const { return max_node_gpus_[m]; }
 
@@ -216,6 +218,7 @@ class ClusterState {
   std::vector<FreeHistogram> cluster_hist_;             // [model]
   std::vector<int64_t> total_gpus_;
   std::vector<int64_t> allocated_milli_;
+  int64_t free_cpu_milli_ = 0;
   std::vector<int> max_node_gpus_;
   CapacityIndex index_;
 

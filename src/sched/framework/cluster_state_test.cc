@@ -88,6 +88,25 @@ TEST(ClusterStateTest, RemoveNodeReleasesItsJobs) {
   EXPECT_TRUE(cs.CheckConsistency().ok());
 }
 
+TEST(ClusterStateTest, FreeCpuFollowsAssumeForgetAndRemoval) {
+  ClusterState cs;
+  AddNodes(&cs, {.nodes = 2, .gpus_per_node = 8, .cpu_milli = 64000});
+  EXPECT_EQ(cs.free_cpu_milli(), 128000);
+  MemberPlacement a = Member(0, {{0, 500}});
+  a.cpu_milli = 6000;
+  MemberPlacement b = Member(1, {{1, 1000}});
+  b.cpu_milli = 10000;
+  ASSERT_TRUE(cs.Assume(a).ok());
+  ASSERT_TRUE(cs.Assume(b).ok());
+  EXPECT_EQ(cs.free_cpu_milli(), 112000);
+  cs.Forget(a);
+  EXPECT_EQ(cs.free_cpu_milli(), 118000);
+  ASSERT_TRUE(cs.Bind({.job_key = "ns/b", .members = {b}}).ok());
+  ASSERT_TRUE(cs.RemoveNode(cs.node(1).name, nullptr).ok());
+  EXPECT_EQ(cs.free_cpu_milli(), 64000) << "a removed node's CPU leaves the pool";
+  EXPECT_TRUE(cs.CheckConsistency().ok());
+}
+
 TEST(ClusterStateTest, CordonRemovesFromIndex) {
   ClusterState cs;
   AddNodes(&cs, {.nodes = 2, .gpus_per_node = 8});

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "sched/framework/scheduler.h"
 #include "sched/pack/frag.h"
+#include "sched/pack/lookahead.h"
 #include "sched/pack/policies.h"
 #include "sched/pack/tessera_score.h"
 #include "sched/plugins/default_registry.h"
@@ -239,6 +240,84 @@ TEST(PolicyTest, TesseraKeepsCpuForTheGpus) {
   EXPECT_GT(StrandedGpuMilli(*tes.ctx, Take(FromState(tes.cs.state(0)), {.cpu_milli = 3000}, -1)),
             0);
   EXPECT_EQ(tes.Place(MakePod("c", 0, 0, 3000)).node, 1);
+}
+
+// The look-ahead admission (lookahead.h). The mix: 810-milli pods, whose
+// 190-milli leftover no pod of the mix fits, 400-milli pods and whole GPUs
+// asking 8 vCPU each.
+std::vector<TypicalPod> LookaheadMix() {
+  return {Typical(1, 810, 2000, 0.3), Typical(1, 400, 2000, 0.2), Typical(1, 1000, 8000, 0.5)};
+}
+
+TEST(LookaheadTest, HoldsAPodThatWouldStrandAGpuArrivingWorkWants) {
+  std::vector<model::Node> nodes = {MakeNode("a", "T4", 2, 64000)};
+  Harness h("tessera", nodes, LookaheadMix());
+  EXPECT_DOUBLE_EQ(h.ctx->ShareFitting(190), 0);
+  EXPECT_DOUBLE_EQ(h.ctx->whole_cpu_per_gpu(), 8000);
+  // Without a forecast nothing is held.
+  model::Job pod = MakePod("p810", 1, 810, 2000);
+  ScheduleResult r = h.sched->Schedule(pod);
+  ASSERT_TRUE(r.placed());
+  ASSERT_TRUE(h.cs.Release(r.placement.job_key).ok());
+  // Once the pod takes a GPU one is left wholly free; 1000 milli of
+  // whole-GPU pods arriving would take it, so the pod is held and the
+  // cluster is left as it was.
+  h.ctx->set_forecast(ArrivalForecast{.whole_gpu_milli = 1000, .cpu_milli = 8000});
+  r = h.sched->Schedule(pod);
+  EXPECT_FALSE(r.placed());
+  EXPECT_EQ(r.plugin, kLookaheadPlugin);
+  EXPECT_THAT(r.reason, ::testing::HasSubstr("held: 810 milli would strand 190"));
+  EXPECT_EQ(h.cs.allocated_milli(), 0);
+  EXPECT_EQ(h.cs.free_cpu_milli(), 64000);
+  EXPECT_TRUE(h.cs.CheckConsistency().ok());
+  // Less than the free GPU arriving: placed.
+  h.ctx->set_forecast(ArrivalForecast{.whole_gpu_milli = 999, .cpu_milli = 8000});
+  r = h.sched->Schedule(pod);
+  ASSERT_TRUE(r.placed());
+  ASSERT_TRUE(h.cs.Release(r.placement.job_key).ok());
+  // Enough GPU work arriving, but it asks four times the free CPU: only a
+  // quarter of it could run, so the pod is placed.
+  h.ctx->set_forecast(ArrivalForecast{.whole_gpu_milli = 2000, .cpu_milli = 4 * 64000});
+  EXPECT_TRUE(HoldsSharedGpus(ArrivalForecast{.whole_gpu_milli = 2000, .cpu_milli = 64000}, h.cs));
+  EXPECT_FALSE(
+      HoldsSharedGpus(ArrivalForecast{.whole_gpu_milli = 2000, .cpu_milli = 4 * 64000}, h.cs));
+  r = h.sched->Schedule(pod);
+  ASSERT_TRUE(r.placed());
+  ASSERT_TRUE(h.cs.Release(r.placement.job_key).ok());
+  // Nothing arriving: never held, even with no free GPU to spare.
+  EXPECT_FALSE(HoldsSharedGpus(ArrivalForecast{}, h.cs));
+}
+
+TEST(LookaheadTest, LetsThroughWhatStrandsNothingAWholeGpuPodCouldUse) {
+  const ArrivalForecast flood{.whole_gpu_milli = 100000, .cpu_milli = 8000};
+  {
+    // A 400-milli pod leaves 600, which 400-milli pods fit.
+    Harness h("tessera", {MakeNode("a", "T4", 2, 64000)}, LookaheadMix());
+    h.ctx->set_forecast(flood);
+    h.Place(MakePod("p400", 1, 400, 2000));
+    // Whole GPUs are never held.
+    h.Place(MakePod("w", 1, 1000, 8000));
+  }
+  {
+    // An 810-milli pod on a GPU already partly used strands no free GPU.
+    Harness h("tessera", {MakeNode("a", "T4", 1, 64000)}, LookaheadMix());
+    h.Occupy(0, 0, 100);
+    h.ctx->set_forecast(flood);
+    EXPECT_EQ(h.Place(MakePod("p810", 1, 810, 2000)).gpus[0].gpu, 0);
+  }
+  {
+    // A node with less CPU than a whole-GPU pod needs (7 of 8 vCPU): its
+    // free GPU would idle anyway, so the pod takes it.
+    Harness h("tessera", {MakeNode("a", "T4", 2, 7000)}, LookaheadMix());
+    h.ctx->set_forecast(flood);
+    h.Place(MakePod("p810", 1, 810, 2000));
+  }
+  {
+    // Baselines do not look ahead.
+    Harness h("fgd", {MakeNode("a", "T4", 2, 64000)}, LookaheadMix());
+    h.ctx->set_forecast(flood);
+    h.Place(MakePod("p810", 1, 810, 2000));
+  }
 }
 
 // Invariants on random workloads for every policy: no GPU over 1000 milli,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "sched/pack/lookahead.h"
 #include "sched/pack/tessera_score.h"
 
 namespace tessera::sched::pack {
@@ -20,6 +21,23 @@ PackContext::PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng)
     gpu += t.p * static_cast<double>(t.shape.total_gpu_milli());
   }
   cpu_per_gpu_milli_ = gpu > 0 ? cpu / gpu : 0;
+  double whole_cpu = 0, whole_gpus = 0;
+  for (const TypicalPod& t : typical_) {
+    if (t.shape.gpus == 0 || t.shape.gpu_milli < model::kMilliPerGpu) continue;
+    whole_cpu += t.p * static_cast<double>(t.shape.cpu_milli);
+    whole_gpus += t.p * t.shape.gpus;
+  }
+  whole_cpu_per_gpu_ = whole_gpus > 0 ? whole_cpu / whole_gpus : 0;
+}
+
+double PackContext::ShareFitting(int32_t milli) const {
+  double one = 0, fit = 0;
+  for (const TypicalPod& t : typical_) {
+    if (t.shape.gpus != 1) continue;
+    one += t.p;
+    if (t.shape.gpu_milli <= milli) fit += t.p;
+  }
+  return one > 0 ? fit / one : 0;
 }
 
 double PackContext::Frag(const NodeFree& n) {
@@ -305,6 +323,7 @@ struct PolicySpec {
   const char* name;
   const char* score;
   const char* chooser;
+  const char* permit = nullptr;
 };
 constexpr PolicySpec kPolicies[] = {
     {"random", "pack-random", "pack-gpu-random"},
@@ -313,9 +332,10 @@ constexpr PolicySpec kPolicies[] = {
     {"gpu-packing", "pack-gpu-packing", "pack-gpu-best"},
     {"best-fit", "pack-best-fit", "pack-gpu-best"},
     {"fgd", "pack-fgd", "pack-gpu-fgd"},
-    {"tessera", "pack-tessera", "pack-gpu-tessera"},
+    {"tessera", "pack-tessera", "pack-gpu-tessera", kLookaheadPlugin},
 };
 
+// Builds a pack plugin of type T (score or permit) sharing `ctx`.
 template <typename T>
 PluginFactory ScoreFactory(std::string name, std::shared_ptr<PackContext> ctx) {
   return [name = std::move(name),
@@ -347,6 +367,7 @@ absl::Status RegisterPackPlugins(PluginRegistry* r, const std::shared_ptr<PackCo
   s.Update(reg("pack-best-fit", ScoreFactory<BestFitScore>("pack-best-fit", ctx)));
   s.Update(reg("pack-fgd", ScoreFactory<FgdScorePlugin>("pack-fgd", ctx)));
   s.Update(reg("pack-tessera", ScoreFactory<TesseraScore>("pack-tessera", ctx)));
+  s.Update(reg(kLookaheadPlugin, ScoreFactory<LookaheadPermit>(kLookaheadPlugin, ctx)));
   s.Update(reg("pack-gpu-best", ChooserFactory("pack-gpu-best", PackChooser::Mode::kBestFit, ctx)));
   s.Update(
       reg("pack-gpu-random", ChooserFactory("pack-gpu-random", PackChooser::Mode::kRandom, ctx)));
@@ -382,6 +403,7 @@ absl::StatusOr<Profile> PackProfile(absl::string_view policy) {
     prof.name = p.name;
     prof.gpu_chooser = p.chooser;
     prof.plugins = {{.name = "resource-fit"}, {.name = p.score}};
+    if (p.permit != nullptr) prof.plugins.push_back({.name = p.permit});
     prof.nodes_to_score = 0;
     prof.dedupe_equivalent_nodes = true;
     // The FGD simulator breaks ties by a node order it shuffles per seed

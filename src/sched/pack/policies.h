@@ -23,7 +23,9 @@
 //   fgd             Fragmentation gradient descent: the node (and GPU) where
 //                   the node's expected fragmentation against the workload's
 //                   typical pods grows least; score = 100*sigmoid(-dF/1000).
-//   tessera         Our policy; see tessera_score.h.
+//   tessera         Our policy; see tessera_score.h. Its profile also runs
+//                   the look-ahead admission (lookahead.h), which does
+//                   nothing until the runner sets a forecast.
 // All but random pick, for a shared-GPU pod, the partly used GPU with the
 // least free share that fits (best fit); fgd and tessera their own GPU.
 // Whole-GPU pods take free GPUs in index order.
@@ -35,6 +37,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,6 +47,7 @@
 #include "sched/framework/plugin.h"
 #include "sched/framework/profile.h"
 #include "sched/framework/registry.h"
+#include "sched/pack/forecast.h"
 #include "sched/pack/frag.h"
 
 namespace tessera::sched::pack {
@@ -67,6 +71,18 @@ class PackContext {
   // Milli-CPU that GPU pods of the typical mix ask per milli-GPU (0 when
   // the mix has no GPU pods).
   double cpu_per_gpu_milli() const { return cpu_per_gpu_milli_; }
+  // Milli-CPU that whole-GPU pods of the typical mix ask per GPU (0 when the
+  // mix has none).
+  double whole_cpu_per_gpu() const { return whole_cpu_per_gpu_; }
+  // Share of the typical mix's one-GPU pods whose GPU share is at most
+  // `milli`: how likely an arriving one-GPU pod fits a leftover of `milli`.
+  double ShareFitting(int32_t milli) const;
+
+  // What the runner knows of arriving work (forecast.h); nullopt when it
+  // knows nothing, which turns the look-ahead admission off. Set between
+  // scheduling cycles by whoever drives the scheduler.
+  const std::optional<ArrivalForecast>& forecast() const { return forecast_; }
+  void set_forecast(std::optional<ArrivalForecast> f) { forecast_ = f; }
 
  private:
   // CPU; model and GPU count; the sorted free shares, 10 bits each, six
@@ -86,6 +102,8 @@ class PackContext {
   std::vector<TypicalPod> typical_;
   std::mt19937_64* rng_;
   double cpu_per_gpu_milli_ = 0;
+  double whole_cpu_per_gpu_ = 0;
+  std::optional<ArrivalForecast> forecast_;
   absl::flat_hash_map<Key, double> memo_;
 };
 

@@ -26,6 +26,7 @@ struct Options {
   std::string csv, chart, expected;
   int threads = 0;
   bool ignore_memory = false;
+  std::string lookahead = "0";
 };
 
 std::string TraceName(const std::string& path) {
@@ -50,6 +51,9 @@ absl::Status Run(const Options& o) {
   cfg.inflate = o.inflate;
   cfg.threads = o.threads;
   cfg.enforce_memory = !o.ignore_memory;
+  auto lookahead = ParseLookahead(o.lookahead);
+  if (!lookahead.ok()) return lookahead.status();
+  cfg.lookahead = *lookahead;
   if (!(o.inflate >= 1.0 && o.inflate <= 10.0)) {
     return absl::InvalidArgumentError("--inflate: must be in 1..10");
   }
@@ -125,6 +129,11 @@ void RegisterSimPackCommands(CLI::App& sim) {
   cmd->add_flag("--ignore-memory", opts->ignore_memory,
                 "fit CPU and GPU only, as the FGD simulator's pod resource does "
                 "(default: memory is fitted too)");
+  cmd->add_option("--lookahead", opts->lookahead,
+                  "tessera also learns the pods arriving next, as many as ask this percent of "
+                  "cluster GPU capacity (\"all\": the rest of the stream), and holds shared-GPU "
+                  "pods that would strand share those whole-GPU pods want (default 0: none, "
+                  "the published protocol)");
   cmd->callback([opts]() {
     absl::Status s = Run(*opts);
     if (!s.ok()) {

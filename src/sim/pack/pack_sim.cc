@@ -15,6 +15,7 @@
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/scheduler.h"
 #include "sched/pack/frag.h"
+#include "sched/pack/lookahead.h"
 #include "sched/pack/policies.h"
 #include "sched/plugins/default_registry.h"
 
@@ -141,15 +142,81 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, con
     jobs.push_back(trace::ToJob(p, p.name));
     if (!cfg.enforce_memory) jobs.back().groups[0].resources.memory_mib = 0;
   }
-  for (size_t k = 0; k < order.size(); ++k) {
+  // The look-ahead's forecast after arrival k sums the pods k+1.. whose GPU
+  // request, added up, stays within the window (prefix sums over the order).
+  const bool lookahead = cfg.lookahead > 0;
+  std::vector<int64_t> gpu_sum, whole_sum, cpu_sum;
+  if (lookahead) {
+    gpu_sum.assign(order.size() + 1, 0);
+    whole_sum.assign(order.size() + 1, 0);
+    cpu_sum.assign(order.size() + 1, 0);
+    for (size_t k = 0; k < order.size(); ++k) {
+      const trace::OpenbPod& p = trace.pods[order[k]];
+      const int64_t gpu = int64_t{p.num_gpu} * p.gpu_milli;
+      gpu_sum[k + 1] = gpu_sum[k] + gpu;
+      whole_sum[k + 1] = whole_sum[k] + (p.gpu_milli >= model::kMilliPerGpu ? gpu : 0);
+      cpu_sum[k + 1] = cpu_sum[k] + p.cpu_milli;
+    }
+  }
+  auto forecast_after = [&](size_t k) {
+    sp::ArrivalForecast f;
+    size_t end = order.size();
+    if (cfg.lookahead != kLookaheadAll) {
+      const double limit =
+          static_cast<double>(gpu_sum[k + 1]) + cfg.lookahead * static_cast<double>(cap);
+      end = static_cast<size_t>(
+                std::upper_bound(gpu_sum.begin() + static_cast<ptrdiff_t>(k + 1), gpu_sum.end(),
+                                 limit,
+                                 [](double v, int64_t s) { return v < static_cast<double>(s); }) -
+                gpu_sum.begin()) -
+            1;
+    }
+    f.whole_gpu_milli = whole_sum[end] - whole_sum[k + 1];
+    f.cpu_milli = cpu_sum[end] - cpu_sum[k + 1];
+    return f;
+  };
+  auto schedule = [&](size_t k) {
     const trace::OpenbPod& p = trace.pods[order[k]];
     model::Job& job = jobs[order[k]];
     job.name.assign(p.name);
     absl::StrAppend(&job.name, "#", k);
+    return (*scheduler)->Schedule(job);
+  };
+  auto held_by_lookahead = [](const sched::ScheduleResult& r) {
+    return !r.placed() && r.plugin == sp::kLookaheadPlugin;
+  };
+  // Held pods in arrival order. Retried while the forecast lets shared pods
+  // through; the first one held again ends the round (the rest would be too).
+  std::vector<size_t> held;
+  auto retry_held = [&]() {
+    if (held.empty() || sp::HoldsSharedGpus(*ctx->forecast(), cs)) return;
+    size_t i = 0;
+    for (; i < held.size(); ++i) {
+      sched::ScheduleResult r = schedule(held[i]);
+      if (held_by_lookahead(r)) break;
+      if (!r.placed()) ++res.failed, ++res.held_failed;
+    }
+    held.erase(held.begin(), held.begin() + static_cast<ptrdiff_t>(i));
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    const trace::OpenbPod& p = trace.pods[order[k]];
     arrived += int64_t{p.num_gpu} * p.gpu_milli;
-    sched::ScheduleResult r = (*scheduler)->Schedule(job);
-    if (!r.placed()) ++res.failed;
+    if (lookahead) ctx->set_forecast(forecast_after(k));
+    sched::ScheduleResult r = schedule(k);
+    if (held_by_lookahead(r)) {
+      held.push_back(k);
+      ++res.held;
+    } else if (!r.placed()) {
+      ++res.failed;
+    }
+    if (lookahead) retry_held();
     record();
+  }
+  // Nothing more arrives: the forecast is empty and every held pod is tried.
+  if (lookahead) {
+    ctx->set_forecast(sp::ArrivalForecast{});
+    retry_held();
+    if (!held.empty()) return absl::InternalError("look-ahead held pods with nothing arriving");
   }
   double final_alloc = static_cast<double>(cs.allocated_milli()) * 100.0 / static_cast<double>(cap);
   while (next_k <= kMaxArrivalPct) res.alloc_pct[next_k++] = final_alloc;
@@ -216,6 +283,17 @@ absl::StatusOr<std::vector<PackRunResult>> RunPackSweep(const std::vector<model:
     results.push_back(std::move(*r));
   }
   return results;
+}
+
+absl::StatusOr<double> ParseLookahead(absl::string_view s) {
+  if (s == "all") return kLookaheadAll;
+  double pct = 0;
+  if (!absl::SimpleAtod(s, &pct) || !(pct >= 0 && pct <= 1000)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lookahead: expected a percentage of cluster capacity (0..1000) or \"all\", got \"", s,
+        "\""));
+  }
+  return pct / 100.0;
 }
 
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(absl::string_view s) {

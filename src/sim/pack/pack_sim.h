@@ -5,6 +5,10 @@
 // nothing leaves). After each 1% of cluster GPU capacity has arrived, record
 // the GPU allocation ratio.
 //
+// With PackConfig::lookahead the scheduler is also told what arrives next
+// (the protocol's pod order is known in advance), and pods it holds wait in
+// a queue beside the stream instead of failing at once.
+//
 // Runs are independent; RunPackSweep spreads them over threads (each run
 // owns its ClusterState, Scheduler, plugins and generators, so nothing is
 // shared but the read-only inputs).
@@ -12,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -68,7 +73,9 @@ struct PackRunResult {
   // the cluster's GPU capacity has arrived (the last value carries forward).
   std::array<double, kMaxArrivalPct + 1> alloc_pct{};
   int64_t pods = 0;             // pods scheduled (after inflation)
-  int64_t failed = 0;           // pods that did not fit
+  int64_t failed = 0;           // pods that did not fit (held ones included)
+  int64_t held = 0;             // pods the look-ahead held at least once
+  int64_t held_failed = 0;      // of those, pods that never got a GPU
   double arrived_pct = 0;       // GPU request that arrived, % of capacity
   double unallocated_gpus = 0;  // at the end
   double fragmented_gpus = 0;   // at the end, FGD's definition (frag.h)
@@ -87,7 +94,16 @@ struct PackConfig {
   // means (docs/sim-pack.md). false drops memory requests, as the FGD
   // simulator's own pod resource (CPU and GPU only) does.
   bool enforce_memory = true;
+  // Look-ahead (sched/pack/lookahead.h): before each pod, policies that
+  // use it (tessera) learn the pods arriving next, as many as ask this
+  // share of the cluster's GPU capacity (0.5: the next half-cluster of
+  // demand; kLookaheadAll: the rest of the stream). 0: none, the FGD
+  // protocol as published. Held pods are tried again whenever the forecast
+  // stops holding them, and after the last arrival.
+  double lookahead = 0;
 };
+
+inline constexpr double kLookaheadAll = std::numeric_limits<double>::infinity();
 
 // One run. `nodes` are the cluster; `trace.pods` the workload.
 absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, const PackTrace& trace,
@@ -98,6 +114,10 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, con
 absl::StatusOr<std::vector<PackRunResult>> RunPackSweep(const std::vector<model::Node>& nodes,
                                                         const std::vector<PackTrace>& traces,
                                                         const PackConfig& cfg);
+
+// "0" (none), "50" (percent of capacity) or "all" -> PackConfig::lookahead;
+// InvalidArgument naming --lookahead otherwise.
+absl::StatusOr<double> ParseLookahead(absl::string_view s);
 
 // "42-51" or "42,43,50" -> seeds; InvalidArgument naming --seeds otherwise.
 absl::StatusOr<std::vector<uint64_t>> ParseSeeds(absl::string_view s);

@@ -42,7 +42,7 @@ std::vector<PackSummary> Summarize(const std::vector<PackRunResult>& runs) {
     s.trace = key.first;
     s.policy = key.second;
     s.runs = static_cast<int>(g.size());
-    std::vector<double> a100, a130, un, fr, fa;
+    std::vector<double> a100, a130, un, fr, fa, he, hf;
     s.mean_curve.assign(kMaxArrivalPct + 1, 0);
     int64_t pods = 0;
     for (const PackRunResult* r : g) {
@@ -51,6 +51,8 @@ std::vector<PackSummary> Summarize(const std::vector<PackRunResult>& runs) {
       un.push_back(r->unallocated_gpus);
       fr.push_back(r->fragmented_gpus);
       fa.push_back(static_cast<double>(r->failed));
+      he.push_back(static_cast<double>(r->held));
+      hf.push_back(static_cast<double>(r->held_failed));
       for (int k = 0; k <= kMaxArrivalPct; ++k) s.mean_curve[k] += r->alloc_pct[k] / g.size();
       s.wall_s += r->wall_s;
       const double w = 1.0 / static_cast<double>(g.size());
@@ -67,6 +69,8 @@ std::vector<PackSummary> Summarize(const std::vector<PackRunResult>& runs) {
     s.unallocated_gpus = Of(un);
     s.fragmented_gpus = Of(fr);
     s.failed = Of(fa);
+    s.held = Of(he);
+    s.held_failed = Of(hf);
     s.pods_per_s = s.wall_s > 0 ? static_cast<double>(pods) / s.wall_s : 0;
     out.push_back(std::move(s));
   }
@@ -144,6 +148,20 @@ std::string FormatTable(const std::vector<PackSummary>& sums, double total_wall_
                           delta, s.unallocated_gpus.mean, s.fragmented_gpus.mean, s.failed.mean,
                           s.pods_per_s);
   }
+  bool any_held = false;
+  for (const PackSummary& s : sums) any_held |= s.held.max > 0;
+  if (any_held) {
+    absl::StrAppend(&out,
+                    "\nlook-ahead (mean over seeds): pods held back for arriving whole-GPU work, "
+                    "and of them the ones that never got a GPU (counted in failed above)\n");
+    absl::StrAppendFormat(&out, "%-12s %-15s %9s %12s\n", "trace", "policy", "held",
+                          "never placed");
+    for (const PackSummary& s : sums) {
+      if (s.held.max <= 0) continue;
+      absl::StrAppendFormat(&out, "%-12s %-15s %9.1f %12.1f\n", s.trace, s.policy, s.held.mean,
+                            s.held_failed.mean);
+    }
+  }
   absl::StrAppend(&out,
                   "\nidle GPUs at the end (mean), by cause: fraction = shared-GPU leftovers no "
                   "pod fits; cpu/memory = the node lacks it for every pod that fits the GPU; "
@@ -174,6 +192,8 @@ std::string FormatJson(const std::vector<PackSummary>& sums, double total_wall_s
                         {"unallocated_gpus", stat(s.unallocated_gpus)},
                         {"fragmented_gpus", stat(s.fragmented_gpus)},
                         {"failed_pods", stat(s.failed)},
+                        {"held_pods", stat(s.held)},
+                        {"held_failed_pods", stat(s.held_failed)},
                         {"idle_gpus_by_cause",
                          {{"fraction", s.idle.fraction},
                           {"cpu", s.idle.cpu},
@@ -198,12 +218,14 @@ std::string FormatJson(const std::vector<PackSummary>& sums, double total_wall_s
 }
 
 std::string FormatRunsCsv(const std::vector<PackRunResult>& runs) {
-  std::string out = "trace,policy,seed,pods,failed,unallocated_gpus,fragmented_gpus,wall_s";
+  std::string out =
+      "trace,policy,seed,pods,failed,held,held_failed,unallocated_gpus,fragmented_gpus,wall_s";
   for (int k = 0; k <= kMaxArrivalPct; ++k) absl::StrAppend(&out, ",", k);
   out += "\n";
   for (const PackRunResult& r : runs) {
-    absl::StrAppendFormat(&out, "%s,%s,%d,%d,%d,%.3f,%.3f,%.4f", r.trace, r.policy, r.seed, r.pods,
-                          r.failed, r.unallocated_gpus, r.fragmented_gpus, r.wall_s);
+    absl::StrAppendFormat(&out, "%s,%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.4f", r.trace, r.policy, r.seed,
+                          r.pods, r.failed, r.held, r.held_failed, r.unallocated_gpus,
+                          r.fragmented_gpus, r.wall_s);
     for (int k = 0; k <= kMaxArrivalPct; ++k) absl::StrAppendFormat(&out, ",%.3f", r.alloc_pct[k]);
     out += "\n";
   }

@@ -22,6 +22,7 @@ struct PackSummary {
   std::string trace, policy;
   int runs = 0;
   Stat alloc100, alloc130, unallocated_gpus, fragmented_gpus, failed;
+  Stat held, held_failed;          // look-ahead: pods held, and of them never placed
   IdleGpus idle;                   // mean over runs
   std::vector<double> mean_curve;  // mean alloc_pct[k], k = 0..130
   double wall_s = 0;               // sum over runs
