@@ -337,7 +337,7 @@ constexpr PolicySpec kPolicies[] = {
 
 // Builds a pack plugin of type T (score or permit) sharing `ctx`.
 template <typename T>
-PluginFactory ScoreFactory(std::string name, std::shared_ptr<PackContext> ctx) {
+PluginFactory PackFactory(std::string name, std::shared_ptr<PackContext> ctx) {
   return [name = std::move(name),
           ctx = std::move(ctx)](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {
     return std::unique_ptr<Plugin>(new T(name, ctx));
@@ -359,15 +359,14 @@ absl::Status RegisterPackPlugins(PluginRegistry* r, const std::shared_ptr<PackCo
     return r->Register(name, std::move(f));
   };
   absl::Status s;
-  s.Update(reg("pack-random", ScoreFactory<RandomScore>("pack-random", ctx)));
-  s.Update(reg("pack-dotprod", ScoreFactory<DotProdScore>("pack-dotprod", ctx)));
-  s.Update(
-      reg("pack-gpu-clustering", ScoreFactory<GpuClusteringScore>("pack-gpu-clustering", ctx)));
-  s.Update(reg("pack-gpu-packing", ScoreFactory<GpuPackingScore>("pack-gpu-packing", ctx)));
-  s.Update(reg("pack-best-fit", ScoreFactory<BestFitScore>("pack-best-fit", ctx)));
-  s.Update(reg("pack-fgd", ScoreFactory<FgdScorePlugin>("pack-fgd", ctx)));
-  s.Update(reg("pack-tessera", ScoreFactory<TesseraScore>("pack-tessera", ctx)));
-  s.Update(reg(kLookaheadPlugin, ScoreFactory<LookaheadPermit>(kLookaheadPlugin, ctx)));
+  s.Update(reg("pack-random", PackFactory<RandomScore>("pack-random", ctx)));
+  s.Update(reg("pack-dotprod", PackFactory<DotProdScore>("pack-dotprod", ctx)));
+  s.Update(reg("pack-gpu-clustering", PackFactory<GpuClusteringScore>("pack-gpu-clustering", ctx)));
+  s.Update(reg("pack-gpu-packing", PackFactory<GpuPackingScore>("pack-gpu-packing", ctx)));
+  s.Update(reg("pack-best-fit", PackFactory<BestFitScore>("pack-best-fit", ctx)));
+  s.Update(reg("pack-fgd", PackFactory<FgdScorePlugin>("pack-fgd", ctx)));
+  s.Update(reg("pack-tessera", PackFactory<TesseraScore>("pack-tessera", ctx)));
+  s.Update(reg(kLookaheadPlugin, PackFactory<LookaheadPermit>(kLookaheadPlugin, ctx)));
   s.Update(reg("pack-gpu-best", ChooserFactory("pack-gpu-best", PackChooser::Mode::kBestFit, ctx)));
   s.Update(
       reg("pack-gpu-random", ChooserFactory("pack-gpu-random", PackChooser::Mode::kRandom, ctx)));
