@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "model/job.h"
 
 namespace tessera::agent {
 namespace {
@@ -358,7 +359,7 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
       for (const MemberReport* m : reports) {
         // Reports of a superseded binding would only confuse the current one.
         if (m->generation != job_gen && job_gen != 0) continue;
-        std::string key = absl::StrCat(m->group, "-", m->index);
+        std::string key = model::MemberKey(m->group, m->index);
         std::string value = m->running ? absl::StrCat("Running gen=", m->generation, " node=", node)
                                        : absl::StrCat("Exited code=", m->exit_code,
                                                       " gen=", m->generation, " node=", node);
@@ -387,7 +388,7 @@ absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
              all_ok = placement.is_array() && !placement.empty(), all_running = all_ok;
         if (placement.is_array()) {
           for (const Json& p : placement) {
-            std::string key = absl::StrCat(Str(p, "group"), "-", Int(p, "member", 0));
+            std::string key = model::MemberKey(Str(p, "group"), Int(p, "member", 0));
             std::string v = Str(Sub(st, "observed"), key.c_str());
             const std::string gen = absl::StrCat(" gen=", Int(p, "generation", job_gen), " ");
             bool current = absl::StrContains(v, gen);

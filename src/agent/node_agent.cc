@@ -388,21 +388,16 @@ bool NodeAgent::AdoptGeneration(const MemberStatus& m, const Binding& b) {
       b.checkpoint_requested) {
     return false;
   }
-  // The gang-wide variables describe the placement, not this replica.
-  auto own_env = [](std::map<std::string, std::string> env) {
-    env.erase("TESSERA_WORLD_SIZE");
-    env.erase("TESSERA_RANK");
-    env.erase("TESSERA_RESUME_FROM");
-    return env;
+  // The replica runs on unchanged if only the generation and the gang-wide
+  // variables (which describe the placement, not this replica) differ.
+  auto own = [](MemberSpec s, int64_t generation) {
+    s.generation = generation;
+    s.env.erase("TESSERA_WORLD_SIZE");
+    s.env.erase("TESSERA_RANK");
+    s.env.erase("TESSERA_RESUME_FROM");
+    return s;
   };
-  const MemberSpec want = SpecFromBinding(b, registration_);
-  if (want.gpu_indices != m.spec.gpu_indices || want.gpu_uuids != m.spec.gpu_uuids ||
-      want.command != m.spec.command || want.working_dir != m.spec.working_dir ||
-      want.cpu_milli != m.spec.cpu_milli || want.memory_mib != m.spec.memory_mib ||
-      want.checkpoint_signal != m.spec.checkpoint_signal ||
-      own_env(want.env) != own_env(m.spec.env)) {
-    return false;
-  }
+  if (own(SpecFromBinding(b, registration_), 0) != own(m.spec, 0)) return false;
   const std::string id = m.spec.Id();
   if (absl::Status s = launcher_.AdoptGeneration(id, b.generation); !s.ok()) {
     options_.log.Warn(

@@ -28,8 +28,8 @@ namespace tessera::controller {
 struct InflightPreemption {
   std::string preemptor;  // scheduler key
   absl::Time deadline;
-  std::vector<std::pair<int32_t, int32_t>> dropping;  // (group index, member) of a shrink
-  bool exited = false;                                // every member had exited
+  std::vector<sched::MemberPlacement> dropping;  // a shrink's members (group, member set)
+  bool exited = false;                           // every member had exited
 };
 
 struct SchedulingController::JobRec {
@@ -182,7 +182,7 @@ void ForEachCurrentReport(const Json& status, F&& f) {
       f(m, std::string());
       continue;
     }
-    std::string v = Str(reports, absl::StrCat(Str(m, "group"), "-", IntOr(m, "member", 0)).c_str());
+    std::string v = Str(reports, model::MemberKey(Str(m, "group"), IntOr(m, "member", 0)).c_str());
     if (!absl::StrContains(v, absl::StrCat(" gen=", IntOr(m, "generation", job_gen), " "))) {
       v.clear();
     }
@@ -217,7 +217,7 @@ inline std::optional<MemberFailure> CurrentFailure(const Json& status) {
     if (out || !absl::StartsWith(report, "Exited code=")) return;
     const absl::string_view rest = absl::string_view(report).substr(strlen("Exited code="));
     if (!absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &code) || code == 0) return;
-    out = MemberFailure{absl::StrCat(Str(m, "group"), "-", IntOr(m, "member", 0)), code,
+    out = MemberFailure{model::MemberKey(Str(m, "group"), IntOr(m, "member", 0)), code,
                         Str(m, "node")};
   });
   return out;

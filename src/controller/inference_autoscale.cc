@@ -41,7 +41,7 @@ std::optional<double> NumberOr(const Json& o, const char* key) {
 }
 
 std::string MemberName(const model::Job& job, const sched::MemberPlacement& m) {
-  return absl::StrCat(job.groups[m.group].name, "-", m.member);
+  return model::MemberKey(job.groups[m.group].name, m.member);
 }
 
 }  // namespace
@@ -89,22 +89,15 @@ void SchedulingController::ObserveService(JobRec& rec, const Json& obj) {
 
 void SchedulingController::WriteDesired(JobRec& rec, int32_t desired, const Change& why,
                                         absl::Time now) {
-  int64_t base = 0;
-  absl::StatusOr<int64_t> w = Update(
-      rec.key, -1,
-      [&](Json& obj) {
-        Json& st = StatusOf(obj);
-        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
-          return false;
-        }
+  absl::StatusOr<int64_t> w = UpdateBinding(
+      rec,
+      [&](Json& st) {
         st["desiredReplicas"] = desired;
         st["lastScaleTime"] = Timestamp(now);
         return true;
       },
-      why, &base);
-  if (!w.ok()) return;
-  rec.desired_written = desired;
-  if (base == rec.revision) rec.revision = *w;
+      why);
+  if (w.ok()) rec.desired_written = desired;
 }
 
 void SchedulingController::AutoscaleServices(absl::Time now) {
@@ -140,6 +133,15 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
       metrics_->inference_desired.With({rec->ns, rec->name}).Set(d.desired);
       metrics_->inference_current.With({rec->ns, rec->name}).Set(held);
     }
+    // The Event of a scale step: reason, counts, the autoscaler's why, `what`.
+    auto scaled = [&](const char* reason, const std::string& what) {
+      return Change{reason,
+                    absl::StrCat("autoscaler: ", held, " -> ", d.desired, " replicas: ", d.reason,
+                                 "; ", what),
+                    false,
+                    true,
+                    {{"desired", static_cast<int64_t>(d.desired)}}};
+    };
     // What a resize writes besides WriteResize's own fields.
     auto also = [&](const std::vector<std::string>& dropped) {
       return [&, dropped](Json& st) {
@@ -165,12 +167,7 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
             absl::StrCat(dropped_names.back(), " on ", cluster_->node(kept.members[i].node).name));
       }
       kept.members.resize(d.desired);
-      const Change why{"ScaledDown",
-                       absl::StrCat("autoscaler: ", held, " -> ", d.desired, " replicas: ",
-                                    d.reason, "; dropped ", absl::StrJoin(dropped, ", ")),
-                       false,
-                       true,
-                       {{"desired", static_cast<int64_t>(d.desired)}}};
+      const Change why = scaled("ScaledDown", "dropped " + absl::StrJoin(dropped, ", "));
       if (!WriteResize(*rec, kept, why, now, false, also(dropped_names))) continue;
       rec->desired_written = d.desired;
       if (absl::Status s = qm_->Resize(key, kept, now); !s.ok()) {
@@ -186,14 +183,7 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
       sched::QueueManager::GrowResult g = qm_->Grow(key, now, d.desired);
       if (!g.grown) {
         if (d.desired != rec->desired_written) {
-          WriteDesired(*rec, d.desired,
-                       {"ScaledUp",
-                        absl::StrCat("autoscaler: ", held, " -> ", d.desired,
-                                     " replicas: ", d.reason, "; waiting for room: ", g.reason),
-                        false,
-                        true,
-                        {{"desired", static_cast<int64_t>(d.desired)}}},
-                       now);
+          WriteDesired(*rec, d.desired, scaled("ScaledUp", "waiting for room: " + g.reason), now);
         }
         continue;
       }
@@ -202,12 +192,7 @@ void SchedulingController::AutoscaleServices(absl::Time now) {
         added.push_back(
             absl::StrCat(MemberName(*rec->job, m), " on ", cluster_->node(m.node).name));
       }
-      const Change why{"ScaledUp",
-                       absl::StrCat("autoscaler: ", held, " -> ", d.desired, " replicas: ",
-                                    d.reason, "; added ", absl::StrJoin(added, ", ")),
-                       false,
-                       true,
-                       {{"desired", static_cast<int64_t>(d.desired)}}};
+      const Change why = scaled("ScaledUp", "added " + absl::StrJoin(added, ", "));
       if (!WriteResize(*rec, g.placement, why, now, false, also({}))) {
         // Memory must never hold less than the store: back to what it holds.
         if (absl::Status s = qm_->Resize(key, before, now); !s.ok()) {

@@ -247,12 +247,8 @@ void SchedulingController::RestoreInflightPreemption(JobRec& rec, absl::Time now
   InflightPreemption inflight = *std::move(rec.inflight_preemption);
   rec.inflight_preemption.reset();
   const std::string victim = rec.job->key();
-  std::vector<sched::MemberPlacement> dropping(inflight.dropping.size());
-  for (size_t i = 0; i < dropping.size(); ++i) {
-    dropping[i].group = inflight.dropping[i].first;
-    dropping[i].member = inflight.dropping[i].second;
-  }
-  absl::Status s = qm_->RestoreVictim(victim, inflight.preemptor, inflight.deadline, dropping);
+  absl::Status s =
+      qm_->RestoreVictim(victim, inflight.preemptor, inflight.deadline, inflight.dropping);
   if (s.ok()) ++stats_.preemptions_resumed;
   if (s.ok() && inflight.exited) s = qm_->VictimExited(victim, now);
   if (s.ok()) {

@@ -41,8 +41,9 @@ std::optional<InflightPreemption> InflightPreemptionOf(const Json& st, const mod
       auto g = std::find_if(job.groups.begin(), job.groups.end(),
                             [&](const model::MemberGroup& mg) { return mg.name == group; });
       if (g == job.groups.end()) return std::nullopt;
-      out.dropping.emplace_back(static_cast<int32_t>(g - job.groups.begin()),
-                                static_cast<int32_t>(IntOr(d, "member", -1)));
+      sched::MemberPlacement& m = out.dropping.emplace_back();
+      m.group = static_cast<int32_t>(g - job.groups.begin());
+      m.member = static_cast<int32_t>(IntOr(d, "member", -1));
     }
   }
   out.exited = AllMembersExited(st);
@@ -321,15 +322,10 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
                     " (step ", IntOr(resume, "step", 0), ")");
   }
   why.fields.emplace_back("generation", gen);
-  int64_t base = 0;
-  absl::StatusOr<int64_t> w = Update(
-      rec.key, -1,
-      [&](Json& obj) {
-        Json& st = StatusOf(obj);
-        // Only the binding this controller knows may be re-placed.
-        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
-          return false;
-        }
+  // Only the binding this controller knows may be re-placed.
+  absl::StatusOr<int64_t> w = UpdateBinding(
+      rec,
+      [&](Json& st) {
         st["placement"] = placement;
         st["generation"] = gen;
         if (resume.is_object()) st["resumeFrom"] = resume;
@@ -337,7 +333,7 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
         SetCondition(st, "Scheduled", "True", why.reason, why.message, now);
         return also(st);
       },
-      why, &base);
+      why);
   if (!w.ok()) {
     if (!absl::IsCancelled(w.status())) {  // cancelled: the store moved on, nothing to say
       options_.log.Warn("new generation not written",
@@ -350,8 +346,24 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
   }
   rec.generation = gen;
   rec.last_message = why.message;
-  if (base == rec.revision) rec.revision = *w;
   return true;
+}
+
+absl::StatusOr<int64_t> SchedulingController::UpdateBinding(
+    JobRec& rec, const std::function<bool(Json& status)>& mutate, const Change& event) {
+  int64_t base = 0;
+  absl::StatusOr<int64_t> w = Update(
+      rec.key, -1,
+      [&](Json& obj) {
+        Json& st = StatusOf(obj);
+        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
+          return false;
+        }
+        return mutate(st);
+      },
+      event, &base);
+  if (w.ok() && base == rec.revision) rec.revision = *w;
+  return w;
 }
 
 absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& phase,

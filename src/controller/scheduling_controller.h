@@ -237,6 +237,13 @@ class SchedulingController {
   absl::StatusOr<int64_t> Update(const std::string& key, int64_t expected,
                                  const std::function<bool(Json&)>& mutate, const Change& event,
                                  int64_t* base);
+  // Update of bound job `rec`'s status, fenced on the binding this controller
+  // knows (a bound phase at rec.generation; otherwise abandoned, Cancelled).
+  // `mutate` edits the status; false abandons. rec.revision follows the write
+  // when nobody else wrote the job in between.
+  absl::StatusOr<int64_t> UpdateBinding(JobRec& rec,
+                                        const std::function<bool(Json& status)>& mutate,
+                                        const Change& event);
   // An Event object about `obj` (a standalone write, for changes made by others).
   void RecordEvent(const Json& obj, int64_t rev, const Change& why);
   // Writes a Node's phase (Ready / NotReady) and its Ready condition; `rec.revision` follows

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "model/resources.h"
@@ -53,6 +54,13 @@ struct GangPolicy {
   int32_t start_members = 0;
   bool over_start(int32_t members) const { return start_members > 0 && members > start_members; }
 };
+
+// The name a member goes by in a job's status, where node agents report it
+// (status.observed, status.replicaMetrics) and the controller reads it:
+// "<group>-<ordinal>", e.g. "worker-3".
+inline std::string MemberKey(absl::string_view group, int64_t member) {
+  return absl::StrCat(group, "-", member);
+}
 
 struct Job {
   std::string name;  // unique within namespace

@@ -60,6 +60,7 @@ struct MemberSpec {
 
   // "<namespace>.<job>.<group>-<index>": unique per node, a valid file name.
   std::string Id() const;
+  friend bool operator==(const MemberSpec&, const MemberSpec&) = default;
 };
 
 enum class MemberState { kRunning, kStopping, kExited };
