@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <string_view>
 
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
+#include "api/kinds.h"
+#include "api/object_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);
-  auto parsed = tessera::server::api::ParseBody(body);
+  auto parsed = tessera::api::ParseBody(body);
   if (!parsed.ok()) return 0;
-  for (const auto& kind : tessera::server::api::AllKinds()) {
-    (void)tessera::server::api::ValidateObject(kind, *parsed, "default", "");
+  for (const auto& kind : tessera::api::AllKinds()) {
+    (void)tessera::api::ValidateObject(kind, *parsed, "default", "");
   }
   return 0;
 }

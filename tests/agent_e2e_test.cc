@@ -339,8 +339,14 @@ TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) 
   EXPECT_EQ(got["status"]["phase"], "Succeeded") << got["status"].dump();
   EXPECT_EQ(got["status"]["restarts"], 1);
   EXPECT_EQ(got["status"]["generation"], 2);
-  EXPECT_NE(got["status"]["observed"].dump().find("Exited code=0 gen=2"), std::string::npos)
-      << got["status"].dump();
+  // Both members' last reports: exited with 0 at generation 2, each stamped with its node.
+  ASSERT_EQ(got["status"]["members"].size(), 2u) << got["status"].dump();
+  for (const Json& m : got["status"]["members"]) {
+    EXPECT_EQ(m.value("state", ""), "Exited") << m.dump();
+    EXPECT_EQ(m.value("exitCode", -1), 0) << m.dump();
+    EXPECT_EQ(m.value("generation", 0), 2) << m.dump();
+    EXPECT_FALSE(m.value("node", "").empty()) << m.dump();
+  }
   // kubectl's habit: RESTARTS in `get`, and the event in `describe`.
   CliResult get = RunTessera("get job crashy -n e2e --server " + url_ + " --token admintoken");
   EXPECT_NE(get.out.find("RESTARTS"), std::string::npos) << get.out;
@@ -382,7 +388,7 @@ TEST_F(AgentE2eTest, APartitionedAgentsMembersAreFencedWhenItReturns) {
   EXPECT_NE(Slurp(dir_ + "/logs/agent-" + node + ".log").find("fencing member"), std::string::npos);
 }
 
-TEST_F(AgentE2eTest, ANodeTokenWritesOnlyAJobsStatus) {
+TEST_F(AgentE2eTest, ANodeTokenReportsOnlyOnItsOwnMembers) {
   ASSERT_TRUE(Submit("guarded", 1, 1, TrainScript()));
   Json job;
   ASSERT_TRUE(WaitFor(
@@ -391,24 +397,41 @@ TEST_F(AgentE2eTest, ANodeTokenWritesOnlyAJobsStatus) {
         return job.is_object() && job["status"].value("phase", "") == "Running";
       },
       absl::Seconds(30)));
-  httplib::Client node(url_);
-  node.set_bearer_token_auth("tok-node-a");
+  const std::string path = "/api/v1/namespaces/e2e/trainingjobs/guarded";
+  const std::string host = job["status"]["placement"][0]["node"];
+  const std::string other = host == "node-a" ? "node-b" : "node-a";
+  httplib::Client mine(url_), theirs(url_);
+  mine.set_bearer_token_auth(("tok-" + host).c_str());
+  theirs.set_bearer_token_auth(("tok-" + other).c_str());
+  // Neither may rewrite the job itself (its spec, its command, its labels).
   Json edit = job;
   edit["spec"]["command"] = {"/bin/sh", "-c", "echo pwned"};
-  edit["metadata"]["labels"] = {{"owner", "node-a"}};
-  edit["status"]["observed"]["note"] = "from node-a";
+  edit["metadata"]["labels"] = {{"owner", host}};
   edit["metadata"].erase("resourceVersion");
-  auto r = node.Put("/api/v1/namespaces/e2e/trainingjobs/guarded", edit.dump(), "application/json");
+  auto r = mine.Put(path, edit.dump(), "application/json");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->status, 403) << r->body;
+  // The node that does not run the member may not even read the job, nor report on it.
+  auto g = theirs.Get(path);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->status, 403);
+  const Json forged = {{"status",
+                        {{"members",
+                          {{{"member", "worker-0"},
+                            {"generation", job["status"]["generation"]},
+                            {"state", "Exited"},
+                            {"exitCode", 0}}}}}}};
+  auto f = theirs.Put(path + "/status", forged.dump(), "application/json");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, 403) << f->body;
   Json after = Job("guarded");
   EXPECT_EQ(after["spec"]["command"], job["spec"]["command"]);
   EXPECT_FALSE(after["metadata"].contains("labels"));
-  EXPECT_EQ(after["status"]["observed"]["note"], "from node-a");
-  auto d = node.Delete("/api/v1/namespaces/e2e/trainingjobs/guarded");
+  EXPECT_EQ(after["status"]["phase"], "Running");
+  auto d = mine.Delete(path);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->status, 403);
-  auto q = node.Get("/api/v1/nodes/node-b");
+  auto q = mine.Get(("/api/v1/nodes/" + other).c_str());
   ASSERT_TRUE(q);
   EXPECT_EQ(q->status, 403);
 }

@@ -70,7 +70,8 @@ class DispatcherTest : public ::testing::Test {
                  {"metadata", {{"name", name + "-1"}}},
                  {"spec", {{"gpuType", "H100"}, {"gpuCount", 8}}},
                  {"status", {{"phase", "Ready"}}}};
-    ASSERT_EQ(HttpCall(m->port, "POST", "/api/v1/nodes", node.dump(), "").status, 201);
+    // Ready as a member's controller would mark it (the API takes no status).
+    ASSERT_TRUE(m->store.Create("/registry/nodes/" + name + "-1", ToStoredValue(node)).ok());
     Json c = {{"apiVersion", "tessera.dev/v1"},
               {"kind", "Cluster"},
               {"metadata", {{"name", name}}},
@@ -209,7 +210,11 @@ TEST_F(DispatcherTest, AnUnplacedCopyMovesAfterTheWaitWhichDoublesAndAPlacedOneS
   copy["status"]["phase"] = "Scheduled";
   copy["status"]["placement"] = {
       {{"group", "w"}, {"member", 0}, {"node", "east-1"}, {"gpus", {0, 1, 2, 3, 4, 5, 6, 7}}}};
-  ASSERT_EQ(HttpCall(east.port, "PUT", kCopyPath, copy.dump(), "").status, 200);
+  {
+    absl::StatusOr<store::KeyValue> kv = east.store.Get(kJobKey);
+    ASSERT_TRUE(kv.ok()) << kv.status();
+    ASSERT_TRUE(east.store.Put(kJobKey, ToStoredValue(copy), kv->mod_revision).ok());
+  }
   Step();
   clock_.Advance(absl::Hours(10));
   Step();

@@ -12,8 +12,10 @@
 //    here. Its cost is O(this node's bindings), never O(all jobs).
 //  - WatchBindings(since, timeout) is the same list once the node's bindings changed after
 //    `since` (changed == false: `timeout` passed with nothing new); since 0 answers at once.
-//  - ReportMembers writes the members' observed states into their jobs' status (and a serving
-//    replica's metrics reading, when it has one, into status.replicaMetrics).
+//  - ReportMembers writes the members' states into their jobs' status.members[] (and a serving
+//    replica's metrics reading, when it has one, into status.replicaMetrics); the controller,
+//    not the agent, derives the job's phase from them. A member no longer bound here is not
+//    an error (its report is dropped).
 // Errors: Unavailable for transport failures (the agent backs off and retries); other codes are
 // answers from the server.
 // Thread safety: implementations may be called from one thread at a time.
@@ -28,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/member_status.h"
 
 namespace tessera::agent {
 
@@ -40,6 +43,8 @@ struct NodeGpu {
 
 struct NodeRegistration {
   std::string name;
+  int64_t cpu_milli = 0;  // what members may use; 0: not reported (the node is not limited)
+  int64_t memory_mib = 0;
   std::vector<NodeGpu> gpus;
   // links[a][b] in nvidia-smi topo -m terms: X, NVSWITCH, NVLINK, PIX, PHB, SYS.
   std::vector<std::vector<std::string>> links;
@@ -87,6 +92,7 @@ struct ReplicaMetrics {
   absl::Time time;
 };
 
+// What became of one member bound to this node: its status.members[] entry (api/member_status.h).
 struct MemberReport {
   std::string kind = "TrainingJob";
   std::string namespace_name;
@@ -94,8 +100,12 @@ struct MemberReport {
   std::string group;
   int index = 0;
   int64_t generation = 0;
-  bool running = false;
-  int exit_code = -1;  // when !running
+  api::MemberState state = api::MemberState::kRunning;
+  int exit_code = -1;   // Exited / Failed: the command's code, 128+N for signal N
+  std::string reason;   // Exited / Failed: api::ExitReason
+  std::string message;  // Failed: the last lines of its stderr
+  std::optional<api::MemberCheckpoint> last_checkpoint;
+  absl::Time time = absl::InfinitePast();  // when the agent saw the state
   // A running serving replica's latest reading, when it wrote a new one since the last report.
   std::optional<ReplicaMetrics> metrics;
 };

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -9,16 +10,18 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "api/limits.h"
+#include "api/member_status.h"
+#include "api/store_layout.h"
 #include "model/job.h"
+#include "model/node_topology.h"
 
 namespace tessera::agent {
 namespace {
 
 using Json = nlohmann::json;
 
-std::string Ts(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
+std::string Ts(absl::Time t) { return api::Timestamp(t); }
 
 std::string Str(const Json& o, const char* key, const std::string& def = "") {
   if (!o.is_object()) return def;
@@ -88,27 +91,33 @@ HttpControlPlaneClient::HttpControlPlaneClient(const std::string& server, const 
 
 absl::Status HttpControlPlaneClient::RegisterNode(const NodeRegistration& node) {
   const std::string path = "/api/v1/nodes/" + node.name;
-  for (int attempt = 0; attempt < 6; ++attempt) {
-    Json spec;
-    if (!legacy_node_schema_) {
-      Json gpus = Json::array();
-      for (const NodeGpu& g : node.gpus) {
-        Json j = {{"index", g.index}, {"model", g.model}, {"memoryMiB", g.memory_mib}};
-        if (!g.uuid.empty()) j["uuid"] = g.uuid;
-        gpus.push_back(j);
+  Json gpus = Json::array();
+  for (const NodeGpu& g : node.gpus) {
+    Json j = {{"index", g.index}, {"model", g.model}, {"memoryMiB", g.memory_mib}};
+    if (!g.uuid.empty()) j["uuid"] = g.uuid;
+    gpus.push_back(j);
+  }
+  Json spec = {{"gpus", gpus}};
+  if (!node.links.empty()) {
+    spec["links"] = node.links;
+    // The islands the links make (model::NvLinkIslands, the scheduler's own derivation),
+    // stated so that the Node says what the GPU chooser will see.
+    const int n = static_cast<int>(node.links.size());
+    std::vector<model::LinkClass> lc;
+    for (const std::vector<std::string>& row : node.links) {
+      for (const std::string& code : row) {
+        model::LinkClass c = model::LinkClass::kCrossNuma;
+        model::ParseLinkClass(code, &c);
+        lc.push_back(c);
       }
-      spec = {{"gpus", gpus}};
-      if (!node.links.empty()) spec["links"] = node.links;
-      if (!node.rack.empty()) spec["rack"] = node.rack;
-      if (!node.block.empty()) spec["block"] = node.block;
-    } else {
-      spec = {{"gpuType", node.gpus.empty() ? "none" : node.gpus[0].model},
-              {"gpuCount", node.gpus.size()}};
-      Json topo = Json::object();
-      if (!node.rack.empty()) topo["rack"] = node.rack;
-      if (!node.block.empty()) topo["block"] = node.block;
-      if (!topo.empty()) spec["topology"] = topo;
     }
+    if (static_cast<int>(lc.size()) == n * n) spec["nvlinkDomains"] = model::NvLinkIslands(n, lc);
+  }
+  if (!node.rack.empty()) spec["rack"] = node.rack;
+  if (!node.block.empty()) spec["block"] = node.block;
+  if (node.cpu_milli > 0) spec["cpuMilli"] = node.cpu_milli;
+  if (node.memory_mib > 0) spec["memoryMiB"] = node.memory_mib;
+  for (int attempt = 0; attempt < 6; ++attempt) {
     absl::StatusOr<ApiResponse> got = api_.Get(path);
     if (!got.ok()) return got.status();
     Json obj;
@@ -118,15 +127,11 @@ absl::Status HttpControlPlaneClient::RegisterNode(const NodeRegistration& node) 
           {"apiVersion", "tessera.dev/v1"}, {"kind", "Node"}, {"metadata", {{"name", node.name}}}};
     } else if (got->code == 200) {
       obj = got->body;
-      // The operator's cordon survives re-registration.
-      const Json& old = Sub(obj, "spec");
-      if (old.is_object() && old.contains("unschedulable"))
-        spec["unschedulable"] = old["unschedulable"];
-      if (old.is_object() && old.contains("taints")) spec["taints"] = old["taints"];
-      if (old.is_object() && old.contains("pool")) spec["pool"] = old["pool"];
+      obj.erase("status");
     } else {
       return Unexpected("get node " + node.name, *got);
     }
+    // What an admin decides (cordon, taints, pool) the server keeps as stored.
     obj["spec"] = spec;
     Json& meta = obj["metadata"];
     for (const auto& [k, v] : node.labels) meta["labels"][k] = v;
@@ -138,10 +143,6 @@ absl::Status HttpControlPlaneClient::RegisterNode(const NodeRegistration& node) 
     if (!put.ok()) return put.status();
     if (put->code == 200 || put->code == 201) return absl::OkStatus();
     if (put->code == 409) continue;  // raced with the controller or an earlier incarnation
-    if (put->code == 422 && !legacy_node_schema_) {
-      legacy_node_schema_ = true;
-      continue;
-    }
     return Unexpected("register node " + node.name, *put);
   }
   return absl::AbortedError("register node " + node.name + ": too many conflicts");
@@ -152,7 +153,7 @@ Json HttpControlPlaneClient::GpuStatus(const std::vector<GpuHealthReport>& gpus)
   for (const GpuHealthReport& g : gpus) {
     Json j = {{"index", g.index}, {"health", g.healthy ? "Healthy" : "Unhealthy"}};
     if (!g.message.empty()) j["message"] = g.message.substr(0, 1024);
-    if (g.utilization_percent && !no_utilization_field_) j["utilization"] = *g.utilization_percent;
+    if (g.utilization_percent) j["utilization"] = std::min<uint32_t>(*g.utilization_percent, 100);
     list.push_back(j);
   }
   return list;
@@ -160,63 +161,12 @@ Json HttpControlPlaneClient::GpuStatus(const std::vector<GpuHealthReport>& gpus)
 
 absl::Status HttpControlPlaneClient::Heartbeat(const std::string& node,
                                                const std::vector<GpuHealthReport>& gpus,
-                                               absl::Time now) {
-  if (!no_heartbeat_route_ && !legacy_node_schema_ && !no_utilization_field_) {
-    absl::StatusOr<ApiResponse> r =
-        api_.Post("/api/v1/nodes/" + node + "/heartbeat", {{"gpus", GpuStatus(gpus)}});
-    if (!r.ok()) return r.status();
-    if (r->code == 200) return absl::OkStatus();
-    const std::string why = ApiError(*r);
-    if (r->code != 404 || !absl::StrContains(why, "no such path")) {
-      return Unexpected("heartbeat of node " + node, *r);
-    }
-    no_heartbeat_route_ = true;  // an older server: PUT the Node instead
-  }
-  return PutHeartbeat(node, gpus, now);
-}
-
-absl::Status HttpControlPlaneClient::PutHeartbeat(const std::string& node,
-                                                  const std::vector<GpuHealthReport>& gpus,
-                                                  absl::Time now) {
-  const std::string path = "/api/v1/nodes/" + node;
-  for (int attempt = 0; attempt < 6; ++attempt) {
-    absl::StatusOr<ApiResponse> got = api_.Get(path);
-    if (!got.ok()) return got.status();
-    if (got->code != 200) return Unexpected("get node " + node, *got);
-    Json obj = got->body;
-    Json& st = obj["status"];
-    // The controller owns the phase (Ready / NotReady from heartbeat times); only a server
-    // without a controller gets it from the agent.
-    if (!legacy_node_schema_) {
-      st["lastHeartbeatTime"] = Ts(now);
-      st["gpus"] = GpuStatus(gpus);
-    } else {
-      st["phase"] = "Ready";
-      Json obs = Json::object();
-      obs["lastHeartbeatTime"] = Ts(now);
-      for (const GpuHealthReport& g : gpus) {
-        obs[absl::StrCat("gpu.", g.index, ".health")] = g.healthy ? "Healthy" : "Unhealthy";
-        if (!g.message.empty()) obs[absl::StrCat("gpu.", g.index, ".message")] = g.message;
-      }
-      st["observed"] = obs;
-    }
-    absl::StatusOr<ApiResponse> put = api_.Put(path, obj);
-    if (!put.ok()) return put.status();
-    if (put->code == 200) return absl::OkStatus();
-    if (put->code == 409) continue;
-    // A server older than the field rejects it (422): drop it first, then fall back to the
-    // legacy schema.
-    if (put->code == 422 && !legacy_node_schema_ && !no_utilization_field_) {
-      no_utilization_field_ = true;
-      continue;
-    }
-    if (put->code == 422 && !legacy_node_schema_) {
-      legacy_node_schema_ = true;
-      continue;
-    }
-    return Unexpected("heartbeat of node " + node, *put);
-  }
-  return absl::AbortedError("heartbeat of node " + node + ": too many conflicts");
+                                               absl::Time) {
+  absl::StatusOr<ApiResponse> r =
+      api_.Post("/api/v1/nodes/" + node + "/heartbeat", {{"gpus", GpuStatus(gpus)}});
+  if (!r.ok()) return r.status();
+  if (r->code == 200) return absl::OkStatus();
+  return Unexpected("heartbeat of node " + node, *r);
 }
 
 absl::StatusOr<BindingSet> HttpControlPlaneClient::ListBindings(const std::string& node) {
@@ -288,8 +238,9 @@ absl::StatusOr<BindingSet> HttpControlPlaneClient::WatchBindings(const std::stri
       if (sig > 0) base.checkpoint_signal = sig;
     }
     double grace = 0;
-    if (absl::SimpleAtod(Str(ann, "tessera.dev/grace-seconds"), &grace) && grace >= 0) {
-      base.grace = absl::Seconds(grace);
+    if (absl::SimpleAtod(Str(ann, api::kGraceAnnotation), &grace) && grace >= 0) {
+      // The server refuses more than the maximum; an older object is held to it here.
+      base.grace = absl::Seconds(std::min(grace, static_cast<double>(api::kMaxGraceSeconds)));
     }
     if (std::string p = Str(Sub(spec, "checkpoint"), "path"); !p.empty()) {
       base.env["TESSERA_CHECKPOINT_PATH"] = p;
@@ -335,112 +286,46 @@ absl::StatusOr<BindingSet> HttpControlPlaneClient::WatchBindings(const std::stri
   return set;
 }
 
-absl::Status HttpControlPlaneClient::ReportMembers(const std::string& node,
+absl::Status HttpControlPlaneClient::ReportMembers(const std::string&,
                                                    const std::vector<MemberReport>& members) {
+  // One status write per job: its members' entries and a serving replica's reading. The server
+  // merges them into the stored status (no read first, no conflict with the gang's other
+  // agents) and the controller derives the job's phase from them.
   std::map<std::string, std::vector<const MemberReport*>> by_job;
   for (const MemberReport& m : members) {
     by_job[ItemPath(m.kind, m.namespace_name, m.job)].push_back(&m);
   }
   absl::Status result = absl::OkStatus();
   for (const auto& [path, reports] : by_job) {
-    for (int attempt = 0; attempt < 6; ++attempt) {
-      absl::StatusOr<ApiResponse> got = api_.Get(path);
-      if (!got.ok()) return got.status();
-      if (got->code == 404) break;  // deleted: nothing to report to
-      if (got->code != 200) {
-        result = Unexpected("get " + path, *got);
-        break;
+    Json entries = Json::array();
+    Json metrics = Json::object();
+    for (const MemberReport* m : reports) {
+      api::MemberStatus e;
+      e.member = model::MemberKey(m->group, m->index);
+      e.generation = m->generation;
+      e.state = m->state;
+      if (api::Finished(m->state)) e.exit_code = m->exit_code;
+      e.reason = m->reason.substr(0, api::kMemberReasonMaxBytes);
+      e.message = m->message;
+      e.last_checkpoint = m->last_checkpoint;
+      e.time = m->time;
+      entries.push_back(api::ToJson(e));
+      // A serving replica's own latency / throughput reading, for the controller's
+      // autoscaler (docs/api.md, status.replicaMetrics).
+      if (m->state == api::MemberState::kRunning && m->metrics) {
+        Json r = {{"time", Ts(m->metrics->time)}, {"generation", m->generation}};
+        if (m->metrics->p99_latency_ms) r["p99LatencyMs"] = *m->metrics->p99_latency_ms;
+        if (m->metrics->rps) r["rps"] = *m->metrics->rps;
+        metrics[e.member] = std::move(r);
       }
-      Json obj = got->body;
-      Json& st = obj["status"];
-      const std::string phase = Str(st, "phase");
-      const int64_t job_gen = Int(st, "generation", 0);
-      bool changed = false;
-      for (const MemberReport* m : reports) {
-        // Reports of a superseded binding would only confuse the current one.
-        if (m->generation != job_gen && job_gen != 0) continue;
-        std::string key = model::MemberKey(m->group, m->index);
-        std::string value = m->running ? absl::StrCat("Running gen=", m->generation, " node=", node)
-                                       : absl::StrCat("Exited code=", m->exit_code,
-                                                      " gen=", m->generation, " node=", node);
-        if (Str(Sub(st, "observed"), key.c_str()) != value) {
-          st["observed"][key] = value;
-          changed = true;
-        }
-        // A serving replica's own latency / throughput reading, for the controller's
-        // autoscaler (docs/api.md, status.replicaMetrics); an exited one has none.
-        if (m->running && m->metrics) {
-          Json r = {{"time", Ts(m->metrics->time)}, {"node", node}, {"generation", m->generation}};
-          if (m->metrics->p99_latency_ms) r["p99LatencyMs"] = *m->metrics->p99_latency_ms;
-          if (m->metrics->rps) r["rps"] = *m->metrics->rps;
-          st["replicaMetrics"][key] = std::move(r);
-          changed = true;
-        } else if (!m->running && st.contains("replicaMetrics") &&
-                   st["replicaMetrics"].is_object() && st["replicaMetrics"].contains(key)) {
-          st["replicaMetrics"].erase(key);
-          changed = true;
-        }
-      }
-      if (BoundPhase(phase)) {
-        // Derive the job's phase from what every placed member reported.
-        const Json& placement = Sub(st, "placement");
-        bool any_running = false, any_failed = false,
-             all_ok = placement.is_array() && !placement.empty(), all_running = all_ok;
-        if (placement.is_array()) {
-          for (const Json& p : placement) {
-            std::string key = model::MemberKey(Str(p, "group"), Int(p, "member", 0));
-            std::string v = Str(Sub(st, "observed"), key.c_str());
-            const std::string gen = absl::StrCat(" gen=", Int(p, "generation", job_gen), " ");
-            bool current = absl::StrContains(v, gen);
-            if (current && absl::StartsWith(v, "Running")) any_running = true;
-            if (!(current && absl::StartsWith(v, "Running"))) all_running = false;
-            if (current && absl::StartsWith(v, "Exited code=") &&
-                !absl::StartsWith(v, "Exited code=0 ")) {
-              any_failed = true;
-            }
-            if (!(current && absl::StartsWith(v, "Exited code=0 "))) all_ok = false;
-          }
-        }
-        std::string want = phase;
-        if (PreemptionPending(st)) {
-          // Exits of a victim answer its checkpoint signal; the controller
-          // requeues it (Preempted), so they are neither success nor failure.
-          any_failed = all_ok = false;
-        }
-        if (any_failed && Int(st, "restarts", 0) < Int(Sub(obj, "spec"), "maxRestarts", 0)) {
-          // Restarts are left (spec.maxRestarts): the controller restarts the
-          // gang at a new generation from its checkpoint; not Failed yet.
-          any_failed = false;
-        }
-        if (Str(obj, "kind") == "InferenceService") {
-          // A service does not finish: its replicas' exits are restarted by their agents
-          // (NodeAgent::RestartReplica). Deploying until every placed replica serves, then
-          // Ready; Degraded while one that served is down. Failed only by the controller
-          // or a user.
-          if (!PreemptionPending(st)) {
-            const bool served = phase == "Ready" || phase == "Degraded";
-            want = all_running ? "Ready" : served ? "Degraded" : "Deploying";
-          }
-        } else if (any_failed) {
-          want = "Failed";
-        } else if (all_ok) {
-          want = "Succeeded";
-        } else if (any_running && phase == "Scheduled") {
-          want = "Running";
-        }
-        if (want != phase) {
-          st["phase"] = want;
-          changed = true;
-        }
-      }
-      if (!changed) break;
-      absl::StatusOr<ApiResponse> put = api_.Put(path, obj);
-      if (!put.ok()) return put.status();
-      if (put->code == 200 || put->code == 404) break;
-      if (put->code == 409) continue;
-      result = Unexpected("report to " + path, *put);
-      break;
     }
+    Json status = {{"members", std::move(entries)}};
+    if (!metrics.empty()) status["replicaMetrics"] = std::move(metrics);
+    absl::StatusOr<ApiResponse> put = api_.Put(path + "/status", {{"status", std::move(status)}});
+    if (!put.ok()) return put.status();
+    // 404: the job is gone; 403: its members moved off this node meanwhile -- nothing to say.
+    if (put->code == 200 || put->code == 404 || put->code == 403) continue;
+    result = Unexpected("report to " + path, *put);
   }
   return result;
 }

@@ -1,28 +1,23 @@
 // HttpControlPlaneClient: ControlPlaneClient over `tessera server`'s /api/v1 (docs/api.md).
 //
 // Wire format (docs/agent.md, "Agent <-> server"):
-//  - Node NAME: spec {gpus[] {index, uuid, model, memoryMiB}, links[][], rack, block},
-//    metadata.annotations["tessera.dev/agent-endpoint"]; status {lastHeartbeatTime,
-//    gpus[] {index, health Healthy|Unhealthy, message}} (the controller owns status.phase). A
-//    server whose Node schema predates these fields (422) gets {gpuType, gpuCount, topology
-//    {rack, block}} and the heartbeat in status.observed instead; the client remembers which one
-//    worked.
+//  - Node NAME: spec {gpus[] {index, uuid, model, memoryMiB}, links[][], nvlinkDomains[], rack,
+//    block, cpuMilli, memoryMiB}, metadata.annotations["tessera.dev/agent-endpoint"]; the server
+//    keeps what an admin owns (taints, cordon, pool) and refuses more capacity than registered.
 //  - Heartbeat: POST /api/v1/nodes/NAME/heartbeat {gpus[] {index, health, message,
 //    utilization}}: renews the node's lease in the server's memory and writes the Node only on
-//    a change or when its stored heartbeat is stale. A server without the route (404 "no such
-//    path") gets the older GET + PUT of the Node's status, every time.
+//    a change or when its stored heartbeat is stale.
 //  - Bindings: GET /api/v1/nodes/NAME/bindings[?resourceVersion=R&timeoutSeconds=S] (the
 //    server's per-node index: TrainingJobs and InferenceServices in a bound phase whose
 //    status.placement[] names this node: {group, member, node, gpus[], generation}). The command is
 //    spec.command or the annotation tessera.dev/command (a JSON array); annotations tessera.dev/env
 //    (JSON object), tessera.dev/working-dir, tessera.dev/checkpoint-signal (USR1, TERM, ... or a
-//    number) and tessera.dev/grace-seconds tune the member. spec.checkpoint.path and
-//    status.resumeFrom.path reach the member as TESSERA_CHECKPOINT_PATH / TESSERA_RESUME_FROM.
-//  - Member reports: status.observed["<group>-<index>"] = "Running gen=G node=N" or
-//    "Exited code=C gen=G node=N"; the phase moves Scheduled -> Running when a member runs,
-//    -> Failed when a member of the current generation exits non-zero, -> Succeeded when every
-//    placed member of the current generation exited 0. Writes use the resourceVersion (CAS) and
-//    retry on conflict.
+//    number) and tessera.dev/grace-seconds (at most api::kMaxGraceSeconds) tune the member.
+//    spec.checkpoint.path and status.resumeFrom.path reach the member as
+//    TESSERA_CHECKPOINT_PATH / TESSERA_RESUME_FROM.
+//  - Member reports: PUT .../NAME/status {"status": {"members": [{member, generation, state,
+//    exitCode, reason, message, time}], "replicaMetrics": {...}}}, one per job; the server merges
+//    the entries (only members bound to this node) and the controller derives the job's phase.
 // Thread safety: one thread at a time.
 #pragma once
 
@@ -54,17 +49,10 @@ class HttpControlPlaneClient final : public ControlPlaneClient {
   void Cancel() { api_.Cancel(); }
 
  private:
-  // The heartbeat as a GET and a PUT of the whole Node (servers before the heartbeat route).
-  absl::Status PutHeartbeat(const std::string& node, const std::vector<GpuHealthReport>& gpus,
-                            absl::Time now);
   // status.gpus[] for `gpus`.
   nlohmann::json GpuStatus(const std::vector<GpuHealthReport>& gpus) const;
 
   ApiClient api_;
-  bool legacy_node_schema_ = false;
-  bool no_heartbeat_route_ = false;
-  // Set once a server rejected status.gpus[].utilization (older schema): heartbeats omit it.
-  bool no_utilization_field_ = false;
 };
 
 // "SIGUSR1", "USR1", "10" -> 10; -1 when unknown.

@@ -1,16 +1,32 @@
 #include "agent/node_agent.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/discovery.h"
 #include "agent/replica_metrics.h"
 #include "agent/topology.h"
+#include "api/member_status.h"
 
 namespace tessera::agent {
 namespace {
+
+// The last lines of a member's stderr log, for its Failed report (api::TailLines' limits).
+std::string StderrTail(const std::string& path) {
+  constexpr std::streamoff kRead = 8192;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(size > kRead ? size - kRead : 0);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return api::TailLines(text, 10, api::kMemberMessageMaxBytes);
+}
 
 // True when the NVLink between a and b goes through a switch (neither end's link lands on the
 // other GPU's PCI address).
@@ -93,6 +109,8 @@ absl::Status NodeAgent::Init() {
   registration_.block = options_.block;
   registration_.labels = options_.labels;
   registration_.agent_endpoint = options_.agent_endpoint;
+  registration_.cpu_milli = options_.cpu_milli;
+  registration_.memory_mib = options_.memory_mib;
   std::vector<GpuInfo> infos;
   for (const GpuSnapshot& g : snap->gpus) {
     NodeGpu n;
@@ -368,8 +386,9 @@ void NodeAgent::RestartReplica(const MemberStatus& m, const Binding& b) {
   }
   // Not before the backoff, nor before the server has heard of the exit.
   auto rep = reported_.find(id);
-  if (now < r.not_before || rep == reported_.end() || rep->second.empty() ||
-      rep->second[0] != 'E') {
+  if (now < r.not_before || rep == reported_.end() ||
+      !(absl::StartsWith(rep->second, api::MemberStateName(api::MemberState::kExited)) ||
+        absl::StartsWith(rep->second, api::MemberStateName(api::MemberState::kFailed)))) {
     return;
   }
   (void)launcher_.Forget(id);
@@ -454,12 +473,20 @@ void NodeAgent::Report() {
     r.group = m.spec.group;
     r.index = m.spec.index;
     r.generation = m.spec.generation;
-    r.running = m.state == MemberState::kRunning;
     r.exit_code = m.exit_code;
+    if (m.state == MemberState::kRunning) {
+      r.state = api::MemberState::kRunning;
+    } else {
+      r.state = m.exit_code == 0 ? api::MemberState::kExited : api::MemberState::kFailed;
+      r.reason = api::ExitReason(m.exit_code);
+    }
     r.metrics = NewMetrics(m, now);
-    std::string key = absl::StrCat(r.running ? "R" : "E", r.exit_code, "/", r.generation);
+    std::string key = absl::StrCat(api::MemberStateName(r.state), r.exit_code, "/", r.generation);
     auto it = reported_.find(m.spec.Id());
     if (it != reported_.end() && it->second == key && !r.metrics) continue;
+    // Said once per state: when it was seen, and why a member failed in its own words.
+    r.time = now;
+    if (r.state == api::MemberState::kFailed) r.message = StderrTail(m.stderr_path);
     reports.push_back(r);
     sent.emplace_back(m.spec.Id(), key);
   }
@@ -477,7 +504,7 @@ void NodeAgent::Report() {
     ++stats_.metrics_reports;
   }
   for (const MemberReport& r : reports) {
-    if (r.running) continue;
+    if (r.state == api::MemberState::kRunning) continue;
     options_.log.Log(r.exit_code == 0 ? obs::LogLevel::kInfo : obs::LogLevel::kWarn,
                      "member exited",
                      {{"node", options_.node_name},
@@ -486,7 +513,8 @@ void NodeAgent::Report() {
                       {"group", r.group},
                       {"index", r.index},
                       {"generation", r.generation},
-                      {"exit_code", r.exit_code}});
+                      {"exit_code", r.exit_code},
+                      {"reason", r.reason}});
   }
 }
 

@@ -57,6 +57,10 @@ struct NodeAgentOptions {
   std::string block;
   std::map<std::string, std::string> labels;
   std::string agent_endpoint;
+  // What the node offers its members (registered as the Node's cpuMilli / memoryMiB, which the
+  // scheduler's fit checks); 0: not reported.
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
   absl::Duration heartbeat_interval = absl::Seconds(10);
   absl::Duration sync_interval = absl::Seconds(2);
   // No successful heartbeat for this long (a partition, or the agent was paused): the server has

@@ -180,7 +180,9 @@ TEST_F(NodeAgentTest, StartsOnlyBoundMembersWithTheirGpus) {
   EXPECT_TRUE(launcher_->List().empty());  // nothing bound: nothing runs
   cp_.bindings = {
       Bind("echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES > env; exit 0", 1, {2, 5})};
-  ASSERT_TRUE(StepUntil(a, [&] { return !cp_.reports.empty() && !cp_.reports.back().running; }));
+  ASSERT_TRUE(StepUntil(a, [&] {
+    return !cp_.reports.empty() && cp_.reports.back().state != api::MemberState::kRunning;
+  }));
   const std::string uuids = a.registration().gpus[2].uuid + "," + a.registration().gpus[5].uuid;
   EXPECT_EQ(Slurp(dir_ + "/env"), "2,5 " + uuids + "\n");
   EXPECT_EQ(cp_.reports.back().exit_code, 0);
@@ -225,7 +227,9 @@ TEST_F(NodeAgentTest, APreemptionVictimGetsTheCheckpointSignalWhileStillBound) {
       "trap 'echo ckpt > ckpt; exit 0' USR1; touch up; while true; do sleep 0.05; done", 1, {0})};
   ASSERT_TRUE(StepUntil(a, [&] { return std::filesystem::exists(dir_ + "/up"); }));
   cp_.bindings[0].checkpoint_requested = true;  // PreemptionPending: still bound
-  ASSERT_TRUE(StepUntil(a, [&] { return !cp_.reports.empty() && !cp_.reports.back().running; }));
+  ASSERT_TRUE(StepUntil(a, [&] {
+    return !cp_.reports.empty() && cp_.reports.back().state != api::MemberState::kRunning;
+  }));
   EXPECT_EQ(Slurp(dir_ + "/ckpt"), "ckpt\n");
   EXPECT_EQ(cp_.reports.back().exit_code, 0);  // reported, for the controller to act on
   EXPECT_EQ(a.stats().checkpoint_requests, 1);
@@ -262,7 +266,7 @@ TEST_F(NodeAgentTest, AServingReplicaThatExitsIsStartedAgainAfterABackoffATraini
   // Every exit was reported before the replica started again.
   int exits = 0;
   for (const MemberReport& r : cp_.reports) {
-    if (r.job == "chat" && !r.running) ++exits;
+    if (r.job == "chat" && (r.state != api::MemberState::kRunning)) ++exits;
   }
   EXPECT_GE(exits, 3);
   // Unbound: not started again.
@@ -427,8 +431,9 @@ TEST_F(ServingReplicaTest, KeepsItsProcessWhenAResizeLeavesTheReplicaUnchanged) 
   cp_.bindings = {Replica("exec sleep 60", 2, {2}, 3)};
   ++cp_.revision;
   ASSERT_TRUE(StepUntil(a, [&] {
-    return std::any_of(cp_.reports.begin(), cp_.reports.end(),
-                       [](const MemberReport& r) { return r.generation == 2 && r.running; });
+    return std::any_of(cp_.reports.begin(), cp_.reports.end(), [](const MemberReport& r) {
+      return r.generation == 2 && r.state == api::MemberState::kRunning;
+    });
   }));
   EXPECT_EQ(Pid(), pid);  // not restarted
   EXPECT_EQ(launcher_->Get(kId)->spec.generation, 2);
@@ -470,7 +475,7 @@ TEST_F(ServingReplicaTest, ReportsTheMetricsFileAndIgnoresAMalformedOne) {
                     [](const MemberReport& r) { return r.metrics.has_value(); });
   EXPECT_DOUBLE_EQ(*r.metrics->p99_latency_ms, 140.5);
   EXPECT_DOUBLE_EQ(*r.metrics->rps, 32);
-  EXPECT_TRUE(r.running);
+  EXPECT_EQ(r.state, api::MemberState::kRunning);
   EXPECT_EQ(launcher_->MetricsPath(kId), dir_ + "/state/members/" + kId + "/metrics.json");
   // The same reading is not sent twice.
   for (int i = 0; i < 5; ++i) a.Step();

@@ -66,7 +66,25 @@ struct AgentFlags {
   std::vector<uint64_t> ignore_xids;
   std::string cgroup_parent = "/sys/fs/cgroup/tessera";
   std::string log_format = "text";
+  double cpu_cores = -1;  // -1: this machine's
+  double memory_gib = -1;
 };
+
+// This machine's online CPUs and MemTotal, what a node offers by default.
+int64_t HostCpuMilli() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int64_t>(n) * 1000 : 0;
+}
+int64_t HostMemoryMiB() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemTotal:") return kb / 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -297,6 +315,8 @@ int RunAgent(const AgentFlags& f) {
   ao.sync_interval = sync;
   ao.replica_restart_backoff = replica_backoff;
   ao.agent_endpoint = absl::StrCat("http://", hp[0], ":", bound);
+  ao.cpu_milli = f.cpu_cores >= 0 ? static_cast<int64_t>(f.cpu_cores * 1000) : HostCpuMilli();
+  ao.memory_mib = f.memory_gib >= 0 ? static_cast<int64_t>(f.memory_gib * 1024) : HostMemoryMiB();
   ao.seed = std::hash<std::string>()(f.node_name);
   ao.log = log;
   HttpControlPlaneClient client(f.server, f.token, absl::Seconds(10), f.tls);
@@ -530,6 +550,13 @@ void RegisterNodeCommands(CLI::App& app) {
   a->add_option("--metrics-listen", f->listen,
                 "HOST:PORT for /metrics, /logs, /members (default 127.0.0.1:0: loopback, "
                 "any port)");
+  a->add_option("--cpu-cores", f->cpu_cores,
+                "CPU cores this node offers its members (default: this machine's; 0: unlimited)")
+      ->check(CLI::Range(0.0, 4096.0));
+  a->add_option("--memory-gib", f->memory_gib,
+                "Memory in GiB this node offers its members (default: this machine's; 0: "
+                "unlimited)")
+      ->check(CLI::Range(0.0, 65536.0));
   a->add_option("--rack", f->rack, "Rack of this node");
   a->add_option("--block", f->block, "Block (spine domain) of this node");
   a->add_option("--label", f->labels, "Node label k=v (repeatable)");

@@ -98,14 +98,14 @@ TEST(JobCodec, ElasticMinReplicasBecomesTheGangMinimum) {
   EXPECT_TRUE(j->gang.elastic);
   EXPECT_EQ(j->total_members(), 5);
   int32_t min = -1;
-  EXPECT_FALSE(CheckElastic(spec, &min).has_value());
+  EXPECT_FALSE(api::CheckElastic(spec, &min).has_value());
   EXPECT_EQ(min, 2);
   // The same minimum in spec.gang is accepted.
   spec["gang"] = {{"minMember", 2}};
   EXPECT_TRUE(JobFromObject(Training(spec), nullptr).ok());
   // Without spec.elastic the job is not elastic.
   Json plain = {{"groups", {{{"name", "w"}, {"count", 4}, {"gpusPerReplica", 8}}}}};
-  EXPECT_FALSE(CheckElastic(plain, &min).has_value());
+  EXPECT_FALSE(api::CheckElastic(plain, &min).has_value());
   EXPECT_EQ(min, 0);
   EXPECT_EQ(JobFromObject(Training(plain), nullptr)->gang.min_member, 0);
   EXPECT_FALSE(JobFromObject(Training(plain), nullptr)->gang.elastic);
@@ -114,7 +114,7 @@ TEST(JobCodec, ElasticMinReplicasBecomesTheGangMinimum) {
 TEST(JobCodec, ElasticErrorsNameTheField) {
   auto error = [](Json spec) {
     int32_t min = 0;
-    std::optional<SpecError> e = CheckElastic(spec, &min);
+    std::optional<api::SpecError> e = api::CheckElastic(spec, &min);
     absl::Status s = JobFromObject(Training(spec), nullptr).status();
     EXPECT_FALSE(s.ok());
     EXPECT_TRUE(e.has_value());

@@ -164,65 +164,6 @@ inline std::pair<std::string, std::string> PhaseCondition(absl::string_view phas
   return {"Scheduled", "False"};
 }
 
-// Calls f(member, report) for every member of status.placement with its
-// node agent's report of the job's current generation
-// (status.observed["<group>-<member>"] = "Running gen=G node=N" or
-// "Exited code=C gen=G node=N", docs/agent.md), or "" when the report is
-// missing or of another generation. Nothing when the status has no placement.
-template <typename F>
-void ForEachCurrentReport(const Json& status, F&& f) {
-  static const Json kNoReports = Json::object();
-  auto placement = status.find("placement");
-  if (placement == status.end() || !placement->is_array()) return;
-  auto observed = status.find("observed");
-  const Json& reports = observed != status.end() && observed->is_object() ? *observed : kNoReports;
-  const int64_t job_gen = IntOr(status, "generation", 0);
-  for (const Json& m : *placement) {
-    if (!m.is_object()) {
-      f(m, std::string());
-      continue;
-    }
-    std::string v = Str(reports, model::MemberKey(Str(m, "group"), IntOr(m, "member", 0)).c_str());
-    if (!absl::StrContains(v, absl::StrCat(" gen=", IntOr(m, "generation", job_gen), " "))) {
-      v.clear();
-    }
-    f(m, v);
-  }
-}
-
-// True when every member in status.placement reported exiting at its binding's
-// generation: status.observed["<group>-<member>"] = "Exited code=C gen=G
-// node=N", as node agents write it (docs/agent.md, "Member reports").
-inline bool AllMembersExited(const Json& status) {
-  bool all = true, any = false;
-  ForEachCurrentReport(status, [&](const Json&, const std::string& report) {
-    any = true;
-    all = all && absl::StartsWith(report, "Exited code=");
-  });
-  return any && all;
-}
-
-// A member that exited with an error at the job's current generation (the
-// node agents' status.observed reports), as "group-member", its exit code and
-// node; nullopt when none did.
-struct MemberFailure {
-  std::string member;
-  int64_t code = 0;
-  std::string node;
-};
-inline std::optional<MemberFailure> CurrentFailure(const Json& status) {
-  std::optional<MemberFailure> out;
-  ForEachCurrentReport(status, [&](const Json& m, const std::string& report) {
-    int64_t code = 0;
-    if (out || !absl::StartsWith(report, "Exited code=")) return;
-    const absl::string_view rest = absl::string_view(report).substr(strlen("Exited code="));
-    if (!absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &code) || code == 0) return;
-    out = MemberFailure{model::MemberKey(Str(m, "group"), IntOr(m, "member", 0)), code,
-                        Str(m, "node")};
-  });
-  return out;
-}
-
 // True when status.conditions has `type` with status "True".
 inline bool ConditionTrue(const Json& status, absl::string_view type) {
   auto conds = status.find("conditions");

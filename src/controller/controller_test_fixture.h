@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/member_status.h"
 #include "controller/scheduling_controller.h"
 #include "store/memory_store.h"
 
@@ -63,6 +64,38 @@ class ControllerTest : public ::testing::Test {
     Json obj = *ParseStored(kv->value);
     f(obj);
     ASSERT_TRUE(store_.Put(kv->key, ToStoredValue(obj), kv->mod_revision).ok());
+  }
+
+  // Every placed member of a job reports `state` (and `exit_code` once finished) at its
+  // binding's generation, as its node agent would (status.members[], api/member_status.h).
+  // `only`: just these members ("<group>-<index>"); empty: all.
+  void Report(const std::string& plural, const std::string& ns, const std::string& name,
+              api::MemberState state, int exit_code = 0, const std::set<std::string>& only = {}) {
+    Modify(plural, ns, name, [&](Json& o) {
+      Json& st = o["status"];
+      std::vector<api::MemberStatus> members = api::MembersOf(st);
+      const int64_t job_gen = st.value("generation", int64_t{0});
+      for (const Json& m : st.value("placement", Json::array())) {
+        api::MemberStatus r;
+        r.member = m["group"].get<std::string>() + "-" + std::to_string(m["member"].get<int>());
+        if (!only.empty() && !only.contains(r.member)) continue;
+        r.generation = m.value("generation", job_gen);
+        r.state = state;
+        r.node = m["node"].get<std::string>();
+        if (api::Finished(state)) {
+          r.exit_code = exit_code;
+          r.reason = api::ExitReason(exit_code);
+        }
+        std::erase_if(members, [&](const api::MemberStatus& x) { return x.member == r.member; });
+        members.push_back(r);
+      }
+      Json list = Json::array();
+      for (const api::MemberStatus& m : members) list.push_back(api::ToJson(m));
+      st["members"] = list;
+    });
+  }
+  void ReportJob(const std::string& name, api::MemberState state, int exit_code = 0) {
+    Report("trainingjobs", "team-a", name, state, exit_code);
   }
 
   void AddNode(const std::string& name, int gpus, const std::string& rack = "r1") {

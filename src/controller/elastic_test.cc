@@ -417,14 +417,7 @@ TEST_F(ElasticPreemptionTest, VictimWhoseMembersExitIsShrunkBeforeItsDeadline) {
   clock_.Advance(absl::Seconds(5));
   Beat();
   // The agents passed the signal on; every member checkpointed and exited.
-  Modify("trainingjobs", "team-a", "el", [](Json& o) {
-    Json& st = o["status"];
-    for (const Json& m : st["placement"]) {
-      st["observed"][absl::StrCat(m["group"].get<std::string>(), "-", m["member"].get<int>())] =
-          absl::StrCat("Exited code=0 gen=", m["generation"].get<int64_t>(),
-                       " node=", m["node"].get<std::string>());
-    }
-  });
+  ReportJob("el", api::MemberState::kExited, 0);
   Step();
   Step();  // the cycle the exit asked for
   CheckShrunk();

@@ -240,7 +240,7 @@ absl::StatusOr<model::Job> JobFromObject(const Json& obj, const PriorityResolver
       job.groups.push_back(std::move(g));
     }
     int32_t min_replicas = 0;
-    if (std::optional<SpecError> e = CheckElastic(spec, &min_replicas))
+    if (std::optional<api::SpecError> e = api::CheckElastic(spec, &min_replicas))
       return Bad(e->field, e->message);
     if (min_replicas > 0) {
       job.gang.min_member = min_replicas;

@@ -27,7 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "controller/elastic_spec.h"
+#include "api/elastic_spec.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
 #include "sched/framework/cluster_state.h"

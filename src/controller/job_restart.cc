@@ -6,17 +6,19 @@
 // would not help; requeueing would give the GPUs away for nothing, since the
 // hardware is healthy (a lost node or unhealthy GPU takes the NodeLost path).
 //
-// Protocol: the node agents record every member's exit in status.observed
-// ("Exited code=N gen=G node=X") and, while restarts are left, do not derive
-// Failed from it. The controller sees the report (OnJobPut) and writes, in one
+// Protocol: the node agents record every member's exit in status.members[]
+// (state Failed, exitCode, reason; api/member_status.h), and while restarts are
+// left the controller does not derive Failed from it (member_phase.h). It sees
+// the report (OnJobPut) and writes, in one
 // transaction with an Event `Restarting`: the same placement restamped with
 // generation G+1, status.restarts + 1, lastRestartTime, resumeFrom (the newest
 // Ready Checkpoint) and phase Scheduled. Agents stop the old generation's
 // members and start every member again at G+1. Memory is unchanged: the job
 // keeps its GPUs and its place in the QueueManager. Once restarts are used up
-// the agent reports Failed as before.
+// the job is Failed (OnJobPut, with the member's exit and stderr in the Event).
 #include "absl/strings/str_cat.h"
 #include "controller/controller_internal.h"
+#include "controller/member_phase.h"
 #include "controller/scheduling_controller.h"
 
 namespace tessera::controller {
@@ -33,7 +35,7 @@ void SchedulingController::MaybeRestart(JobRec& rec, const Json& obj) {
   if (IntOr(st, "generation", 0) != rec.generation) return;  // not the binding we know
   const int64_t restarts = IntOr(st, "restarts", 0);
   if (restarts >= rec.max_restarts) return;
-  const std::optional<MemberFailure> failed = CurrentFailure(st);
+  const std::optional<MemberFailure> failed = JudgeMembers(rec.kind, rec.phase, st, 1).failure;
   if (!failed) return;
   // Restored bindings are not in the QueueManager yet; others must be running there.
   if (rec.in_qm && qm_->Phase(rec.job->key()) != sched::JobPhase::kRunning) return;
@@ -43,9 +45,8 @@ void SchedulingController::MaybeRestart(JobRec& rec, const Json& obj) {
   const absl::Time now = clock_.Now();
   const Change why{
       "Restarting",
-      absl::StrCat("member ", failed->member, " exited with code ", failed->code, " on node ",
-                   failed->node, "; restarting the gang in place (restart ", restarts + 1, " of ",
-                   rec.max_restarts, ")"),
+      absl::StrCat(DescribeFailure(*failed), "; restarting the gang in place (restart ",
+                   restarts + 1, " of ", rec.max_restarts, ")"),
       true,
       true,
       {{"member", failed->member}, {"exit_code", failed->code}}};

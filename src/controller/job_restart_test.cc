@@ -1,6 +1,7 @@
 // Restart in place after a member failure (spec.maxRestarts, job_restart.cc):
 // the gang keeps its GPUs and restarts at a new generation from its
 // checkpoint until its restarts are used up.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,35 +24,21 @@ class JobRestartTest : public ControllerTest {
     AddJob("train", 2, 8, std::move(extra));
     Step();
     ASSERT_EQ(Job("train")["status"]["phase"], "Scheduled");
-    Modify("trainingjobs", "team-a", "train", [](Json& o) {
-      o["status"]["phase"] = "Running";
-      ReportMembers(o, {0, 0});
-    });
+    ReportJob("train", api::MemberState::kRunning);
     Create("checkpoints", "team-a",
            {{"kind", "Checkpoint"},
             {"metadata", {{"name", "train-step-40"}}},
             {"spec", {{"jobName", "train"}, {"step", 40}, {"path", "s3://ckpt/40"}}},
             {"status", {{"phase", "Ready"}}}});
     Step();
+    ASSERT_EQ(Job("train")["status"]["phase"], "Running");
   }
 
-  // status.observed as the node agents write it, for the current generation:
-  // codes[i] < 0 running, else exited with that code.
-  static void ReportMembers(Json& o, const std::vector<int>& codes) {
-    Json& st = o["status"];
-    for (size_t i = 0; i < st["placement"].size(); ++i) {
-      const Json& m = st["placement"][i];
-      const std::string key =
-          absl::StrCat(m["group"].get<std::string>(), "-", m["member"].get<int>());
-      const std::string tail = absl::StrCat(" gen=", m["generation"].get<int64_t>(),
-                                            " node=", m["node"].get<std::string>());
-      st["observed"][key] =
-          codes[i] < 0 ? "Running" + tail : absl::StrCat("Exited code=", codes[i], tail);
-    }
-  }
-
+  // worker-1 exits with `code` at the current generation (its node agent's report); worker-0
+  // keeps running.
   void FailMember1(int code) {
-    Modify("trainingjobs", "team-a", "train", [&](Json& o) { ReportMembers(o, {-1, code}); });
+    Report("trainingjobs", "team-a", "train",
+           code == 0 ? api::MemberState::kExited : api::MemberState::kFailed, code, {"worker-1"});
     Step();
   }
 
@@ -80,7 +67,7 @@ TEST_F(JobRestartTest, AFailedMemberRestartsTheGangInPlaceUntilRestartsAreUsedUp
   EXPECT_EQ(j["status"]["resumeFrom"]["checkpoint"], "train-step-40");
   EXPECT_TRUE(j["status"].contains("lastRestartTime"));
   EXPECT_NE(j["status"]["message"].get<std::string>().find(
-                "member worker-1 exited with code 137 on node gpu-1"),
+                "member worker-1 killed by signal 9 (SIGKILL) on node gpu-1"),
             std::string::npos)
       << j["status"]["message"];
   EXPECT_EQ(BoundGpus(), 16);
@@ -97,16 +84,19 @@ TEST_F(JobRestartTest, AFailedMemberRestartsTheGangInPlaceUntilRestartsAreUsedUp
   j = Job("train");
   EXPECT_EQ(j["status"]["generation"], gen + 2);
   EXPECT_EQ(j["status"]["restarts"], 2);
-  // The third is not restarted: the agent reports Failed, the GPUs come back.
+  // The third is not restarted: the job is Failed, naming the member and its exit, and the
+  // GPUs come back.
   FailMember1(1);
   j = Job("train");
   EXPECT_EQ(j["status"]["generation"], gen + 2);
   EXPECT_EQ(j["status"]["restarts"], 2);
   EXPECT_EQ(ctl_->stats().restarts, 2);
-  Modify("trainingjobs", "team-a", "train", [](Json& o) { o["status"]["phase"] = "Failed"; });
-  Step();
-  EXPECT_FALSE(Job("train")["status"].contains("placement"));
+  EXPECT_EQ(j["status"]["phase"], "Failed");
+  EXPECT_THAT(j["status"]["message"].get<std::string>(),
+              ::testing::HasSubstr("member worker-1 exited with code 1 on node gpu-1"));
+  EXPECT_FALSE(j["status"].contains("placement"));
   EXPECT_EQ(BoundGpus(), 0);
+  EXPECT_EQ(EventReasons("train").back(), "Failed");
 }
 
 TEST_F(JobRestartTest, WithoutMaxRestartsOrOnSuccessNothingRestarts) {
@@ -131,7 +121,7 @@ TEST_F(JobRestartTest, AFailureReportedWhileNoControllerRanIsRestartedAfterItSta
   StartJob({{"maxRestarts", 1}});
   const int64_t gen = Job("train")["status"]["generation"];
   ctl_.reset();
-  Modify("trainingjobs", "team-a", "train", [&](Json& o) { ReportMembers(o, {-1, 3}); });
+  Report("trainingjobs", "team-a", "train", api::MemberState::kFailed, 3, {"worker-1"});
   Restart();
   Step();
   Json j = Job("train");

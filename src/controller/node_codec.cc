@@ -24,18 +24,6 @@ bool IntField(const Json& o, const char* key, int64_t* out) {
   return true;
 }
 
-bool ParseLink(const std::string& s, model::LinkClass* out) {
-  using model::LinkClass;
-  for (LinkClass c : {LinkClass::kSelf, LinkClass::kNvSwitch, LinkClass::kNvLink,
-                      LinkClass::kPcieSwitch, LinkClass::kPcieHostBridge, LinkClass::kCrossNuma}) {
-    if (s == model::LinkClassName(c)) {
-      *out = c;
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 absl::StatusOr<model::Node> NodeFromObject(const Json& obj) {
@@ -107,14 +95,15 @@ absl::StatusOr<model::Node> NodeFromObject(const Json& obj) {
       }
       for (int b = 0; b < num; ++b) {
         model::LinkClass c;
-        if (!row[b].is_string() || !ParseLink(row[b].get<std::string>(), &c)) {
+        if (!row[b].is_string() || !model::ParseLinkClass(row[b].get<std::string>(), &c)) {
           return Bad(absl::StrCat("spec.links[", a, "][", b, "]"),
                      "must be X, NVSWITCH, NVLINK, PIX, PHB or SYS");
         }
         lc.push_back(c);
       }
     }
-    std::vector<int> domains(num, -1);
+    // Without nvlinkDomains the links say which GPUs share an island.
+    std::vector<int> domains = model::NvLinkIslands(num, lc);
     if (auto d = spec.find("nvlinkDomains"); d != spec.end()) {
       if (!d->is_array() || static_cast<int>(d->size()) != num) {
         return Bad("spec.nvlinkDomains", absl::StrCat("must have ", num, " entries"));

@@ -201,17 +201,6 @@ bool ConditionTrueIn(const Json& obj, const std::string& type) {
   return false;
 }
 
-// Member reports as a node agent writes them after passing the checkpoint
-// signal on and seeing the member exit.
-void ReportExited(Json& o, int code) {
-  Json& st = o["status"];
-  for (const Json& m : st["placement"]) {
-    st["observed"][absl::StrCat(m["group"].get<std::string>(), "-", m["member"].get<int>())] =
-        absl::StrCat("Exited code=", code, " gen=", m["generation"].get<int64_t>(),
-                     " node=", m["node"].get<std::string>());
-  }
-}
-
 TEST_F(QueueControllerTest, VictimThatExitsOnTheSignalHandsItsGpusOverEarly) {
   ASSERT_NO_FATAL_FAILURE(RunLowPriorityJob(absl::Seconds(300)));
   clock_.Advance(absl::Seconds(1));
@@ -222,7 +211,7 @@ TEST_F(QueueControllerTest, VictimThatExitsOnTheSignalHandsItsGpusOverEarly) {
   // is not success here: the agent leaves the phase alone while preempting).
   clock_.Advance(absl::Seconds(5));
   Heartbeat("gpu-0");
-  Modify("trainingjobs", "team-a", "low", [](Json& o) { ReportExited(o, 0); });
+  ReportJob("low", api::MemberState::kExited, 0);
   Step();
   Json low = Job("low");
   EXPECT_EQ(low["status"]["phase"], "Preempted") << low["status"].dump();
@@ -310,17 +299,18 @@ TEST_F(QueueControllerTest, RestartRemembersWhoCheckpointed) {
   EXPECT_TRUE(ConditionTrueIn(Job("low2"), "PreemptionPending")) << Job("low2")["status"].dump();
 }
 
-TEST_F(QueueControllerTest, ExitsOfAJobNotBeingPreemptedChangeNothing) {
+TEST_F(QueueControllerTest, ExitsOfAJobNotBeingPreemptedFinishIt) {
   AddNode("gpu-0", 8);
   AddJob("a", 1, 8);
   Step();
   ASSERT_EQ(Job("a")["status"]["phase"], "Scheduled");
-  // Without the PreemptionPending condition, exits are the agent's to judge
-  // (it moves the phase); the controller does not requeue the job.
-  Modify("trainingjobs", "team-a", "a", [](Json& o) { ReportExited(o, 0); });
+  // Without the PreemptionPending condition, exits are the job's end, not a
+  // preemption's: it succeeded and gives its GPUs back; it is not requeued.
+  ReportJob("a", api::MemberState::kExited, 0);
   Step();
-  EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
-  EXPECT_EQ(BoundGpus(), 8);
+  EXPECT_EQ(Job("a")["status"]["phase"], "Succeeded");
+  EXPECT_EQ(BoundGpus(), 0);
+  EXPECT_EQ(ctl_->stats().requeued, 0);
 }
 
 TEST_F(QueueControllerTest, QueueChangesApplyLiveAndRestartRebuildsTheTree) {

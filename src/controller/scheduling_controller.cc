@@ -13,6 +13,7 @@
 #include "controller/decision_spans.h"
 #include "controller/events.h"
 #include "controller/job_codec.h"
+#include "controller/member_phase.h"
 #include "controller/node_codec.h"
 #include "controller/queue_codec.h"
 #include "sched/plugins/default_registry.h"
@@ -532,6 +533,35 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
   rec.job = std::make_shared<const model::Job>(*std::move(job));
   by_sched_key_[rec.job->key()] = &rec;
   rec.queued_since = clock_.Now();
+  if (!at_start && BoundPhase(rec.phase) && st.contains("placement")) {
+    // A placement this controller did not write (it adopts stored ones only while it starts):
+    // whoever wrote it went past the scheduler and the job's queue, so it is removed before an
+    // agent acts on it, and the job is scheduled like any other.
+    const Change why{"PlacementIgnored",
+                     "a placement the controller did not write appeared in the job's status; "
+                     "it was removed and the job waits for the scheduler",
+                     true};
+    int64_t base = 0;
+    absl::StatusOr<int64_t> w = Update(
+        rec.key, -1,
+        [](Json& o) {
+          Json& s = StatusOf(o);
+          if (!BoundPhase(Str(s, "phase"))) return false;
+          s.erase("placement");
+          s.erase("replicas");
+          s["phase"] = "Pending";
+          return true;
+        },
+        why, &base);
+    if (!w.ok()) {
+      options_.log.Error(
+          "foreign placement not removed",
+          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(w.status().message())}});
+      return;
+    }
+    if (base == rec.revision) rec.revision = *w;
+    rec.phase = "Pending";
+  }
   if (BoundPhase(rec.phase) && StatusOf(obj).contains("placement")) {
     absl::StatusOr<sched::Placement> p = PlacementFromJson(st["placement"], *rec.job, *cluster_);
     absl::Status s = p.status();
@@ -578,7 +608,6 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
           {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
     }
   }
-  (void)at_start;
   Enqueue(rec);
 }
 
@@ -594,6 +623,7 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     Admit(r, obj, at_start);
     ObserveService(r, obj);
     MaybeRestart(r, obj);  // a member may have failed while no controller ran
+    ApplyMemberReports(r, obj);
     return;
   }
   JobRec& rec = *it->second;
@@ -624,18 +654,10 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
     }
     return;
   }
-  if (phase == "Running" && rec.phase != "Running" && rec.bound) {
-    RecordEvent(obj, rev, {"Started", "every member reported running"});
-  }
-  // An InferenceService's phases, derived by its agents (docs/control-plane.md).
-  if (rec.bound && phase != rec.phase && phase == "Ready") {
-    RecordEvent(obj, rev, {"Ready", "every replica is serving"});
-  } else if (rec.bound && phase != rec.phase && phase == "Degraded") {
-    RecordEvent(obj, rev, {"Degraded", "a replica is down; its node agent starts it again", true});
-  }
   rec.phase = phase;
   ObserveService(rec, obj);
   MaybeRestart(rec, obj);
+  ApplyMemberReports(rec, obj);
   if (rec.bound && rec.in_qm && rec.job && ConditionTrue(StatusOf(obj), "PreemptionPending") &&
       AllMembersExited(StatusOf(obj))) {
     // The agents passed the preemption's checkpoint signal on and every

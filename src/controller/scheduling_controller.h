@@ -20,6 +20,9 @@
 //     PreemptionPending condition; Killed -> the victim is unbound (phase
 //     Preempted, resumeFrom the last Ready Checkpoint) and waits again;
 //     jobs that still wait get the queue layer's reason in status.message.
+//     Member reports (status.members[], written by node agents) move bound
+//     jobs to Running / Succeeded / Failed and services through Deploying /
+//     Ready / Degraded (member_phase.h).
 //
 // Queues: the tree is the queue YAML (options.queues) plus every Queue
 // object plus an implicit quota-less top-level queue per job queue name that
@@ -30,8 +33,8 @@
 // credit (written at most every queue_status_period).
 //
 // Lifecycle: Pending -> Admitted (decoded, priority resolved, queued) ->
-// Scheduled (bound) -> Running -> Succeeded | Failed (Running and the
-// terminal phases are reported by agents or users); Preempted / NodeLost
+// Scheduled (bound) -> Running -> Succeeded | Failed (from the members'
+// reports; an admin may also end a job through the status subresource); Preempted / NodeLost
 // (node lost, GPU unhealthy, NoExecute taint / drain) -> requeued, resuming
 // from the newest Ready Checkpoint. Each transition is written in ONE store
 // transaction together with an Event object (kind Event) naming the reason.
@@ -295,6 +298,9 @@ class SchedulingController {
   // generation, or a job without restarts left, changes nothing (the agent
   // then reports Failed).
   void MaybeRestart(JobRec& rec, const Json& obj);
+  // member_reports.cc: the phase bound rec's members' reports call for (member_phase.h),
+  // written with its Event; a finished job is unbound in the same write, then released.
+  void ApplyMemberReports(JobRec& rec, const Json& obj);
   // Re-places bound rec at generation + 1 with placement `p` (every member
   // restamped; agents restart them from status.resumeFrom, the newest Ready
   // Checkpoint, which the message names) if the stored binding is still the

@@ -43,11 +43,15 @@ TEST_F(ControllerTest, WaitsWithAReasonThenRunsWhenTheFirstJobEnds) {
   EXPECT_EQ(b["status"]["phase"], "Admitted");
   EXPECT_NE(b["status"]["message"].get<std::string>().find("waiting"), std::string::npos);
   EXPECT_EQ(BoundGpus(), 8);
-  // The agent reports Running, then Succeeded.
-  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Running"; });
+  // The agent reports its member running, then exited with 0: the controller moves the job
+  // to Running, then to Succeeded, and unbinds it.
+  ReportJob("a", api::MemberState::kRunning);
   Step();
-  Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Succeeded"; });
+  EXPECT_EQ(Job("a")["status"]["phase"], "Running");
+  ReportJob("a", api::MemberState::kExited, 0);
   Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Succeeded");
+  EXPECT_FALSE(Job("a")["status"].contains("placement"));
   EXPECT_EQ(Job("b")["status"]["phase"], "Scheduled");
   EXPECT_EQ(EventReasons("a"),
             (std::vector<std::string>{"Admitted", "Scheduled", "Started", "Succeeded"}));
@@ -367,24 +371,34 @@ TEST_F(ControllerTest, InferenceServiceSpreadsReplicas) {
   std::set<std::string> nodes;
   for (const Json& m : s["status"]["placement"]) nodes.insert(m["node"]);
   EXPECT_EQ(nodes.size(), 3u);
-  // Its agents derive Ready and Degraded (a replica down, being restarted): the controller
-  // records each as an event, and the service keeps its GPUs.
-  auto set_phase = [&](const char* p) {
-    Modify("inferenceservices", "serve", "chat", [&](Json& o) { o["status"]["phase"] = p; });
+  // Its agents report the replicas; the controller derives Ready, then Degraded (a replica
+  // down, being restarted by its agent), records each as an event, and the service keeps its
+  // GPUs.
+  auto report = [&](api::MemberState state, std::set<std::string> only = {}) {
+    Report("inferenceservices", "serve", "chat", state, 1, only);
     Step();
   };
-  auto events = [&] {
-    std::vector<std::string> out;
+  auto events = [&] {  // in the order they were written
+    std::vector<std::pair<int64_t, std::string>> byrev;
     absl::StatusOr<store::ListResult> l = store_.List(kEventsPrefix, {});
     for (const store::KeyValue& kv : l->kvs) {
       Json e = *ParseStored(kv.value);
-      if (e["spec"]["involvedObject"]["name"] == "chat") out.push_back(e["spec"]["reason"]);
+      if (e["spec"]["involvedObject"]["name"] == "chat") {
+        byrev.emplace_back(kv.mod_revision, e["spec"]["reason"]);
+      }
     }
+    std::sort(byrev.begin(), byrev.end());
+    std::vector<std::string> out;
+    for (auto& [rev, reason] : byrev) out.push_back(reason);
     return absl::StrJoin(out, ",");
   };
-  set_phase("Ready");
-  set_phase("Degraded");
-  set_phase("Ready");
+  report(api::MemberState::kRunning, {"replica-0"});
+  EXPECT_EQ(Get("inferenceservices", "serve", "chat")["status"]["phase"], "Deploying");
+  report(api::MemberState::kRunning);
+  EXPECT_EQ(Get("inferenceservices", "serve", "chat")["status"]["phase"], "Ready");
+  report(api::MemberState::kFailed, {"replica-1"});
+  EXPECT_EQ(Get("inferenceservices", "serve", "chat")["status"]["phase"], "Degraded");
+  report(api::MemberState::kRunning, {"replica-1"});
   EXPECT_THAT(events(), ::testing::EndsWith("Ready,Degraded,Ready"));
   s = Get("inferenceservices", "serve", "chat");
   EXPECT_EQ(s["status"]["placement"].size(), 3u);
@@ -588,6 +602,47 @@ TEST_F(ControllerTest, EachDecisionIsOneTraceWithPhaseSpans) {
   const obs::TraceRecord& big = *by_job["toobig"];
   EXPECT_EQ(attr(big[0], "tessera.result"), "unschedulable");
   EXPECT_NE(attr(big[0], "tessera.reason"), "");
+}
+
+}  // namespace
+}  // namespace tessera::controller
+
+namespace tessera::controller {
+namespace {
+
+// A placement the controller did not write (a forged status, written past the API) is not
+// adopted while the controller runs: it is removed with a Warning, and the job is placed by the
+// scheduler, on GPUs no one else holds.
+TEST_F(ControllerTest, APlacementItDidNotWriteIsRemovedNotAdopted) {
+  AddNode("gpu-0", 8);
+  AddJob("victim", 1, 8);
+  Step();
+  ASSERT_EQ(Job("victim")["status"]["phase"], "Scheduled");
+  AddNode("gpu-1", 8);
+  Step();
+  Json spec = {{"groups", {{{"name", "worker"}, {"count", 1}, {"gpusPerReplica", 8}}}}};
+  Create("trainingjobs", "team-a",
+         {{"kind", "TrainingJob"},
+          {"metadata", {{"name", "forged"}}},
+          {"spec", spec},
+          {"status",
+           {{"phase", "Scheduled"},
+            {"generation", 1},
+            {"placement",
+             {{{"group", "worker"},
+               {"member", 0},
+               {"node", "gpu-0"},
+               {"gpus", {0, 1, 2, 3, 4, 5, 6, 7}},
+               {"generation", 1}}}}}}});
+  Step();
+  Json forged = Job("forged");
+  EXPECT_EQ(EventReasons("forged").front(), "PlacementIgnored");
+  // Placed by the scheduler on the free node, at a new generation.
+  ASSERT_EQ(forged["status"]["phase"], "Scheduled") << forged["status"].dump();
+  EXPECT_EQ(forged["status"]["placement"][0]["node"], "gpu-1");
+  EXPECT_GT(forged["status"]["generation"].get<int64_t>(), 1);
+  EXPECT_EQ(BoundGpus(), 16);
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ struct GangPolicy {
 };
 
 // The name a member goes by in a job's status, where node agents report it
-// (status.observed, status.replicaMetrics) and the controller reads it:
+// (status.members[].member, status.replicaMetrics) and the controller reads it:
 // "<group>-<ordinal>", e.g. "worker-3".
 inline std::string MemberKey(absl::string_view group, int64_t member) {
   return absl::StrCat(group, "-", member);

@@ -24,6 +24,17 @@ absl::string_view LinkClassName(LinkClass c) {
   return "?";
 }
 
+bool ParseLinkClass(absl::string_view name, LinkClass* out) {
+  for (LinkClass c : {LinkClass::kSelf, LinkClass::kNvSwitch, LinkClass::kNvLink,
+                      LinkClass::kPcieSwitch, LinkClass::kPcieHostBridge, LinkClass::kCrossNuma}) {
+    if (name == LinkClassName(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 // Link outside an NVLink domain: same PCIe pair, same NUMA half, or across.
 LinkClass PcieLink(int a, int b, int n) {
@@ -83,6 +94,30 @@ NodeTopology NodeTopology::PcieSwitchPairs(int n) {
   }
   t.num_domains_ = n;
   return t;
+}
+
+std::vector<int> NvLinkIslands(int n, const std::vector<LinkClass>& links) {
+  std::vector<int> island(n, -1);
+  if (static_cast<int>(links.size()) != n * n) return island;
+  int next = 0;
+  for (int a = 0; a < n; ++a) {
+    if (island[a] >= 0) continue;
+    island[a] = next;
+    std::vector<int> todo = {a};
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      for (int y = 0; y < n; ++y) {
+        const LinkClass c = links[x * n + y];
+        if (island[y] < 0 && (c == LinkClass::kNvSwitch || c == LinkClass::kNvLink)) {
+          island[y] = next;
+          todo.push_back(y);
+        }
+      }
+    }
+    ++next;
+  }
+  return island;
 }
 
 absl::StatusOr<NodeTopology> NodeTopology::FromMatrix(int n, std::vector<LinkClass> links,

@@ -26,6 +26,8 @@ enum class LinkClass : uint8_t {
   kCrossNuma = 5,       // SYS: across the CPU interconnect
 };
 absl::string_view LinkClassName(LinkClass c);
+// The inverse of LinkClassName; false for anything else.
+bool ParseLinkClass(absl::string_view name, LinkClass* out);
 
 class NodeTopology {
  public:
@@ -41,7 +43,8 @@ class NodeTopology {
   // on one NUMA node, cross-NUMA between halves. Each GPU is its own domain.
   static NodeTopology PcieSwitchPairs(int num_gpus);
   // From an explicit matrix (row-major, n*n) and per-GPU domain ids
-  // (-1: no NVLink). Validates symmetry and the diagonal.
+  // (-1: no NVLink). Validates symmetry and the diagonal. A node that names
+  // no domains gets the islands its links make (NvLinkIslands).
   static absl::StatusOr<NodeTopology> FromMatrix(int num_gpus, std::vector<LinkClass> links,
                                                  std::vector<int> domains);
 
@@ -58,5 +61,11 @@ class NodeTopology {
   std::vector<LinkClass> links_;
   std::vector<int> domains_;
 };
+
+// The NVLink islands of a link matrix (row-major, n*n): GPUs joined by NVLink
+// or NVSwitch links, transitively, share an island; ids are dense, in GPU
+// order (GPU 0's island is 0). The one derivation of islands from links: the
+// scheduler's node decoding and the dashboard both use it.
+std::vector<int> NvLinkIslands(int num_gpus, const std::vector<LinkClass>& links);
 
 }  // namespace tessera::model

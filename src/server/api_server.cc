@@ -11,11 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
-#include "server/api/selector.h"
+#include "api/kinds.h"
+#include "api/object_codec.h"
+#include "api/selector.h"
 #include "server/api_server_internal.h"
 #include "server/elastic_pool.h"
+#include "server/status_write.h"
 
 namespace tessera::server {
 
@@ -113,17 +114,28 @@ bool AllowNodeRoute(const Principal& p, const std::string& node, absl::string_vi
   return true;
 }
 
-}  // namespace internal
-
-using namespace internal;  // NOLINT: this module's reply helpers
-
-namespace {
+bool BoundToNode(const Json& obj, const std::string& node) {
+  auto st = obj.find("status");
+  if (st == obj.end() || !st->is_object()) return false;
+  auto placement = st->find("placement");
+  if (placement == st->end() || !placement->is_array()) return false;
+  for (const Json& m : *placement) {
+    if (m.is_object() && m.contains("node") && m["node"] == node) return true;
+  }
+  return false;
+}
 
 std::string Describe(const KindInfo& kind, absl::string_view ns, absl::string_view name) {
   return ns.empty()
              ? absl::StrCat(kind.plural, " \"", std::string(name), "\"")
              : absl::StrCat(kind.plural, " \"", std::string(ns), "/", std::string(name), "\"");
 }
+
+}  // namespace internal
+
+using namespace internal;  // NOLINT: this module's reply helpers
+
+namespace {
 
 std::unique_ptr<httplib::Server> MakeHttpServer(const ApiServerOptions& o) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::make_unique<httplib::Server>();
@@ -352,6 +364,15 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
     return HandleNodeBindings(*who, seg[1], req, res);
   }
   Route r;
+  // The status subresource: .../NAME/status (docs/api.md, "Status").
+  bool status = false;
+  if ((seg.size() == 5 && seg[0] == "namespaces") || (seg.size() == 3 && seg[0] != "namespaces")) {
+    if (seg.back() != "status") {
+      return Fail(res, 404, "NotFound", absl::StrCat("no such path ", req.path));
+    }
+    seg.pop_back();
+    status = true;
+  }
   if (seg.size() >= 3 && seg.size() <= 4 && seg[0] == "namespaces") {
     r.kind = api::KindByPlural(seg[2]);
     if (r.kind == nullptr || !r.kind->namespaced) {
@@ -385,6 +406,21 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
   Verb verb;
   const bool item = !r.name.empty();
   const bool watch = req.get_param_value("watch") == "true" || req.get_param_value("watch") == "1";
+  if (status) {
+    if (req.method == "GET") {
+      if (std::string why = Authorize(*who, Verb::kGet, r.resource()); !why.empty()) {
+        return Fail(res, 403, "Forbidden", why);
+      }
+      return HandleGet(*who, r, req, res);
+    }
+    if (req.method != "PUT") {
+      return Fail(res, 405, "MethodNotAllowed", "the status subresource takes GET and PUT");
+    }
+    if (std::string why = AuthorizeStatusWrite(*who, *r.kind, r.ns, r.name); !why.empty()) {
+      return Fail(res, 403, "Forbidden", why);
+    }
+    return HandleUpdateStatus(*who, r, req, res);
+  }
   if (req.method == "GET") {
     verb = item ? Verb::kGet : (watch ? Verb::kWatch : Verb::kList);
   } else if (req.method == "POST" && !item) {
@@ -409,7 +445,7 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
   }
   switch (verb) {
     case Verb::kGet:
-      return HandleGet(r, req, res);
+      return HandleGet(*who, r, req, res);
     case Verb::kList:
       return HandleList(r, req, res);
     case Verb::kWatch:
@@ -429,20 +465,25 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
       return HandleCreate(r, req, res);
     }
     case Verb::kUpdate:
-      return HandleUpdate(r, req, res,
-                          who->role == Principal::Role::kNode && r.kind->kind != "Node",
-                          who->role == Principal::Role::kNode ? who->node : std::string());
+      return HandleUpdate(*who, r, req, res);
     case Verb::kDelete:
       return HandleDelete(r, req, res);
   }
 }
 
-void ApiServer::HandleGet(const Route& r, const httplib::Request&, httplib::Response& res) {
+void ApiServer::HandleGet(const Principal& who, const Route& r, const httplib::Request&,
+                          httplib::Response& res) {
   const std::string what = Describe(*r.kind, r.ns, r.name);
   absl::StatusOr<store::KeyValue> kv = store_.Get(api::StoreKey(*r.kind, r.ns, r.name));
   if (!kv.ok()) return FailStore(res, kv.status(), what);
   absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
   if (!obj.ok()) return FailStore(res, obj.status(), what);
+  if (who.role == Principal::Role::kNode && r.kind->kind != "Node" &&
+      !BoundToNode(*obj, who.node)) {
+    // A node reads only the jobs it runs members of: another tenant's job is not its business.
+    return Fail(res, 403, "Forbidden",
+                absl::StrCat("node \"", who.node, "\" may only read jobs bound to it"));
+  }
   Reply(res, 200, *obj);
 }
 
@@ -501,209 +542,6 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
                                items, "],\"kind\":", Json(r.kind->kind + "List").dump(),
                                ",\"metadata\":", meta.dump(), "}\n"),
                   "application/json");
-}
-
-bool ApiServer::Admit(const KindInfo& kind, const std::string& name, const Json* obj,
-                      httplib::Response& res) {
-  if (!options_.admit) return true;
-  absl::Status s = options_.admit(kind.kind, name, obj);
-  if (s.ok()) return true;
-  if (absl::IsInvalidArgument(s)) {
-    Fail(res, 422, "Invalid", absl::StrCat(kind.kind, " \"", name, "\" is invalid: ", s.message()));
-  } else {
-    Fail(res, 500, "InternalError", s.message());
-  }
-  return false;
-}
-
-void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res) {
-  absl::StatusOr<Json> body = api::ParseBody(req.body);
-  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
-  std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, "");
-  if (!errors.empty()) {
-    return Fail(res, 422, "Invalid",
-                absl::StrCat(r.kind->kind, " is invalid: ", errors.front().ToString()), errors);
-  }
-  Json obj = std::move(*body);
-  Json& meta = obj["metadata"];
-  const std::string name = meta["name"].get<std::string>();
-  if (!Admit(*r.kind, name, &obj, res)) return;
-  if (r.kind->namespaced) meta["namespace"] = r.ns;
-  meta["uid"] = NewUid();
-  meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
-  meta.erase("resourceVersion");
-  if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = Json::object();
-  if (!obj["status"].contains("phase")) obj["status"]["phase"] = r.kind->phases.front();
-  const std::string what = Describe(*r.kind, r.ns, name);
-  std::string stored = api::ToStored(obj);
-  absl::StatusOr<int64_t> rev = store_.Create(api::StoreKey(*r.kind, r.ns, name), stored);
-  if (!rev.ok()) return FailStore(res, rev.status(), what);
-  ReplyStored(res, 201, stored, *rev);
-}
-
-void ApiServer::HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
-                             bool status_only, const std::string& node) {
-  absl::StatusOr<Json> body = api::ParseBody(req.body);
-  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
-  std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
-  int64_t expected = 0;
-  Json& meta = (*body)["metadata"];
-  if (errors.empty() && meta.contains("resourceVersion") && !meta["resourceVersion"].is_null() &&
-      !meta["resourceVersion"].get<std::string>().empty()) {
-    if (!absl::SimpleAtoi(meta["resourceVersion"].get<std::string>(), &expected) || expected <= 0) {
-      errors.push_back({"metadata.resourceVersion", "must be a positive integer string"});
-    }
-  }
-  if (!errors.empty()) {
-    return Fail(res, 422, "Invalid",
-                absl::StrCat(r.kind->kind, " is invalid: ", errors.front().ToString()), errors);
-  }
-  const std::string key = api::StoreKey(*r.kind, r.ns, r.name);
-  const std::string what = Describe(*r.kind, r.ns, r.name);
-  absl::StatusOr<store::KeyValue> cur = store_.Get(key);
-  if (!cur.ok()) return FailStore(res, cur.status(), what);
-  absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
-  if (!old.ok()) return FailStore(res, old.status(), what);
-  if (expected == 0) expected = cur->mod_revision;  // unconditional, but atomic with this read
-  Json obj = std::move(*body);
-  if (status_only) {
-    Json status = obj.contains("status") ? obj["status"] : Json();
-    if (!node.empty()) {
-      // A node reports only on jobs bound to it, and never rebinds them.
-      const Json& old_status = (*old).contains("status") ? (*old)["status"] : Json();
-      bool bound_here = false;
-      if (old_status.is_object() && old_status.contains("placement") &&
-          old_status["placement"].is_array()) {
-        for (const Json& m : old_status["placement"]) {
-          if (m.is_object() && m.contains("node") && m["node"] == node) bound_here = true;
-        }
-      }
-      if (!bound_here) {
-        return Fail(res, 403, "Forbidden",
-                    absl::StrCat("node \"", node, "\" may only report on jobs bound to it; ", what,
-                                 " has no member there"));
-      }
-      if (!status.is_object()) status = Json::object();
-      for (const char* owned : {"placement", "generation"}) {
-        if (old_status.contains(owned)) {
-          status[owned] = old_status[owned];
-        } else {
-          status.erase(owned);
-        }
-      }
-    }
-    obj = *old;
-    obj["status"] = status;
-  }
-  // Server-owned fields are kept from the stored object; a PUT without a
-  // status keeps the current status.
-  obj["metadata"]["uid"] = (*old)["metadata"]["uid"];
-  obj["metadata"]["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
-  if (r.kind->namespaced) obj["metadata"]["namespace"] = r.ns;
-  if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = (*old)["status"];
-  if (!status_only && !Admit(*r.kind, r.name, &obj, res)) return;
-  std::string stored = api::ToStored(obj);
-  absl::StatusOr<int64_t> rev = store_.Put(key, stored, expected);
-  if (!rev.ok()) return FailStore(res, rev.status(), what);
-  ReplyStored(res, 200, stored, *rev);
-}
-
-void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res) {
-  int64_t precondition = 0;
-  if (!QueryInt(req, "resourceVersion", precondition, res)) return;
-  const std::string key = api::StoreKey(*r.kind, r.ns, r.name);
-  const std::string what = Describe(*r.kind, r.ns, r.name);
-  if (store_.Get(key).ok() && !Admit(*r.kind, r.name, nullptr, res)) return;
-  for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<store::KeyValue> cur = store_.Get(key);
-    if (!cur.ok()) return FailStore(res, cur.status(), what);
-    const int64_t expected = precondition > 0 ? precondition : cur->mod_revision;
-    absl::StatusOr<int64_t> rev = store_.Delete(key, expected);
-    if (rev.ok()) {
-      absl::StatusOr<Json> obj = api::FromStored(cur->value, *rev);
-      if (!obj.ok()) return FailStore(res, obj.status(), what);
-      return Reply(res, 200, *obj);
-    }
-    // Without a precondition a concurrent write is retried, not reported.
-    if (precondition > 0 || !absl::IsFailedPrecondition(rev.status()) || attempt >= 10) {
-      return FailStore(res, rev.status(), what);
-    }
-  }
-}
-
-// POST /api/v1/batch {"items": [object, ...]}: creates every object in one
-// store Txn -- all or nothing, one resourceVersion for all.
-void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
-                            httplib::Response& res) {
-  absl::StatusOr<Json> body = api::ParseBody(req.body);
-  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
-  if (body->size() != 1 || !body->contains("items") || !(*body)["items"].is_array() ||
-      (*body)["items"].empty()) {
-    return Fail(res, 422, "Invalid", "batch: body must be {\"items\": [object, ...]}",
-                {{"items", "must be a non-empty array of objects"}});
-  }
-  Json& items = (*body)["items"];
-  std::vector<store::Op> ops;
-  std::vector<api::FieldError> errors;
-  for (size_t i = 0; i < items.size(); ++i) {
-    Json& obj = items[i];
-    const std::string path = absl::StrCat("items[", i, "]");
-    const KindInfo* kind = nullptr;
-    if (obj.is_object() && obj.contains("kind") && obj["kind"].is_string()) {
-      for (const KindInfo& k : api::AllKinds()) {
-        if (k.kind == obj["kind"].get<std::string>()) kind = &k;
-      }
-    }
-    if (kind == nullptr) {
-      errors.push_back({path + ".kind", "must name a known kind"});
-      continue;
-    }
-    std::string ns;
-    if (kind->namespaced && obj.contains("metadata") && obj["metadata"].is_object() &&
-        obj["metadata"].contains("namespace") && obj["metadata"]["namespace"].is_string()) {
-      ns = obj["metadata"]["namespace"].get<std::string>();
-    }
-    if (kind->namespaced && ns.empty()) {
-      errors.push_back({path + ".metadata.namespace", "is required in a batch"});
-      continue;
-    }
-    std::vector<api::FieldError> item_errors = api::ValidateObject(*kind, obj, ns, "");
-    for (api::FieldError& e : item_errors) {
-      errors.push_back({absl::StrCat(path, e.field.empty() ? "" : ".", e.field), e.message});
-    }
-    if (!item_errors.empty()) continue;
-    const std::string name = obj["metadata"]["name"].get<std::string>();
-    if (std::string why =
-            Authorize(p, Verb::kCreate,
-                      Resource{kind->plural, kind->namespaced, kind->namespaced ? ns : "", name});
-        !why.empty()) {
-      return Fail(res, 403, "Forbidden", absl::StrCat(path, ": ", why));
-    }
-    Json& meta = obj["metadata"];
-    meta["uid"] = NewUid();
-    meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
-    meta.erase("resourceVersion");
-    if (!obj.contains("status") || obj["status"].is_null()) obj["status"] = Json::object();
-    if (!obj["status"].contains("phase")) obj["status"]["phase"] = kind->phases.front();
-    ops.push_back(store::Op::Create(api::StoreKey(*kind, ns, name), api::ToStored(obj)));
-  }
-  if (!errors.empty()) {
-    return Fail(res, 422, "Invalid", absl::StrCat("batch is invalid: ", errors.front().ToString()),
-                errors);
-  }
-  absl::StatusOr<int64_t> rev = store_.Txn(ops);
-  if (!rev.ok()) {
-    if (absl::IsInvalidArgument(rev.status())) {
-      return Fail(res, 422, "Invalid", absl::StrCat("batch: ", rev.status().message()));
-    }
-    return FailStore(res, rev.status(), "an object of the batch");
-  }
-  for (Json& obj : items) obj["metadata"]["resourceVersion"] = std::to_string(*rev);
-  Reply(res, 201,
-        {{"apiVersion", api::kApiVersion},
-         {"kind", "List"},
-         {"metadata", {{"resourceVersion", std::to_string(*rev)}}},
-         {"items", std::move(items)}});
 }
 
 }  // namespace tessera::server

@@ -45,11 +45,11 @@ namespace tessera::controller {
 class NodeLeases;
 }  // namespace tessera::controller
 
-namespace tessera::server {
-
-namespace api {
+namespace tessera::api {
 struct KindInfo;
-}  // namespace api
+}  // namespace tessera::api
+
+namespace tessera::server {
 
 using Json = nlohmann::json;
 class ElasticPool;
@@ -120,15 +120,19 @@ class ApiServer {
  private:
   struct Route;
   void Handle(const httplib::Request& req, httplib::Response& res);
-  void HandleGet(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleGet(const Principal& who, const Route& r, const httplib::Request& req,
+                 httplib::Response& res);
   void HandleList(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res);
+  // The write verbs (api_server_write.cc). Creates and updates ignore the status they carry
+  // (it is the control plane's); PUT .../status writes what status_write.h allows `who`.
   void HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res);
-  // status_only: everything but `status` is kept from the stored object (a node's report).
-  // `node` (status_only): the reporting node; the job must have a member bound
-  // there, and the binding itself (placement, generation) stays the server's.
-  void HandleUpdate(const Route& r, const httplib::Request& req, httplib::Response& res,
-                    bool status_only = false, const std::string& node = "");
+  // A node token's update of its own Node keeps what an admin owns (taints, cordon, pool) and
+  // may not raise its capacity.
+  void HandleUpdate(const Principal& who, const Route& r, const httplib::Request& req,
+                    httplib::Response& res);
+  void HandleUpdateStatus(const Principal& who, const Route& r, const httplib::Request& req,
+                          httplib::Response& res);
   void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
   // Runs options_.admit; on refusal answers `res` and returns false.

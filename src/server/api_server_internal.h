@@ -12,9 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
-#include "server/api/selector.h"
+#include "api/kinds.h"
+#include "api/object_codec.h"
+#include "api/selector.h"
 #include "server/api_server.h"
 
 namespace tessera::server {
@@ -41,6 +41,12 @@ void FailStore(httplib::Response& res, const absl::Status& s, const std::string&
 // Parses an optional non-negative integer query parameter; on a bad value answers 400 and
 // returns false.
 bool QueryInt(const httplib::Request& req, const char* name, int64_t& out, httplib::Response& res);
+
+// True when the job object's status.placement has a member on `node`.
+bool BoundToNode(const api::Json& obj, const std::string& node);
+
+// `kind "ns/name"` (or `kind "name"`) for messages.
+std::string Describe(const api::KindInfo& kind, absl::string_view ns, absl::string_view name);
 
 // A list's or watch's labelSelector and fieldSelector.
 struct Selectors {

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
-#include "server/api/selector.h"
+#include "api/kinds.h"
+#include "api/object_codec.h"
+#include "api/selector.h"
 #include "server/api_server.h"
 #include "server/api_server_internal.h"
 

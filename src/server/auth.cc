@@ -80,14 +80,14 @@ std::string Authorize(const Principal& p, Verb verb, const Resource& r) {
       }
       return "";
     case Principal::Role::kNode:
-      // A node agent reads the jobs bound to it and reports its members' states; the server
-      // keeps such an update to the job's status (ApiServer, status-only updates).
-      // Its bindings come from GET /api/v1/nodes/NAME/bindings (its own only), never from a
-      // list or watch of every job.
+      // A node agent reads the jobs bound to it (ApiServer checks the binding) and reports its
+      // members' states through the status subresource (status_write.h). Its bindings come
+      // from GET /api/v1/nodes/NAME/bindings (its own only), never from a list or watch of
+      // every job.
       if (r.plural == "trainingjobs" || r.plural == "inferenceservices") {
-        if (verb == Verb::kGet || verb == Verb::kUpdate) return "";
-        return "nodes may only get jobs and update their status; their bindings are at "
-               "/api/v1/nodes/NAME/bindings";
+        if (verb == Verb::kGet) return "";
+        return "nodes may only get the jobs bound to them and report their members at "
+               ".../NAME/status; their bindings are at /api/v1/nodes/NAME/bindings";
       }
       if (r.plural != "nodes" || r.name != p.node) {
         return absl::StrCat("node \"", p.node, "\" may only access its own Node object");

@@ -5,9 +5,11 @@
 //   ROLE admin          everything; NAMESPACE is ignored (write "*")
 //   ROLE user           every verb on namespaced kinds in NAMESPACE only;
 //                       read-only (get/list/watch) on cluster-scoped kinds
-//   ROLE node:NAME      get/create/update of the Node object NAME; get (not list or watch)
-//                       of TrainingJobs and InferenceServices and updates of their status
-//                       only (member reports); its bindings at /api/v1/nodes/NAME/bindings
+//   ROLE node:NAME      get/create/update of the Node object NAME (never its taints,
+//                       cordon or pool, nor more capacity than it has); get (not list or
+//                       watch) of the TrainingJobs and InferenceServices bound to it; its
+//                       bindings at /api/v1/nodes/NAME/bindings. Status writes (members'
+//                       reports, its Node's health) go through server/status_write.h.
 // Unknown token or none: 401. Known token, action not allowed: 403.
 //
 // Immutable after loading; thread-safe.

@@ -48,7 +48,7 @@ TEST(AuthTest, Rules) {
   EXPECT_EQ(Authorize(node, Verb::kGet, own), "");   // its bindings
   EXPECT_NE(Authorize(node, Verb::kList, all), "");  // its bindings come from its own index
   EXPECT_NE(Authorize(node, Verb::kWatch, all), "");
-  EXPECT_EQ(Authorize(node, Verb::kUpdate, own), "");  // status only (ApiServer)
+  EXPECT_NE(Authorize(node, Verb::kUpdate, own), "");  // reports go to .../status
   EXPECT_NE(Authorize(node, Verb::kDelete, own), "");
   EXPECT_NE(Authorize(node, Verb::kCreate, own), "");
   EXPECT_NE(Authorize(node, Verb::kGet, queue), "");

@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/api/object_codec.h"
+#include "api/object_codec.h"
 #include "server/fleet.h"
 #include "server/ui_assets.h"
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
@@ -92,17 +93,27 @@ class DashboardTest : public ::testing::Test {
                              /*read_timeout_s=*/15);
   }
 
-  // Creates the object, then writes `status` onto it (status is the controller's and
-  // agents' to write; an admin PUT stands in for them).
+  // Creates the object, then writes `status` onto it straight in the store, as the controller
+  // does (status is the control plane's: the API would not take a placement).
   void CreateWithStatus(const std::string& collection, Json obj, const Json& status) {
     Resp c = Do("POST", collection, obj);
     ASSERT_EQ(c.status, 201) << c.text;
     if (status.is_null()) return;
-    obj = c.body;
-    obj["status"] = status;
-    Resp u =
-        Do("PUT", absl::StrCat(collection, "/", obj["metadata"]["name"].get<std::string>()), obj);
-    ASSERT_EQ(u.status, 200) << u.text;
+    StoreStatus(collection, c.body["metadata"]["name"].get<std::string>(), status);
+  }
+  // Replaces the stored status of `name` in API collection path `collection`.
+  void StoreStatus(const std::string& collection, const std::string& name, const Json& status) {
+    // "/api/v1/namespaces/NS/PLURAL" -> "/registry/PLURAL/NS/NAME"; "/api/v1/PLURAL" ->
+    // "/registry/PLURAL/NAME".
+    std::vector<std::string> parts = absl::StrSplit(collection, '/');
+    const std::string key = parts.size() == 6
+                                ? absl::StrCat("/registry/", parts[5], "/", parts[4], "/", name)
+                                : absl::StrCat("/registry/", parts[3], "/", name);
+    absl::StatusOr<store::KeyValue> kv = store_->Get(key);
+    ASSERT_TRUE(kv.ok()) << key << ": " << kv.status();
+    Json stored = Json::parse(kv->value);
+    stored["status"] = status;
+    ASSERT_TRUE(store_->Put(key, stored.dump(), kv->mod_revision).ok());
   }
 
   static const Json* FindRow(const Json& rows, size_t col, const std::string& value) {
@@ -227,12 +238,12 @@ TEST_F(DashboardTest, ChangeSetsCarryOnlyWhatChangedAfterTheRevision) {
   // GPU 5 of n2 turns unhealthy (twice: the last write wins); the job goes.
   Resp n2 = Do("GET", "/api/v1/nodes/n2");
   Json obj = n2.body;
-  obj["status"] = {{"phase", "Ready"}, {"gpus", {{{"index", 5}, {"health", "Unhealthy"}}}}};
-  ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2", obj).status, 200);
+  obj["status"] = {{"gpus", {{{"index", 5}, {"health", "Unhealthy"}}}}};
+  ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2/status", obj).status, 200);
   obj["status"]["gpus"][0]["index"] = 6;
   obj["status"]["gpus"][0]["utilization"] = 55;  // a heartbeat's measured sample
   obj["metadata"].erase("resourceVersion");
-  ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2", obj).status, 200);
+  ASSERT_EQ(Do("PUT", "/api/v1/nodes/n2/status", obj).status, 200);
   ASSERT_EQ(Do("DELETE", "/api/v1/namespaces/team-a/trainingjobs/train").status, 200);
 
   Resp d = Do("GET", "/api/v1/fleet?resourceVersion=" + rv);
@@ -426,13 +437,13 @@ TEST_F(DashboardTest, AutoscaledServicesAndMemberClustersHaveTheirFields) {
   // with the new row.
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    Json obj = Do("GET", isvcs + "/chat").body;
-    obj["status"]["desiredReplicas"] = 3;
-    obj["status"]["replicaMetrics"]["replica-0"] = {
+    Json st = Do("GET", isvcs + "/chat").body["status"];
+    st["desiredReplicas"] = 3;
+    st["replicaMetrics"]["replica-0"] = {
         {"p99LatencyMs", 300}, {"rps", 5}, {"time", at(absl::Seconds(1))}};
-    obj["status"]["replicaMetrics"]["replica-1"] = {
+    st["replicaMetrics"]["replica-1"] = {
         {"p99LatencyMs", 320}, {"rps", 5}, {"time", at(absl::Seconds(1))}};
-    EXPECT_EQ(Do("PUT", isvcs + "/chat", obj).status, 200);
+    StoreStatus(isvcs, "chat", st);
   });
   Resp w = Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv);
   writer.join();
@@ -444,7 +455,7 @@ TEST_F(DashboardTest, AutoscaledServicesAndMemberClustersHaveTheirFields) {
   const std::string rv2 = w.body["resourceVersion"];
   Json c = Do("GET", "/api/v1/clusters/east").body;
   c["status"] = {{"phase", "Unreachable"}, {"gpus", 64}, {"freeGpus", 0}, {"message", "timeout"}};
-  ASSERT_EQ(Do("PUT", "/api/v1/clusters/east", c).status, 200);
+  ASSERT_EQ(Do("PUT", "/api/v1/clusters/east/status", c).status, 200);
   Resp d = Do("GET", "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv2);
   ASSERT_EQ(d.status, 200);
   EXPECT_EQ(d.body["clusters"], Json({{"east", "Unreachable", 64, 0, "timeout"}}));

@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "api/kinds.h"
+#include "api/object_codec.h"
 #include "controller/node_codec.h"
 #include "controller/store_layout.h"
 #include "nlohmann/json.hpp"
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
 
 namespace tessera::server {
 namespace {
@@ -52,32 +52,6 @@ double Num(const Json& o, const char* key, double def = 0) {
   return it != o.end() && it->is_number() ? it->get<double>() : def;
 }
 
-// GPUs joined by NVLink or NVSwitch links, transitively: what an agent's
-// links matrix says when it names no nvlinkDomains.
-std::vector<int> NvLinkIslands(const model::NodeTopology& t) {
-  const int n = t.num_gpus();
-  std::vector<int> island(n, -1);
-  int next = 0;
-  for (int a = 0; a < n; ++a) {
-    if (island[a] >= 0) continue;
-    island[a] = next;
-    std::vector<int> todo = {a};
-    while (!todo.empty()) {
-      int x = todo.back();
-      todo.pop_back();
-      for (int y = 0; y < n; ++y) {
-        const model::LinkClass c = t.link(x, y);
-        if (island[y] < 0 && (c == model::LinkClass::kNvSwitch || c == model::LinkClass::kNvLink)) {
-          island[y] = next;
-          todo.push_back(y);
-        }
-      }
-    }
-    ++next;
-  }
-  return island;
-}
-
 // Utilization % per GPU, `gpus` long: the newest heartbeat samples when the
 // server has them, else what the stored Node says; -1 where none.
 Json Utilization(const std::string& name, const Json& status, size_t gpus,
@@ -113,10 +87,9 @@ Json NodeRow(const Json& obj, const GpuSamples* samples) {
   bool unschedulable = false;
   // An object the scheduler cannot read is still shown (without GPUs).
   if (absl::StatusOr<model::Node> n = controller::NodeFromObject(obj); n.ok()) {
-    const bool implicit = spec.contains("links") && !spec.contains("nvlinkDomains");
-    std::vector<int> d = implicit ? NvLinkIslands(n->topology) : std::vector<int>();
+    // The islands the scheduler sees (node_codec derives them from the links).
     for (size_t i = 0; i < n->gpus.size(); ++i) {
-      domains.push_back(implicit ? d[i] : n->topology.domain(static_cast<int>(i)));
+      domains.push_back(n->topology.domain(static_cast<int>(i)));
       health.push_back(n->gpus[i].health == model::GpuHealth::kUnhealthy ? 'U' : 'H');
     }
     if (!n->gpus.empty()) model = n->gpus[0].model;

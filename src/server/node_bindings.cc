@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "api/kinds.h"
+#include "api/object_codec.h"
 #include "nlohmann/json.hpp"
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
 
 namespace tessera::server {
 namespace {

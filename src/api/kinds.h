@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/api/schema.h"
+#include "api/schema.h"
 
-namespace tessera::server::api {
+namespace tessera::api {
 
 inline constexpr char kApiVersion[] = "tessera.dev/v1";
 
@@ -31,4 +31,4 @@ const std::vector<KindInfo>& AllKinds();
 // The kind whose plural is `plural`, or null.
 const KindInfo* KindByPlural(std::string_view plural);
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

@@ -9,7 +9,7 @@
 
 #include "nlohmann/json.hpp"
 
-namespace tessera::controller {
+namespace tessera::api {
 
 struct SpecError {
   std::string field;  // "spec.elastic.maxReplicas"
@@ -20,4 +20,4 @@ struct SpecError {
 // 0 when the job is not elastic. Pure; never throws on malformed JSON.
 std::optional<SpecError> CheckElastic(const nlohmann::json& spec, int32_t* min_replicas);
 
-}  // namespace tessera::controller
+}  // namespace tessera::api

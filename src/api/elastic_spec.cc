@@ -1,8 +1,8 @@
-#include "controller/elastic_spec.h"
+#include "api/elastic_spec.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace tessera::controller {
+namespace tessera::api {
 
 std::optional<SpecError> CheckElastic(const nlohmann::json& spec, int32_t* min_replicas) {
   *min_replicas = 0;
@@ -49,4 +49,4 @@ std::optional<SpecError> CheckElastic(const nlohmann::json& spec, int32_t* min_r
   return std::nullopt;
 }
 
-}  // namespace tessera::controller
+}  // namespace tessera::api

@@ -4,6 +4,9 @@
 // string-keyed map, and simple constraints. Validate() collects every error
 // with the field's path ("spec.groups[0].count: must be > 0").
 //
+// Every string is refused when it holds a NUL character (nothing downstream --
+// argv, environment, file names -- can carry one).
+//
 // Schemas are immutable values built once at start-up; sharing them across
 // threads is safe.
 #pragma once
@@ -16,7 +19,7 @@
 
 #include "nlohmann/json.hpp"
 
-namespace tessera::server::api {
+namespace tessera::api {
 
 struct FieldError {
   std::string field;  // "spec.groups[0].count"; empty for the whole body
@@ -41,20 +44,22 @@ class Schema {
   static Schema Map(Schema value);
 
   // Constraints (chainable on a temporary).
-  Schema Min(int64_t v) &&;                          // kInt: value >= v
+  Schema Min(int64_t v) &&;                          // kInt/kNumber: value >= v
+  Schema Max(int64_t v) &&;                          // kInt/kNumber: value <= v
   Schema Positive() &&;                              // kInt/kNumber: value > 0
   Schema MaxLength(size_t n) &&;                     // kString
   Schema OneOf(std::vector<std::string> values) &&;  // kString
   Schema DnsLabel() &&;                              // kString: lower-case RFC 1123 label, <= 63
   Schema MinItems(size_t n) &&;                      // kArray
+  Schema MaxItems(size_t n) &&;                      // kArray, kMap: at most n entries
 
   // Appends an error per violation found in `value` at `path`.
-  void Validate(const nlohmann::json& value, const std::string& path,
-                std::vector<FieldError>& errors) const;
+  void Validate(const nlohmann::json &value, const std::string &path,
+                std::vector<FieldError> &errors) const;
 
   Type type() const { return type_; }
   // For kObject: the field named `name`, or null.
-  const Schema* FieldSchema(const std::string& name) const;
+  const Schema *FieldSchema(const std::string &name) const;
 
  private:
   explicit Schema(Type t);
@@ -63,11 +68,13 @@ class Schema {
   std::vector<Field> fields_;
   std::shared_ptr<const Schema> element_;
   std::optional<int64_t> min_;
+  std::optional<int64_t> max_;
   bool positive_ = false;
   size_t max_length_ = 0;
   std::vector<std::string> one_of_;
   bool dns_label_ = false;
   size_t min_items_ = 0;
+  size_t max_items_ = 0;  // 0: no limit
 };
 
 struct Schema::Field {
@@ -92,6 +99,6 @@ inline Schema::Field Optional(std::string name, Schema s) {
 
 // True when `s` is a lower-case RFC 1123 DNS label (a-z0-9 and '-', not at
 // the ends), 1..63 characters.
-bool IsDnsLabel(const std::string& s);
+bool IsDnsLabel(const std::string &s);
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

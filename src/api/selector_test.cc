@@ -1,8 +1,8 @@
-#include "server/api/selector.h"
+#include "api/selector.h"
 
 #include <gtest/gtest.h>
 
-namespace tessera::server::api {
+namespace tessera::api {
 namespace {
 
 nlohmann::json Obj(nlohmann::json labels, std::string phase = "Running") {
@@ -50,4 +50,4 @@ TEST(SelectorTest, Fields) {
 }
 
 }  // namespace
-}  // namespace tessera::server::api
+}  // namespace tessera::api

@@ -1,12 +1,15 @@
-#include "server/api/object_codec.h"
+#include "api/object_codec.h"
 
+#include <algorithm>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controller/elastic_spec.h"
+#include "api/elastic_spec.h"
+#include "api/limits.h"
 
-namespace tessera::server::api {
+namespace tessera::api {
 
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
@@ -45,6 +48,10 @@ bool IsValidUtf8(std::string_view s) {
 
 absl::StatusOr<Json> ParseBody(std::string_view body, int max_depth) {
   if (!IsValidUtf8(body)) return absl::InvalidArgumentError("request body is not valid UTF-8");
+  if (body.substr(0, 3) == "\xEF\xBB\xBF") {
+    return absl::InvalidArgumentError(
+        "request body starts with a UTF-8 byte order mark; send plain JSON (RFC 8259 section 8.1)");
+  }
   int depth = 0;
   bool in_string = false, escaped = false;
   for (char c : body) {
@@ -159,11 +166,36 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
       errors.push_back({"spec.replicas.min", "must be <= spec.replicas.max"});
     }
   }
+  if (kind.kind == "TrainingJob" && obj["spec"].contains("groups") &&
+      obj["spec"]["groups"].is_array()) {
+    int64_t members = 0;
+    for (const Json& g : obj["spec"]["groups"]) {
+      if (g.is_object() && g.contains("count") && g["count"].is_number_integer()) {
+        members += std::clamp<int64_t>(g["count"].get<int64_t>(), 0, kMaxMembersPerJob);
+      }
+    }
+    if (members > kMaxMembersPerJob) {
+      errors.push_back(
+          {"spec.groups", absl::StrCat("the groups' counts add up to ", members,
+                                       " members; a job has at most ", kMaxMembersPerJob)});
+    }
+  }
+  if (obj["metadata"].contains("annotations") && obj["metadata"]["annotations"].is_object()) {
+    const Json& ann = obj["metadata"]["annotations"];
+    if (auto g = ann.find(kGraceAnnotation); g != ann.end() && g->is_string()) {
+      double secs = -1;
+      if (!absl::SimpleAtod(g->get<std::string>(), &secs) || !(secs >= 0) ||
+          secs > static_cast<double>(kMaxGraceSeconds)) {
+        errors.push_back(
+            {absl::StrCat("metadata.annotations[\"", kGraceAnnotation, "\"]"),
+             absl::StrCat("must be a number of seconds from 0 to ", kMaxGraceSeconds)});
+      }
+    }
+  }
   if (kind.kind == "TrainingJob") {
     // The same check the controller decodes with (controller/job_codec.h).
     int32_t min_replicas = 0;
-    if (std::optional<controller::SpecError> e =
-            controller::CheckElastic(obj["spec"], &min_replicas)) {
+    if (std::optional<SpecError> e = CheckElastic(obj["spec"], &min_replicas)) {
       errors.push_back({e->field, e->message});
     }
   }
@@ -171,24 +203,14 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
 }
 
 std::string StoreKey(const KindInfo& kind, std::string_view ns, std::string_view name) {
-  if (!kind.namespaced) return absl::StrCat("/registry/", kind.plural, "/", std::string(name));
-  return absl::StrCat("/registry/", kind.plural, "/", std::string(ns), "/", std::string(name));
+  return ObjectKey(kind.plural,
+                   kind.namespaced ? absl::string_view(ns.data(), ns.size()) : absl::string_view(),
+                   absl::string_view(name.data(), name.size()));
 }
 
 std::string StorePrefix(const KindInfo& kind, std::string_view ns) {
   if (!kind.namespaced || ns.empty()) return absl::StrCat("/registry/", kind.plural, "/");
   return absl::StrCat("/registry/", kind.plural, "/", std::string(ns), "/");
-}
-
-std::string ToStored(const Json& obj) {
-  // Copy the object only when there is a resourceVersion to drop.
-  auto meta = obj.find("metadata");
-  if (meta == obj.end() || !meta->is_object() || !meta->contains("resourceVersion")) {
-    return obj.dump();
-  }
-  Json copy = obj;
-  copy["metadata"].erase("resourceVersion");
-  return copy.dump();
 }
 
 absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision) {
@@ -219,10 +241,6 @@ absl::StatusOr<std::string> StoredToApiText(std::string_view value, int64_t mod_
   return out;
 }
 
-std::string FormatTimestamp(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
-
 Json StatusBody(int code, absl::string_view reason, absl::string_view message,
                 const std::vector<FieldError>& causes) {
   Json body = {{"apiVersion", "v1"},
@@ -239,4 +257,4 @@ Json StatusBody(int code, absl::string_view reason, absl::string_view message,
   return body;
 }
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

@@ -16,7 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
-namespace tessera::server::api {
+namespace tessera::api {
 
 class Selector {
  public:
@@ -38,4 +38,4 @@ class Selector {
   std::vector<Requirement> reqs_;
 };
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

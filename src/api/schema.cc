@@ -1,11 +1,11 @@
-#include "server/api/schema.h"
+#include "api/schema.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace tessera::server::api {
+namespace tessera::api {
 
 Schema Schema::Object(std::vector<Field> fields) {
   Schema s(Type::kObject);
@@ -26,6 +26,10 @@ Schema Schema::Min(int64_t v) && {
   min_ = v;
   return std::move(*this);
 }
+Schema Schema::Max(int64_t v) && {
+  max_ = v;
+  return std::move(*this);
+}
 Schema Schema::Positive() && {
   positive_ = true;
   return std::move(*this);
@@ -44,6 +48,11 @@ Schema Schema::DnsLabel() && {
 }
 Schema Schema::MinItems(size_t n) && {
   min_items_ = n;
+  return std::move(*this);
+}
+
+Schema Schema::MaxItems(size_t n) && {
+  max_items_ = n;
   return std::move(*this);
 }
 
@@ -100,6 +109,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
     case Type::kString: {
       if (!v.is_string()) return fail(absl::StrCat("must be ", TypeName(type_)));
       const std::string& s = v.get_ref<const std::string&>();
+      if (s.find('\0') != std::string::npos) fail("must not contain a NUL character");
       if (max_length_ > 0 && s.size() > max_length_) {
         fail(absl::StrCat("must be at most ", max_length_, " bytes"));
       }
@@ -118,6 +128,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       int64_t n = v.get<int64_t>();
       if (positive_ && n <= 0) fail("must be > 0");
       if (min_ && n < *min_) fail(absl::StrCat("must be >= ", *min_));
+      if (max_ && n > *max_) fail(absl::StrCat("must be <= ", *max_));
       return;
     }
     case Type::kNumber: {
@@ -125,6 +136,9 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       if (positive_ && v.get<double>() <= 0) fail("must be > 0");
       if (min_ && v.get<double>() < static_cast<double>(*min_)) {
         fail(absl::StrCat("must be >= ", *min_));
+      }
+      if (max_ && v.get<double>() > static_cast<double>(*max_)) {
+        fail(absl::StrCat("must be <= ", *max_));
       }
       return;
     }
@@ -134,6 +148,9 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
     case Type::kArray: {
       if (!v.is_array()) return fail(absl::StrCat("must be ", TypeName(type_)));
       if (v.size() < min_items_) fail(absl::StrCat("must have at least ", min_items_, " items"));
+      if (max_items_ > 0 && v.size() > max_items_) {
+        return fail(absl::StrCat("must have at most ", max_items_, " items"));
+      }
       for (size_t i = 0; i < v.size(); ++i) {
         element_->Validate(v[i], absl::StrCat(path, "[", i, "]"), errors);
       }
@@ -141,7 +158,14 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
     }
     case Type::kMap: {
       if (!v.is_object()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (max_items_ > 0 && v.size() > max_items_) {
+        return fail(absl::StrCat("must have at most ", max_items_, " entries"));
+      }
       for (auto it = v.begin(); it != v.end(); ++it) {
+        if (it.key().find('\0') != std::string::npos) {
+          errors.push_back({path, "keys must not contain a NUL character"});
+          continue;
+        }
         element_->Validate(it.value(),
                            absl::StrCat(path, "[", nlohmann::json(it.key()).dump(), "]"), errors);
       }
@@ -167,4 +191,4 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
   }
 }
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

@@ -1,4 +1,4 @@
-#include "server/api/selector.h"
+#include "api/selector.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace tessera::server::api {
+namespace tessera::api {
 namespace {
 
 // Splits on commas that are not inside parentheses.
@@ -181,4 +181,4 @@ bool Selector::Matches(const nlohmann::json& obj) const {
   return true;
 }
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

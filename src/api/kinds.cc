@@ -1,6 +1,9 @@
-#include "server/api/kinds.h"
+#include "api/kinds.h"
 
-namespace tessera::server::api {
+#include "api/limits.h"
+#include "api/member_status.h"
+
+namespace tessera::api {
 namespace {
 
 using S = Schema;
@@ -30,8 +33,6 @@ Schema Status(const std::vector<std::string>& phases, std::vector<Schema::Field>
                    Optional("message", S::String().MaxLength(4096)),
                    Optional("lastTransitionTime", S::String()),
                }))),
-      // Free-form progress fields written by controllers and agents.
-      Optional("observed", S::Map(S::String())),
   };
   for (Schema::Field& f : extra) fields.push_back(std::move(f));
   return S::Object(std::move(fields));
@@ -53,8 +54,8 @@ KindInfo Make(std::string kind, std::string plural, bool namespaced,
 
 Schema Resources() {
   return S::Object({
-      Optional("cpu", S::Number().Min(0)),
-      Optional("memoryGiB", S::Number().Min(0)),
+      Optional("cpu", S::Number().Min(0).Max(kMaxCpuCores)),
+      Optional("memoryGiB", S::Number().Min(0).Max(kMaxMemoryGiB)),
   });
 }
 
@@ -62,27 +63,30 @@ Schema Resources() {
 // docs/api.md, "Scheduling"); src/controller/job_codec.cc maps them onto
 // model::Job.
 void AddSchedulingFields(std::vector<Schema::Field>& f) {
-  f.push_back(Optional("priority", S::Int()));
-  f.push_back(Optional("gang", S::Object({
-                                   Optional("minMember", S::Int().Min(0)),
-                                   Optional("timeoutSeconds", S::Int().Min(0)),
-                               })));
+  f.push_back(Optional("priority", S::Int().Min(-kMaxPriority).Max(kMaxPriority)));
+  f.push_back(
+      Optional("gang", S::Object({
+                           Optional("minMember", S::Int().Min(0).Max(kMaxMembersPerJob)),
+                           Optional("timeoutSeconds", S::Int().Min(0).Max(kMaxRuntimeSeconds)),
+                       })));
   f.push_back(Optional("placement", S::String().OneOf({"Pack", "Spread"})));
   f.push_back(
       Optional("topology", S::Object({
                                Required("level", S::String().OneOf({"node", "rack", "block"})),
                                Optional("required", S::Bool()),
                            })));
-  f.push_back(Optional("gpuModels", S::Array(S::String().MaxLength(63))));
-  f.push_back(Optional("nodeSelector", S::Map(S::String().MaxLength(63))));
+  f.push_back(Optional("gpuModels", S::Array(S::String().MaxLength(63)).MaxItems(64)));
+  f.push_back(Optional("nodeSelector", S::Map(S::String().MaxLength(63)).MaxItems(64)));
   f.push_back(Optional(
       "tolerations",
       S::Array(S::Object({
-          Optional("key", S::String().MaxLength(253)),
-          Optional("operator", S::String().OneOf({"Equal", "Exists"})),
-          Optional("value", S::String().MaxLength(63)),
-          Optional("effect", S::String().OneOf({"NoSchedule", "PreferNoSchedule", "NoExecute"})),
-      }))));
+                   Optional("key", S::String().MaxLength(253)),
+                   Optional("operator", S::String().OneOf({"Equal", "Exists"})),
+                   Optional("value", S::String().MaxLength(63)),
+                   Optional("effect",
+                            S::String().OneOf({"NoSchedule", "PreferNoSchedule", "NoExecute"})),
+               }))
+          .MaxItems(kMaxListItems)));
 }
 
 // Status written by the scheduling controller: the binding and its fencing
@@ -90,6 +94,27 @@ void AddSchedulingFields(std::vector<Schema::Field>& f) {
 std::vector<Schema::Field> JobStatusFields() {
   return {
       Optional("generation", S::Int().Min(0)),
+      // One entry per member, written by its node agent (PUT .../status): what became of it
+      // (api/member_status.h). The job's phase is derived from these by the controller.
+      Optional(
+          "members",
+          S::Array(
+              S::Object({
+                  Required("member", S::String().MaxLength(127)),
+                  Required("generation", S::Int().Min(0)),
+                  Required("state", S::String().OneOf({"Starting", "Running", "Exited", "Failed"})),
+                  Optional("exitCode", S::Int().Min(-1).Max(255)),
+                  Optional("reason", S::String().MaxLength(kMemberReasonMaxBytes)),
+                  Optional("message", S::String().MaxLength(kMemberMessageMaxBytes)),
+                  Optional("node", S::String().MaxLength(253)),
+                  Optional("lastCheckpoint", S::Object({
+                                                 Optional("step", S::Int().Min(0)),
+                                                 Optional("path", S::String().MaxLength(1024)),
+                                                 Optional("time", S::String()),
+                                             })),
+                  Optional("time", S::String()),
+              }))
+              .MaxItems(kMaxMembersPerJob)),
       Optional("placement", S::Array(S::Object({
                                 Required("group", S::String()),
                                 Required("member", S::Int().Min(0)),
@@ -163,10 +188,12 @@ std::vector<Schema::Field> InferenceStatusFields() {
 
 Schema Taints() {
   return S::Array(S::Object({
-      Required("key", S::String().MaxLength(253)),
-      Optional("value", S::String().MaxLength(63)),
-      Required("effect", S::String().OneOf({"NoSchedule", "PreferNoSchedule", "NoExecute"})),
-  }));
+                      Required("key", S::String().MaxLength(253)),
+                      Optional("value", S::String().MaxLength(63)),
+                      Required("effect",
+                               S::String().OneOf({"NoSchedule", "PreferNoSchedule", "NoExecute"})),
+                  }))
+      .MaxItems(kMaxListItems);
 }
 
 std::vector<KindInfo> BuildKinds() {
@@ -178,29 +205,32 @@ std::vector<KindInfo> BuildKinds() {
       Optional("queue", S::String().DnsLabel()),
       Optional("priorityClassName", S::String().DnsLabel()),
       Optional("image", S::String().MaxLength(1024)),
-      Optional("command", S::Array(S::String())),
-      Required("groups", S::Array(S::Object({
-                                      Required("name", S::String().DnsLabel()),
-                                      Required("count", S::Int().Positive()),
-                                      Required("gpusPerReplica", S::Int().Min(0)),
-                                      Optional("gpuMilli", S::Int().Positive()),
-                                      Optional("gpuMemoryMiB", S::Int().Min(0)),
-                                      Optional("gpuType", S::String().MaxLength(63)),
-                                      Optional("resources", Resources()),
-                                  }))
-                             .MinItems(1)),
+      Optional("command", S::Array(S::String().MaxLength(65536)).MaxItems(kMaxCommandArgs)),
+      Required("groups",
+               S::Array(S::Object({
+                            Required("name", S::String().DnsLabel()),
+                            Required("count", S::Int().Positive().Max(kMaxMembersPerJob)),
+                            Required("gpusPerReplica", S::Int().Min(0).Max(kMaxGpusPerNode)),
+                            Optional("gpuMilli", S::Int().Positive().Max(kMaxGpuMilli)),
+                            Optional("gpuMemoryMiB", S::Int().Min(0).Max(kMaxGpuMemoryMiB)),
+                            Optional("gpuType", S::String().MaxLength(63)),
+                            Optional("resources", Resources()),
+                        }))
+                   .MinItems(1)
+                   .MaxItems(256)),
       Optional("elastic", S::Object({
-                              Required("minReplicas", S::Int().Positive()),
-                              Required("maxReplicas", S::Int().Positive()),
+                              Required("minReplicas", S::Int().Positive().Max(kMaxMembersPerJob)),
+                              Required("maxReplicas", S::Int().Positive().Max(kMaxMembersPerJob)),
                           })),
-      Optional("maxRuntimeSeconds", S::Int().Positive()),
+      Optional("maxRuntimeSeconds", S::Int().Positive().Max(kMaxRuntimeSeconds)),
       // A member exiting non-zero restarts the whole gang from its last
       // checkpoint this many times before the job is Failed (default 0).
-      Optional("maxRestarts", S::Int().Min(0)),
-      Optional("checkpoint", S::Object({
-                                 Optional("intervalSeconds", S::Int().Positive()),
-                                 Optional("path", S::String().MaxLength(1024)),
-                             })),
+      Optional("maxRestarts", S::Int().Min(0).Max(kMaxRestarts)),
+      Optional("checkpoint",
+               S::Object({
+                   Optional("intervalSeconds", S::Int().Positive().Max(kMaxRuntimeSeconds)),
+                   Optional("path", S::String().MaxLength(1024)),
+               })),
       Optional("suspend", S::Bool()),
   };
   AddSchedulingFields(training);
@@ -211,12 +241,12 @@ std::vector<KindInfo> BuildKinds() {
       Optional("queue", S::String().DnsLabel()),
       Optional("priorityClassName", S::String().DnsLabel()),
       Required("replicas", S::Object({
-                               Required("min", S::Int().Min(0)),
-                               Required("max", S::Int().Positive()),
+                               Required("min", S::Int().Min(0).Max(kMaxMembersPerJob)),
+                               Required("max", S::Int().Positive().Max(kMaxMembersPerJob)),
                            })),
-      Required("gpusPerReplica", S::Int().Positive()),
-      Optional("gpuMilli", S::Int().Positive()),
-      Optional("gpuMemoryMiB", S::Int().Min(0)),
+      Required("gpusPerReplica", S::Int().Positive().Max(kMaxGpusPerNode)),
+      Optional("gpuMilli", S::Int().Positive().Max(kMaxGpuMilli)),
+      Optional("gpuMemoryMiB", S::Int().Min(0).Max(kMaxGpuMemoryMiB)),
       Optional("gpuType", S::String().MaxLength(63)),
       Optional("resources", Resources()),
       Optional("slo", S::Object({
@@ -250,34 +280,35 @@ std::vector<KindInfo> BuildKinds() {
                            Optional("checkpoint", S::String().DnsLabel()),
                            Optional("artifactPath", S::String().MaxLength(1024)),
                        })));
-  kinds.push_back(Make("Queue", "queues", false, {"Active", "Closed"},
-                       S::Object({
-                           Optional("parent", S::String().DnsLabel()),
-                           Optional("weight", S::Number().Positive()),
-                           Optional("gpuQuota", S::Map(S::Int().Min(0))),
-                           Optional("borrowing", S::Bool()),
-                           // Full form, in GPUs / CPU cores / GiB; keys "gpu/<model>",
-                           // "cpu", "memory" (controller/queue_codec.h checks them).
-                           Optional("quotas", S::Map(S::Object({
-                                                  Optional("guaranteed", S::Number()),
-                                                  Optional("borrowingLimit", S::Number()),
-                                                  Optional("lendingLimit", S::Number()),
-                                              }))),
-                           Optional("namespaces", S::Array(S::String().DnsLabel())),
-                       }),
-                       {
-                           // Written by the scheduling controller.
-                           Optional("gpusAllocated", S::Map(S::Number())),
-                           Optional("pendingJobs", S::Int().Min(0)),
-                           Optional("admittedJobs", S::Int().Min(0)),
-                           Optional("entitlement", S::Number()),
-                           Optional("fairShare", S::Number()),
-                           Optional("dominantShare", S::Number()),
-                           Optional("decayedUsage", S::Number()),
-                           Optional("burstCredit", S::Number()),
-                           Optional("burstCreditGpuSeconds", S::Number()),
-                           Optional("borrowing", S::Bool()),
-                       }));
+  kinds.push_back(Make(
+      "Queue", "queues", false, {"Active", "Closed"},
+      S::Object({
+          Optional("parent", S::String().DnsLabel()),
+          Optional("weight", S::Number().Positive()),
+          Optional("gpuQuota", S::Map(S::Int().Min(0).Max(kMaxQuotaGpus))),
+          Optional("borrowing", S::Bool()),
+          // Full form, in GPUs / CPU cores / GiB; keys "gpu/<model>",
+          // "cpu", "memory" (controller/queue_codec.h checks them).
+          Optional("quotas", S::Map(S::Object({
+                                 Optional("guaranteed", S::Number().Min(0).Max(kMaxQuotaGpus)),
+                                 Optional("borrowingLimit", S::Number().Min(0).Max(kMaxQuotaGpus)),
+                                 Optional("lendingLimit", S::Number().Min(0).Max(kMaxQuotaGpus)),
+                             }))),
+          Optional("namespaces", S::Array(S::String().DnsLabel())),
+      }),
+      {
+          // Written by the scheduling controller.
+          Optional("gpusAllocated", S::Map(S::Number())),
+          Optional("pendingJobs", S::Int().Min(0)),
+          Optional("admittedJobs", S::Int().Min(0)),
+          Optional("entitlement", S::Number()),
+          Optional("fairShare", S::Number()),
+          Optional("dominantShare", S::Number()),
+          Optional("decayedUsage", S::Number()),
+          Optional("burstCredit", S::Number()),
+          Optional("burstCreditGpuSeconds", S::Number()),
+          Optional("borrowing", S::Bool()),
+      }));
   // A member cluster of a federation, read by the hub's dispatcher
   // (`tessera server --federation`, src/federation/dispatcher.h).
   kinds.push_back(Make("Cluster", "clusters", false, {"Unknown", "Ready", "Unreachable"},
@@ -294,51 +325,58 @@ std::vector<KindInfo> BuildKinds() {
   kinds.push_back(
       Make("PriorityClass", "priorityclasses", false, {"Active"},
            S::Object({
-               Required("value", S::Int()),
+               Required("value", S::Int().Min(-kMaxPriority).Max(kMaxPriority)),
                Optional("preemptionPolicy", S::String().OneOf({"PreemptLowerPriority", "Never"})),
                Optional("description", S::String().MaxLength(1024)),
            })));
   // A node is described either by gpuType + gpuCount (+ layout) or by an
   // explicit gpus[] list (+ links matrix); src/controller/node_codec.cc
   // checks that exactly one is used.
-  kinds.push_back(
-      Make("Node", "nodes", false, {"Unknown", "Ready", "NotReady"},
-           S::Object({
-               Optional("gpuType", S::String().MaxLength(63)),
-               Optional("gpuCount", S::Int().Min(0)),
-               Optional("gpuMemoryMiB", S::Int().Min(0)),
-               Optional("gpus", S::Array(S::Object({
-                                    Required("index", S::Int().Min(0)),
-                                    Optional("uuid", S::String().MaxLength(128)),
-                                    Required("model", S::String().MaxLength(63)),
-                                    Optional("memoryMiB", S::Int().Min(0)),
-                                }))),
-               Optional("layout",
-                        S::String().OneOf({"nvswitch", "nvlink-pairs", "nvlink-quads", "pcie"})),
-               // links[a][b]: X, NVSWITCH, NVLINK, PIX, PHB or SYS (nvidia-smi topo -m).
-               Optional("links", S::Array(S::Array(S::String().OneOf(
-                                     {"X", "NVSWITCH", "NVLINK", "PIX", "PHB", "SYS"})))),
-               Optional("nvlinkDomains", S::Array(S::Int().Min(-1))),
-               Optional("rack", S::String().MaxLength(63)),
-               Optional("block", S::String().MaxLength(63)),
-               Optional("cpuMilli", S::Int().Min(0)),
-               Optional("memoryMiB", S::Int().Min(0)),
-               Optional("taints", Taints()),
-               Optional("pool", S::String().DnsLabel()),
-               Optional("unschedulable", S::Bool()),
-               Optional("topology", S::Map(S::String().MaxLength(63))),
-           }),
-           {
-               // Written by the node's agent with every heartbeat.
-               Optional("lastHeartbeatTime", S::String()),
-               Optional("gpus", S::Array(S::Object({
-                                    Required("index", S::Int().Min(0)),
-                                    Required("health", S::String().OneOf({"Healthy", "Unhealthy"})),
-                                    Optional("message", S::String().MaxLength(1024)),
-                                    // Measured percent (DCGM_FI_DEV_GPU_UTIL's sample).
-                                    Optional("utilization", S::Int().Min(0)),
-                                }))),
-           }));
+  kinds.push_back(Make(
+      "Node", "nodes", false, {"Unknown", "Ready", "NotReady"},
+      S::Object({
+          Optional("gpuType", S::String().MaxLength(63)),
+          Optional("gpuCount", S::Int().Min(0).Max(kMaxGpusPerNode)),
+          Optional("gpuMemoryMiB", S::Int().Min(0).Max(kMaxGpuMemoryMiB)),
+          Optional("gpus",
+                   S::Array(S::Object({
+                                Required("index", S::Int().Min(0).Max(kMaxGpusPerNode - 1)),
+                                Optional("uuid", S::String().MaxLength(128)),
+                                Required("model", S::String().MaxLength(63)),
+                                Optional("memoryMiB", S::Int().Min(0).Max(kMaxGpuMemoryMiB)),
+                            }))
+                       .MaxItems(kMaxGpusPerNode)),
+          Optional("layout",
+                   S::String().OneOf({"nvswitch", "nvlink-pairs", "nvlink-quads", "pcie"})),
+          // links[a][b]: X, NVSWITCH, NVLINK, PIX, PHB or SYS (nvidia-smi topo -m).
+          Optional("links", S::Array(S::Array(S::String().OneOf(
+                                                  {"X", "NVSWITCH", "NVLINK", "PIX", "PHB", "SYS"}))
+                                         .MaxItems(kMaxGpusPerNode))
+                                .MaxItems(kMaxGpusPerNode)),
+          Optional("nvlinkDomains",
+                   S::Array(S::Int().Min(-1).Max(kMaxGpusPerNode)).MaxItems(kMaxGpusPerNode)),
+          Optional("rack", S::String().MaxLength(63)),
+          Optional("block", S::String().MaxLength(63)),
+          Optional("cpuMilli", S::Int().Min(0).Max(kMaxCpuCores * 1000)),
+          Optional("memoryMiB", S::Int().Min(0).Max(kMaxMemoryGiB * 1024)),
+          Optional("taints", Taints()),
+          Optional("pool", S::String().DnsLabel()),
+          Optional("unschedulable", S::Bool()),
+          Optional("topology", S::Map(S::String().MaxLength(63))),
+      }),
+      {
+          // Written by the node's agent with every heartbeat.
+          Optional("lastHeartbeatTime", S::String()),
+          Optional("gpus",
+                   S::Array(S::Object({
+                                Required("index", S::Int().Min(0).Max(kMaxGpusPerNode - 1)),
+                                Required("health", S::String().OneOf({"Healthy", "Unhealthy"})),
+                                Optional("message", S::String().MaxLength(1024)),
+                                // Measured percent (DCGM_FI_DEV_GPU_UTIL's sample).
+                                Optional("utilization", S::Int().Min(0).Max(100)),
+                            }))
+                       .MaxItems(kMaxGpusPerNode)),
+      }));
   // One transition of an object's lifecycle, written by the controller in the
   // same transaction as the transition itself.
   kinds.push_back(Make("Event", "events", true, {"Recorded"},
@@ -372,4 +410,4 @@ const KindInfo* KindByPlural(std::string_view plural) {
   return nullptr;
 }
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

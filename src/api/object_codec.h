@@ -14,11 +14,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "api/kinds.h"
+#include "api/schema.h"
+#include "api/store_layout.h"
 #include "nlohmann/json.hpp"
-#include "server/api/kinds.h"
-#include "server/api/schema.h"
 
-namespace tessera::server::api {
+namespace tessera::api {
 
 using Json = nlohmann::json;
 
@@ -49,8 +50,6 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
 std::string StoreKey(const KindInfo& kind, std::string_view ns, std::string_view name);
 std::string StorePrefix(const KindInfo& kind, std::string_view ns);
 
-// The stored bytes of `obj` (resourceVersion dropped).
-std::string ToStored(const Json& obj);
 // The API object for stored bytes at `mod_revision`.
 absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision);
 
@@ -59,11 +58,11 @@ absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision);
 // stored text must come from ToStored (DataLoss otherwise).
 absl::StatusOr<std::string> StoredToApiText(std::string_view value, int64_t mod_revision);
 
-// RFC 3339 in UTC, seconds precision: "2026-01-02T03:04:05Z".
-std::string FormatTimestamp(absl::Time t);
+// RFC 3339 in UTC, seconds precision: "2026-01-02T03:04:05Z" (store_layout.h).
+inline std::string FormatTimestamp(absl::Time t) { return Timestamp(t); }
 
 // A Kubernetes-style Status failure body.
 Json StatusBody(int code, absl::string_view reason, absl::string_view message,
                 const std::vector<FieldError>& causes = {});
 
-}  // namespace tessera::server::api
+}  // namespace tessera::api

@@ -1,12 +1,12 @@
-#include "server/api/schema.h"
+#include "api/schema.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/api/kinds.h"
-#include "server/api/object_codec.h"
+#include "api/kinds.h"
+#include "api/object_codec.h"
 
-namespace tessera::server::api {
+namespace tessera::api {
 namespace {
 
 using ::testing::ElementsAre;
@@ -153,4 +153,4 @@ TEST(ObjectCodecTest, StoredFormDropsResourceVersion) {
 }
 
 }  // namespace
-}  // namespace tessera::server::api
+}  // namespace tessera::api
