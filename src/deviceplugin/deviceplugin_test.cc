@@ -48,6 +48,7 @@ class ReconfigurableBackend final : public agent::GpuBackend {
   absl::Status Shutdown() override { return inner_.Shutdown(); }
   std::string BackendName() const override { return inner_.BackendName(); }
   std::string DriverVersion() override { return inner_.DriverVersion(); }
+  std::string CudaDriverVersion() override { return inner_.CudaDriverVersion(); }
   absl::StatusOr<int> DeviceCount() override { return inner_.DeviceCount(); }
   absl::StatusOr<agent::GpuInfo> GetDeviceInfo(int index) override {
     absl::StatusOr<agent::GpuInfo> info = inner_.GetDeviceInfo(index);
