@@ -171,11 +171,11 @@ int Run(const Args& args) {
   out["rejections"] = rejections;
   for (const v1beta1::RegisterRequest& reg : kubelet.registrations()) {
     const std::string name = reg.resource_name();
-    json r = {{"endpoint", reg.endpoint()},
-              {"version", reg.version()},
-              {"get_preferred_allocation_available",
-               reg.options().get_preferred_allocation_available()},
-              {"pre_start_required", reg.options().pre_start_required()}};
+    json r = {
+        {"endpoint", reg.endpoint()},
+        {"version", reg.version()},
+        {"get_preferred_allocation_available", reg.options().get_preferred_allocation_available()},
+        {"pre_start_required", reg.options().pre_start_required()}};
     std::unique_ptr<PluginClient> client = kubelet.Connect(reg.endpoint());
     v1beta1::DevicePluginOptions options;
     grpc::Status s = client->GetDevicePluginOptions(&options);
