@@ -119,16 +119,21 @@ if ! command -v python3 >/dev/null 2>&1; then
   exit 1
 fi
 
-# Binaries.
+# Binaries. A bundle's libraries are put on the loader path of Tessera's processes only: its
+# libstdc++ must not replace the newer one PyTorch and nvidia-smi were built against.
 TESSERA="" PROBE=""
+RUNENV=()
 pick() {  # $1 bin dir
   if [ -x "$1/tessera" ] && [ -x "$1/gpu_check_kubelet" ]; then
     TESSERA="$1/tessera" PROBE="$1/gpu_check_kubelet"
-    if [ -d "$1/../lib" ]; then export LD_LIBRARY_PATH="$(cd "$1/../lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+    if [ -d "$1/../lib" ]; then
+      RUNENV=(env "LD_LIBRARY_PATH=$(cd "$1/../lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    fi
     return 0
   fi
   return 1
 }
+tessera() { ${RUNENV[@]+"${RUNENV[@]}"} "$TESSERA" "$@"; }
 if [ -n "$TESSERA_FILE$KUBELET_FILE" ]; then
   if [ ! -x "$TESSERA_FILE" ] || [ ! -x "$KUBELET_FILE" ]; then
     short_report abort "--tessera and --kubelet: both must name executable files"; exit 1
@@ -145,8 +150,8 @@ else
   short_report abort "no tessera build and building failed (run scripts/setup.sh, or carry a bundle made by scripts/gpu-check.sh --bundle build/gpu-check-bundle)"
   exit 1
 fi
-if ! "$TESSERA" --version >/dev/null 2>&1; then
-  short_report abort "$TESSERA does not run here: $("$TESSERA" --version 2>&1 | head -1)"
+if ! tessera --version >/dev/null 2>&1; then
+  short_report abort "$TESSERA does not run here: $(tessera --version 2>&1 | head -1)"
   exit 1
 fi
 
@@ -175,7 +180,7 @@ step() {
 
 # 1. Identity and idle readings.
 step "nvidia-smi -q -x (idle, before)" smi-idle-before.xml "$NVIDIA_SMI" -q -x
-step "tessera gpus --backend nvml -o json" tessera-gpus.json "$TESSERA" gpus --backend nvml -o json
+step "tessera gpus --backend nvml -o json" tessera-gpus.json tessera gpus --backend nvml -o json
 step "nvidia-smi -q -x (idle, after)" smi-idle-after.xml "$NVIDIA_SMI" -q -x
 step "nvidia-smi topo -m" topo.txt "$NVIDIA_SMI" topo -m
 step "nvidia-smi -L" smi-list.txt "$NVIDIA_SMI" -L
@@ -217,18 +222,18 @@ else
   printf 'none\t%s\n' "$([ "$LOAD" = 1 ] && echo 'no PyTorch with CUDA on this machine' || echo '--no-load')" > "$RUN/load.tsv"
 fi
 step "nvidia-smi -q -x (load, before)" smi-load-before.xml "$NVIDIA_SMI" -q -x
-step "tessera gpus --backend nvml -o prometheus" dcgm.prom "$TESSERA" gpus --backend nvml -o prometheus --hostname gpu-check
+step "tessera gpus --backend nvml -o prometheus" dcgm.prom tessera gpus --backend nvml -o prometheus --hostname gpu-check
 step "nvidia-smi -q -x (load, after)" smi-load-after.xml "$NVIDIA_SMI" -q -x
 
 # 3. Health and the device plugin, side by side, for --watch seconds (the load keeps running).
 RESOURCES="$(python3 "$CHECK_PY" expected-resources --dir "$RUN" 2>/dev/null || echo 1)"
-step "tessera gpus --backend nvml --watch ${WATCH}s" health-watch.txt "$TESSERA" gpus --backend nvml --watch "${WATCH}s" &
+step "tessera gpus --backend nvml --watch ${WATCH}s" health-watch.txt tessera gpus --backend nvml --watch "${WATCH}s" &
 WATCH_PID=$!
-step "gpu_check_kubelet" deviceplugin.json "$PROBE" --tessera "$TESSERA" --expect-resources "$RESOURCES" \
+step "gpu_check_kubelet" deviceplugin.json ${RUNENV[@]+"${RUNENV[@]}"} "$PROBE" --tessera "$TESSERA" --expect-resources "$RESOURCES" \
   --watch-seconds "$WATCH" -- --backend nvml --metrics-interval 1s
 wait "$WATCH_PID"
 stop_load
-if ! "$TESSERA" --help 2>/dev/null | grep -q '^ *dra-driver '; then
+if ! tessera --help 2>/dev/null | grep -q '^ *dra-driver '; then
   note "tessera dra-driver: not a subcommand of this build; not checked"
 fi
 

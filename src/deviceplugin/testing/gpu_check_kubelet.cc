@@ -144,6 +144,7 @@ int Run(const Args& args) {
   argv_s.insert(argv_s.end(), args.extra.begin(), args.extra.end());
   out["command"] = argv_s;
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (std::string& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
   const std::string log = dir + "/plugin.log";
@@ -275,5 +276,10 @@ int main(int argc, char** argv) {
     std::cerr << "gpu_check_kubelet: " << error << "\n";
     return 2;
   }
-  return tessera::deviceplugin::testing::Run(args);
+  try {
+    return tessera::deviceplugin::testing::Run(args);
+  } catch (const std::exception& e) {  // nlohmann::json or std::filesystem
+    std::cerr << "gpu_check_kubelet: " << e.what() << "\n";
+    return 1;
+  }
 }
