@@ -165,18 +165,24 @@ void DevicePluginManager::RegisterOne(const ResourceServer& server) {
     *req.mutable_options() = ResourceServer::Options();
     st = RegisterWithKubelet(kubelet, req, options_.register_timeout);
   }
-  absl::MutexLock r(&retry_mu_);
   if (st.ok()) {
-    retries_.erase(name);
+    {
+      absl::MutexLock r(&retry_mu_);
+      retries_.erase(name);
+    }
     ++registrations_;
     Log(absl::StrCat("registered ", name, " on ", server.socket_path()));
     return;
   }
-  auto it = retries_.find(name);
-  const absl::Duration backoff =
-      it == retries_.end() ? options_.register_retry_initial
-                           : std::min(it->second.backoff * 2, options_.register_retry_max);
-  retries_[name] = RegisterRetry{backoff, clock_.Now() + backoff};
+  absl::Duration backoff = options_.register_retry_initial;
+  {
+    absl::MutexLock r(&retry_mu_);
+    auto it = retries_.find(name);
+    if (it != retries_.end()) {
+      backoff = std::min(it->second.backoff * 2, options_.register_retry_max);
+    }
+    retries_[name] = RegisterRetry{backoff, clock_.Now() + backoff};
+  }
   Log(absl::StrCat(st.message(), "; retrying in ", absl::FormatDuration(backoff)));
 }
 
