@@ -131,6 +131,12 @@ TEST(GpusCommandTest, NvmlBackendAgainstStub) {
   EXPECT_EQ(j["driver_version"], "550.90.07");
   EXPECT_EQ(j["gpus"].size(), 8u);
   EXPECT_EQ(j["topology"]["links"][2][6], "nvlink");
+  // What gpu-check compares with nvidia-smi's <cuda_version>, <ecc_mode> and <fb_memory_usage>.
+  EXPECT_EQ(j["cuda_driver_version"], "12.4");
+  EXPECT_EQ(j["gpus"][2]["ecc_mode"]["enabled"], true);
+  EXPECT_EQ(j["gpus"][2]["ecc_mode"]["pending"], false);
+  EXPECT_EQ(j["gpus"][2]["memory"]["reserved_bytes"], 512ULL * 1024 * 1024);
+  EXPECT_EQ(j["gpus"][2]["memory"]["used_bytes"], 2048ULL * 1024 * 1024);
 }
 
 TEST(GpusCommandTest, UsageErrorsNameTheFlag) {

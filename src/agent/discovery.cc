@@ -8,6 +8,7 @@ absl::StatusOr<NodeSnapshot> Discover(GpuBackend& backend) {
   NodeSnapshot snap;
   snap.backend = backend.BackendName();
   snap.driver_version = backend.DriverVersion();
+  snap.cuda_driver_version = backend.CudaDriverVersion();
   ASSIGN_OR_RETURN(int count, backend.DeviceCount());
   std::vector<GpuInfo> infos;
   for (int i = 0; i < count; ++i) {

@@ -24,6 +24,7 @@ struct GpuSnapshot {
 struct NodeSnapshot {
   std::string backend;
   std::string driver_version;
+  std::string cuda_driver_version;
   std::vector<GpuSnapshot> gpus;
   TopologyMatrix topology;
 };

@@ -40,6 +40,8 @@ class GpuBackend {
   virtual std::string BackendName() const = 0;
   // Driver version when known, else empty.
   virtual std::string DriverVersion() = 0;
+  // The CUDA version the driver supports ("13.0", as nvidia-smi prints it) when known, else empty.
+  virtual std::string CudaDriverVersion() = 0;
 
   virtual absl::StatusOr<int> DeviceCount() = 0;
   virtual absl::StatusOr<GpuInfo> GetDeviceInfo(int index) = 0;

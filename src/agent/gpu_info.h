@@ -16,10 +16,14 @@
 
 namespace tessera::agent {
 
+// `used_bytes` is allocated memory only, as nvidia-smi and DCGM report it; the driver's own
+// reservation is `reserved_bytes` (empty from drivers that cannot separate it, whose `used`
+// then includes it).
 struct MemoryInfo {
   uint64_t total_bytes = 0;
   uint64_t used_bytes = 0;
   uint64_t free_bytes = 0;
+  std::optional<uint64_t> reserved_bytes;
 };
 
 // One NVLink of a GPU. `remote_pci_bus_id` is the device on the far end: another GPU (a direct
@@ -44,6 +48,12 @@ struct MigMode {
   bool pending = false;
 };
 
+// ECC on the framebuffer: current, and after the next reset.
+struct EccMode {
+  bool current = false;
+  bool pending = false;
+};
+
 // Static identity and configuration of one physical GPU.
 struct GpuInfo {
   int index = 0;             // the driver's enumeration order (nvidia-smi's index)
@@ -55,6 +65,7 @@ struct GpuInfo {
   std::optional<MemoryInfo> memory;
   std::vector<NvLinkInfo> nvlinks;  // empty when the GPU has none or the driver cannot say
   std::optional<MigMode> mig_mode;  // unavailable on GPUs without MIG support
+  std::optional<EccMode> ecc_mode;  // unavailable on GPUs without ECC
   std::vector<MigInstance> mig_instances;
 };
 

@@ -53,10 +53,11 @@ nlohmann::json J(const std::optional<T>& v) {
 }  // namespace
 
 std::string RenderSnapshotTable(const NodeSnapshot& snap) {
-  std::string out =
-      absl::StrCat("Backend: ", snap.backend,
-                   "   Driver: ", snap.driver_version.empty() ? "-" : snap.driver_version,
-                   "   GPUs: ", snap.gpus.size(), "\n\n");
+  std::string out = absl::StrCat(
+      "Backend: ", snap.backend,
+      "   Driver: ", snap.driver_version.empty() ? "-" : snap.driver_version,
+      "   GPUs: ", snap.gpus.size(),
+      snap.cuda_driver_version.empty() ? "" : "   CUDA: ", snap.cuda_driver_version, "\n\n");
   std::vector<std::vector<std::string>> rows = {{"IDX", "UUID", "MODEL", "MEMORY", "PCI BUS ID",
                                                  "NUMA", "NVLINK", "MIG", "UTIL", "MEM", "TEMP",
                                                  "POWER", "SM MHZ", "ECC DBE", "THROTTLE"}};
@@ -124,6 +125,7 @@ nlohmann::json SnapshotToJson(const NodeSnapshot& snap) {
   nlohmann::json j;
   j["backend"] = snap.backend;
   j["driver_version"] = snap.driver_version;
+  j["cuda_driver_version"] = snap.cuda_driver_version;
   j["gpus"] = nlohmann::json::array();
   for (const GpuSnapshot& s : snap.gpus) {
     const GpuInfo& g = s.info;
@@ -142,7 +144,8 @@ nlohmann::json SnapshotToJson(const NodeSnapshot& snap) {
     if (g.memory) {
       gj["memory"] = {{"total_bytes", g.memory->total_bytes},
                       {"used_bytes", g.memory->used_bytes},
-                      {"free_bytes", g.memory->free_bytes}};
+                      {"free_bytes", g.memory->free_bytes},
+                      {"reserved_bytes", J(g.memory->reserved_bytes)}};
     } else {
       gj["memory"] = nullptr;
     }
@@ -165,6 +168,9 @@ nlohmann::json SnapshotToJson(const NodeSnapshot& snap) {
     } else {
       gj["mig"] = nullptr;
     }
+    gj["ecc_mode"] = g.ecc_mode ? nlohmann::json{{"enabled", g.ecc_mode->current},
+                                                 {"pending", g.ecc_mode->pending}}
+                                : nlohmann::json(nullptr);
     const GpuMetrics& m = s.metrics;
     nlohmann::json throttle = nullptr;
     if (m.throttle_reasons) throttle = ThrottleReasonNames(*m.throttle_reasons);

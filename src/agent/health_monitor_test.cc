@@ -111,6 +111,7 @@ class NoEvents final : public GpuBackend {
   absl::Status Shutdown() override { return inner_.Shutdown(); }
   std::string BackendName() const override { return "no-events"; }
   std::string DriverVersion() override { return ""; }
+  std::string CudaDriverVersion() override { return ""; }
   absl::StatusOr<int> DeviceCount() override { return inner_.DeviceCount(); }
   absl::StatusOr<GpuInfo> GetDeviceInfo(int i) override { return inner_.GetDeviceInfo(i); }
   absl::StatusOr<GpuMetrics> GetMetrics(int i) override { return inner_.GetMetrics(i); }

@@ -1,7 +1,10 @@
 #include "deviceplugin/allocate.h"
 
+#include <sys/stat.h>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "deviceplugin/preferred_allocation.h"
@@ -9,14 +12,82 @@
 namespace tessera::deviceplugin {
 namespace {
 
-void AddDeviceSpec(const std::string& path, v1beta1::ContainerAllocateResponse* out) {
+constexpr char kCdiAnnotationPrefix[] = "cdi.k8s.io/";
+constexpr char kCdiAnnotationPlugin[] = "tessera-device-plugin";
+
+// Adds /dev/<node> when the host has it at <dev_root>/dev/<node>.
+void AddDeviceSpec(const std::string& node, const AllocateOptions& options,
+                   v1beta1::ContainerAllocateResponse* out) {
+  std::string root = options.dev_root;
+  while (!root.empty() && root.back() == '/') root.pop_back();
+  const std::string host = absl::StrCat(root, "/dev/", node);
+  if (options.node_exists && !options.node_exists(host)) return;
   v1beta1::DeviceSpec* spec = out->add_devices();
-  spec->set_container_path(path);
-  spec->set_host_path(path);
+  spec->set_container_path(absl::StrCat("/dev/", node));
+  spec->set_host_path(host);
   spec->set_permissions("rw");
 }
 
+// The annotation key of container-device-interface's AnnotationKey(plugin, id): at most 63
+// characters after the prefix, alphanumeric at both ends, '-', '_' and '.' inside ('/' -> '_').
+std::string CdiAnnotationKey(const std::string& first_id) {
+  std::string name = absl::StrCat(kCdiAnnotationPlugin, "_", first_id);
+  for (char& c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      c = '_';
+    }
+  }
+  if (name.size() > 63) name.resize(63);
+  while (!name.empty() && !absl::ascii_isalnum(static_cast<unsigned char>(name.back()))) {
+    name.pop_back();
+  }
+  return absl::StrCat(kCdiAnnotationPrefix, name);
+}
+
 }  // namespace
+
+absl::StatusOr<DeviceListStrategies> ParseDeviceListStrategies(
+    const std::vector<std::string>& names) {
+  DeviceListStrategies s{false, false, false};
+  std::vector<std::string> problems;
+  for (const std::string& n : names) {
+    bool* flag = n == "envvar"            ? &s.envvar
+                 : n == "cdi-annotations" ? &s.cdi_annotations
+                 : n == "cdi-cri"         ? &s.cdi_cri
+                                          : nullptr;
+    if (flag == nullptr) {
+      problems.push_back(
+          n == "volume-mounts"
+              ? "'volume-mounts' is not supported"
+              : absl::StrCat("'", n, "' is not one of envvar, cdi-annotations, cdi-cri"));
+    } else if (*flag) {
+      problems.push_back(absl::StrCat("'", n, "' given twice"));
+    } else {
+      *flag = true;
+    }
+  }
+  if (problems.empty() && !s.envvar && !s.cdi_annotations && !s.cdi_cri) {
+    problems.push_back("at least one strategy is needed");
+  }
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device list strategy: ", absl::StrJoin(problems, "; ")));
+  }
+  return s;
+}
+
+std::string DeviceListStrategiesName(const DeviceListStrategies& s) {
+  std::vector<std::string> names;
+  if (s.envvar) names.push_back("envvar");
+  if (s.cdi_annotations) names.push_back("cdi-annotations");
+  if (s.cdi_cri) names.push_back("cdi-cri");
+  return absl::StrJoin(names, ",");
+}
+
+bool DeviceNodeExistsOnHost(const std::string& host_path) {
+  struct stat st;
+  return ::stat(host_path.c_str(), &st) == 0;
+}
 
 absl::StatusOr<v1beta1::AllocateResponse> BuildAllocateResponse(
     const v1beta1::AllocateRequest& request, const Resource& resource, const HealthFn& healthy,
@@ -58,23 +129,27 @@ absl::StatusOr<v1beta1::AllocateResponse> BuildAllocateResponse(
   v1beta1::AllocateResponse response;
   for (const std::vector<const PluginDevice*>& devices : containers) {
     v1beta1::ContainerAllocateResponse* out = response.add_container_responses();
-    std::vector<std::string> ids;
-    for (const PluginDevice* d : devices) ids.push_back(d->id);
-    (*out->mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(ids, ",");
-    absl::flat_hash_set<int> gpus;
+    std::vector<std::string> ids, cdi_names;
     for (const PluginDevice* d : devices) {
-      if (!gpus.insert(d->gpu_index).second) continue;
-      // Without a reported minor number the enumeration index is the driver's usual minor.
-      const int minor = d->minor.value_or(d->gpu_index);
-      AddDeviceSpec(absl::StrCat(options.dev_dir, "/nvidia", minor), out);
+      ids.push_back(d->id);
+      cdi_names.push_back(absl::StrCat(options.cdi_kind, "=", d->id));
     }
-    for (const std::string& ctl : options.control_devices) {
-      AddDeviceSpec(absl::StrCat(options.dev_dir, "/", ctl), out);
-    }
-    if (options.cdi) {
+    const DeviceListStrategies& s = options.strategies;
+    if (s.envvar) {
+      (*out->mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(ids, ",");
+      absl::flat_hash_set<int> gpus;
       for (const PluginDevice* d : devices) {
-        out->add_cdi_devices()->set_name(absl::StrCat(options.cdi_kind, "=", d->id));
+        if (!gpus.insert(d->gpu_index).second) continue;
+        // Without a reported minor number the enumeration index is the driver's usual minor.
+        AddDeviceSpec(absl::StrCat("nvidia", d->minor.value_or(d->gpu_index)), options, out);
       }
+      for (const std::string& ctl : options.control_devices) AddDeviceSpec(ctl, options, out);
+    }
+    if (s.cdi_annotations) {
+      (*out->mutable_annotations())[CdiAnnotationKey(ids.front())] = absl::StrJoin(cdi_names, ",");
+    }
+    if (s.cdi_cri) {
+      for (const std::string& name : cdi_names) out->add_cdi_devices()->set_name(name);
     }
   }
   return response;

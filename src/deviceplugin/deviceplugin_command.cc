@@ -29,6 +29,23 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
     std::cerr << "--rescan-interval: must not be negative\n";
     return 2;
   }
+  if (flags.cdi.has_value() && !flags.device_list_strategy.empty()) {
+    std::cerr << "--cdi: not with --device-list-strategy (use --device-list-strategy "
+                 "envvar,cdi-cri)\n";
+    return 2;
+  }
+  std::vector<std::string> strategy_names = flags.device_list_strategy;
+  if (strategy_names.empty()) strategy_names = {"envvar"};
+  if (flags.cdi.value_or(false)) strategy_names.push_back("cdi-cri");
+  absl::StatusOr<DeviceListStrategies> strategies = ParseDeviceListStrategies(strategy_names);
+  if (!strategies.ok()) {
+    std::cerr << "--device-list-strategy: " << strategies.status().message() << "\n";
+    return 2;
+  }
+  if (flags.dev_root.empty() || flags.dev_root.front() != '/') {
+    std::cerr << "--dev-root: expected an absolute path, got '" << flags.dev_root << "'\n";
+    return 2;
+  }
   // Block the stop signals before any thread exists (every later thread, the driver's included,
   // inherits the mask) and take them synchronously below, with sigwait.
   sigset_t stop_signals;
@@ -65,7 +82,8 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
   PluginOptions options;
   options.plugin_dir = flags.plugin_dir;
   options.mig_strategy = *strategy;
-  options.allocate.cdi = flags.cdi;
+  options.allocate.strategies = *strategies;
+  options.allocate.dev_root = flags.dev_root;
   options.health.ignored_xids.insert(flags.ignore_xids.begin(), flags.ignore_xids.end());
   options.metrics_every = flags.metrics_interval;
   options.rescan_every = flags.rescan_interval;
@@ -104,8 +122,15 @@ void RegisterDevicePluginCommands(CLI::App& app) {
                   "none: every GPU is nvidia.com/gpu; mixed: MIG instances of MIG-enabled GPUs "
                   "are nvidia.com/mig-<profile>")
       ->check(CLI::IsMember({"none", "mixed"}));
+  cmd->add_option("--device-list-strategy", flags->device_list_strategy,
+                  "How Allocate passes the devices, as NVIDIA's plugin: envvar "
+                  "(NVIDIA_VISIBLE_DEVICES and device nodes; the default), cdi-annotations, "
+                  "cdi-cri (CDI names nvidia.com/gpu=<UUID>); repeat or comma-separate")
+      ->delimiter(',');
+  cmd->add_option("--dev-root", flags->dev_root,
+                  "Root under which the host's /dev/nvidia* nodes are (default /)");
   cmd->add_option("--cdi", flags->cdi,
-                  "Return CDI device names (nvidia.com/gpu=<UUID>) from Allocate (true/false)");
+                  "Deprecated: true is --device-list-strategy envvar,cdi-cri, false envvar");
   cmd->add_option("--ignore-xid", flags->ignore_xids, "XIDs that never affect health");
   cmd->add_option("--metrics-interval", *interval,
                   "How often metrics are read for health (temperature, ECC), e.g. 10s");

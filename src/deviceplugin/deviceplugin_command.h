@@ -1,9 +1,11 @@
 // `tessera device-plugin`: the Kubernetes device plugin for this node's GPUs.
 //
 //   tessera device-plugin [--backend nvml|fake] [--fake-config FILE] [--nvml-lib PATH]
-//                         [--plugin-dir DIR] [--mig-strategy none|mixed] [--cdi=false]
+//                         [--plugin-dir DIR] [--mig-strategy none|mixed]
+//                         [--device-list-strategy envvar,cdi-annotations,cdi-cri] [--dev-root DIR]
 //                         [--ignore-xid N ...] [--metrics-interval DURATION]
 //                         [--rescan-interval DURATION]
+// (--cdi=true|false is the older spelling of --device-list-strategy envvar,cdi-cri | envvar.)
 //
 // Serves kubelet's device plugin API v1beta1 for nvidia.com/gpu (and, with MIG,
 // nvidia.com/mig-<profile>) until SIGINT or SIGTERM, then stops within --metrics-interval (the
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +31,9 @@ struct DevicePluginFlags {
   std::string nvml_lib;
   std::string plugin_dir = "/var/lib/kubelet/device-plugins/";
   std::string mig_strategy = "mixed";
-  bool cdi = true;
+  std::vector<std::string> device_list_strategy;  // empty: NVIDIA's default, envvar
+  std::optional<bool> cdi;                        // deprecated; not with device_list_strategy
+  std::string dev_root = "/";
   std::vector<uint64_t> ignore_xids;
   absl::Duration metrics_interval = absl::Seconds(10);
   absl::Duration rescan_interval = absl::Seconds(30);  // 0: never rediscover

@@ -79,7 +79,7 @@ TEST_F(DevicePluginCommandTest, RegistersServesAndStopsOnSigterm) {
   testing::TestKubelet kubelet(dir_);
   ASSERT_TRUE(kubelet.Start().ok());
   Spawn({"device-plugin", "--backend", "fake", "--fake-config", dir_ + "/node.yaml", "--plugin-dir",
-         dir_, "--cdi", "false",
+         dir_,
          // Stopping waits for the health monitor's event wait, bounded by this interval.
          "--metrics-interval", "200ms"});
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, absl::Seconds(20))) << Output();
@@ -94,7 +94,10 @@ TEST_F(DevicePluginCommandTest, RegistersServesAndStopsOnSigterm) {
   req.add_container_requests()->add_devices_ids("GPU-pcie-1");
   v1beta1::AllocateResponse resp;
   ASSERT_TRUE(client->Allocate(req, &resp).ok());
-  EXPECT_EQ(resp.container_responses(0).cdi_devices_size(), 0) << "--cdi false";
+  // NVIDIA's default device-list strategy, envvar alone.
+  EXPECT_EQ(resp.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-pcie-1");
+  EXPECT_EQ(resp.container_responses(0).cdi_devices_size(), 0);
+  EXPECT_TRUE(resp.container_responses(0).annotations().empty());
 
   ASSERT_EQ(kill(pid_, SIGTERM), 0);
   EXPECT_EQ(Wait(), 0) << Output();
@@ -109,8 +112,15 @@ TEST_F(DevicePluginCommandTest, NvmlBackendWithStubDriver) {
   ASSERT_TRUE(kubelet.Start().ok());
   setenv("TESSERA_STUB_NVML_MIG_GPU", "1", 1);
   setenv("TESSERA_STUB_NVML_XID", "3:79", 1);
+  // The host's device nodes, under --dev-root: GPU 1's and two of the four control nodes.
+  const std::string root = dir_ + "/host";
+  std::filesystem::create_directories(root + "/dev");
+  for (const char* node : {"nvidia1", "nvidiactl", "nvidia-uvm"}) {
+    std::ofstream(root + "/dev/" + node) << "";
+  }
   Spawn({"device-plugin", "--backend", "nvml", "--nvml-lib", STUB_NVML_PATH, "--plugin-dir", dir_,
-         "--metrics-interval", "200ms"});
+         "--metrics-interval", "200ms", "--dev-root", root, "--device-list-strategy",
+         "envvar,cdi-cri"});
   unsetenv("TESSERA_STUB_NVML_MIG_GPU");
   unsetenv("TESSERA_STUB_NVML_XID");
   ASSERT_TRUE(kubelet.WaitForRegistrations(2, absl::Seconds(20))) << Output();
@@ -154,8 +164,20 @@ TEST_F(DevicePluginCommandTest, NvmlBackendWithStubDriver) {
   v1beta1::AllocateResponse resp;
   grpc::Status s = mig->Allocate(req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(resp.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), list->devices(0).id());
-  EXPECT_EQ(resp.container_responses(0).devices(0).host_path(), "/dev/nvidia1");
+  const v1beta1::ContainerAllocateResponse& cr = resp.container_responses(0);
+  EXPECT_EQ(cr.envs().at("NVIDIA_VISIBLE_DEVICES"), list->devices(0).id());
+  // Only the nodes that exist: not nvidia-uvm-tools or nvidia-modeset.
+  std::vector<std::string> host, container;
+  for (const auto& d : cr.devices()) {
+    host.push_back(d.host_path());
+    container.push_back(d.container_path());
+  }
+  EXPECT_EQ(host, (std::vector<std::string>{root + "/dev/nvidia1", root + "/dev/nvidiactl",
+                                            root + "/dev/nvidia-uvm"}));
+  EXPECT_EQ(container,
+            (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm"}));
+  ASSERT_EQ(cr.cdi_devices_size(), 1);
+  EXPECT_EQ(cr.cdi_devices(0).name(), "nvidia.com/gpu=" + list->devices(0).id());
 
   ASSERT_EQ(kill(pid_, SIGTERM), 0);
   EXPECT_EQ(Wait(), 0) << Output();
@@ -169,6 +191,17 @@ TEST_F(DevicePluginCommandTest, BadUsage) {
          "--rescan-interval", "soon"});
   EXPECT_NE(Wait(), 0);
   EXPECT_NE(Output().find("--rescan-interval"), std::string::npos) << Output();
+  Spawn({"device-plugin", "--backend", "fake", "--fake-config", dir_ + "/node.yaml",
+         "--device-list-strategy", "volume-mounts"});
+  EXPECT_EQ(Wait(), 2);
+  EXPECT_NE(Output().find("--device-list-strategy: device list strategy: 'volume-mounts' is not "
+                          "supported"),
+            std::string::npos)
+      << Output();
+  Spawn({"device-plugin", "--backend", "fake", "--fake-config", dir_ + "/node.yaml", "--cdi",
+         "true", "--device-list-strategy", "cdi-cri"});
+  EXPECT_EQ(Wait(), 2);
+  EXPECT_NE(Output().find("--cdi: not with --device-list-strategy"), std::string::npos) << Output();
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ class ReconfigurableBackend final : public agent::GpuBackend {
   absl::Status Shutdown() override { return inner_.Shutdown(); }
   std::string BackendName() const override { return inner_.BackendName(); }
   std::string DriverVersion() override { return inner_.DriverVersion(); }
+  std::string CudaDriverVersion() override { return inner_.CudaDriverVersion(); }
   absl::StatusOr<int> DeviceCount() override { return inner_.DeviceCount(); }
   absl::StatusOr<agent::GpuInfo> GetDeviceInfo(int index) override {
     absl::StatusOr<agent::GpuInfo> info = inner_.GetDeviceInfo(index);
@@ -102,6 +103,9 @@ class PluginTest : public ::testing::Test {
     PluginOptions options;
     options.plugin_dir = dir_;
     options.mig_strategy = strategy;
+    // Device nodes as on a GPU machine; CDI names too (inventory_test covers the strategies).
+    options.allocate.node_exists = [](const std::string&) { return true; };
+    options.allocate.strategies.cdi_cri = true;
     options.log = [this](absl::string_view line) {
       absl::MutexLock l(&log_mu_);
       log_.push_back(std::string(line));
@@ -191,6 +195,37 @@ TEST_F(PluginTest, RegistersWhenKubeletComesUpAfterThePlugin) {
   ASSERT_TRUE(kubelet_->Start().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations(1, kWait));
   EXPECT_EQ(kubelet_->registrations()[0].resource_name(), "nvidia.com/gpu");
+}
+
+// A kubelet that refuses Register (its device manager not ready) is asked again on a timer,
+// 1 s then 2 s later, without kubelet.sock being created again.
+TEST_F(PluginTest, RefusedRegistrationIsRetriedWithExponentialBackoff) {
+  kubelet_->RefuseNext(2);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  StartPlugin(testing::kPciePairs4);
+  ASSERT_TRUE(kubelet_->WaitForRejections(1, kWait));
+  EXPECT_EQ(plugin_->registrations(), 0);
+
+  ASSERT_TRUE(clock_.AwaitSleepers(1, kWait));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(kubelet_->WaitForRejections(2, kWait));
+  // Backing off: nothing one second later...
+  ASSERT_TRUE(clock_.AwaitSleepers(1, kWait));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(clock_.AwaitSleepers(1, kWait));
+  EXPECT_EQ(kubelet_->rejections().size(), 2u);
+  EXPECT_TRUE(kubelet_->registrations().empty());
+  // ...and the third try, two seconds after the second, is accepted.
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, kWait));
+  EXPECT_EQ(kubelet_->registrations()[0].resource_name(), "nvidia.com/gpu");
+  absl::MutexLock l(&log_mu_);
+  std::vector<std::string> retries;
+  for (const std::string& line : log_) {
+    if (line.find("retrying in") != std::string::npos)
+      retries.push_back(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_THAT(retries, ElementsAre("1s", "2s"));
 }
 
 TEST_F(PluginTest, KubeletRestartLeadsToReRegistration) {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace tessera::deviceplugin {
@@ -18,11 +19,28 @@ absl::StatusOr<MigStrategy> ParseMigStrategy(absl::string_view name) {
 std::string MigResourceName(absl::string_view profile) {
   std::string name(profile);
   for (char& c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+    if (c == '+') {
+      c = '.';  // NVIDIA: strings.ReplaceAll("mig-"+profile, "+", ".")
+    } else if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' &&
+               c != '.') {
       c = '-';
     }
   }
   return absl::StrCat("nvidia.com/mig-", name);
+}
+
+bool MigProfileIsAdvertised(absl::string_view profile) {
+  // "<c>c.<g>g...": compare the two counts; every other form is a whole GPU instance.
+  size_t c_end = profile.find("c.");
+  if (c_end == absl::string_view::npos) return true;
+  size_t g_end = profile.find('g', c_end + 2);
+  if (g_end == absl::string_view::npos) return true;
+  int c = 0, g = 0;
+  if (!absl::SimpleAtoi(profile.substr(0, c_end), &c) ||
+      !absl::SimpleAtoi(profile.substr(c_end + 2, g_end - c_end - 2), &g)) {
+    return true;
+  }
+  return c == g;
 }
 
 namespace {
@@ -54,7 +72,7 @@ std::vector<Resource> BuildInventory(const agent::NodeSnapshot& node, MigStrateg
       continue;
     }
     for (const agent::MigInstance& m : info.mig_instances) {
-      if (m.uuid.empty()) continue;
+      if (m.uuid.empty() || !MigProfileIsAdvertised(m.profile)) continue;
       PluginDevice d = base;
       d.id = m.uuid;
       d.mig_profile = m.profile;

@@ -4,7 +4,11 @@
 // `nvidia.com/gpu` whose id is the GPU UUID; a GPU with MIG enabled is not advertised itself and
 // contributes each MIG instance as a device of `nvidia.com/mig-<profile>` whose id is the MIG
 // UUID. With MigStrategy::kNone every GPU is an `nvidia.com/gpu` device and MIG is ignored.
-// A profile character Kubernetes does not allow in a resource name ("1g.10gb+me") becomes '-'.
+// Resource names follow NVIDIA's k8s-device-plugin, so that pod specs written for it schedule:
+// "mig-" + the profile with '+' replaced by '.' ("1g.10gb+me" -> nvidia.com/mig-1g.10gb.me,
+// "1g.24gb+me.all" -> mig-1g.24gb.me.all, "1g.24gb-me" -> mig-1g.24gb-me); any other character a
+// Kubernetes resource name does not allow becomes '-'. As in NVIDIA's mixed strategy, a MIG
+// device whose compute instance is a part of its GPU instance ("1c.3g.40gb") is not advertised.
 // A MIG device's health is its parent GPU's: XIDs and ECC errors are reported per physical GPU.
 // Resources are sorted by name, devices by (GPU index, id). Pure functions; no I/O.
 #pragma once
@@ -41,8 +45,12 @@ struct Resource {
   std::vector<PluginDevice> devices;
 };
 
-// "nvidia.com/mig-<sanitized profile>".
+// "nvidia.com/mig-<profile, '+' -> '.'>".
 std::string MigResourceName(absl::string_view profile);
+
+// False for a compute-instance profile "<c>c.<g>g.<mem>" with c != g, which NVIDIA's mixed
+// strategy does not advertise.
+bool MigProfileIsAdvertised(absl::string_view profile);
 
 // Resources of a discovered node. A GPU that could not be queried at all still appears (under
 // nvidia.com/gpu) when its UUID is known; one without a UUID cannot be addressed and is skipped.

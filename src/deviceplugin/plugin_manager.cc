@@ -133,6 +133,11 @@ absl::Status DevicePluginManager::Start() {
 }
 
 void DevicePluginManager::ServeAndRegisterAll() {
+  {
+    // A new kubelet: the backoff starts over.
+    absl::MutexLock r(&retry_mu_);
+    retries_.clear();
+  }
   absl::ReaderMutexLock l(&servers_mu_);
   for (auto& s : servers_) {
     s->Stop();
@@ -146,23 +151,71 @@ void DevicePluginManager::ServeAndRegisterAll() {
 }
 
 void DevicePluginManager::RegisterOne(const ResourceServer& server) {
+  const std::string& name = server.resource().name;
   const std::string kubelet = absl::StrCat(options_.plugin_dir, "/", kKubeletSocket);
+  absl::Status st;
   if (::access(kubelet.c_str(), F_OK) != 0) {
-    Log(absl::StrCat("no ", kubelet, " yet; ", server.resource().name,
-                     " registers when kubelet creates it"));
+    st = absl::UnavailableError(
+        absl::StrCat("no ", kubelet, " yet; ", name, " registers when kubelet creates it"));
+  } else {
+    v1beta1::RegisterRequest req;
+    req.set_version(kApiVersion);
+    req.set_endpoint(server.resource().socket_name);
+    req.set_resource_name(name);
+    *req.mutable_options() = ResourceServer::Options();
+    st = RegisterWithKubelet(kubelet, req, options_.register_timeout);
+  }
+  if (st.ok()) {
+    {
+      absl::MutexLock r(&retry_mu_);
+      retries_.erase(name);
+    }
+    ++registrations_;
+    Log(absl::StrCat("registered ", name, " on ", server.socket_path()));
     return;
   }
-  v1beta1::RegisterRequest req;
-  req.set_version(kApiVersion);
-  req.set_endpoint(server.resource().socket_name);
-  req.set_resource_name(server.resource().name);
-  *req.mutable_options() = ResourceServer::Options();
-  absl::Status st = RegisterWithKubelet(kubelet, req, options_.register_timeout);
-  if (st.ok()) {
-    ++registrations_;
-    Log(absl::StrCat("registered ", server.resource().name, " on ", server.socket_path()));
-  } else {
-    Log(absl::StrCat(st.message(), "; retrying when kubelet.sock is created again"));
+  absl::Duration backoff = options_.register_retry_initial;
+  {
+    absl::MutexLock r(&retry_mu_);
+    auto it = retries_.find(name);
+    if (it != retries_.end()) {
+      backoff = std::min(it->second.backoff * 2, options_.register_retry_max);
+    }
+    retries_[name] = RegisterRetry{backoff, clock_.Now() + backoff};
+  }
+  Log(absl::StrCat(st.message(), "; retrying in ", absl::FormatDuration(backoff)));
+}
+
+std::optional<absl::Time> DevicePluginManager::NextRegisterRetry() const {
+  absl::MutexLock r(&retry_mu_);
+  std::optional<absl::Time> next;
+  for (const auto& [name, retry] : retries_) {
+    if (!next || retry.due < *next) next = retry.due;
+  }
+  return next;
+}
+
+void DevicePluginManager::RetryDueRegistrations() {
+  std::vector<std::string> due;
+  {
+    absl::MutexLock r(&retry_mu_);
+    for (const auto& [name, retry] : retries_) {
+      if (retry.due <= clock_.Now()) due.push_back(name);
+    }
+  }
+  if (due.empty()) return;
+  absl::MutexLock l(&lifecycle_mu_);
+  if (!started_) return;
+  absl::ReaderMutexLock s(&servers_mu_);
+  for (const std::string& name : due) {
+    auto it = std::find_if(servers_.begin(), servers_.end(),
+                           [&](const auto& server) { return server->resource().name == name; });
+    if (it == servers_.end()) {  // no longer served
+      absl::MutexLock r(&retry_mu_);
+      retries_.erase(name);
+      continue;
+    }
+    RegisterOne(**it);
   }
 }
 
@@ -205,6 +258,8 @@ std::vector<std::string> DevicePluginManager::Rescan() {
   for (auto& server : retire) {
     Log(absl::StrCat("stopped serving ", server->resource().name));
     server->Stop();
+    absl::MutexLock r(&retry_mu_);
+    retries_.erase(server->resource().name);
   }
   std::vector<ResourceServer*> serving;
   for (auto& server : fresh) {
@@ -267,8 +322,14 @@ void DevicePluginManager::EventLoop(absl::Time start) {
       monitor_ = &monitor;
     }
     while (!stop_) {
-      monitor.RunUntil(next_rescan);
+      // Wake for the next rescan or registration retry, and at least every metrics_every so
+      // that a retry scheduled meanwhile by another thread is not late by more than that.
+      absl::Time until = std::min(next_rescan, clock_.Now() + options_.metrics_every);
+      if (std::optional<absl::Time> retry = NextRegisterRetry()) until = std::min(until, *retry);
+      monitor.RunUntil(until);
       if (stop_) break;
+      RetryDueRegistrations();
+      if (!rescan || clock_.Now() < next_rescan) continue;
       // Schedule from the time the rescan was due to start, not from when it ended.
       next_rescan = clock_.Now() + options_.rescan_every;
       std::vector<std::string> now = Rescan();

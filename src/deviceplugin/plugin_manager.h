@@ -8,7 +8,10 @@
 // Every health transition, recovery included, refreshes the servers, which resend ListAndWatch.
 // A watcher re-serves every resource on a fresh socket and registers again whenever kubelet.sock
 // is (re)created, which is what a kubelet restart does after deleting all sockets. A failed
-// registration (kubelet not up yet) is logged and retried on kubelet.sock's next creation.
+// registration (kubelet refused it, did not answer, or is not up yet) is logged and retried on a
+// timer on `clock`: after `register_retry_initial`, then doubling up to `register_retry_max`,
+// until kubelet accepts it (NVIDIA's plugin retries every 30 s); kubelet.sock's creation also
+// registers again at once and starts the backoff over.
 // Every `rescan_every` the GPUs are discovered again, so a MIG reconfiguration needs no restart:
 // a resource whose devices changed is served anew on its socket and registered again, a new
 // resource is served and registered, and a resource that vanished stops serving (kubelet then
@@ -22,7 +25,9 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,8 +56,10 @@ struct PluginOptions {
   agent::HealthPolicy health;
   absl::Duration metrics_every = absl::Seconds(10);  // health sampling of metrics (clock time)
   absl::Duration rescan_every = absl::Seconds(30);   // rediscovery (clock time); 0: never
-  absl::Duration wait_failure_backoff = absl::Seconds(1);  // after a failed event wait
-  absl::Duration register_timeout = absl::Seconds(5);      // real time
+  absl::Duration wait_failure_backoff = absl::Seconds(1);    // after a failed event wait
+  absl::Duration register_timeout = absl::Seconds(5);        // real time
+  absl::Duration register_retry_initial = absl::Seconds(1);  // clock time
+  absl::Duration register_retry_max = absl::Seconds(30);
   // Diagnostics, one line per call, from any thread (must be thread-safe); default: stderr.
   std::function<void(absl::string_view)> log;
 };
@@ -82,8 +89,12 @@ class DevicePluginManager {
                                              const agent::TopologyMatrix& topology);
   // Serves (again) every resource and registers it.
   void ServeAndRegisterAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lifecycle_mu_);
-  // Registers one served resource; failures are logged (kubelet may not be up yet).
+  // Registers one served resource; a failure is logged and scheduled for a retry.
   void RegisterOne(const ResourceServer& server);
+  // The earliest registration retry due, if any.
+  std::optional<absl::Time> NextRegisterRetry() const;
+  // Registers again every resource whose retry is due. Event thread only.
+  void RetryDueRegistrations();
   // Discovers again and applies a changed inventory; returns the GPU UUIDs by index.
   // Event thread only.
   std::vector<std::string> Rescan();
@@ -111,6 +122,14 @@ class DevicePluginManager {
   absl::Mutex monitor_mu_;
   agent::HealthMonitor* monitor_ ABSL_GUARDED_BY(monitor_mu_) = nullptr;
   std::vector<std::unique_ptr<ResourceServer>> servers_ ABSL_GUARDED_BY(servers_mu_);
+  // Registrations to retry, by resource name: the backoff used last and when the retry is due.
+  // A leaf lock.
+  struct RegisterRetry {
+    absl::Duration backoff;
+    absl::Time due;
+  };
+  mutable absl::Mutex retry_mu_;
+  std::map<std::string, RegisterRetry> retries_ ABSL_GUARDED_BY(retry_mu_);
 };
 
 }  // namespace tessera::deviceplugin

@@ -36,6 +36,7 @@ class FakeBackend final : public GpuBackend {
   absl::Status Shutdown() override;
   std::string BackendName() const override { return "fake"; }
   std::string DriverVersion() override { return config_.driver_version; }
+  std::string CudaDriverVersion() override { return ""; }
   absl::StatusOr<int> DeviceCount() override;
   absl::StatusOr<GpuInfo> GetDeviceInfo(int index) override;
   absl::StatusOr<GpuMetrics> GetMetrics(int index) override;

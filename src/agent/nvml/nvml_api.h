@@ -1,6 +1,8 @@
 // The small subset of NVML's C API that Tessera uses, declared from NVIDIA's NVML API reference
 // so that nothing at build time depends on NVML headers or libraries. Layouts and numeric values
 // must match the driver's ABI exactly; only add what is used, with the documented types.
+// nvml_api_test.cc pins every size, offset, value and entry-point name below to NVIDIA's nvml.h
+// (CUDA 13.3, NVML_API_VERSION 13); change both together.
 //
 // The stub library in testdata/ implements these same declarations.
 #pragma once
@@ -36,6 +38,15 @@ enum : int {
   NVML_ERROR_IN_USE = 19,
   NVML_ERROR_MEMORY = 20,
   NVML_ERROR_NO_DATA = 21,
+  NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
+  NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,  // a versioned struct this driver does not know
+  NVML_ERROR_DEPRECATED = 26,
+  NVML_ERROR_NOT_READY = 27,
+  NVML_ERROR_GPU_NOT_FOUND = 28,
+  NVML_ERROR_INVALID_STATE = 29,
+  NVML_ERROR_RESET_TYPE_NOT_SUPPORTED = 30,
   NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -46,14 +57,30 @@ enum : unsigned {
   NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32,
   NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16,
   NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80,
-  NVML_NVLINK_MAX_LINKS = 18,
+  NVML_NVLINK_MAX_LINKS = 36,  // 18 up to NVML 12.x; the driver answers past a GPU's last link
 };
 
+// NVML_STRUCT_VERSION(Name, ver): a versioned struct's first field holds its size and version.
+#define TESSERA_NVML_STRUCT_VERSION(type, ver) \
+  (static_cast<unsigned int>(sizeof(type)) | (static_cast<unsigned int>(ver) << 24U))
+
+// nvmlDeviceGetMemoryInfo (v1): `used` includes the memory the driver reserves.
 typedef struct {
   unsigned long long total;
   unsigned long long free;
   unsigned long long used;
 } nvmlMemory_t;
+
+// nvmlDeviceGetMemoryInfo_v2: `reserved` apart, `used` is allocated memory only (what nvidia-smi
+// and DCGM report as used). `version` must be nvmlMemory_v2.
+typedef struct {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_v2_t;
+inline constexpr unsigned int nvmlMemory_v2 = TESSERA_NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2);
 
 // nvmlPciInfo_t as of the _v2/_v3 entry points.
 typedef struct {
@@ -83,6 +110,15 @@ typedef struct {
 typedef int nvmlEnableState_t;  // NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1
 typedef int nvmlGpuTopologyLevel_t;
 typedef int nvmlTemperatureSensors_t;
+
+// nvmlDeviceGetTemperatureV (nvmlDeviceGetTemperature is deprecated as of NVML 13).
+typedef struct {
+  unsigned int version;  // nvmlTemperature_v1
+  nvmlTemperatureSensors_t sensorType;
+  int temperature;
+} nvmlTemperature_v1_t;
+inline constexpr unsigned int nvmlTemperature_v1 =
+    TESSERA_NVML_STRUCT_VERSION(nvmlTemperature_v1_t, 1);
 typedef int nvmlClockType_t;
 typedef int nvmlMemoryErrorType_t;
 typedef int nvmlEccCounterType_t;
@@ -112,12 +148,14 @@ typedef nvmlReturn_t (*nvmlInit_fn)(void);
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);
 typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int*);  // 13000 = CUDA 13.0
 typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int, nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int);  // UUID, Name
 typedef nvmlReturn_t (*nvmlDeviceGetUInt_fn)(nvmlDevice_t, unsigned int*);  // minor, power, NUMA
 typedef nvmlReturn_t (*nvmlDeviceGetULL_fn)(nvmlDevice_t, unsigned long long*);  // energy, throttle
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t, nvmlMemory_v2_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nvmlPciInfo_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, nvmlEnableState_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_fn)(nvmlDevice_t, unsigned int,
@@ -125,11 +163,14 @@ typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemotePciInfo_fn)(nvmlDevice_t, unsign
 typedef nvmlReturn_t (*nvmlDeviceGetTopologyCommonAncestor_fn)(nvmlDevice_t, nvmlDevice_t,
                                                                nvmlGpuTopologyLevel_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetEccMode_fn)(nvmlDevice_t, nvmlEnableState_t*,
+                                                nvmlEnableState_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int,
                                                                nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, nvmlTemperatureSensors_t,
                                                     unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t, nvmlTemperature_v1_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetClockInfo_fn)(nvmlDevice_t, nvmlClockType_t, unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, nvmlMemoryErrorType_t,
                                                        nvmlEccCounterType_t, unsigned long long*);

@@ -21,11 +21,14 @@ struct NvmlBackend::Api {
   nvmlShutdown_fn shutdown = nullptr;
   nvmlErrorString_fn error_string = nullptr;
   nvmlSystemGetDriverVersion_fn driver_version = nullptr;
+  nvmlSystemGetCudaDriverVersion_fn cuda_driver_version = nullptr;
   nvmlDeviceGetCount_fn device_count = nullptr;
   nvmlDeviceGetHandleByIndex_fn handle_by_index = nullptr;
   nvmlDeviceGetString_fn uuid = nullptr;
   nvmlDeviceGetString_fn name = nullptr;
   nvmlDeviceGetMemoryInfo_fn memory_info = nullptr;
+  nvmlDeviceGetMemoryInfo_v2_fn memory_info_v2 = nullptr;
+  nvmlDeviceGetEccMode_fn ecc_mode = nullptr;
   nvmlDeviceGetPciInfo_fn pci_info = nullptr;
   bool pci_info_v1 = false;  // old layout: only busIdLegacy is meaningful
   nvmlDeviceGetUInt_fn minor_number = nullptr;
@@ -41,6 +44,7 @@ struct NvmlBackend::Api {
   nvmlDeviceGetUInt_fn compute_instance_id = nullptr;
   nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
   nvmlDeviceGetTemperature_fn temperature = nullptr;
+  nvmlDeviceGetTemperatureV_fn temperature_v = nullptr;
   nvmlDeviceGetUInt_fn power_usage = nullptr;
   nvmlDeviceGetULL_fn total_energy = nullptr;
   nvmlDeviceGetClockInfo_fn clock_info = nullptr;
@@ -66,12 +70,15 @@ std::string ResolveLibraryPath(std::string path) {
   return kDefaultLibrary;
 }
 
-// Looks up the first of `names` the library exports. `which` receives the name found (or "").
+// Looks up the first of `names` the library exports and appends it to `resolved`. `which`
+// receives the name found (or "").
 template <typename Fn>
-Fn Lookup(void* dl, std::initializer_list<const char*> names, std::string* which = nullptr) {
+Fn Lookup(void* dl, std::vector<std::string>& resolved, std::initializer_list<const char*> names,
+          std::string* which = nullptr) {
   for (const char* n : names) {
     if (void* p = dlsym(dl, n); p != nullptr) {
       if (which) *which = n;
+      resolved.emplace_back(n);
       return reinterpret_cast<Fn>(p);
     }
   }
@@ -105,6 +112,47 @@ std::optional<int> NumaNodeFromSysfs(const std::string& bus_id) {
   return node;
 }
 
+// Memory of a GPU or MIG device: nvmlDeviceGetMemoryInfo_v2 where the driver has it (allocated
+// memory apart from the reservation, as nvidia-smi reports it), else v1. Returns the NVML code
+// of the call that answered last.
+int ReadMemory(const NvmlBackend::Api& a, nvmlDevice_t dev, MemoryInfo* out) {
+  int ret = NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (a.memory_info_v2) {
+    nvmlMemory_v2_t mem = {};
+    mem.version = nvmlMemory_v2;
+    ret = a.memory_info_v2(dev, &mem);
+    if (ret == NVML_SUCCESS) {
+      *out = MemoryInfo{mem.total, mem.used, mem.free, mem.reserved};
+      return ret;
+    }
+    // An older driver that knows the call but not this struct version, or a device (some MIG
+    // handles) that answers only v1: ask v1. A lost GPU answers nothing.
+    if (ret == NVML_ERROR_GPU_IS_LOST) return ret;
+  }
+  if (a.memory_info) {
+    nvmlMemory_t mem = {};
+    ret = a.memory_info(dev, &mem);
+    if (ret == NVML_SUCCESS) *out = MemoryInfo{mem.total, mem.used, mem.free, std::nullopt};
+  }
+  return ret;
+}
+
+// GPU die temperature: nvmlDeviceGetTemperatureV (NVML 12.8+), else the deprecated
+// nvmlDeviceGetTemperature.
+std::optional<uint32_t> ReadTemperature(const NvmlBackend::Api& a, nvmlDevice_t dev) {
+  if (a.temperature_v) {
+    nvmlTemperature_v1_t t = {};
+    t.version = nvmlTemperature_v1;
+    t.sensorType = NVML_TEMPERATURE_GPU;
+    int ret = a.temperature_v(dev, &t);
+    if (ret == NVML_SUCCESS && t.temperature >= 0) return static_cast<uint32_t>(t.temperature);
+    if (ret == NVML_ERROR_GPU_IS_LOST) return std::nullopt;
+  }
+  unsigned int u = 0;
+  if (a.temperature && a.temperature(dev, NVML_TEMPERATURE_GPU, &u) == NVML_SUCCESS) return u;
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::Status NvmlReturnToStatus(int ret, const char* (*error_string)(int), absl::string_view what) {
@@ -116,10 +164,16 @@ absl::Status NvmlReturnToStatus(int ret, const char* (*error_string)(int), absl:
     case NVML_ERROR_DRIVER_NOT_LOADED:
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
     case NVML_ERROR_ALREADY_INITIALIZED:
+    case NVML_ERROR_INVALID_STATE:
       return absl::FailedPreconditionError(msg);
     case NVML_ERROR_INVALID_ARGUMENT:
       return absl::InvalidArgumentError(msg);
     case NVML_ERROR_NOT_SUPPORTED:
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+    case NVML_ERROR_FREQ_NOT_SUPPORTED:
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+    case NVML_ERROR_DEPRECATED:
+    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED:
       return absl::UnimplementedError(msg);
     case NVML_ERROR_NO_PERMISSION:
       return absl::PermissionDeniedError(msg);
@@ -127,6 +181,7 @@ absl::Status NvmlReturnToStatus(int ret, const char* (*error_string)(int), absl:
     case NVML_ERROR_LIBRARY_NOT_FOUND:
     case NVML_ERROR_FUNCTION_NOT_FOUND:
     case NVML_ERROR_NO_DATA:
+    case NVML_ERROR_GPU_NOT_FOUND:
       return absl::NotFoundError(msg);
     case NVML_ERROR_TIMEOUT:
       return absl::DeadlineExceededError(msg);
@@ -134,9 +189,11 @@ absl::Status NvmlReturnToStatus(int ret, const char* (*error_string)(int), absl:
     case NVML_ERROR_RESET_REQUIRED:
     case NVML_ERROR_IN_USE:
     case NVML_ERROR_IRQ_ISSUE:
+    case NVML_ERROR_NOT_READY:
       return absl::UnavailableError(msg);
     case NVML_ERROR_MEMORY:
     case NVML_ERROR_INSUFFICIENT_POWER:
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
       return absl::ResourceExhaustedError(msg);
     case NVML_ERROR_INSUFFICIENT_SIZE:
     case NVML_ERROR_CORRUPTED_INFOROM:
@@ -181,17 +238,18 @@ absl::Status NvmlBackend::InitLocked() {
   auto api = std::make_unique<Api>();
   Api& a = *api;
   missing_.clear();
+  resolved_.clear();
   auto optional = [this](bool found, const char* name) {
     if (!found) missing_.emplace_back(name);
   };
-  a.init = Lookup<nvmlInit_fn>(dl_, {"nvmlInit_v2", "nvmlInit"});
-  a.shutdown = Lookup<nvmlShutdown_fn>(dl_, {"nvmlShutdown"});
-  a.device_count =
-      Lookup<nvmlDeviceGetCount_fn>(dl_, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  a.init = Lookup<nvmlInit_fn>(dl_, resolved_, {"nvmlInit_v2", "nvmlInit"});
+  a.shutdown = Lookup<nvmlShutdown_fn>(dl_, resolved_, {"nvmlShutdown"});
+  a.device_count = Lookup<nvmlDeviceGetCount_fn>(dl_, resolved_,
+                                                 {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
   a.handle_by_index = Lookup<nvmlDeviceGetHandleByIndex_fn>(
-      dl_, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-  a.uuid = Lookup<nvmlDeviceGetString_fn>(dl_, {"nvmlDeviceGetUUID"});
-  a.name = Lookup<nvmlDeviceGetString_fn>(dl_, {"nvmlDeviceGetName"});
+      dl_, resolved_, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  a.uuid = Lookup<nvmlDeviceGetString_fn>(dl_, resolved_, {"nvmlDeviceGetUUID"});
+  a.name = Lookup<nvmlDeviceGetString_fn>(dl_, resolved_, {"nvmlDeviceGetName"});
   std::vector<std::string> required_missing;
   if (!a.init) required_missing.push_back("nvmlInit_v2/nvmlInit");
   if (!a.shutdown) required_missing.push_back("nvmlShutdown");
@@ -207,66 +265,91 @@ absl::Status NvmlBackend::InitLocked() {
   }
 
   std::string which;
-  a.error_string = Lookup<nvmlErrorString_fn>(dl_, {"nvmlErrorString"});
+  a.error_string = Lookup<nvmlErrorString_fn>(dl_, resolved_, {"nvmlErrorString"});
   optional(a.error_string, "nvmlErrorString");
-  a.driver_version = Lookup<nvmlSystemGetDriverVersion_fn>(dl_, {"nvmlSystemGetDriverVersion"});
+  a.driver_version =
+      Lookup<nvmlSystemGetDriverVersion_fn>(dl_, resolved_, {"nvmlSystemGetDriverVersion"});
   optional(a.driver_version, "nvmlSystemGetDriverVersion");
-  a.memory_info = Lookup<nvmlDeviceGetMemoryInfo_fn>(dl_, {"nvmlDeviceGetMemoryInfo"});
+  a.cuda_driver_version = Lookup<nvmlSystemGetCudaDriverVersion_fn>(
+      dl_, resolved_, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
+  optional(a.cuda_driver_version, "nvmlSystemGetCudaDriverVersion");
+  a.memory_info = Lookup<nvmlDeviceGetMemoryInfo_fn>(dl_, resolved_, {"nvmlDeviceGetMemoryInfo"});
   optional(a.memory_info, "nvmlDeviceGetMemoryInfo");
+  a.memory_info_v2 =
+      Lookup<nvmlDeviceGetMemoryInfo_v2_fn>(dl_, resolved_, {"nvmlDeviceGetMemoryInfo_v2"});
+  optional(a.memory_info_v2, "nvmlDeviceGetMemoryInfo_v2");
+  a.ecc_mode = Lookup<nvmlDeviceGetEccMode_fn>(dl_, resolved_, {"nvmlDeviceGetEccMode"});
+  optional(a.ecc_mode, "nvmlDeviceGetEccMode");
   a.pci_info = Lookup<nvmlDeviceGetPciInfo_fn>(
-      dl_, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"}, &which);
+      dl_, resolved_,
+      {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"}, &which);
   a.pci_info_v1 = which == "nvmlDeviceGetPciInfo";
   optional(a.pci_info, "nvmlDeviceGetPciInfo");
-  a.minor_number = Lookup<nvmlDeviceGetUInt_fn>(dl_, {"nvmlDeviceGetMinorNumber"});
+  a.minor_number = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetMinorNumber"});
   optional(a.minor_number, "nvmlDeviceGetMinorNumber");
-  a.numa_node = Lookup<nvmlDeviceGetUInt_fn>(dl_, {"nvmlDeviceGetNumaNodeId"});
+  a.numa_node = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetNumaNodeId"});
   optional(a.numa_node, "nvmlDeviceGetNumaNodeId");
-  a.nvlink_state = Lookup<nvmlDeviceGetNvLinkState_fn>(dl_, {"nvmlDeviceGetNvLinkState"});
+  a.nvlink_state =
+      Lookup<nvmlDeviceGetNvLinkState_fn>(dl_, resolved_, {"nvmlDeviceGetNvLinkState"});
   optional(a.nvlink_state, "nvmlDeviceGetNvLinkState");
   a.nvlink_remote_pci = Lookup<nvmlDeviceGetNvLinkRemotePciInfo_fn>(
-      dl_, {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"}, &which);
+      dl_, resolved_, {"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"},
+      &which);
   a.nvlink_remote_pci_v1 = which == "nvmlDeviceGetNvLinkRemotePciInfo";
   optional(a.nvlink_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo");
-  a.topology =
-      Lookup<nvmlDeviceGetTopologyCommonAncestor_fn>(dl_, {"nvmlDeviceGetTopologyCommonAncestor"});
+  a.topology = Lookup<nvmlDeviceGetTopologyCommonAncestor_fn>(
+      dl_, resolved_, {"nvmlDeviceGetTopologyCommonAncestor"});
   optional(a.topology, "nvmlDeviceGetTopologyCommonAncestor");
-  a.mig_mode = Lookup<nvmlDeviceGetMigMode_fn>(dl_, {"nvmlDeviceGetMigMode"});
+  a.mig_mode = Lookup<nvmlDeviceGetMigMode_fn>(dl_, resolved_, {"nvmlDeviceGetMigMode"});
   optional(a.mig_mode, "nvmlDeviceGetMigMode");
-  a.max_mig_devices = Lookup<nvmlDeviceGetUInt_fn>(dl_, {"nvmlDeviceGetMaxMigDeviceCount"});
+  a.max_mig_devices =
+      Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetMaxMigDeviceCount"});
   optional(a.max_mig_devices, "nvmlDeviceGetMaxMigDeviceCount");
-  a.mig_handle =
-      Lookup<nvmlDeviceGetMigDeviceHandleByIndex_fn>(dl_, {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  a.mig_handle = Lookup<nvmlDeviceGetMigDeviceHandleByIndex_fn>(
+      dl_, resolved_, {"nvmlDeviceGetMigDeviceHandleByIndex"});
   optional(a.mig_handle, "nvmlDeviceGetMigDeviceHandleByIndex");
-  a.gpu_instance_id = Lookup<nvmlDeviceGetUInt_fn>(dl_, {"nvmlDeviceGetGpuInstanceId"});
+  a.gpu_instance_id = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetGpuInstanceId"});
   optional(a.gpu_instance_id, "nvmlDeviceGetGpuInstanceId");
-  a.compute_instance_id = Lookup<nvmlDeviceGetUInt_fn>(dl_, {"nvmlDeviceGetComputeInstanceId"});
+  a.compute_instance_id =
+      Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetComputeInstanceId"});
   optional(a.compute_instance_id, "nvmlDeviceGetComputeInstanceId");
-  a.utilization = Lookup<nvmlDeviceGetUtilizationRates_fn>(dl_, {"nvmlDeviceGetUtilizationRates"});
+  a.utilization =
+      Lookup<nvmlDeviceGetUtilizationRates_fn>(dl_, resolved_, {"nvmlDeviceGetUtilizationRates"});
   optional(a.utilization, "nvmlDeviceGetUtilizationRates");
-  a.temperature = Lookup<nvmlDeviceGetTemperature_fn>(dl_, {"nvmlDeviceGetTemperature"});
+  a.temperature = Lookup<nvmlDeviceGetTemperature_fn>(dl_, resolved_, {"nvmlDeviceGetTemperature"});
   optional(a.temperature, "nvmlDeviceGetTemperature");
-  a.power_usage = Lookup<nvmlDeviceGetUInt_fn>(dl_, {"nvmlDeviceGetPowerUsage"});
+  a.temperature_v =
+      Lookup<nvmlDeviceGetTemperatureV_fn>(dl_, resolved_, {"nvmlDeviceGetTemperatureV"});
+  optional(a.temperature_v, "nvmlDeviceGetTemperatureV");
+  a.power_usage = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetPowerUsage"});
   optional(a.power_usage, "nvmlDeviceGetPowerUsage");
-  a.total_energy = Lookup<nvmlDeviceGetULL_fn>(dl_, {"nvmlDeviceGetTotalEnergyConsumption"});
+  a.total_energy =
+      Lookup<nvmlDeviceGetULL_fn>(dl_, resolved_, {"nvmlDeviceGetTotalEnergyConsumption"});
   optional(a.total_energy, "nvmlDeviceGetTotalEnergyConsumption");
-  a.clock_info = Lookup<nvmlDeviceGetClockInfo_fn>(dl_, {"nvmlDeviceGetClockInfo"});
+  a.clock_info = Lookup<nvmlDeviceGetClockInfo_fn>(dl_, resolved_, {"nvmlDeviceGetClockInfo"});
   optional(a.clock_info, "nvmlDeviceGetClockInfo");
   a.throttle_reasons = Lookup<nvmlDeviceGetULL_fn>(
-      dl_, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
+      dl_, resolved_,
+      {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
   optional(a.throttle_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
-  a.ecc_errors = Lookup<nvmlDeviceGetTotalEccErrors_fn>(dl_, {"nvmlDeviceGetTotalEccErrors"});
+  a.ecc_errors =
+      Lookup<nvmlDeviceGetTotalEccErrors_fn>(dl_, resolved_, {"nvmlDeviceGetTotalEccErrors"});
   optional(a.ecc_errors, "nvmlDeviceGetTotalEccErrors");
-  a.remapped_rows = Lookup<nvmlDeviceGetRemappedRows_fn>(dl_, {"nvmlDeviceGetRemappedRows"});
+  a.remapped_rows =
+      Lookup<nvmlDeviceGetRemappedRows_fn>(dl_, resolved_, {"nvmlDeviceGetRemappedRows"});
   optional(a.remapped_rows, "nvmlDeviceGetRemappedRows");
-  a.event_set_create = Lookup<nvmlEventSetCreate_fn>(dl_, {"nvmlEventSetCreate"});
+  a.event_set_create = Lookup<nvmlEventSetCreate_fn>(dl_, resolved_, {"nvmlEventSetCreate"});
   optional(a.event_set_create, "nvmlEventSetCreate");
-  a.event_set_free = Lookup<nvmlEventSetFree_fn>(dl_, {"nvmlEventSetFree"});
+  a.event_set_free = Lookup<nvmlEventSetFree_fn>(dl_, resolved_, {"nvmlEventSetFree"});
   optional(a.event_set_free, "nvmlEventSetFree");
-  a.supported_event_types = Lookup<nvmlDeviceGetULL_fn>(dl_, {"nvmlDeviceGetSupportedEventTypes"});
+  a.supported_event_types =
+      Lookup<nvmlDeviceGetULL_fn>(dl_, resolved_, {"nvmlDeviceGetSupportedEventTypes"});
   optional(a.supported_event_types, "nvmlDeviceGetSupportedEventTypes");
-  a.register_events = Lookup<nvmlDeviceRegisterEvents_fn>(dl_, {"nvmlDeviceRegisterEvents"});
+  a.register_events =
+      Lookup<nvmlDeviceRegisterEvents_fn>(dl_, resolved_, {"nvmlDeviceRegisterEvents"});
   optional(a.register_events, "nvmlDeviceRegisterEvents");
-  a.event_set_wait = Lookup<nvmlEventSetWait_fn>(dl_, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+  a.event_set_wait =
+      Lookup<nvmlEventSetWait_fn>(dl_, resolved_, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   optional(a.event_set_wait, "nvmlEventSetWait");
   api_ = std::move(api);
 
@@ -344,6 +427,20 @@ std::string NvmlBackend::DriverVersion() {
   return std::string(buf, strnlen(buf, sizeof(buf)));
 }
 
+std::string NvmlBackend::CudaDriverVersion() {
+  absl::MutexLock l(&mu_);
+  if (!initialized_ || !api_->cuda_driver_version) return "";
+  int v = 0;
+  if (api_->cuda_driver_version(&v) != NVML_SUCCESS || v <= 0) return "";
+  // NVML_CUDA_DRIVER_VERSION_MAJOR/MINOR: 13000 -> "13.0", 12080 -> "12.8".
+  return absl::StrCat(v / 1000, ".", (v % 1000) / 10);
+}
+
+std::vector<std::string> NvmlBackend::ResolvedSymbols() const {
+  absl::MutexLock l(&mu_);
+  return resolved_;
+}
+
 absl::StatusOr<int> NvmlBackend::DeviceCount() {
   absl::MutexLock l(&mu_);
   if (!initialized_) return absl::FailedPreconditionError("NVML backend not initialized");
@@ -382,11 +479,11 @@ absl::StatusOr<GpuInfo> NvmlBackend::GetDeviceInfo(int index) {
   } else if (!info.pci_bus_id.empty()) {
     info.numa_node = NumaNodeFromSysfs(info.pci_bus_id);
   }
-  if (a.memory_info) {
-    nvmlMemory_t mem = {};
-    int ret = a.memory_info(dev, &mem);
+  {
+    MemoryInfo mem;
+    int ret = ReadMemory(a, dev, &mem);
     if (ret == NVML_ERROR_GPU_IS_LOST) return ToStatus(ret, "nvmlDeviceGetMemoryInfo");
-    if (ret == NVML_SUCCESS) info.memory = MemoryInfo{mem.total, mem.used, mem.free};
+    if (ret == NVML_SUCCESS) info.memory = mem;
   }
   if (a.nvlink_state) {
     for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
@@ -411,6 +508,12 @@ absl::StatusOr<GpuInfo> NvmlBackend::GetDeviceInfo(int index) {
       info.mig_mode = MigMode{current == NVML_DEVICE_MIG_ENABLE, pending == NVML_DEVICE_MIG_ENABLE};
     }
   }
+  if (a.ecc_mode) {
+    nvmlEnableState_t current = NVML_FEATURE_DISABLED, pending = NVML_FEATURE_DISABLED;
+    if (a.ecc_mode(dev, &current, &pending) == NVML_SUCCESS) {
+      info.ecc_mode = EccMode{current == NVML_FEATURE_ENABLED, pending == NVML_FEATURE_ENABLED};
+    }
+  }
   if (info.mig_mode && info.mig_mode->current && a.max_mig_devices && a.mig_handle) {
     unsigned int max = 0;
     if (a.max_mig_devices(dev, &max) == NVML_SUCCESS) {
@@ -425,8 +528,8 @@ absl::StatusOr<GpuInfo> NvmlBackend::GetDeviceInfo(int index) {
         if (a.name(mig, mname, sizeof(mname)) == NVML_SUCCESS) {
           m.profile = MigProfileFromName(std::string(mname, strnlen(mname, sizeof(mname))));
         }
-        nvmlMemory_t mem = {};
-        if (a.memory_info && a.memory_info(mig, &mem) == NVML_SUCCESS) m.memory_bytes = mem.total;
+        MemoryInfo mem;
+        if (ReadMemory(a, mig, &mem) == NVML_SUCCESS) m.memory_bytes = mem.total_bytes;
         if (a.gpu_instance_id && a.gpu_instance_id(mig, &u) == NVML_SUCCESS) m.gpu_instance_id = u;
         if (a.compute_instance_id && a.compute_instance_id(mig, &u) == NVML_SUCCESS) {
           m.compute_instance_id = u;
@@ -445,13 +548,13 @@ absl::StatusOr<GpuMetrics> NvmlBackend::GetMetrics(int index) {
   const Api& a = *api_;
   GpuMetrics m;
   // A lost GPU fails every query; report that rather than a metrics set of blanks.
-  if (a.memory_info) {
-    nvmlMemory_t mem = {};
-    int ret = a.memory_info(dev, &mem);
+  {
+    MemoryInfo mem;
+    int ret = ReadMemory(a, dev, &mem);
     if (ret == NVML_ERROR_GPU_IS_LOST) return ToStatus(ret, "nvmlDeviceGetMemoryInfo");
     if (ret == NVML_SUCCESS) {
-      m.fb_used_bytes = mem.used;
-      m.fb_free_bytes = mem.free;
+      m.fb_used_bytes = mem.used_bytes;
+      m.fb_free_bytes = mem.free_bytes;
     }
   }
   unsigned int u = 0;
@@ -463,9 +566,7 @@ absl::StatusOr<GpuMetrics> NvmlBackend::GetMetrics(int index) {
       m.mem_copy_util_percent = util.memory;
     }
   }
-  if (a.temperature && a.temperature(dev, NVML_TEMPERATURE_GPU, &u) == NVML_SUCCESS) {
-    m.temperature_c = u;
-  }
+  m.temperature_c = ReadTemperature(a, dev);
   if (a.power_usage && a.power_usage(dev, &u) == NVML_SUCCESS) m.power_watts = u / 1000.0;
   if (a.total_energy && a.total_energy(dev, &ull) == NVML_SUCCESS) m.total_energy_mj = ull;
   if (a.clock_info && a.clock_info(dev, NVML_CLOCK_SM, &u) == NVML_SUCCESS) m.sm_clock_mhz = u;

@@ -3,9 +3,12 @@
 // No build-time dependency on NVML: the library is opened on Init() (path from the constructor,
 // else env TESSERA_NVML_LIB, else "libnvidia-ml.so.1") and every entry point is looked up on its
 // own with dlsym. Versioned entry points fall back to older ones (nvmlInit_v2 -> nvmlInit,
-// nvmlDeviceGetCount_v2 -> nvmlDeviceGetCount, ...). A missing required symbol fails Init() with
-// a message naming it; a missing optional symbol leaves the field it feeds unavailable.
-// nvmlReturn_t codes become absl::Status codes carrying nvmlErrorString's text when present.
+// nvmlDeviceGetCount_v2 -> nvmlDeviceGetCount, nvmlDeviceGetMemoryInfo_v2 -> v1 (whose `used`
+// includes the driver's reservation), nvmlDeviceGetTemperatureV -> nvmlDeviceGetTemperature, ...);
+// a versioned-struct call the driver refuses (NVML_ERROR_ARGUMENT_VERSION_MISMATCH) falls back too.
+// A missing required symbol fails Init() with a message naming it; a missing optional symbol leaves
+// the field it feeds unavailable. nvmlReturn_t codes become absl::Status codes carrying
+// nvmlErrorString's text when present.
 //
 // Events: Init() registers every GPU for XID and double-bit ECC events (where supported) in one
 // NVML event set; WaitForEvent waits on it.
@@ -39,6 +42,7 @@ class NvmlBackend final : public GpuBackend {
   absl::Status Shutdown() override;
   std::string BackendName() const override { return "nvml"; }
   std::string DriverVersion() override;
+  std::string CudaDriverVersion() override;
   absl::StatusOr<int> DeviceCount() override;
   absl::StatusOr<GpuInfo> GetDeviceInfo(int index) override;
   absl::StatusOr<GpuMetrics> GetMetrics(int index) override;
@@ -49,6 +53,8 @@ class NvmlBackend final : public GpuBackend {
   const std::string& library_path() const { return library_path_; }
   // Names of optional entry points the loaded library lacks (for diagnostics and tests).
   std::vector<std::string> MissingSymbols() const;
+  // Names of the entry points resolved from the loaded library, in lookup order.
+  std::vector<std::string> ResolvedSymbols() const;
 
   struct Api;  // the resolved entry points; defined in the .cc
 
@@ -69,6 +75,7 @@ class NvmlBackend final : public GpuBackend {
   std::vector<std::string> uuids_ ABSL_GUARDED_BY(mu_);
   void* event_set_ ABSL_GUARDED_BY(mu_) = nullptr;  // nvmlEventSet_t
   std::vector<std::string> missing_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> resolved_ ABSL_GUARDED_BY(mu_);
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;  // WaitForEvent calls blocked in NVML
 };
 

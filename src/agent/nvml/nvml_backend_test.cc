@@ -47,7 +47,16 @@ TEST_F(NvmlBackendTest, DiscoversEightGpuNvSwitchNode) {
   EXPECT_EQ(info->numa_node, 0);
   ASSERT_TRUE(info->memory.has_value());
   EXPECT_EQ(info->memory->total_bytes, 81559 * kMiB);
+  // nvmlDeviceGetMemoryInfo_v2: allocated memory, the driver's reservation apart (v1 would say
+  // 3584 MiB used), as nvidia-smi's "Used".
   EXPECT_EQ(info->memory->used_bytes, 3072 * kMiB);
+  EXPECT_EQ(info->memory->reserved_bytes, 512 * kMiB);
+  EXPECT_EQ(info->memory->free_bytes, (81559 - 512 - 3072) * kMiB);
+  ASSERT_TRUE(info->ecc_mode.has_value());
+  EXPECT_TRUE(info->ecc_mode->current);
+  EXPECT_TRUE(info->ecc_mode->pending);
+  EXPECT_FALSE(nvml.GetDeviceInfo(2)->ecc_mode->pending);
+  EXPECT_EQ(nvml.CudaDriverVersion(), "12.4");
   ASSERT_EQ(info->nvlinks.size(), 18u);
   EXPECT_TRUE(info->nvlinks[17].active);
   EXPECT_EQ(info->nvlinks[17].remote_pci_bus_id, "00000000:08:00.0");
@@ -60,7 +69,8 @@ TEST_F(NvmlBackendTest, DiscoversEightGpuNvSwitchNode) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->gpu_util_percent, 20u);
   EXPECT_EQ(m->mem_copy_util_percent, 10u);
-  EXPECT_EQ(m->temperature_c, 42u);
+  EXPECT_EQ(m->temperature_c, 42u);  // nvmlDeviceGetTemperatureV
+  EXPECT_EQ(m->fb_used_bytes, 2048 * kMiB);
   EXPECT_DOUBLE_EQ(*m->power_watts, 302.0);
   EXPECT_EQ(m->total_energy_mj, 123456791u);
   EXPECT_EQ(m->sm_clock_mhz, 1980u);
@@ -219,10 +229,12 @@ TEST_F(NvmlBackendTest, OldDriverFallsBackAndLeavesFieldsUnavailable) {
   NvmlBackend nvml(clock_, STUB_NVML_OLD_PATH);
   ASSERT_TRUE(nvml.Init().ok());  // via nvmlInit, nvmlDeviceGetCount, GetHandleByIndex
   std::vector<std::string> missing = nvml.MissingSymbols();
-  for (const char* sym : {"nvmlErrorString", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetMigMode",
-                          "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetTopologyCommonAncestor",
-                          "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetRemappedRows",
-                          "nvmlDeviceGetSupportedEventTypes"}) {
+  for (const char* sym :
+       {"nvmlErrorString", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetMigMode",
+        "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetTemperatureV", "nvmlDeviceGetEccMode",
+        "nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetNumaNodeId",
+        "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetTotalEnergyConsumption",
+        "nvmlDeviceGetRemappedRows", "nvmlDeviceGetSupportedEventTypes"}) {
     EXPECT_THAT(missing, Contains(std::string(sym)));
   }
   ASSERT_EQ(*nvml.DeviceCount(), 8);
@@ -232,6 +244,12 @@ TEST_F(NvmlBackendTest, OldDriverFallsBackAndLeavesFieldsUnavailable) {
   EXPECT_TRUE(info->nvlinks.empty());
   EXPECT_FALSE(info->mig_mode.has_value());
   EXPECT_EQ(info->minor, 3);
+  // v1 memory info: the reservation is inside `used` and not known apart.
+  ASSERT_TRUE(info->memory.has_value());
+  EXPECT_EQ(info->memory->used_bytes, (3072 + 512) * kMiB);
+  EXPECT_FALSE(info->memory->reserved_bytes.has_value());
+  EXPECT_FALSE(info->ecc_mode.has_value());
+  EXPECT_EQ(nvml.CudaDriverVersion(), "");
   absl::StatusOr<GpuMetrics> m = nvml.GetMetrics(3);
   ASSERT_TRUE(m.ok());
   EXPECT_FALSE(m->total_energy_mj.has_value());
@@ -264,6 +282,10 @@ TEST(NvmlReturnToStatusTest, MapsCodes) {
   EXPECT_EQ(NvmlReturnToStatus(4, nullptr, "x").code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(NvmlReturnToStatus(15, nullptr, "x").code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(NvmlReturnToStatus(999, nullptr, "x").code(), absl::StatusCode::kUnknown);
+  // Codes added after NVML 11 are known, not "unknown".
+  EXPECT_EQ(NvmlReturnToStatus(25, nullptr, "x").code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlReturnToStatus(27, nullptr, "x").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(NvmlReturnToStatus(28, nullptr, "x").code(), absl::StatusCode::kNotFound);
   auto err = +[](int) -> const char* { return "Boom"; };
   EXPECT_EQ(NvmlReturnToStatus(2, err, "nvmlFoo").message(), "nvmlFoo: Boom (nvml 2)");
 }

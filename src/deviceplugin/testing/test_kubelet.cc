@@ -178,6 +178,11 @@ grpc::Status TestKubelet::OnRegister(const v1beta1::RegisterRequest& request) {
     rejections_.push_back(problem);
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
   }
+  if (refuse_next_ > 0) {
+    --refuse_next_;
+    rejections_.push_back("refused: device manager not ready");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "device manager not ready");
+  }
   registrations_.push_back(request);
   return grpc::Status::OK;
 }
@@ -196,6 +201,17 @@ std::vector<v1beta1::RegisterRequest> TestKubelet::registrations() const {
 std::vector<std::string> TestKubelet::rejections() const {
   absl::MutexLock l(&mu_);
   return rejections_;
+}
+
+bool TestKubelet::WaitForRejections(size_t n, absl::Duration timeout) const {
+  absl::MutexLock l(&mu_);
+  auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return rejections_.size() >= n; };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+}
+
+void TestKubelet::RefuseNext(int n) {
+  absl::MutexLock l(&mu_);
+  refuse_next_ = n;
 }
 
 std::unique_ptr<PluginClient> TestKubelet::Connect(const std::string& endpoint) const {

@@ -4,7 +4,8 @@
 // (version "v1beta1", a bare socket file name that exists in <dir>, a "domain/name" resource),
 // and talks to a plugin as a v1beta1.DevicePlugin client (PluginClient).
 // Restart() plays a kubelet restart: stop serving, delete every socket in the directory, serve
-// kubelet.sock again.
+// kubelet.sock again. RefuseNext(n) refuses the next n valid registrations (as a kubelet whose
+// device manager is not ready does), to test the plugin's retries.
 // Thread safety: all methods may be called concurrently; waits use real time with timeouts.
 #pragma once
 
@@ -82,6 +83,10 @@ class TestKubelet {
   std::vector<v1beta1::RegisterRequest> registrations() const;
   // Requests kubelet refused, with the reason.
   std::vector<std::string> rejections() const;
+  // Waits until `n` registrations were refused in total; false on timeout.
+  bool WaitForRejections(size_t n, absl::Duration timeout) const;
+  // Refuses the next `n` otherwise valid registrations with UNAVAILABLE.
+  void RefuseNext(int n);
 
   const std::string& dir() const { return dir_; }
   // A client for a registered endpoint (a file name in the directory).
@@ -97,6 +102,7 @@ class TestKubelet {
   mutable absl::Mutex mu_;
   std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> rejections_ ABSL_GUARDED_BY(mu_);
+  int refuse_next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera::deviceplugin::testing

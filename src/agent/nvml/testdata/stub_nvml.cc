@@ -6,7 +6,8 @@
 //  - libstub_nvml.so: a current driver; exports only the versioned entry points (_v2/_v3).
 //  - libstub_nvml_old.so (-DSTUB_NVML_OLD_DRIVER): an old driver; only the unversioned entry
 //    points, the v1 nvmlPciInfo_t layout, and no nvmlErrorString, NVLink, MIG, NUMA, topology,
-//    energy, remapped rows or supported-event query, to exercise NvmlBackend's fallbacks.
+//    energy, remapped rows, supported-event query, memory info v2, TemperatureV, ECC mode or CUDA
+//    version, to exercise NvmlBackend's fallbacks.
 //
 // State is read from the environment at nvmlInit:
 //  TESSERA_STUB_NVML_GPUS=N            number of GPUs (default 8, at most 8)
@@ -42,6 +43,10 @@ constexpr int kMigSlots = 7;
 // MIG and NVSwitch calls are absent from the STUB_NVML_OLD_DRIVER build.
 [[maybe_unused]] constexpr int kMigInstances = 2;
 constexpr unsigned long long kMiB = 1024ULL * 1024ULL;
+// What the driver sets aside on each GPU: v1 memory info counts it as used, v2 apart.
+constexpr unsigned long long kReservedMiB = 512;
+// An H100 has 18 NVLinks; NVML answers INVALID_ARGUMENT past the last (up to its 36-link maximum).
+[[maybe_unused]] constexpr unsigned int kNvLinksPerGpu = 18;
 const char* const kBusIds[kMaxGpus] = {"00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0",
                                        "00000000:5D:00.0", "00000000:9A:00.0", "00000000:AB:00.0",
                                        "00000000:BA:00.0", "00000000:DB:00.0"};
@@ -238,14 +243,14 @@ STUB_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t d, unsigned int* n
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link,
                                                   nvmlEnableState_t* active) {
   if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
-  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (link >= kNvLinksPerGpu) return NVML_ERROR_INVALID_ARGUMENT;
   *active = NVML_FEATURE_ENABLED;
   return NVML_SUCCESS;
 }
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t d, unsigned int link,
                                                              nvmlPciInfo_t* pci) {
   if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
-  if (link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (link >= kNvLinksPerGpu) return NVML_ERROR_INVALID_ARGUMENT;
   std::memset(pci, 0, sizeof(*pci));
   std::snprintf(pci->busId, sizeof(pci->busId), "%s", kNvSwitchBusIds[SwitchOfLink(link)]);
   return NVML_SUCCESS;
@@ -320,6 +325,40 @@ STUB_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d,
            nvmlEventTypeXidCriticalError;
   return NVML_SUCCESS;
 }
+// Allocated memory apart from the reservation; a struct version it does not know is refused as
+// a real driver does.
+STUB_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t* mem) {
+  if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  if (mem == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (mem->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  mem->total = (d->mig >= 0 ? 40192 : 81559) * kMiB;
+  mem->reserved = d->mig >= 0 ? 0 : kReservedMiB * kMiB;
+  mem->used = (d->mig >= 0 ? 0 : 1024ULL * d->gpu) * kMiB;
+  mem->free = mem->total - mem->reserved - mem->used;
+  return NVML_SUCCESS;
+}
+STUB_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t d, nvmlTemperature_v1_t* t) {
+  if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  if (t == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (t->version != nvmlTemperature_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (t->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  t->temperature = 40 + d->gpu;
+  return NVML_SUCCESS;
+}
+STUB_EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, nvmlEnableState_t* current,
+                                              nvmlEnableState_t* pending) {
+  if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  *current = NVML_FEATURE_ENABLED;
+  // GPU 2 has ECC turned off for the next reset.
+  *pending = d->gpu == 2 ? NVML_FEATURE_DISABLED : NVML_FEATURE_ENABLED;
+  return NVML_SUCCESS;
+}
+STUB_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  if (!S().initialized) return NVML_ERROR_UNINITIALIZED;
+  if (version == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *version = 12040;  // driver 550: CUDA 12.4
+  return NVML_SUCCESS;
+}
 STUB_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
                                              unsigned int) {
   return DoEventWait(set, data, true);
@@ -356,7 +395,8 @@ STUB_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int* 
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* mem) {
   if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
   mem->total = (d->mig >= 0 ? 40192 : 81559) * kMiB;
-  mem->used = (d->mig >= 0 ? 0 : 1024ULL * d->gpu) * kMiB;
+  // v1: the reservation counts as used.
+  mem->used = (d->mig >= 0 ? 0 : 1024ULL * d->gpu + kReservedMiB) * kMiB;
   mem->free = mem->total - mem->used;
   return NVML_SUCCESS;
 }
