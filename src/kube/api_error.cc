@@ -83,14 +83,14 @@ int ApiHttpCode(const absl::Status& s) {
   return code;
 }
 
-bool IsNotFound(const absl::Status& s) { return ApiHttpCode(s) == 404; }
-bool IsAlreadyExists(const absl::Status& s) {
+bool IsApiNotFound(const absl::Status& s) { return ApiHttpCode(s) == 404; }
+bool IsApiAlreadyExists(const absl::Status& s) {
   return ApiHttpCode(s) == 409 && ApiReason(s) == "AlreadyExists";
 }
-bool IsConflict(const absl::Status& s) {
+bool IsApiConflict(const absl::Status& s) {
   return ApiHttpCode(s) == 409 && ApiReason(s) != "AlreadyExists";
 }
-bool IsGone(const absl::Status& s) { return ApiHttpCode(s) == 410; }
-bool IsTooManyRequests(const absl::Status& s) { return ApiHttpCode(s) == 429; }
+bool IsApiGone(const absl::Status& s) { return ApiHttpCode(s) == 410; }
+bool IsApiTooManyRequests(const absl::Status& s) { return ApiHttpCode(s) == 429; }
 
 }  // namespace tessera::kube

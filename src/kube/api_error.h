@@ -26,13 +26,13 @@ absl::Status ApiErrorFromStatus(absl::string_view what, const nlohmann::json& st
 std::string ApiReason(const absl::Status& s);
 int ApiHttpCode(const absl::Status& s);
 
-bool IsNotFound(const absl::Status& s);
-bool IsAlreadyExists(const absl::Status& s);
+bool IsApiNotFound(const absl::Status& s);
+bool IsApiAlreadyExists(const absl::Status& s);
 // 409 reason Conflict: the resourceVersion of an update (or a precondition) was stale.
-bool IsConflict(const absl::Status& s);
+bool IsApiConflict(const absl::Status& s);
 // 410 Gone/Expired: the resourceVersion of a watch or list is too old (compacted): relist.
-bool IsGone(const absl::Status& s);
+bool IsApiGone(const absl::Status& s);
 // 429: too many requests, or an eviction that a PodDisruptionBudget refuses.
-bool IsTooManyRequests(const absl::Status& s);
+bool IsApiTooManyRequests(const absl::Status& s);
 
 }  // namespace tessera::kube
