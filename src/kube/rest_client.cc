@@ -107,6 +107,7 @@ std::string ListQuery(const ListOptions& o, bool watch) {
   if (!o.resource_version_match.empty()) add("resourceVersionMatch", o.resource_version_match);
   if (!watch && o.limit > 0) add("limit", absl::StrCat(o.limit));
   if (watch && o.allow_watch_bookmarks) add("allowWatchBookmarks", "true");
+  if (watch && o.send_initial_events) add("sendInitialEvents", "true");
   if (watch && o.timeout_seconds) add("timeoutSeconds", absl::StrCat(*o.timeout_seconds));
   return q;
 }

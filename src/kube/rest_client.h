@@ -54,6 +54,9 @@ struct ListOptions {
   int64_t limit = 0;                   // List: page size (0: one page); Watch: ignored
   // Watch only.
   bool allow_watch_bookmarks = false;
+  // Streams the current state as ADDED events first, then a BOOKMARK annotated
+  // "k8s.io/initial-events-end" (WatchList; needs resource_version_match NotOlderThan).
+  bool send_initial_events = false;
   std::optional<int64_t> timeout_seconds;  // the server ends the watch after this long
 };
 
