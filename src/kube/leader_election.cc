@@ -197,7 +197,10 @@ void LeaderElector::Run() {
   if (config_.on_stopped_leading) config_.on_stopped_leading();
 }
 
-void LeaderElector::Stop() { stop_.Notify(); }
+void LeaderElector::Stop() {
+  absl::MutexLock lock(&mu_);
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+}
 
 bool LeaderElector::IsLeader() const {
   absl::MutexLock lock(&mu_);

@@ -18,7 +18,10 @@ Reflector::Reflector(RestClient& client, ReflectorOptions options, ReflectorSink
     : client_(client), options_(std::move(options)), sink_(sink), rng_(options_.seed) {}
 
 void Reflector::Stop() {
-  stop_.Notify();
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stop_.HasBeenNotified()) stop_.Notify();
+  }
   cancel_.Cancel();
 }
 

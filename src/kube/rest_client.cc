@@ -5,7 +5,11 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <fstream>
 #include <sstream>
@@ -50,6 +54,65 @@ absl::Status ParseCas(const std::string& pem, std::vector<X509*>& out) {
   if (out.empty()) return absl::InvalidArgumentError("no PEM certificate in it");
   return absl::OkStatus();
 }
+
+// Connections that can tell whether the server closed them while they sat in the pool.
+class StaleProbe {
+ public:
+  virtual ~StaleProbe() = default;
+  // True when the idle socket is readable (a FIN, a reset, a TLS close_notify: an idle HTTP/1.1
+  // connection is sent nothing else), so the server has closed it and a request on it would fail
+  // (a write to it raises SIGPIPE).
+  virtual bool Stale() const = 0;
+};
+
+template <class Base>
+class Probed final : public Base, public StaleProbe {
+ public:
+  using Base::Base;
+  bool Stale() const override {
+    std::lock_guard<std::mutex> lock(this->socket_mutex_);
+    if (!this->socket_.is_open()) return false;  // not connected yet: connects fresh
+    pollfd p{this->socket_.sock, POLLIN | POLLRDHUP, 0};
+    return poll(&p, 1, 0) != 0;
+  }
+};
+
+bool IsStale(const httplib::ClientImpl& c) {
+  const auto* probe = dynamic_cast<const StaleProbe*>(&c);
+  return probe != nullptr && probe->Stale();
+}
+
+// Blocks SIGPIPE for this thread while a request runs, and discards one it raised: OpenSSL
+// writes to the socket with write(2), which raises SIGPIPE when the server has gone, and a
+// library must not kill (or require a handler in) the process that uses it.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeGuard() {
+    if (!was_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        const timespec zero{0, 0};
+        sigtimedwait(&pipe_, nullptr, &zero);
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
 
 // A directory that cannot hold certificates: set as the CA directory so that cpp-httplib does
 // not add the system's trust store to a kubeconfig's own CA (kubectl trusts only that CA).
@@ -212,7 +275,7 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(KubeConfig config
 std::unique_ptr<httplib::ClientImpl> RestClient::NewConnection(absl::Duration read_timeout) const {
   std::unique_ptr<httplib::ClientImpl> http;
   if (https_) {
-    auto ssl = std::make_unique<httplib::SSLClient>(host_, port_, tls_->cert, tls_->key);
+    auto ssl = std::make_unique<Probed<httplib::SSLClient>>(host_, port_, tls_->cert, tls_->key);
     if (config_.insecure_skip_tls_verify) {
       ssl->enable_server_certificate_verification(false);
     } else if (!tls_->cas.empty()) {
@@ -223,7 +286,7 @@ std::unique_ptr<httplib::ClientImpl> RestClient::NewConnection(absl::Duration re
     }
     http = std::move(ssl);
   } else {
-    http = std::make_unique<httplib::ClientImpl>(host_, port_);
+    http = std::make_unique<Probed<httplib::ClientImpl>>(host_, port_);
   }
   http->set_keep_alive(true);
   http->set_tcp_nodelay(true);
@@ -236,13 +299,16 @@ std::unique_ptr<httplib::ClientImpl> RestClient::NewConnection(absl::Duration re
 }
 
 std::unique_ptr<httplib::ClientImpl> RestClient::Acquire() {
-  {
-    absl::MutexLock lock(&pool_mu_);
-    if (!idle_.empty()) {
-      std::unique_ptr<httplib::ClientImpl> c = std::move(idle_.back());
+  for (;;) {
+    std::unique_ptr<httplib::ClientImpl> c;
+    {
+      absl::MutexLock lock(&pool_mu_);
+      if (idle_.empty()) break;
+      c = std::move(idle_.back());
       idle_.pop_back();
-      return c;
     }
+    if (!IsStale(*c)) return c;
+    // Closed by the server (idle timeout, restart): dropped here, outside the lock.
   }
   return NewConnection(options_.timeout);
 }
@@ -309,6 +375,7 @@ absl::StatusOr<HttpResult> RestClient::Send(const std::string& method, const std
       method != "DELETE") {
     return absl::InvalidArgumentError(absl::StrCat("unsupported HTTP method ", method));
   }
+  SigpipeGuard no_sigpipe;
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<httplib::ClientImpl> http = Acquire();
     httplib::Result res = [&] {
@@ -319,9 +386,12 @@ absl::StatusOr<HttpResult> RestClient::Send(const std::string& method, const std
       return http->Delete(path.c_str(), headers, body, content_type.c_str());
     }();
     if (!res) {
-      // A pooled keep-alive connection the server closed meanwhile: one retry on a fresh one,
-      // for reads only (a write may have been applied).
-      if (attempt == 0 && method == "GET" && res.error() != httplib::Error::SSLServerVerification) {
+      // A keep-alive connection the server closed just as it was reused: one retry on a fresh
+      // connection for a read, or for any request whose sending failed (a request the server
+      // did not receive whole cannot have been applied).
+      const bool unsent = res.error() == httplib::Error::Write;
+      if (attempt == 0 && (method == "GET" || unsent) &&
+          res.error() != httplib::Error::SSLServerVerification) {
         continue;
       }
       return TransportError(*http, static_cast<int>(res.error()));
@@ -459,6 +529,7 @@ absl::Status RestClient::Watch(const ResourceType& t, const std::string& ns,
   // for the bookmarks' period (about a minute).
   const absl::Duration read_timeout =
       absl::Seconds(opts.timeout_seconds.value_or(300)) + absl::Seconds(90);
+  SigpipeGuard no_sigpipe;
   std::unique_ptr<httplib::ClientImpl> http = NewConnection(read_timeout);
   if (cancel != nullptr && !cancel->Register(http.get())) {
     return absl::CancelledError(absl::StrCat(what, ": cancelled"));

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 
@@ -112,6 +113,7 @@ class KubeBed {
 
   void Stop() {
     Kill(kcm_pid_);
+    Kill(second_pid_, absl::ZeroDuration());
     Kill(apiserver_pid_);
     Kill(etcd_pid_);
     if (!dir_.empty() && getenv("TESSERA_KUBE_BED_KEEP") == nullptr) {
@@ -121,13 +123,29 @@ class KubeBed {
     dir_.clear();
   }
 
-  // Stops kube-apiserver (SIGTERM) and starts it again on the same port with the same etcd: its
-  // watch cache starts empty, so a watch from an older resourceVersion gets 410.
+  // Kills kube-apiserver (SIGKILL: a crash; its graceful shutdown drains for many seconds) and
+  // starts it again on the same port with the same etcd: its watch cache starts at the current
+  // revision, so a watch from an older resourceVersion gets 410.
   std::string RestartApiserver() {
-    Kill(apiserver_pid_);
+    StopApiserver();
     return StartApiserver();
   }
-  void StopApiserver() { Kill(apiserver_pid_); }
+  void StopApiserver() { Kill(apiserver_pid_, absl::ZeroDuration()); }
+
+  // A second kube-apiserver on the same etcd (an HA pair), for writes while the first is down.
+  // Returns "" and its server URL in `server`; stopped with the bed.
+  std::string StartSecondApiserver(std::string* server) {
+    if (second_pid_ <= 0) {
+      second_port_ = FreePort();
+      if (std::string e = StartApiserverOn(second_port_, &second_pid_,
+                                           dir_ + "/kube-apiserver-2.log");
+          !e.empty()) {
+        return e;
+      }
+    }
+    *server = "https://127.0.0.1:" + std::to_string(second_port_);
+    return "";
+  }
 
   // Starts kube-controller-manager with only `controllers` (e.g. "disruption", which keeps
   // PodDisruptionBudget status) against this apiserver as the admin; no leader election, no
@@ -177,10 +195,11 @@ class KubeBed {
   // Writes a kubeconfig for this server with `user_lines` under users[0].user (indent 4) and
   // `cluster_lines` replacing the default certificate-authority line.
   void WriteKubeconfig(const std::string& path, const std::string& user_lines,
-                       const std::string& cluster_lines = "") const {
+                       const std::string& cluster_lines = "",
+                       const std::string& server_url = "") const {
     std::ofstream k(path);
     k << "apiVersion: v1\nkind: Config\nclusters:\n- name: bed\n  cluster:\n    server: "
-      << server() << "\n    "
+      << (server_url.empty() ? server() : server_url) << "\n    "
       << (cluster_lines.empty() ? "certificate-authority: " + ca_file() : cluster_lines)
       << "\nusers:\n- name: u\n  user:\n    " << user_lines
       << "\ncontexts:\n- name: bed\n  context:\n    cluster: bed\n    user: u\n"
@@ -266,12 +285,12 @@ class KubeBed {
     return pid;
   }
 
-  // SIGTERM to the group, SIGKILL after 10 s; reaps the leader.
-  static void Kill(pid_t& pid) {
+  // SIGTERM to the group, SIGKILL after `grace` (at once when zero); reaps the leader.
+  static void Kill(pid_t& pid, absl::Duration grace = absl::Seconds(2)) {
     if (pid <= 0) return;
-    kill(-pid, SIGTERM);
+    kill(-pid, grace > absl::ZeroDuration() ? SIGTERM : SIGKILL);
     int status = 0;
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < absl::ToInt64Milliseconds(grace) / 50; ++i) {
       if (waitpid(pid, &status, WNOHANG) == pid) {
         kill(-pid, SIGKILL);  // anything it left in its group
         pid = -1;
@@ -316,7 +335,9 @@ class KubeBed {
     return "etcd not healthy within 30 s: " + Tail(dir_ + "/etcd.log");
   }
 
-  std::string StartApiserver() {
+  std::string StartApiserver() { return StartApiserverOn(port_, &apiserver_pid_, apiserver_log()); }
+
+  std::string StartApiserverOn(int port, pid_t* pid, const std::string& log) {
     std::vector<std::string> argv = {
         bin_ + "/kube-apiserver",
         "--etcd-servers=http://127.0.0.1:" + std::to_string(etcd_client_port_),
@@ -324,7 +345,7 @@ class KubeBed {
         "--advertise-address=127.0.0.1",
         // No kubelets and no Service to reconcile; a loopback advertise address needs this.
         "--endpoint-reconciler-type=none",
-        "--secure-port=" + std::to_string(port_),
+        "--secure-port=" + std::to_string(port),
         "--tls-cert-file=" + dir_ + "/serving.crt",
         "--tls-private-key-file=" + dir_ + "/serving.key",
         "--client-ca-file=" + dir_ + "/ca.crt",
@@ -341,8 +362,8 @@ class KubeBed {
         "--profiling=false",
     };
     argv.insert(argv.end(), opts_.extra_apiserver_args.begin(), opts_.extra_apiserver_args.end());
-    apiserver_pid_ = Spawn(argv, apiserver_log());
-    httplib::SSLClient c("127.0.0.1", port_);
+    *pid = Spawn(argv, log);
+    httplib::SSLClient c("127.0.0.1", port);
     c.set_ca_cert_path(ca_file().c_str());
     c.enable_server_certificate_verification(true);
     c.set_connection_timeout(1);
@@ -352,19 +373,20 @@ class KubeBed {
       auto r = c.Get("/readyz", auth);
       if (r && r->status == 200) return "";
       int status;
-      if (waitpid(apiserver_pid_, &status, WNOHANG) == apiserver_pid_) {
-        apiserver_pid_ = -1;
-        return "kube-apiserver exited: " + Tail(apiserver_log());
+      if (waitpid(*pid, &status, WNOHANG) == *pid) {
+        *pid = -1;
+        return "kube-apiserver exited: " + Tail(log);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    return "kube-apiserver not ready within 60 s: " + Tail(apiserver_log());
+    return "kube-apiserver not ready within 60 s: " + Tail(log);
   }
 
   KubeBedOptions opts_;
   std::string bin_, dir_;
   int etcd_client_port_ = -1, etcd_peer_port_ = -1, port_ = -1;
-  pid_t etcd_pid_ = -1, apiserver_pid_ = -1, kcm_pid_ = -1;
+  pid_t etcd_pid_ = -1, apiserver_pid_ = -1, kcm_pid_ = -1, second_pid_ = -1;
+  int second_port_ = -1;
 };
 
 }  // namespace tessera::testing
