@@ -95,7 +95,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     const std::string holder = old->holder_identity.value_or("");
     const absl::Duration held_for = absl::Seconds(old->lease_duration_seconds.value_or(0));
     if (!holder.empty() && !leader && observed_time_ + held_for > now) {
-      last_error_.clear();
+      last_error_ = absl::StrCat("the lease is held by ", holder);
       return false;  // held by another and not expired
     }
   }

@@ -71,7 +71,8 @@ class LeaderElector {
   bool IsLeader() const;
   // The holder last observed ("" when none).
   std::string GetLeader() const;
-  // The last error of a lease read or write ("" after a success).
+  // Why the last attempt did not hold the lease: a read or write error, or the other holder
+  // ("" after a success).
   std::string last_error() const;
 
  private:
