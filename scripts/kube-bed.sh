@@ -15,6 +15,11 @@ MOD="$ROOT/tests/kube"
 KUBE_VERSION=v1.37.2
 NEED_GO=1.26
 
+# Go from PATH, else where its tarball installs it.
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then PATH="$PATH:/usr/local/go/bin"; fi
+# Never fetch a newer toolchain behind the caller's back: the local Go must do.
+export GOTOOLCHAIN=local
+
 have_go() {
   command -v go >/dev/null || return 1
   local v

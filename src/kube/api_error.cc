@@ -14,22 +14,33 @@ constexpr char kCodeUrl[] = "type.tessera.dev/kube.code";
 
 absl::StatusCode CodeFor(int http, const std::string& reason) {
   switch (http) {
-    case 400: return absl::StatusCode::kInvalidArgument;
-    case 401: return absl::StatusCode::kUnauthenticated;
-    case 403: return absl::StatusCode::kPermissionDenied;
-    case 404: return absl::StatusCode::kNotFound;
-    case 405: return absl::StatusCode::kUnimplemented;
+    case 400:
+    case 415:
+    case 422:
+      return absl::StatusCode::kInvalidArgument;
+    case 401:
+      return absl::StatusCode::kUnauthenticated;
+    case 403:
+      return absl::StatusCode::kPermissionDenied;
+    case 404:
+      return absl::StatusCode::kNotFound;
+    case 405:
+      return absl::StatusCode::kUnimplemented;
     case 409:
       return reason == "AlreadyExists" ? absl::StatusCode::kAlreadyExists
                                        : absl::StatusCode::kAborted;
-    case 410: return absl::StatusCode::kFailedPrecondition;
-    case 415: return absl::StatusCode::kInvalidArgument;
-    case 422: return absl::StatusCode::kInvalidArgument;
-    case 429: return absl::StatusCode::kResourceExhausted;
-    case 500: return absl::StatusCode::kInternal;
-    case 503: return absl::StatusCode::kUnavailable;
-    case 504: return absl::StatusCode::kDeadlineExceeded;
-    default: break;
+    case 410:
+      return absl::StatusCode::kFailedPrecondition;
+    case 429:
+      return absl::StatusCode::kResourceExhausted;
+    case 500:
+      return absl::StatusCode::kInternal;
+    case 503:
+      return absl::StatusCode::kUnavailable;
+    case 504:
+      return absl::StatusCode::kDeadlineExceeded;
+    default:
+      break;
   }
   if (http >= 500) return absl::StatusCode::kUnavailable;
   return absl::StatusCode::kUnknown;

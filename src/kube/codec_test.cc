@@ -244,8 +244,8 @@ TEST(CodecTest, PriorityClassLeaseEventAndPdb) {
   EXPECT_EQ(pdb->selector->match_expressions.at(0).op, "NotIn");
   pdb->min_available = IntOrString{false, 2, ""};
   EXPECT_EQ(EncodePodDisruptionBudget(*pdb)["spec"]["minAvailable"], 2);
-  EXPECT_FALSE(DecodePodDisruptionBudget(Json::parse(
-                   R"({"metadata": {"name": "x"}, "spec": {"maxUnavailable": true}})"))
+  EXPECT_FALSE(DecodePodDisruptionBudget(
+                   Json::parse(R"({"metadata": {"name": "x"}, "spec": {"maxUnavailable": true}})"))
                    .ok());
 }
 

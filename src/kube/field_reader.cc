@@ -161,7 +161,8 @@ std::string Describe(const char* kind, const Json& j) {
   if (j.is_object() && j.contains("metadata") && j["metadata"].is_object()) {
     const Json& m = j["metadata"];
     if (m.contains("name") && m["name"].is_string()) name = m["name"].get<std::string>();
-    if (m.contains("namespace") && m["namespace"].is_string()) ns = m["namespace"].get<std::string>();
+    if (m.contains("namespace") && m["namespace"].is_string())
+      ns = m["namespace"].get<std::string>();
   }
   return ns.empty() ? absl::StrCat(kind, " ", name) : absl::StrCat(kind, " ", ns, "/", name);
 }

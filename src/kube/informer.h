@@ -37,8 +37,8 @@ class Informer final : private ReflectorSink {
   Informer(RestClient& client, ReflectorOptions options);
   ~Informer() override;
 
-  absl::Status AddIndexer(const std::string& name, IndexFunc fn) {
-    return store_.AddIndexer(name, std::move(fn));
+  absl::Status AddIndexer(const std::string& name, const IndexFunc& fn) {
+    return store_.AddIndexer(name, fn);
   }
   void AddEventHandlers(EventHandlers h) { handlers_.push_back(std::move(h)); }
 

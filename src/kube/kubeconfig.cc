@@ -49,6 +49,7 @@ struct Errors {
 };
 
 // The entry named `want` in root[section] (a list of {name, <key>: {...}}), with its field path.
+// NOLINTNEXTLINE(bugprone-exception-escape): YAML::Node's assignment does not throw here.
 struct Entry {
   YAML::Node body;
   std::string field;  // "clusters[0] (kind).cluster"
@@ -102,9 +103,8 @@ std::string FileOrData(const Entry& e, const char* key, Errors& errs) {
 
 absl::StatusOr<KubeConfig> FromFiles(const std::vector<File>& files, const std::string& context) {
   Errors errs;
-  const std::string names = absl::StrJoin(files, ":", [](std::string* out, const File& f) {
-    out->append(f.name);
-  });
+  const std::string names =
+      absl::StrJoin(files, ":", [](std::string* out, const File& f) { out->append(f.name); });
   try {
     std::string ctx_name = context;
     for (const File& f : files) {

@@ -54,6 +54,7 @@ absl::StatusOr<KubeConfig> ParseKubeconfig(const std::string& yaml, const std::s
 // `sa_dir`/token (re-read as it rotates), CA `sa_dir`/ca.crt and namespace `sa_dir`/namespace.
 // FailedPrecondition when not running in a Pod (the variables or files are missing).
 absl::StatusOr<KubeConfig> InClusterConfig(
-    const EnvLookup& env, const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
+    const EnvLookup& env,
+    const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
 }  // namespace tessera::kube

@@ -19,11 +19,11 @@ class KubeconfigTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
+    std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
     return path;
   }
-  EnvLookup Env(std::map<std::string, std::string> vars) {
+  static EnvLookup Env(const std::map<std::string, std::string>& vars) {
     return [vars](const std::string& k) -> std::optional<std::string> {
       auto it = vars.find(k);
       if (it == vars.end()) return std::nullopt;
@@ -157,13 +157,17 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
                 .find("client-certificate and client-key must be given together"),
             absl::string_view::npos);
 
-  EXPECT_NE(ParseKubeconfig(kTwoContexts, dir_, "kc", "nope").status().message().find(
-                "no context named \"nope\""),
+  EXPECT_NE(ParseKubeconfig(kTwoContexts, dir_, "kc", "nope")
+                .status()
+                .message()
+                .find("no context named \"nope\""),
             absl::string_view::npos);
   EXPECT_FALSE(ParseKubeconfig("[1, 2", dir_, "kc", "").ok());
   EXPECT_FALSE(ParseKubeconfig("- a\n- b\n", dir_, "kc", "").ok());
-  EXPECT_NE(ParseKubeconfig("clusters: []\n", dir_, "kc", "").status().message().find(
-                "current-context: not set"),
+  EXPECT_NE(ParseKubeconfig("clusters: []\n", dir_, "kc", "")
+                .status()
+                .message()
+                .find("current-context: not set"),
             absl::string_view::npos);
 }
 

@@ -178,10 +178,10 @@ void LeaderElector::Run() {
     }
   }
   if (lost) {
-    config_.log.Warn("lost leadership", {{"lease", config_.lease_namespace + "/" +
-                                                       config_.lease_name},
-                                         {"identity", config_.identity},
-                                         {"error", last_error()}});
+    config_.log.Warn("lost leadership",
+                     {{"lease", config_.lease_namespace + "/" + config_.lease_name},
+                      {"identity", config_.identity},
+                      {"error", last_error()}});
   } else if (config_.release_on_cancel) {
     if (absl::Status s = Release(); !s.ok()) {
       config_.log.Warn("releasing the lease failed", {{"error", std::string(s.message())}});

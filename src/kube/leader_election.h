@@ -50,7 +50,7 @@ struct LeaderElectionConfig {
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
   std::function<void(const std::string& identity)> on_new_leader;  // any holder, us included
-  uint64_t seed = 1;  // the retry jitter
+  uint64_t seed = 1;                                               // the retry jitter
   obs::Logger log;
 };
 

@@ -46,8 +46,7 @@ void ReadMeta(FieldReader& r, const Json& j, ObjectMeta& m) {
   }
 }
 
-Json StartEncode(const Json& raw, const char* api_version, const char* kind,
-                 const ObjectMeta& m) {
+Json StartEncode(const Json& raw, const char* api_version, const char* kind, const ObjectMeta& m) {
   Json j = raw.is_object() ? raw : Json::object();
   j["apiVersion"] = api_version;
   j["kind"] = kind;

@@ -107,6 +107,7 @@ struct PodStatus {
   std::string nominated_node_name;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move only asserts.
 struct Pod {
   ObjectMeta metadata;
   PodSpec spec;
@@ -124,6 +125,7 @@ struct NodeCondition {
   std::string type, status, reason, message;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move only asserts.
 struct Node {
   ObjectMeta metadata;
   bool unschedulable = false;
@@ -135,6 +137,7 @@ struct Node {
 
 // --- scheduling.k8s.io/v1 PriorityClass --------------------------------------------------------
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move only asserts.
 struct PriorityClass {
   ObjectMeta metadata;
   int32_t value = 0;
@@ -145,6 +148,7 @@ struct PriorityClass {
 
 // --- coordination.k8s.io/v1 Lease --------------------------------------------------------------
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move only asserts.
 struct Lease {
   ObjectMeta metadata;
   std::optional<std::string> holder_identity;
@@ -160,15 +164,16 @@ struct ObjectReference {
   std::string api_version, kind, ns, name, uid, resource_version, field_path;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move only asserts.
 struct Event {
   ObjectMeta metadata;
-  std::string event_time;             // MicroTime, required
-  std::string reporting_controller;   // e.g. "tessera.dev/scheduler"
-  std::string reporting_instance;     // e.g. "tessera-scheduler-<host>"
-  std::string action;                 // e.g. "Binding"
-  std::string reason;                 // e.g. "Scheduled"
-  std::string type;                   // Normal or Warning
-  std::string note;                   // the human-readable message
+  std::string event_time;            // MicroTime, required
+  std::string reporting_controller;  // e.g. "tessera.dev/scheduler"
+  std::string reporting_instance;    // e.g. "tessera-scheduler-<host>"
+  std::string action;                // e.g. "Binding"
+  std::string reason;                // e.g. "Scheduled"
+  std::string type;                  // Normal or Warning
+  std::string note;                  // the human-readable message
   ObjectReference regarding;
   std::optional<ObjectReference> related;
   Json raw;
@@ -192,6 +197,7 @@ struct IntOrString {
   std::string str_value;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move only asserts.
 struct PodDisruptionBudget {
   ObjectMeta metadata;
   std::optional<IntOrString> min_available, max_unavailable;

@@ -115,8 +115,8 @@ Json EncodeContainers(const std::vector<Container>& cs, const Json& raw) {
     }
     e["name"] = c.name;
     SetOrErase(e, "image", c.image, c.image.empty());
-    Json res = e.contains("resources") && e["resources"].is_object() ? e["resources"]
-                                                                     : Json::object();
+    Json res =
+        e.contains("resources") && e["resources"].is_object() ? e["resources"] : Json::object();
     SetOrErase(res, "requests", internal::EncodeResources(c.resources.requests),
                c.resources.requests.empty());
     SetOrErase(res, "limits", internal::EncodeResources(c.resources.limits),
@@ -216,8 +216,7 @@ Json EncodePod(const Pod& p) {
   SetOrErase(s, "initContainers",
              EncodeContainers(ps.init_containers, s.value("initContainers", Json::array())),
              ps.init_containers.empty());
-  SetOrErase(s, "nodeSelector", internal::EncodeStrMap(ps.node_selector),
-             ps.node_selector.empty());
+  SetOrErase(s, "nodeSelector", internal::EncodeStrMap(ps.node_selector), ps.node_selector.empty());
   {
     Json aff = s.value("affinity", Json::object());
     if (ps.node_affinity.has_value()) {

@@ -48,8 +48,8 @@ absl::StatusOr<Quantity> ParseQuantity(absl::string_view text) {
   }
   if (digits == 0) return Invalid(text, "no digits");
   const absl::string_view suffix = text.substr(i);
-  int exp10 = 0;   // power of ten the suffix multiplies by
-  int bin = 0;     // power of 1024
+  int exp10 = 0;  // power of ten the suffix multiplies by
+  int bin = 0;    // power of 1024
   if (suffix.empty()) {
   } else if (suffix.size() == 2 && suffix[1] == 'i') {
     static constexpr absl::string_view kBin = "KMGTPE";
@@ -64,21 +64,41 @@ absl::StatusOr<Quantity> ParseQuantity(absl::string_view text) {
     for (; j < suffix.size(); ++j) {
       if (!isdigit(static_cast<unsigned char>(suffix[j]))) return Invalid(text, "bad exponent");
       exp10 = exp10 * 10 + (suffix[j] - '0');
-      if (exp10 > 40) return absl::OutOfRangeError(absl::StrCat("quantity \"", text, "\": too large"));
+      if (exp10 > 40)
+        return absl::OutOfRangeError(absl::StrCat("quantity \"", text, "\": too large"));
     }
     if (neg_exp) exp10 = -exp10;
   } else if (suffix.size() == 1) {
     switch (suffix[0]) {
-      case 'n': exp10 = -9; break;
-      case 'u': exp10 = -6; break;
-      case 'm': exp10 = -3; break;
-      case 'k': exp10 = 3; break;
-      case 'M': exp10 = 6; break;
-      case 'G': exp10 = 9; break;
-      case 'T': exp10 = 12; break;
-      case 'P': exp10 = 15; break;
-      case 'E': exp10 = 18; break;
-      default: return Invalid(text, "unknown suffix");
+      case 'n':
+        exp10 = -9;
+        break;
+      case 'u':
+        exp10 = -6;
+        break;
+      case 'm':
+        exp10 = -3;
+        break;
+      case 'k':
+        exp10 = 3;
+        break;
+      case 'M':
+        exp10 = 6;
+        break;
+      case 'G':
+        exp10 = 9;
+        break;
+      case 'T':
+        exp10 = 12;
+        break;
+      case 'P':
+        exp10 = 15;
+        break;
+      case 'E':
+        exp10 = 18;
+        break;
+      default:
+        return Invalid(text, "unknown suffix");
     }
   } else {
     return Invalid(text, "unknown suffix");

@@ -17,8 +17,8 @@
 namespace tessera::kube {
 
 struct Quantity {
-  std::string text;    // as written (re-encoded verbatim)
-  int64_t milli = 0;   // value * 1000, rounded up
+  std::string text;   // as written (re-encoded verbatim)
+  int64_t milli = 0;  // value * 1000, rounded up
 
   // Whole units, rounded up ("100m" -> 1), as Quantity.Value().
   int64_t Value() const { return milli >= 0 ? (milli + 999) / 1000 : -((-milli) / 1000); }

@@ -44,8 +44,8 @@ TEST(QuantityTest, RoundsSubMilliValuesUp) {
 }
 
 TEST(QuantityTest, RejectsMalformedAndHugeValues) {
-  for (const char* bad : {"", "abc", "1.2.3", "1Qi", "1x", "m", "1e", "1e+", "1ee3", "--1",
-                          "1 Gi", "1Gib"}) {
+  for (const char* bad :
+       {"", "abc", "1.2.3", "1Qi", "1x", "m", "1e", "1e+", "1ee3", "--1", "1 Gi", "1Gib"}) {
     absl::StatusOr<Quantity> q = ParseQuantity(bad);
     EXPECT_FALSE(q.ok()) << "accepted \"" << bad << "\"";
     if (!q.ok()) {

@@ -64,8 +64,8 @@ int MaxOfRateLimiter::NumRequeues(const std::string& item) {
 
 std::unique_ptr<ItemRateLimiter> DefaultControllerRateLimiter(const Clock& clock) {
   std::vector<std::unique_ptr<ItemRateLimiter>> parts;
-  parts.push_back(std::make_unique<ExponentialFailureRateLimiter>(absl::Milliseconds(5),
-                                                                  absl::Seconds(1000)));
+  parts.push_back(
+      std::make_unique<ExponentialFailureRateLimiter>(absl::Milliseconds(5), absl::Seconds(1000)));
   parts.push_back(std::make_unique<BucketRateLimiter>(10, 100, clock));
   return std::make_unique<MaxOfRateLimiter>(std::move(parts));
 }

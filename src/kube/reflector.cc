@@ -108,14 +108,13 @@ void Reflector::Run() {
     }
     if (IsApiGone(s)) {
       gone_.fetch_add(1);
-      options_.log.Info("watch expired, relisting",
-                        {{"resource", options_.type.plural},
-                         {"resourceVersion", wo.resource_version}});
+      options_.log.Info("watch expired, relisting", {{"resource", options_.type.plural},
+                                                     {"resourceVersion", wo.resource_version}});
       need_list = true;
       continue;
     }
-    options_.log.Warn("watch failed", {{"resource", options_.type.plural},
-                                       {"error", std::string(s.message())}});
+    options_.log.Warn("watch failed",
+                      {{"resource", options_.type.plural}, {"error", std::string(s.message())}});
     // A lost connection resumes from the same resourceVersion; anything else relists.
     if (!absl::IsUnavailable(s)) need_list = true;
     if (!fail()) return;

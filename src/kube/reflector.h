@@ -64,9 +64,9 @@ class Reflector {
   void Stop();
 
   std::string last_resource_version() const;
-  int64_t lists() const { return lists_.load(); }       // successful lists (1 + relists)
-  int64_t watches() const { return watches_.load(); }   // watch requests started
-  int64_t gone() const { return gone_.load(); }         // 410s that forced a relist
+  int64_t lists() const { return lists_.load(); }      // successful lists (1 + relists)
+  int64_t watches() const { return watches_.load(); }  // watch requests started
+  int64_t gone() const { return gone_.load(); }        // 410s that forced a relist
 
  private:
   // False when stopped while waiting.

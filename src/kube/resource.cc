@@ -20,11 +20,10 @@ std::string DescribeObject(const ResourceType& t, absl::string_view ns, absl::st
   return absl::StrCat(t.plural, " ", ns, name.empty() ? "" : "/", name);
 }
 
-#define TESSERA_KUBE_RESOURCE(fn, group, version, plural, kind, namespaced) \
-  const ResourceType& fn() {                                                \
-    static const ResourceType* t =                                          \
-        new ResourceType{group, version, plural, kind, namespaced};         \
-    return *t;                                                              \
+#define TESSERA_KUBE_RESOURCE(fn, group, version, plural, kind, namespaced)                    \
+  const ResourceType& fn() {                                                                   \
+    static const ResourceType* t = new ResourceType{group, version, plural, kind, namespaced}; \
+    return *t;                                                                                 \
   }
 TESSERA_KUBE_RESOURCE(PodsResource, "", "v1", "pods", "Pod", true)
 TESSERA_KUBE_RESOURCE(NodesResource, "", "v1", "nodes", "Node", false)

@@ -206,8 +206,8 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(KubeConfig config
   if (!rest.empty() && rest[0] == '[') {
     const size_t close = rest.find(']');
     if (close == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(c->config_.source, ": server \"", server,
-                                                     "\": unbalanced [ in the host"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(c->config_.source, ": server \"", server, "\": unbalanced [ in the host"));
     }
     c->host_ = rest.substr(1, close - 1);
     if (close + 1 < rest.size() && rest[close + 1] == ':') port_text = rest.substr(close + 2);
@@ -218,8 +218,8 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(KubeConfig config
     c->host_ = rest;
   }
   c->port_ = c->https_ ? 443 : 80;
-  if (!port_text.empty() && (!absl::SimpleAtoi(port_text, &c->port_) || c->port_ <= 0 ||
-                             c->port_ > 65535)) {
+  if (!port_text.empty() &&
+      (!absl::SimpleAtoi(port_text, &c->port_) || c->port_ <= 0 || c->port_ > 65535)) {
     return absl::InvalidArgumentError(
         absl::StrCat(c->config_.source, ": server \"", server, "\": bad port"));
   }
@@ -241,9 +241,9 @@ absl::StatusOr<std::unique_ptr<RestClient>> RestClient::Create(KubeConfig config
       c->tls_->cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
       BIO_free(bio);
       if (c->tls_->cert == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            c->config_.source, ": client certificate: not a PEM certificate (", OpenSslError(),
-            ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(c->config_.source, ": client certificate: not a PEM certificate (",
+                         OpenSslError(), ")"));
       }
       const std::string& kp = c->config_.client_key_pem;
       bio = BIO_new_mem_buf(kp.data(), static_cast<int>(kp.size()));
@@ -323,8 +323,7 @@ std::string RestClient::BearerToken() {
   struct stat st;
   absl::MutexLock lock(&token_mu_);
   if (stat(config_.token_file.c_str(), &st) == 0) {
-    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-                          st.st_mtim.tv_nsec;
+    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     if (mtime != token_mtime_ns_) {
       std::ifstream in(config_.token_file);
       std::stringstream ss;
@@ -351,9 +350,9 @@ absl::Status RestClient::TransportError(const httplib::ClientImpl& http, int err
     const std::string against = config_.ca_pem.empty()
                                     ? "the system's CAs"
                                     : "the certificate authority of " + config_.source;
-    return absl::UnavailableError(absl::StrCat(config_.server,
-                                               ": TLS: the server's certificate is not trusted: ",
-                                               why, " (checked against ", against, ")"));
+    return absl::UnavailableError(
+        absl::StrCat(config_.server, ": TLS: the server's certificate is not trusted: ", why,
+                     " (checked against ", against, ")"));
   }
   return absl::UnavailableError(
       absl::StrCat("cannot reach ", config_.server, ": ", httplib::to_string(e)));
@@ -366,8 +365,7 @@ absl::StatusOr<HttpResult> RestClient::Send(const std::string& method, const std
     const absl::Duration wait = bucket_->Reserve();
     if (wait > absl::ZeroDuration()) clock_->Sleep(wait);
   }
-  httplib::Headers headers = {{"Accept", "application/json"},
-                              {"User-Agent", options_.user_agent}};
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
   if (const std::string token = BearerToken(); !token.empty()) {
     headers.emplace("Authorization", "Bearer " + token);
   }
@@ -419,7 +417,8 @@ absl::StatusOr<Json> RestClient::Call(const std::string& what, const std::string
                                       const std::string& path, const std::string& body,
                                       const std::string& content_type) {
   absl::StatusOr<HttpResult> r = Send(method, path, body, content_type);
-  if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
+  if (!r.ok())
+    return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
   if (r->status < 200 || r->status >= 300) return ApiError(what, r->status, r->body);
   Json j = Json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
@@ -442,8 +441,8 @@ absl::StatusOr<Json> RestClient::List(const ResourceType& t, const std::string& 
   for (;;) {
     std::string path = ResourcePath(t, ns) + ListQuery(opts, false);
     if (!cont.empty()) {
-      absl::StrAppend(&path, path.find('?') == std::string::npos ? "?" : "&", "continue=",
-                      UrlEncode(cont));
+      absl::StrAppend(&path, path.find('?') == std::string::npos ? "?" : "&",
+                      "continue=", UrlEncode(cont));
     }
     absl::StatusOr<Json> page = Call(what, "GET", path, "", "");
     if (!page.ok()) return page.status();
@@ -469,16 +468,16 @@ absl::StatusOr<Json> RestClient::Create(const ResourceType& t, const std::string
 absl::StatusOr<Json> RestClient::Update(const ResourceType& t, const std::string& ns,
                                         const std::string& name, const Json& obj,
                                         const std::string& subresource) {
-  return Call(absl::StrCat("update ", DescribeObject(t, ns, name),
-                           subresource.empty() ? "" : " ", subresource),
+  return Call(absl::StrCat("update ", DescribeObject(t, ns, name), subresource.empty() ? "" : " ",
+                           subresource),
               "PUT", ResourcePath(t, ns, name, subresource), obj.dump(), "application/json");
 }
 
 absl::StatusOr<Json> RestClient::MergePatch(const ResourceType& t, const std::string& ns,
                                             const std::string& name, const Json& patch,
                                             const std::string& subresource) {
-  return Call(absl::StrCat("patch ", DescribeObject(t, ns, name),
-                           subresource.empty() ? "" : " ", subresource),
+  return Call(absl::StrCat("patch ", DescribeObject(t, ns, name), subresource.empty() ? "" : " ",
+                           subresource),
               "PATCH", ResourcePath(t, ns, name, subresource), patch.dump(),
               "application/merge-patch+json");
 }
@@ -499,8 +498,7 @@ absl::Status RestClient::Delete(const ResourceType& t, const std::string& ns,
 
 absl::StatusOr<Json> RestClient::PostSubresource(const ResourceType& t, const std::string& ns,
                                                  const std::string& name,
-                                                 const std::string& subresource,
-                                                 const Json& body) {
+                                                 const std::string& subresource, const Json& body) {
   return Call(absl::StrCat("post ", DescribeObject(t, ns, name), " ", subresource), "POST",
               ResourcePath(t, ns, name, subresource), body.dump(), "application/json");
 }
@@ -515,8 +513,8 @@ absl::Status RestClient::Bind(const Binding& b) {
 
 absl::Status RestClient::Evict(const Eviction& e) {
   return Call(absl::StrCat("evict ", DescribeObject(PodsResource(), e.ns, e.pod_name)), "POST",
-              ResourcePath(PodsResource(), e.ns, e.pod_name, "eviction"),
-              EncodeEviction(e).dump(), "application/json")
+              ResourcePath(PodsResource(), e.ns, e.pod_name, "eviction"), EncodeEviction(e).dump(),
+              "application/json")
       .status();
 }
 
@@ -534,8 +532,7 @@ absl::Status RestClient::Watch(const ResourceType& t, const std::string& ns,
   if (cancel != nullptr && !cancel->Register(http.get())) {
     return absl::CancelledError(absl::StrCat(what, ": cancelled"));
   }
-  httplib::Headers headers = {{"Accept", "application/json"},
-                              {"User-Agent", options_.user_agent}};
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
   if (const std::string token = BearerToken(); !token.empty()) {
     headers.emplace("Authorization", "Bearer " + token);
   }
@@ -589,8 +586,8 @@ absl::Status RestClient::Watch(const ResourceType& t, const std::string& ns,
   if (stopped) return absl::OkStatus();
   if (!res) {
     if (status == 200) {
-      return absl::UnavailableError(absl::StrCat(what, ": the stream broke: ",
-                                                 httplib::to_string(res.error())));
+      return absl::UnavailableError(
+          absl::StrCat(what, ": the stream broke: ", httplib::to_string(res.error())));
     }
     absl::Status s = TransportError(*http, static_cast<int>(res.error()));
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));

@@ -110,9 +110,8 @@ class RestClient {
   absl::StatusOr<Json> List(const ResourceType& t, const std::string& ns,
                             const ListOptions& opts = {});
   absl::StatusOr<Json> Create(const ResourceType& t, const std::string& ns, const Json& obj);
-  absl::StatusOr<Json> Update(const ResourceType& t, const std::string& ns,
-                              const std::string& name, const Json& obj,
-                              const std::string& subresource = "");
+  absl::StatusOr<Json> Update(const ResourceType& t, const std::string& ns, const std::string& name,
+                              const Json& obj, const std::string& subresource = "");
   // RFC 7386 JSON merge patch (null deletes a key).
   absl::StatusOr<Json> MergePatch(const ResourceType& t, const std::string& ns,
                                   const std::string& name, const Json& patch,

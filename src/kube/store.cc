@@ -16,7 +16,7 @@ std::vector<std::string> NamespaceIndex(const nlohmann::json& obj) {
   return {md.value("namespace", "")};
 }
 
-absl::Status Store::AddIndexer(const std::string& name, IndexFunc fn) {
+absl::Status Store::AddIndexer(const std::string& name, const IndexFunc& fn) {
   absl::MutexLock lock(&mu_);
   if (!items_.empty()) {
     return absl::FailedPreconditionError(
@@ -25,7 +25,7 @@ absl::Status Store::AddIndexer(const std::string& name, IndexFunc fn) {
   if (indexers_.contains(name)) {
     return absl::AlreadyExistsError(absl::StrCat("index ", name, ": already defined"));
   }
-  indexers_.emplace(name, std::move(fn));
+  indexers_.emplace(name, fn);
   return absl::OkStatus();
 }
 

@@ -33,7 +33,7 @@ std::vector<std::string> NamespaceIndex(const nlohmann::json& obj);
 
 class Store {
  public:
-  absl::Status AddIndexer(const std::string& name, IndexFunc fn);
+  absl::Status AddIndexer(const std::string& name, const IndexFunc& fn);
 
   // Inserts or replaces the object at KeyOf(*obj); returns the previous one (null if none).
   ObjectPtr Upsert(ObjectPtr obj);

@@ -16,6 +16,7 @@ ObjectPtr PodOn(const std::string& ns, const std::string& name, const std::strin
 
 std::vector<std::string> Names(const std::vector<ObjectPtr>& objs) {
   std::vector<std::string> out;
+  out.reserve(objs.size());
   for (const ObjectPtr& o : objs) out.push_back(KeyOf(*o));
   std::sort(out.begin(), out.end());
   return out;
@@ -75,9 +76,9 @@ TEST(StoreTest, ClusterScopedKeysHaveNoNamespace) {
 }
 
 TEST(ApiErrorTest, StatusBodiesBecomeTypedErrors) {
-  const absl::Status conflict = ApiError(
-      "update leases kube-system/l", 409,
-      R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict",
+  const absl::Status conflict =
+      ApiError("update leases kube-system/l", 409,
+               R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict",
           "message":"Operation cannot be fulfilled on leases \"l\": the object has been modified",
           "code":409})");
   EXPECT_EQ(conflict.code(), absl::StatusCode::kAborted);
@@ -91,7 +92,8 @@ TEST(ApiErrorTest, StatusBodiesBecomeTypedErrors) {
       "create pods a/p", 409, R"({"kind":"Status","reason":"AlreadyExists","message":"x"})");
   EXPECT_EQ(exists.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_TRUE(IsApiAlreadyExists(exists));
-  EXPECT_TRUE(IsApiNotFound(ApiError("get pods a/p", 404, R"({"kind":"Status","reason":"NotFound"})")));
+  EXPECT_TRUE(
+      IsApiNotFound(ApiError("get pods a/p", 404, R"({"kind":"Status","reason":"NotFound"})")));
   EXPECT_TRUE(IsApiGone(ApiErrorFromStatus(
       "watch pods", {{"kind", "Status"}, {"reason", "Expired"}, {"code", 410}})));
   const absl::Status proxy = ApiError("get nodes", 502, "<html>bad gateway</html>");

@@ -3,8 +3,7 @@
 namespace tessera::kube {
 
 WorkQueue::WorkQueue(const Clock& clock, std::unique_ptr<ItemRateLimiter> limiter)
-    : clock_(clock),
-      limiter_(limiter ? std::move(limiter) : DefaultControllerRateLimiter(clock)) {}
+    : clock_(clock), limiter_(limiter ? std::move(limiter) : DefaultControllerRateLimiter(clock)) {}
 
 WorkQueue::~WorkQueue() { ShutDown(); }
 

@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "absl/strings/str_cat.h"
-
 #include <atomic>
 #include <map>
 #include <thread>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace tessera::kube {
 namespace {
@@ -146,6 +146,7 @@ TEST(WorkQueueTest, ConcurrentWorkersNeverProcessOneItemTwiceAtOnce) {
   std::map<std::string, int> in_flight;
   bool overlap = false;
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&] {
       while (std::optional<std::string> item = q.Get()) {
@@ -167,8 +168,8 @@ TEST(WorkQueueTest, ConcurrentWorkersNeverProcessOneItemTwiceAtOnce) {
   q.ShutDownWithDrain();
   for (std::thread& t : workers) t.join();
   EXPECT_FALSE(overlap);
-  EXPECT_GE(processed.load(), kKeys);   // every key at least once
-  EXPECT_LE(processed.load(), kAdds);   // de-duplicated, never more than added
+  EXPECT_GE(processed.load(), kKeys);  // every key at least once
+  EXPECT_LE(processed.load(), kAdds);  // de-duplicated, never more than added
 }
 
 TEST(WorkQueueTest, BlockedGetWakesForADelayedItem) {

@@ -74,9 +74,10 @@ class KubeBed {
       while (!out.empty() && out.back() == '\n') out.pop_back();
       if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !out.empty()) return out;
     }
-    *why = "the Kubernetes test bed is not built: run scripts/kube-bed.sh (it needs Go >= 1.26 "
-           "and the Go module proxy; scripts/test.sh runs it)" +
-           (out.empty() ? std::string() : " [" + out + "]");
+    *why =
+        "the Kubernetes test bed is not built: run scripts/kube-bed.sh (it needs Go >= 1.26 "
+        "and the Go module proxy; scripts/test.sh runs it)" +
+        (out.empty() ? std::string() : " [" + out + "]");
     return "";
   }
 
@@ -137,8 +138,8 @@ class KubeBed {
   std::string StartSecondApiserver(std::string* server) {
     if (second_pid_ <= 0) {
       second_port_ = FreePort();
-      if (std::string e = StartApiserverOn(second_port_, &second_pid_,
-                                           dir_ + "/kube-apiserver-2.log");
+      if (std::string e =
+              StartApiserverOn(second_port_, &second_pid_, dir_ + "/kube-apiserver-2.log");
           !e.empty()) {
         return e;
       }
@@ -153,8 +154,8 @@ class KubeBed {
   std::string StartControllerManager(const std::string& controllers) {
     if (kcm_pid_ > 0) return "";
     kcm_pid_ = Spawn({bin_ + "/kube-controller-manager", "--kubeconfig=" + admin_kubeconfig(),
-                      "--controllers=" + controllers, "--leader-elect=false",
-                      "--secure-port=0", "--use-service-account-credentials=false"},
+                      "--controllers=" + controllers, "--leader-elect=false", "--secure-port=0",
+                      "--use-service-account-credentials=false"},
                      dir_ + "/kube-controller-manager.log");
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     int status;
@@ -314,12 +315,12 @@ class KubeBed {
   std::string StartEtcd() {
     const std::string client = "http://127.0.0.1:" + std::to_string(etcd_client_port_);
     const std::string peer = "http://127.0.0.1:" + std::to_string(etcd_peer_port_);
-    etcd_pid_ = Spawn({bin_ + "/etcd", "--name", "bed", "--data-dir", dir_ + "/etcd",
-                       "--listen-client-urls", client, "--advertise-client-urls", client,
-                       "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                       "--initial-cluster", "bed=" + peer, "--unsafe-no-fsync",
-                       "--log-level", "warn"},
-                      dir_ + "/etcd.log");
+    etcd_pid_ =
+        Spawn({bin_ + "/etcd", "--name", "bed", "--data-dir", dir_ + "/etcd",
+               "--listen-client-urls", client, "--advertise-client-urls", client,
+               "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+               "--initial-cluster", "bed=" + peer, "--unsafe-no-fsync", "--log-level", "warn"},
+              dir_ + "/etcd.log");
     httplib::Client c("127.0.0.1", etcd_client_port_);
     c.set_connection_timeout(1);
     for (int i = 0; i < 300; ++i) {

@@ -61,12 +61,12 @@ TEST(KubeClientTest, ServesTheVersionAndTheWorkloadApisOfKep4671) {
 
   // A gang: a PodGroup with a gang policy, and a Pod that names it.
   const std::string ns = MakeNamespace(*c, "gang");
-  absl::StatusOr<Json> pg = c->Create(
-      kube::PodGroupsResource(), ns,
-      {{"apiVersion", "scheduling.k8s.io/v1alpha3"},
-       {"kind", "PodGroup"},
-       {"metadata", {{"name", "train"}}},
-       {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 4}}}}}}}});
+  absl::StatusOr<Json> pg =
+      c->Create(kube::PodGroupsResource(), ns,
+                {{"apiVersion", "scheduling.k8s.io/v1alpha3"},
+                 {"kind", "PodGroup"},
+                 {"metadata", {{"name", "train"}}},
+                 {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 4}}}}}}}});
   ASSERT_TRUE(pg.ok()) << pg.status();
   EXPECT_EQ((*pg)["spec"]["schedulingPolicy"]["gang"]["minCount"], 4);
   kube::Pod member = MakePod(ns, "train-0");
@@ -77,12 +77,12 @@ TEST(KubeClientTest, ServesTheVersionAndTheWorkloadApisOfKep4671) {
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->spec.pod_group_name, "train");
   // A malformed PodGroup is refused by the apiserver's validation, named.
-  absl::StatusOr<Json> bad = c->Create(
-      kube::PodGroupsResource(), ns,
-      {{"apiVersion", "scheduling.k8s.io/v1alpha3"},
-       {"kind", "PodGroup"},
-       {"metadata", {{"name", "bad"}}},
-       {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", -1}}}}}}}});
+  absl::StatusOr<Json> bad =
+      c->Create(kube::PodGroupsResource(), ns,
+                {{"apiVersion", "scheduling.k8s.io/v1alpha3"},
+                 {"kind", "PodGroup"},
+                 {"metadata", {{"name", "bad"}}},
+                 {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", -1}}}}}}}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
   EXPECT_EQ(kube::ApiReason(bad.status()), "Invalid");
@@ -123,14 +123,14 @@ TEST(KubeClientTest, CrudWithOptimisticConcurrencyPatchStatusAndBinding) {
   EXPECT_EQ((*updated)["metadata"]["labels"]["tier"], "gold");
   EXPECT_EQ((*updated)["spec"]["containers"][0]["image"], "registry.invalid/train:1");
   stale.metadata.labels["tier"] = "silver";
-  absl::StatusOr<Json> conflict =
-      c->Update(kube::PodsResource(), ns, "p0", kube::EncodePod(stale));
+  absl::StatusOr<Json> conflict = c->Update(kube::PodsResource(), ns, "p0", kube::EncodePod(stale));
   EXPECT_TRUE(kube::IsApiConflict(conflict.status())) << conflict.status();
   EXPECT_EQ(conflict.status().code(), absl::StatusCode::kAborted);
 
   // Merge patch: null deletes a label.
-  absl::StatusOr<Json> patched = c->MergePatch(
-      kube::PodsResource(), ns, "p0", {{"metadata", {{"labels", {{"tier", nullptr}, {"q", "a"}}}}}});
+  absl::StatusOr<Json> patched =
+      c->MergePatch(kube::PodsResource(), ns, "p0",
+                    {{"metadata", {{"labels", {{"tier", nullptr}, {"q", "a"}}}}}});
   ASSERT_TRUE(patched.ok()) << patched.status();
   EXPECT_FALSE((*patched)["metadata"]["labels"].contains("tier"));
   EXPECT_EQ((*patched)["metadata"]["labels"]["q"], "a");
@@ -161,8 +161,7 @@ TEST(KubeClientTest, CrudWithOptimisticConcurrencyPatchStatusAndBinding) {
   EXPECT_NE(again.message().find("bind pods " + ns + "/p0 to node crud-node-1"),
             absl::string_view::npos)
       << again;
-  ASSERT_TRUE(
-      c->Create(kube::PodsResource(), ns, kube::EncodePod(MakePod(ns, "p1"))).ok());
+  ASSERT_TRUE(c->Create(kube::PodsResource(), ns, kube::EncodePod(MakePod(ns, "p1"))).ok());
   absl::Status wrong_uid = c->Bind({ns, "p1", "not-its-uid", "crud-node-1"});
   EXPECT_FALSE(wrong_uid.ok());
 
@@ -199,8 +198,7 @@ void MarkRunning(RestClient& c, const std::string& ns, const std::string& name) 
   absl::StatusOr<Json> r = c.MergePatch(
       kube::PodsResource(), ns, name,
       {{"status",
-        {{"phase", "Running"},
-         {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
+        {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
       "status");
   ASSERT_TRUE(r.ok()) << r.status();
 }
@@ -232,13 +230,12 @@ TEST(KubeClientTest, EvictionIsRefusedWhenAPodDisruptionBudgetForbidsIt) {
   wo.field_selector = "metadata.name=guard";
   wo.timeout_seconds = 60;
   bool allowed = false;
-  absl::Status w = c->Watch(kube::PodDisruptionBudgetsResource(), ns, wo,
-                            [&](kube::WatchEvent&& ev) {
-                              absl::StatusOr<kube::PodDisruptionBudget> p =
-                                  kube::DecodePodDisruptionBudget(ev.object);
-                              allowed = p.ok() && p->disruptions_allowed == 1;
-                              return !allowed;
-                            });
+  absl::Status w =
+      c->Watch(kube::PodDisruptionBudgetsResource(), ns, wo, [&](kube::WatchEvent&& ev) {
+        absl::StatusOr<kube::PodDisruptionBudget> p = kube::DecodePodDisruptionBudget(ev.object);
+        allowed = p.ok() && p->disruptions_allowed == 1;
+        return !allowed;
+      });
   ASSERT_TRUE(w.ok()) << w;
   ASSERT_TRUE(allowed) << "the disruption controller never allowed a disruption";
 
@@ -246,8 +243,7 @@ TEST(KubeClientTest, EvictionIsRefusedWhenAPodDisruptionBudgetForbidsIt) {
   absl::Status refused = c->Evict({ns, "b", "", 0});
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(kube::IsApiTooManyRequests(refused)) << refused;
-  EXPECT_NE(refused.message().find("evict pods " + ns + "/b"), absl::string_view::npos)
-      << refused;
+  EXPECT_NE(refused.message().find("evict pods " + ns + "/b"), absl::string_view::npos) << refused;
   EXPECT_NE(refused.message().find("disruption budget"), absl::string_view::npos) << refused;
   EXPECT_TRUE(c->Get(kube::PodsResource(), ns, "b").ok());
 }

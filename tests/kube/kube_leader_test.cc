@@ -29,7 +29,8 @@ LeaderElectionConfig Config(const std::string& ns, const std::string& lease,
 
 std::unique_ptr<LeaderElector> Elector(RestClient& c, const Clock& clock,
                                        LeaderElectionConfig cfg) {
-  absl::StatusOr<std::unique_ptr<LeaderElector>> e = LeaderElector::Create(c, clock, cfg);
+  absl::StatusOr<std::unique_ptr<LeaderElector>> e =
+      LeaderElector::Create(c, clock, std::move(cfg));
   EXPECT_TRUE(e.ok()) << e.status();
   return e.ok() ? *std::move(e) : nullptr;
 }
@@ -57,8 +58,7 @@ TEST(KubeLeaderTest, ConfigIsCheckedLikeClientGo) {
   EXPECT_NE(msg.find("identity: empty"), std::string::npos) << msg;
   EXPECT_NE(msg.find("lease_duration: must be greater than renew_deadline"), std::string::npos)
       << msg;
-  EXPECT_NE(msg.find("renew_deadline: must be greater than 1.2 * retry_period"),
-            std::string::npos)
+  EXPECT_NE(msg.find("renew_deadline: must be greater than 1.2 * retry_period"), std::string::npos)
       << msg;
 }
 
@@ -117,8 +117,7 @@ TEST(KubeLeaderTest, ExpiryIsJudgedOnEachCandidatesOwnClock) {
   // Optimistic concurrency: an update with a stale resourceVersion loses.
   kube::Lease stale = l;  // read before b's renewal
   stale.holder_identity = "intruder";
-  absl::StatusOr<Json> r =
-      c->Update(kube::LeasesResource(), ns, "sched", kube::EncodeLease(stale));
+  absl::StatusOr<Json> r = c->Update(kube::LeasesResource(), ns, "sched", kube::EncodeLease(stale));
   EXPECT_TRUE(kube::IsApiConflict(r.status())) << r.status();
 
   // Release: the holder clears itself and anyone can take over at once.
@@ -145,7 +144,8 @@ struct Leadership {
     };
   }
   bool AwaitLeading(absl::Duration timeout) {
-    return AwaitTrue(mu, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return leading; }, timeout);
+    return AwaitTrue(
+        mu, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return leading; }, timeout);
   }
   bool IsLeading() {
     absl::MutexLock l(&mu);
@@ -164,7 +164,7 @@ TEST(KubeLeaderTest, TheStandbyTakesOverWhenTheLeaderStopsRenewingAndAtOnceOnRel
     cfg.lease_duration = absl::Seconds(3);
     cfg.renew_deadline = absl::Seconds(2);
     cfg.retry_period = absl::Milliseconds(300);
-    cfg.seed = id[0];
+    cfg.seed = static_cast<unsigned char>(id[0]);
     lead.Wire(cfg);
     return cfg;
   };

@@ -49,16 +49,15 @@ inline KubeBed* SharedBed(std::string* why, const KubeBedOptions& opts = {}) {
 
 // Skips the test (with what to run) when the bed binaries are missing; fails when they are there
 // but the bed does not start.
-#define KUBE_BED_OR_SKIP(bed_var, ...)                                                  \
-  std::string bed_why_;                                                                 \
-  ::tessera::testing::KubeBed* bed_var =                                                \
-      ::tessera::testing::SharedBed(&bed_why_, ##__VA_ARGS__);                          \
-  if (bed_var == nullptr) {                                                             \
-    std::string bin_why_;                                                               \
-    if (::tessera::testing::KubeBed::FindBin(&bin_why_).empty()) {                      \
-      GTEST_SKIP() << "kube bed unavailable: " << bin_why_;                             \
-    }                                                                                   \
-    FAIL() << "the kube bed did not start: " << bed_why_;                               \
+#define KUBE_BED_OR_SKIP(bed_var, ...)                                                            \
+  std::string bed_why_;                                                                           \
+  ::tessera::testing::KubeBed* bed_var = ::tessera::testing::SharedBed(&bed_why_, ##__VA_ARGS__); \
+  if (bed_var == nullptr) {                                                                       \
+    std::string bin_why_;                                                                         \
+    if (::tessera::testing::KubeBed::FindBin(&bin_why_).empty()) {                                \
+      GTEST_SKIP() << "kube bed unavailable: " << bin_why_;                                       \
+    }                                                                                             \
+    FAIL() << "the kube bed did not start: " << bed_why_;                                         \
   }
 
 // A client from one of the bed's kubeconfigs.
@@ -83,9 +82,9 @@ inline bool AwaitTrue(absl::Mutex& mu, const std::function<bool()>& pred, absl::
 inline std::string MakeNamespace(kube::RestClient& c, const std::string& base) {
   static int n = 0;
   const std::string name = base + "-" + std::to_string(getpid()) + "-" + std::to_string(++n);
-  absl::StatusOr<kube::Json> r = c.Create(
-      kube::NamespacesResource(), "",
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
+  absl::StatusOr<kube::Json> r =
+      c.Create(kube::NamespacesResource(), "",
+               {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
   EXPECT_TRUE(r.ok()) << r.status();
   return name;
 }

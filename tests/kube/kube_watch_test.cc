@@ -17,7 +17,7 @@ namespace {
 using kube::Json;
 using kube::RestClient;
 
-Json ConfigMap(const std::string& name, std::map<std::string, std::string> labels = {},
+Json ConfigMap(const std::string& name, const std::map<std::string, std::string>& labels = {},
                const std::string& value = "v") {
   Json md = {{"name", name}};
   if (!labels.empty()) md["labels"] = labels;
@@ -93,9 +93,9 @@ TEST(KubeWatchTest, ACompactedResourceVersionIsGoneAndAWatchCanBeCancelled) {
   absl::StatusOr<Json> a = c->Create(kube::ConfigMapsResource(), ns, ConfigMap("a"));
   ASSERT_TRUE(a.ok());
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(c->MergePatch(kube::ConfigMapsResource(), ns, "a",
-                              {{"data", {{"k", std::to_string(i)}}}})
-                    .ok());
+    ASSERT_TRUE(
+        c->MergePatch(kube::ConfigMapsResource(), ns, "a", {{"data", {{"k", std::to_string(i)}}}})
+            .ok());
   }
   // A restarted apiserver's watch cache starts at the current revision, and etcd forgets what
   // came before: a watch from a's resourceVersion can be served by neither (410).
@@ -116,7 +116,8 @@ TEST(KubeWatchTest, ACompactedResourceVersionIsGoneAndAWatchCanBeCancelled) {
   // Cancel from another thread ends a watch that would otherwise run 60 s.
   kube::WatchCancel cancel;
   // Two changes after the restart: a watch from the first sees the second at once.
-  absl::StatusOr<Json> p1 = c->MergePatch(kube::ConfigMapsResource(), ns, "a", {{"data", {{"k", "p1"}}}});
+  absl::StatusOr<Json> p1 =
+      c->MergePatch(kube::ConfigMapsResource(), ns, "a", {{"data", {{"k", "p1"}}}});
   ASSERT_TRUE(p1.ok()) << p1.status();
   ASSERT_TRUE(c->MergePatch(kube::ConfigMapsResource(), ns, "a", {{"data", {{"k", "p2"}}}}).ok());
   wo.resource_version = Rv(*p1);
@@ -149,8 +150,8 @@ struct Recorder {
     };
     h.on_update = [this](const kube::ObjectPtr& old_obj, const kube::ObjectPtr& o) {
       absl::MutexLock l(&mu);
-      events.push_back("update " + kube::KeyOf(*o) + " " +
-                       (*old_obj)["data"].value("k", "") + "->" + (*o)["data"].value("k", ""));
+      events.push_back("update " + kube::KeyOf(*o) + " " + (*old_obj)["data"].value("k", "") +
+                       "->" + (*o)["data"].value("k", ""));
     };
     h.on_delete = [this](const kube::ObjectPtr& o) {
       absl::MutexLock l(&mu);
@@ -168,6 +169,7 @@ std::vector<std::string> IndexedNames(const kube::Store& s, const std::string& i
   std::vector<kube::ObjectPtr> objs;
   EXPECT_TRUE(s.ByIndex(index, value, &objs).ok());
   std::vector<std::string> names;
+  names.reserve(objs.size());
   for (const kube::ObjectPtr& o : objs) names.push_back((*o)["metadata"]["name"]);
   std::sort(names.begin(), names.end());
   return names;
@@ -187,9 +189,11 @@ TEST(KubeWatchTest, AnInformerFollowsAddsUpdatesAndDeletesWithIndexes) {
   ro.label_selector = "team";  // only labelled ones
   ro.page_size = 1;            // the first list takes pages
   kube::Informer inf(*c, ro);
-  ASSERT_TRUE(inf.AddIndexer("team", [](const Json& o) -> std::vector<std::string> {
-                   return {o["metadata"]["labels"].value("team", "")};
-                 }).ok());
+  ASSERT_TRUE(inf.AddIndexer("team",
+                             [](const Json& o) -> std::vector<std::string> {
+                               return {o["metadata"]["labels"].value("team", "")};
+                             })
+                  .ok());
   Recorder rec;
   inf.AddEventHandlers(rec.Handlers());
   inf.Start();
@@ -198,18 +202,18 @@ TEST(KubeWatchTest, AnInformerFollowsAddsUpdatesAndDeletesWithIndexes) {
 
   ASSERT_TRUE(c->Create(kube::ConfigMapsResource(), ns, ConfigMap("x", {{"team", "a"}})).ok());
   ASSERT_TRUE(c->Create(kube::ConfigMapsResource(), ns, ConfigMap("y", {{"team", "b"}})).ok());
-  ASSERT_TRUE(
-      c->MergePatch(kube::ConfigMapsResource(), ns, "x",
-                    {{"metadata", {{"labels", {{"team", "b"}}}}}, {"data", {{"k", "v2"}}}})
-          .ok());
+  ASSERT_TRUE(c->MergePatch(kube::ConfigMapsResource(), ns, "x",
+                            {{"metadata", {{"labels", {{"team", "b"}}}}}, {"data", {{"k", "v2"}}}})
+                  .ok());
   ASSERT_TRUE(c->Delete(kube::ConfigMapsResource(), ns, "pre").ok());
   const std::string last = "delete " + ns + "/pre";
-  ASSERT_TRUE(AwaitTrue(rec.mu, [&] { return rec.Has(last); }, absl::Seconds(30)));
+  ASSERT_TRUE(AwaitTrue(
+      rec.mu, [&] { return rec.Has(last); }, absl::Seconds(30)));
   {
     absl::MutexLock l(&rec.mu);
-    EXPECT_EQ(rec.events, (std::vector<std::string>{
-                              "initial " + ns + "/pre", "add " + ns + "/x", "add " + ns + "/y",
-                              "update " + ns + "/x v->v2", "delete " + ns + "/pre"}));
+    EXPECT_EQ(rec.events, (std::vector<std::string>{"initial " + ns + "/pre", "add " + ns + "/x",
+                                                    "add " + ns + "/y", "update " + ns + "/x v->v2",
+                                                    "delete " + ns + "/pre"}));
   }
   EXPECT_EQ(inf.store().size(), 2u);
   EXPECT_EQ(IndexedNames(inf.store(), "team", "b"), (std::vector<std::string>{"x", "y"}));
@@ -280,8 +284,8 @@ TEST(KubeWatchTest, AReflectorRelistsWhenItsResourceVersionIsGone) {
 
   // And it keeps following: a change after the relist arrives as a watch event.
   ASSERT_TRUE(c->Delete(kube::ConfigMapsResource(), ns, "new").ok());
-  ASSERT_TRUE(
-      AwaitTrue(rec.mu, [&] { return rec.Has("delete " + ns + "/new"); }, absl::Seconds(30)));
+  ASSERT_TRUE(AwaitTrue(
+      rec.mu, [&] { return rec.Has("delete " + ns + "/new"); }, absl::Seconds(30)));
   inf.Stop();
 }
 
