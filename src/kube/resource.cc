@@ -39,6 +39,8 @@ TESSERA_KUBE_RESOURCE(WorkloadsResource, "scheduling.k8s.io", "v1alpha3", "workl
                       true)
 TESSERA_KUBE_RESOURCE(PodGroupsResource, "scheduling.k8s.io", "v1alpha3", "podgroups", "PodGroup",
                       true)
+TESSERA_KUBE_RESOURCE(CoschedulingPodGroupsResource, "scheduling.x-k8s.io", "v1alpha1",
+                      "podgroups", "PodGroup", true)
 #undef TESSERA_KUBE_RESOURCE
 
 }  // namespace tessera::kube

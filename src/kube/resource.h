@@ -35,5 +35,7 @@ const ResourceType& PodDisruptionBudgetsResource();
 // scheduling.k8s.io/v1alpha3 (KEP-4671; GenericWorkload feature gate and runtime-config).
 const ResourceType& WorkloadsResource();
 const ResourceType& PodGroupsResource();
+// scheduling.x-k8s.io/v1alpha1 PodGroup of sigs.k8s.io/scheduler-plugins (a CRD).
+const ResourceType& CoschedulingPodGroupsResource();
 
 }  // namespace tessera::kube

@@ -10,6 +10,7 @@
 
 #include "kube/api_error.h"
 #include "kube/codec.h"
+#include "kube/gang_objects.h"
 #include "kube_test_util.h"
 
 namespace tessera::testing {
@@ -68,7 +69,20 @@ TEST(KubeClientTest, ServesTheVersionAndTheWorkloadApisOfKep4671) {
                  {"metadata", {{"name", "train"}}},
                  {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 4}}}}}}}});
   ASSERT_TRUE(pg.ok()) << pg.status();
-  EXPECT_EQ((*pg)["spec"]["schedulingPolicy"]["gang"]["minCount"], 4);
+  absl::StatusOr<kube::PodGroup> group_obj = kube::DecodePodGroup(*pg);
+  ASSERT_TRUE(group_obj.ok()) << group_obj.status();
+  EXPECT_EQ(group_obj->policy.gang_min_count, 4);
+  // A scheduler says why the gang waits, on the status subresource.
+  group_obj->conditions.push_back({"PodGroupScheduled", "False", "Unschedulable",
+                                   "3/4 members have a place",
+                                   kube::FormatMicroTime(absl::Now()).substr(0, 19) + "Z", 0});
+  absl::StatusOr<Json> with_status =
+      c->Update(kube::PodGroupsResource(), ns, "train", kube::EncodePodGroup(*group_obj), "status");
+  ASSERT_TRUE(with_status.ok()) << with_status.status();
+  absl::StatusOr<kube::PodGroup> reread = kube::DecodePodGroup(*with_status);
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  ASSERT_EQ(reread->conditions.size(), 1u);
+  EXPECT_EQ(reread->conditions[0].message, "3/4 members have a place");
   kube::Pod member = MakePod(ns, "train-0");
   member.spec.pod_group_name = "train";
   absl::StatusOr<Json> created = c->Create(kube::PodsResource(), ns, kube::EncodePod(member));

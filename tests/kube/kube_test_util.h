@@ -16,11 +16,14 @@
 
 namespace tessera::testing {
 
-// Stops the shared bed when the test program ends (gtest owns and deletes it).
+// Stops and frees the shared bed when the test program ends (gtest owns this environment).
 class KubeBedStopper : public ::testing::Environment {
  public:
   explicit KubeBedStopper(KubeBed* bed) : bed_(bed) {}
-  void TearDown() override { bed_->Stop(); }
+  void TearDown() override {
+    bed_->Stop();
+    delete bed_;
+  }
 
  private:
   KubeBed* bed_;
