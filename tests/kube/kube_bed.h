@@ -12,6 +12,7 @@
 // Stop() (and the destructor) kill both process groups and remove the temp dir (kept when env
 // TESSERA_KUBE_BED_KEEP is set, for debugging).
 // Admission: ServiceAccount is disabled (no controller-manager creates default service accounts).
+// A target that includes this defines TESSERA_SOURCE_DIR (tests/kube/CMakeLists.txt does).
 // Not thread-safe; one owner.
 #pragma once
 
