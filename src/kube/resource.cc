@@ -1,0 +1,46 @@
+#include "kube/resource.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::kube {
+
+std::string ResourcePath(const ResourceType& t, absl::string_view ns, absl::string_view name,
+                         absl::string_view subresource) {
+  std::string p = t.group.empty() ? absl::StrCat("/api/", t.version)
+                                  : absl::StrCat("/apis/", t.group, "/", t.version);
+  if (t.namespaced && !ns.empty()) absl::StrAppend(&p, "/namespaces/", ns);
+  absl::StrAppend(&p, "/", t.plural);
+  if (!name.empty()) absl::StrAppend(&p, "/", name);
+  if (!subresource.empty()) absl::StrAppend(&p, "/", subresource);
+  return p;
+}
+
+std::string DescribeObject(const ResourceType& t, absl::string_view ns, absl::string_view name) {
+  if (!t.namespaced || ns.empty()) return absl::StrCat(t.plural, name.empty() ? "" : " ", name);
+  return absl::StrCat(t.plural, " ", ns, name.empty() ? "" : "/", name);
+}
+
+#define TESSERA_KUBE_RESOURCE(fn, group, version, plural, kind, namespaced)                    \
+  const ResourceType& fn() {                                                                   \
+    static const ResourceType* t = new ResourceType{group, version, plural, kind, namespaced}; \
+    return *t;                                                                                 \
+  }
+TESSERA_KUBE_RESOURCE(PodsResource, "", "v1", "pods", "Pod", true)
+TESSERA_KUBE_RESOURCE(NodesResource, "", "v1", "nodes", "Node", false)
+TESSERA_KUBE_RESOURCE(NamespacesResource, "", "v1", "namespaces", "Namespace", false)
+TESSERA_KUBE_RESOURCE(ConfigMapsResource, "", "v1", "configmaps", "ConfigMap", true)
+TESSERA_KUBE_RESOURCE(PriorityClassesResource, "scheduling.k8s.io", "v1", "priorityclasses",
+                      "PriorityClass", false)
+TESSERA_KUBE_RESOURCE(LeasesResource, "coordination.k8s.io", "v1", "leases", "Lease", true)
+TESSERA_KUBE_RESOURCE(EventsResource, "events.k8s.io", "v1", "events", "Event", true)
+TESSERA_KUBE_RESOURCE(PodDisruptionBudgetsResource, "policy", "v1", "poddisruptionbudgets",
+                      "PodDisruptionBudget", true)
+TESSERA_KUBE_RESOURCE(WorkloadsResource, "scheduling.k8s.io", "v1alpha3", "workloads", "Workload",
+                      true)
+TESSERA_KUBE_RESOURCE(PodGroupsResource, "scheduling.k8s.io", "v1alpha3", "podgroups", "PodGroup",
+                      true)
+TESSERA_KUBE_RESOURCE(CoschedulingPodGroupsResource, "scheduling.x-k8s.io", "v1alpha1",
+                      "podgroups", "PodGroup", true)
+#undef TESSERA_KUBE_RESOURCE
+
+}  // namespace tessera::kube
