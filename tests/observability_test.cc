@@ -104,7 +104,9 @@ std::string Attr(const Json& span, const std::string& key) {
 class Prometheus {
  public:
   ~Prometheus() { Stop(); }
-  bool Start(const std::string& dir, const std::vector<std::string>& targets_by_job) {
+  // `tokens`: a job's bearer token (the agent's endpoint wants one for /metrics).
+  bool Start(const std::string& dir, const std::vector<std::string>& targets_by_job,
+             const std::map<std::string, std::string>& tokens = {}) {
     port_ = FreePort();
     std::ofstream cfg(dir + "/prometheus.yml");
     cfg << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -113,6 +115,9 @@ class Prometheus {
     for (size_t i = 0; i + 1 < targets_by_job.size(); i += 2) {
       cfg << "  - job_name: " << targets_by_job[i] << "\n    static_configs:\n"
           << "      - targets: ['" << targets_by_job[i + 1] << "']\n";
+      if (auto t = tokens.find(targets_by_job[i]); t != tokens.end()) {
+        cfg << "    authorization:\n      credentials: " << t->second << "\n";
+      }
     }
     cfg.close();
     std::vector<std::string> argv_s = {"prometheus", "--config.file=" + dir + "/prometheus.yml",
@@ -313,7 +318,8 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   const std::string agent_target = agent.endpoint().substr(std::string("http://").size());
   Prometheus prom;
   ASSERT_TRUE(prom.Start(
-      dir, {"tessera-server", absl::StrCat("127.0.0.1:", port), "tessera-agent", agent_target}))
+      dir, {"tessera-server", absl::StrCat("127.0.0.1:", port), "tessera-agent", agent_target},
+      {{"tessera-agent", agent_token}}))
       << "prometheus not ready; see " << dir << "/prometheus.log:\n"
       << Slurp(dir + "/prometheus.log");
 

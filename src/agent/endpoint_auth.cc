@@ -38,8 +38,7 @@ int EndpointAuth::AskServer(const std::string& token, const std::string& kind,
 }
 
 EndpointVerdict EndpointAuth::Check(const EndpointRequest& req) {
-  if (req.path == "/healthz") return {};
-  if (req.path == "/metrics" && !options_.require_metrics_token) return {};
+  if ((req.path == "/healthz" || req.path == "/metrics") && options_.open_metrics) return {};
   absl::string_view header = req.authorization;
   if (!absl::ConsumePrefix(&header, "Bearer ") || header.empty()) {
     return {401, "a bearer token is required (tessera logs --token, or the agent's token)"};

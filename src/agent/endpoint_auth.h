@@ -1,9 +1,9 @@
 // EndpointAuth: who may use the node agent's HTTP endpoint (docs/agent.md, "HTTP endpoint").
 //
 // Rules (a request carries `Authorization: Bearer TOKEN`):
-//  - /healthz: anyone.
-//  - /metrics: anyone by default (Prometheus scrapes it; it holds GPU telemetry and the
-//    namespace/job on each GPU). With require_metrics_token: as /members.
+//  - /healthz and /metrics: as /members by default (the metrics hold GPU telemetry and the
+//    namespace/job on each GPU: not for every tenant); with open_metrics (an explicit flag, for a
+//    Prometheus that scrapes without a token, and for probes), anyone.
 //  - /logs?namespace=NS&job=JOB[&kind=...]: an agent token (the agent's own, from
 //    --endpoint-token-file), or any token the server accepts for reading that job (the server
 //    decides: the verifier GETs the job with the caller's token; 200 -> allowed, 401/403 ->
@@ -48,7 +48,7 @@ class EndpointAuth {
                                         const std::string& ns, const std::string& job)>;
   struct Options {
     std::set<std::string> agent_tokens;
-    bool require_metrics_token = false;
+    bool open_metrics = false;
     absl::Duration cache_ttl = absl::Seconds(30);
   };
   EndpointAuth(Options options, ServerCheck check);

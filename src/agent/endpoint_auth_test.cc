@@ -53,20 +53,24 @@ TEST(EndpointAuthTest, LogsNeedAnAgentTokenOrAServerTokenThatMayReadTheJob) {
   EXPECT_EQ(auth.Check(Req("/members", "Bearer admin")).code, 200);
   EXPECT_EQ(auth.Check(Req("/fake/event", "Bearer local-secret")).code, 200);
   EXPECT_EQ(auth.Check(Req("/fake/event", "")).code, 401);
-  // /metrics and /healthz stay open by default.
-  EXPECT_EQ(auth.Check(Req("/metrics", "")).code, 200);
-  EXPECT_EQ(auth.Check(Req("/healthz", "")).code, 200);
+  // /metrics and /healthz need a token too by default (secure by default).
+  EXPECT_EQ(auth.Check(Req("/metrics", "")).code, 401);
+  EXPECT_EQ(auth.Check(Req("/healthz", "")).code, 401);
 }
 
-TEST(EndpointAuthTest, MetricsCanRequireATokenAndAnUnreachableServerIsNotAYes) {
+TEST(EndpointAuthTest, MetricsOpenOnlyByChoiceAndAnUnreachableServerIsNotAYes) {
   EndpointAuth::Options o;
-  o.require_metrics_token = true;
   EndpointAuth auth(o, [](const std::string&, const std::string&, const std::string&,
                           const std::string&) { return 0; });
   EXPECT_EQ(auth.Check(Req("/metrics", "")).code, 401);
   EXPECT_EQ(auth.Check(Req("/metrics", "Bearer admin")).code, 503);
   EXPECT_EQ(auth.Check(Req("/logs", "Bearer admin", "a", "j")).code, 503);
-  EXPECT_EQ(auth.Check(Req("/healthz", "")).code, 200);
+  EXPECT_EQ(auth.Check(Req("/healthz", "")).code, 401);
+  o.open_metrics = true;
+  EndpointAuth open(o, nullptr);
+  EXPECT_EQ(open.Check(Req("/metrics", "")).code, 200);
+  EXPECT_EQ(open.Check(Req("/healthz", "")).code, 200);
+  EXPECT_EQ(open.Check(Req("/members", "")).code, 401);
 }
 
 }  // namespace

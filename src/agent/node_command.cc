@@ -60,7 +60,7 @@ struct AgentFlags {
   std::string watch_timeout = "30s";
   std::string replica_backoff = "10s";
   std::string endpoint_token_file;
-  bool metrics_token = false;
+  bool open_metrics = false;
   TlsClientOptions tls;  // how an https:// --server is verified
   std::string sample = "1s";
   std::vector<uint64_t> ignore_xids;
@@ -220,7 +220,7 @@ int RunAgent(const AgentFlags& f) {
     return 2;
   }
   EndpointAuth::Options eo;
-  eo.require_metrics_token = f.metrics_token;
+  eo.open_metrics = f.open_metrics;
   if (!f.endpoint_token_file.empty()) {
     std::ifstream in(f.endpoint_token_file);
     std::stringstream text;
@@ -570,8 +570,9 @@ void RegisterNodeCommands(CLI::App& app) {
                 "How long one bindings long-poll waits in the server (default 30s)");
   a->add_option("--endpoint-token-file", f->endpoint_token_file,
                 "Tokens (one a line) accepted by this agent's endpoint besides server tokens");
-  a->add_flag("--metrics-require-token", f->metrics_token,
-              "Require a token for /metrics too (default: open for Prometheus)");
+  a->add_flag("--open-metrics", f->open_metrics,
+              "Serve /metrics and /healthz without a token (default: the agent's token or a "
+              "server admin token, as /members)");
   a->add_option("--sample", f->sample, "GPU metrics sampling interval (default 1s)");
   a->add_option("--ignore-xid", f->ignore_xids, "XIDs that never affect health")->delimiter(',');
   a->add_option("--cgroup-parent", f->cgroup_parent,

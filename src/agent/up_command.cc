@@ -351,7 +351,8 @@ int RunUp(const UpFlags& f) {
         << " --token " << admin_token << "\n  checkpoints: " << data << "/checkpoints/llm-pretrain"
         << "\n  nodes:       curl -H 'Authorization: Bearer " << admin_token << "' " << url
         << "/api/v1/nodes"
-        << "\n  metrics:     the tessera.dev/agent-endpoint annotation of each node + /metrics"
+        << "\n  metrics:     the tessera.dev/agent-endpoint annotation of each node + /metrics "
+           "(with the admin token)"
         << "\n  autoscaling: chat starts with 2 replicas and scales on the p99 they report: " << exe
         << " get isvc -n demo --server " << addr << " --token " << admin_token
         << "\n  inject XID:  curl -XPOST -H 'Authorization: Bearer " << admin_token

@@ -362,6 +362,8 @@ std::vector<KindInfo> BuildKinds() {
           Optional("taints", Taints()),
           Optional("pool", S::String().DnsLabel()),
           Optional("unschedulable", S::Bool()),
+          // Members it runs at once (default kDefaultMaxMembersPerNode).
+          Optional("maxMembers", S::Int().Positive().Max(kMaxMembersPerNode)),
           Optional("topology", S::Map(S::String().MaxLength(63))),
       }),
       {

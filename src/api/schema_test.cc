@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "api/kinds.h"
 #include "api/object_codec.h"
 
@@ -150,6 +152,63 @@ TEST(ObjectCodecTest, StoredFormDropsResourceVersion) {
   EXPECT_FALSE(StoredToApiText("{}", 1).ok());
   EXPECT_EQ(StoreKey(*KindByPlural("trainingjobs"), "ns", "a"), "/registry/trainingjobs/ns/a");
   EXPECT_EQ(StoreKey(*KindByPlural("nodes"), "", "n1"), "/registry/nodes/n1");
+}
+
+}  // namespace
+}  // namespace tessera::api
+
+namespace tessera::api {
+namespace {
+
+// Issue 26's out-of-range values: each refused with the field and the limit, at the edge.
+TEST(LimitsTest, OutOfRangeValuesAreRefusedNamingTheFieldAndTheLimit) {
+  const KindInfo& jobs = *KindByPlural("trainingjobs");
+  auto one = [&](const std::function<void(Json&)>& f) {
+    Json j = Job();
+    f(j);
+    return Errors(jobs, j);
+  };
+  EXPECT_THAT(one([](Json& j) { j["spec"]["groups"][0]["count"] = 2000000; }),
+              ElementsAre("spec.groups[0].count: must be <= 16384"));
+  EXPECT_THAT(one([](Json& j) { j["spec"]["groups"][0]["count"] = 4294967297LL; }),
+              ElementsAre("spec.groups[0].count: must be <= 16384"));
+  EXPECT_THAT(one([](Json& j) { j["spec"]["groups"][0]["gpusPerReplica"] = 17; }),
+              ElementsAre("spec.groups[0].gpusPerReplica: must be <= 16"));
+  EXPECT_THAT(one([](Json& j) { j["spec"]["groups"][0]["gpuMilli"] = 1001; }),
+              ElementsAre("spec.groups[0].gpuMilli: must be <= 1000"));
+  EXPECT_THAT(one([](Json& j) {
+                j["spec"]["groups"][0]["resources"] = {{"memoryGiB", 1e308}};
+              }),
+              ElementsAre("spec.groups[0].resources.memoryGiB: must be <= 65536"));
+  EXPECT_THAT(
+      one([](Json& j) {
+        j["spec"]["groups"][0]["count"] = 10000;
+        j["spec"]["groups"].push_back({{"name", "more"}, {"count", 10000}, {"gpusPerReplica", 0}});
+      }),
+      ElementsAre(::testing::HasSubstr("add up to 20000 members; a job has at most 16384")));
+  EXPECT_THAT(one([](Json& j) { j["spec"]["command"] = {std::string("a\0b", 3)}; }),
+              ElementsAre("spec.command[0]: must not contain a NUL character"));
+  EXPECT_THAT(one([](Json& j) {
+                j["metadata"]["annotations"] = {{"tessera.dev/grace-seconds", "3600"}};
+              }),
+              ElementsAre("metadata.annotations[\"tessera.dev/grace-seconds\"]: must be a number "
+                          "of seconds from 0 to 600"));
+  Json node = {{"apiVersion", "tessera.dev/v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "n1"}}},
+               {"spec", {{"gpuType", "H100"}, {"gpuCount", 1000000000}}}};
+  std::vector<std::string> node_errors;
+  for (const FieldError& e : ValidateObject(*KindByPlural("nodes"), node, "", "")) {
+    node_errors.push_back(e.ToString());
+  }
+  EXPECT_THAT(node_errors, ElementsAre("spec.gpuCount: must be <= 16"));
+}
+
+TEST(LimitsTest, ABodyWithAByteOrderMarkIsRefused) {
+  absl::StatusOr<Json> j = ParseBody("\xEF\xBB\xBF{\"a\": 1}");
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(std::string(j.status().message()), ::testing::HasSubstr("byte order mark"));
+  EXPECT_TRUE(ParseBody("{\"a\": 1}").ok());
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "controller/node_codec.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "api/limits.h"
 #include "model/synthetic_cluster.h"
 
 namespace tessera::controller {
@@ -128,6 +131,10 @@ absl::StatusOr<model::Node> NodeFromObject(const Json& obj) {
   n.memory_mib = kUnlimitedMemoryMiB;
   IntField(spec, "cpuMilli", &n.cpu_milli);
   IntField(spec, "memoryMiB", &n.memory_mib);
+  int64_t max_members = api::kDefaultMaxMembersPerNode;
+  IntField(spec, "maxMembers", &max_members);
+  n.max_members =
+      static_cast<int32_t>(std::clamp<int64_t>(max_members, 1, api::kMaxMembersPerNode));
   if (auto it = spec.find("taints"); it != spec.end() && it->is_array()) {
     for (size_t i = 0; i < it->size(); ++i) {
       const Json& t = (*it)[i];

@@ -29,6 +29,10 @@ struct Node {
   std::string rack;
   std::string block;
   bool unschedulable = false;  // cordoned
+  // Most members the node runs at once, whatever they ask (kubelet's max-pods): each is a
+  // process tree its agent supervises, so a job of many tiny members cannot crowd one node.
+  // 0: no limit.
+  int32_t max_members = 0;
 
   // The node's GPU model ("" for a CPU-only node).
   const std::string& gpu_model() const;

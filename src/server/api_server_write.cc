@@ -51,7 +51,7 @@ int64_t GpuCount(const Json& spec) {
 // the field.
 std::vector<api::FieldError> RestrictNodeSelfUpdate(const Json& old_spec, Json& spec) {
   std::vector<api::FieldError> errors;
-  for (const char* owned : {"taints", "unschedulable", "pool"}) {
+  for (const char* owned : {"taints", "unschedulable", "pool", "maxMembers"}) {
     if (old_spec.contains(owned)) {
       spec[owned] = old_spec[owned];
     } else {

@@ -44,7 +44,7 @@ namespace {
 // A node's spec less its name and allocation, as a string key.
 std::string StaticSignature(const model::Node& n, bool* symmetric) {
   std::string s = absl::StrCat(n.gpu_model(), "|", n.gpus.size(), "|", n.cpu_milli, "|",
-                               n.memory_mib, "|", n.rack, "|", n.block, "|");
+                               n.memory_mib, "|", n.rack, "|", n.block, "|", n.max_members, "|");
   for (const model::Gpu& g : n.gpus) absl::StrAppend(&s, g.memory_mib, ",", g.mig_capable, ";");
   const int ng = n.topology.num_gpus();
   *symmetric = true;
@@ -73,6 +73,7 @@ NodeEquivalenceKey ClusterState::KeyOf(NodeId id) const {
   k.memory_free = st.memory_free;
   k.healthy_mask = st.healthy_mask;
   k.shape_mask = st.shape_mask();
+  k.full = nodes_[id].max_members > 0 && st.members >= nodes_[id].max_members;
   for (int g = 0; g < st.num_gpus; ++g) k.free_milli[g] = st.healthy(g) ? st.free_milli[g] : -1;
   if (static_symmetric_[k.static_class]) {
     std::sort(k.free_milli.begin(), k.free_milli.begin() + st.num_gpus, std::greater<>());
@@ -381,6 +382,11 @@ absl::Status ClusterState::Assume(const MemberPlacement& m) {
         absl::StrCat("assume: CPU or memory over-allocated on ", nodes_[m.node].name));
   }
   // Check every grant first (a GPU may appear once per member).
+  if (nodes_[m.node].max_members > 0 && st.members >= nodes_[m.node].max_members) {
+    return absl::FailedPreconditionError(absl::StrCat("assume: ", nodes_[m.node].name,
+                                                      " already runs its maximum of ",
+                                                      nodes_[m.node].max_members, " members"));
+  }
   uint32_t seen = 0;
   for (const GpuGrant& g : m.gpus) {
     if (g.gpu < 0 || g.gpu >= st.num_gpus || (seen >> g.gpu) & 1u) {

@@ -74,13 +74,14 @@ struct NodeEquivalenceKey {
   int64_t memory_free = 0;
   uint32_t healthy_mask = 0;
   uint8_t shape_mask = 0;
+  bool full = false;  // at the node's max_members: no member more fits, whatever it asks
   std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
 
   friend bool operator==(const NodeEquivalenceKey&, const NodeEquivalenceKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const NodeEquivalenceKey& k) {
     return H::combine(std::move(h), k.static_class, k.cpu_free, k.memory_free, k.healthy_mask,
-                      k.shape_mask, k.free_milli);
+                      k.shape_mask, k.full, k.free_milli);
   }
 };
 

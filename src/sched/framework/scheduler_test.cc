@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "sched/test_util.h"
@@ -240,6 +241,48 @@ TEST(SchedulerTest, NodeLevelTopologyPutsGangOnOneNode) {
   std::set<NodeId> nodes;
   for (const auto& m : r.placement.members) nodes.insert(m.node);
   EXPECT_EQ(nodes.size(), 1u);
+}
+
+}  // namespace
+}  // namespace tessera::sched
+
+namespace tessera::sched {
+namespace {
+
+// A node's max_members caps what lands on it whatever the members ask: a gang of many
+// GPU-less members spreads over nodes instead of crowding one, and one that cannot fit under
+// the caps is not placed at all.
+TEST(SchedulerTest, MaxMembersCapsAMemberFloodPerNode) {
+  ClusterState cs;
+  auto nodes = model::BuildSyntheticCluster({.nodes = 2, .gpus_per_node = 8});
+  ASSERT_TRUE(nodes.ok());
+  for (model::Node& n : *nodes) {
+    n.max_members = 5;
+    ASSERT_TRUE(cs.AddNode(std::move(n)).ok());
+  }
+  auto s = testing::MakeScheduler(&cs);
+  model::Job tiny = testing::MakeJob("tiny", 8, 0);
+  tiny.groups[0].resources.cpu_milli = 1;
+  tiny.groups[0].resources.memory_mib = 1;
+  ScheduleResult r = s->Schedule(tiny);
+  ASSERT_TRUE(r.placed()) << r.reason;
+  std::map<NodeId, int> per_node;
+  for (const MemberPlacement& m : r.placement.members) ++per_node[m.node];
+  for (auto& [node, n] : per_node) EXPECT_LE(n, 5) << "node " << node;
+  // 8 more: only 2 places left under the caps; the gang holds nothing.
+  model::Job more = testing::MakeJob("more", 8, 0);
+  more.groups[0].resources.cpu_milli = 1;
+  ScheduleResult r2 = s->Schedule(more);
+  EXPECT_FALSE(r2.placed());
+  EXPECT_THAT(r2.reason, ::testing::HasSubstr("Too many members"));
+  EXPECT_EQ(cs.state(0).members + cs.state(1).members, 8);
+  // Assume itself refuses beyond the cap (no caller can over-fill a node).
+  MemberPlacement extra;
+  extra.node = r.placement.members[0].node;
+  extra.cpu_milli = 1;
+  while (cs.state(extra.node).members < 5) ASSERT_TRUE(cs.Assume(extra).ok());
+  EXPECT_FALSE(cs.Assume(extra).ok());
+  EXPECT_TRUE(cs.CheckConsistency().ok());
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ PluginStatus ResourceFit::Filter(CycleState&, const JobContext& ctx, const model
                                  const NodeView& n) {
   const model::ResourceRequest& r = g.resources;
   const NodeState& st = n.state;
+  if (n.node.max_members > 0 && st.members >= n.node.max_members) {
+    return PluginStatus::Unschedulable("Too many members on the node");
+  }
   if (r.gpus > 0) {
     if (!ctx.AllowsModel(st.model) || st.num_gpus == 0) {
       return PluginStatus::Unschedulable("GPU model not allowed");
