@@ -89,6 +89,56 @@ TEST_F(ServerProcessTest, BadFlagsFailClearly) {
   EXPECT_LT(s3.Start({"--data-dir", dir_ + "/plainfile"}), 0);
 }
 
+// --profile: a bad profile refuses to start, naming the field; the shipped packing profile
+// (the packing plugins are linked into the server) starts and schedules.
+TEST_F(ServerProcessTest, ProfileFlag) {
+  std::ofstream(dir_ + "/bad.yaml") << "name: x\nplugins:\n  - name: resource-fit\n"
+                                       "  - name: pack-tessera\n    weight: 500\n";
+  ServerProcess bad;
+  bad.set_stderr_path(dir_ + "/bad.log");
+  EXPECT_LT(bad.Start({"--data-dir", dir_ + "/data", "--tokens-file", dir_ + "/tokens", "--profile",
+                       dir_ + "/bad.yaml"}),
+            0);
+  std::ifstream log(dir_ + "/bad.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--profile profile.plugins[1].weight: must be in 1..100, got 500"),
+            std::string::npos)
+      << text;
+  ServerProcess good;
+  int port = good.Start({"--data-dir", dir_ + "/data", "--tokens-file", dir_ + "/tokens",
+                         "--profile", TESSERA_SOURCE_DIR "/deploy/profiles/tessera.yaml"});
+  ASSERT_GT(port, 0) << good.error();
+  httplib::Client cli("127.0.0.1", port);
+  httplib::Headers admin = {{"Authorization", "Bearer admin-token-xyz"}};
+  Json node = {{"apiVersion", "tessera.dev/v1"},
+               {"kind", "Node"},
+               {"metadata", {{"name", "n0"}}},
+               {"spec", {{"gpuType", "H100"}, {"gpuCount", 8}}}};
+  auto r = cli.Post("/api/v1/nodes", admin, node.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  r = cli.Post("/api/v1/namespaces/team-a/trainingjobs", admin, Job("a").dump(),
+               "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  // Scheduled by the packing profile: a watch (bounded by timeoutSeconds) ends at the binding.
+  bool scheduled = false;
+  std::string buf;
+  cli.set_read_timeout(30, 0);
+  cli.Get("/api/v1/namespaces/team-a/trainingjobs?watch=true&timeoutSeconds=20", admin,
+          [&](const char* data, size_t n) {
+            buf.append(data, n);
+            for (size_t nl; (nl = buf.find('\n')) != std::string::npos; buf.erase(0, nl + 1)) {
+              Json ev = Json::parse(buf.substr(0, nl), nullptr, false);
+              if (ev.is_object() && ev["object"]["status"].value("phase", "") == "Scheduled") {
+                scheduled = true;
+              }
+            }
+            return !scheduled;
+          });
+  EXPECT_TRUE(scheduled);
+}
+
 TEST_F(ServerProcessTest, BenchApiPrintsJson) {
   std::string cmd = TesseraBin();
   cmd.append(" bench api --seconds 0.2 --clients 4 --batch 5 --restart-jobs 50 --dir ");

@@ -44,7 +44,31 @@ struct UpFlags {
   bool demo = true;
   std::string examples;
   std::string fake_gpus;
+  std::string profile;  // the server's --profile (empty: its default)
 };
+
+// The server's command line. Six nodes: the Node may be written every few seconds, so the
+// dashboard's utilization colors follow the fake GPUs' scripted load closely (a large fleet
+// keeps the 60 s default).
+std::vector<std::string> ServerArgs(const std::string& exe, const std::string& data,
+                                    const UpFlags& f) {
+  std::vector<std::string> a = {exe,
+                                "server",
+                                "--data-dir",
+                                data + "/store",
+                                "--listen",
+                                f.listen,
+                                "--tokens-file",
+                                data + "/tokens",
+                                "--node-grace-seconds",
+                                "6",
+                                "--eviction-seconds",
+                                "10",
+                                "--node-status-seconds",
+                                "4"};
+  if (!f.profile.empty()) a.insert(a.end(), {"--profile", f.profile});
+  return a;
+}
 
 std::string SelfExe() {
   char buf[4096];
@@ -198,13 +222,7 @@ int RunUp(const UpFlags& f) {
     }
   }
   chmod((data + "/tokens").c_str(), 0600);
-  server.pid =
-      // Six nodes: the Node may be written every few seconds, so the dashboard's utilization
-      // colors follow the fake GPUs' scripted load closely (a large fleet keeps the 60 s default).
-      Spawn({exe, "server", "--data-dir", data + "/store", "--listen", f.listen, "--tokens-file",
-             data + "/tokens", "--node-grace-seconds", "6", "--eviction-seconds", "10",
-             "--node-status-seconds", "4"},
-            data + "/logs/server.log", &out);
+  server.pid = Spawn(ServerArgs(exe, data, f), data + "/logs/server.log", &out);
   std::string line;
   char buf[512];
   while (line.find('\n') == std::string::npos) {
@@ -415,6 +433,8 @@ void RegisterUpCommand(CLI::App& app) {
   up->add_option("--pcie-nodes", f->pcie_nodes, "Nodes with 4 x A100 PCIe (default 2)");
   up->add_option("--listen", f->listen, "API address (default 127.0.0.1:7420; port 0: any)");
   up->add_option("--data-dir", f->data_dir, "Store, agent state and logs (default: a temp dir)");
+  up->add_option("--profile", f->profile,
+                 "The server's scheduler profile YAML (deploy/profiles/; default: the server's)");
   up->add_option("--duration", f->duration, "Stop after this many seconds (default: Ctrl-C)");
   up->add_flag("!--no-demo", f->demo, "Do not submit the demo workload");
   up->add_option("--examples", f->examples, "Directory of the demo scripts (default ./examples)");

@@ -9,6 +9,7 @@
 #include "common/bench_stats.h"
 #include "config/profile_yaml.h"
 #include "sched/framework/scheduler.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/plugins/default_registry.h"
 
 namespace tessera::bench {
@@ -26,9 +27,11 @@ model::Job SimpleJob(const std::string& name, int members, int gpus, int milli =
   return j;
 }
 
+// `plugins` (every plugin a server can run) must outlive the scheduler.
 std::unique_ptr<sched::Scheduler> NewScheduler(sched::ClusterState* cs,
-                                               const sched::Profile& profile) {
-  auto s = sched::Scheduler::Create(profile, sched::DefaultRegistry(), cs);
+                                               const sched::Profile& profile,
+                                               const sched::pack::PluginSet& plugins) {
+  auto s = sched::Scheduler::Create(profile, plugins.Registry(), cs);
   if (!s.ok()) {
     std::cerr << s.status() << "\n";
     std::exit(1);
@@ -79,7 +82,8 @@ nlohmann::json RunSchedBench(const SchedBenchOptions& o) {
     auto t0 = Clock::now();
     Fill(&cs, o.cluster);
     double build_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    auto s = NewScheduler(&cs, o.profile);
+    sched::pack::PluginSet plugins;
+    auto s = NewScheduler(&cs, o.profile, plugins);
     const int64_t target = static_cast<int64_t>(o.fill_target * total_gpus);
     std::vector<model::Job> jobs;
     jobs.reserve(target);
@@ -101,7 +105,8 @@ nlohmann::json RunSchedBench(const SchedBenchOptions& o) {
   {
     sched::ClusterState cs;
     Fill(&cs, o.cluster);
-    auto s = NewScheduler(&cs, o.profile);
+    sched::pack::PluginSet plugins;
+    auto s = NewScheduler(&cs, o.profile, plugins);
     std::mt19937_64 rng(o.seed);
     const int64_t bg_target = static_cast<int64_t>(o.background_load * total_gpus * 1000);
     int i = 0;
@@ -174,7 +179,7 @@ void RegisterBenchSchedCommands(CLI::App& bench) {
     }
     if (opts->cluster.nodes <= 0) throw CLI::ValidationError("--nodes", "must be > 0");
     if (!opts->profile_path.empty()) {
-      auto p = config::LoadProfileFile(opts->profile_path, sched::DefaultRegistry());
+      auto p = config::LoadProfileFile(opts->profile_path, sched::pack::PluginSet().Registry());
       if (!p.ok()) throw CLI::ValidationError("--profile", std::string(p.status().message()));
       opts->profile = *p;
     }

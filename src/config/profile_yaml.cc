@@ -16,9 +16,10 @@ absl::StatusOr<sched::Profile> ParseProfileYaml(absl::string_view text,
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("profile: invalid YAML: ", e.what()));
   }
-  RETURN_IF_ERROR(
-      CheckKeys(root, {"name", "queueSort", "gpuChooser", "nodesToScore", "maxDomains", "plugins"},
-                "profile"));
+  RETURN_IF_ERROR(CheckKeys(root,
+                            {"name", "queueSort", "gpuChooser", "nodesToScore", "maxDomains",
+                             "tieBreak", "dedupeEquivalentNodes", "plugins"},
+                            "profile"));
   sched::Profile p;
   p.plugins.clear();
   if (root["name"]) RETURN_IF_ERROR(ReadString(root["name"], "profile.name", &p.name));
@@ -36,6 +37,28 @@ absl::StatusOr<sched::Profile> ParseProfileYaml(absl::string_view text,
   if (root["maxDomains"]) {
     RETURN_IF_ERROR(ReadInt(root["maxDomains"], "profile.maxDomains", &v));
     p.max_domains = static_cast<int32_t>(v);
+  }
+  if (root["tieBreak"]) {
+    std::string tb;
+    RETURN_IF_ERROR(ReadString(root["tieBreak"], "profile.tieBreak", &tb));
+    if (tb == "firstCandidate") {
+      p.tie_break = sched::Profile::TieBreak::kFirstCandidate;
+    } else if (tb == "random") {
+      p.tie_break = sched::Profile::TieBreak::kRandom;
+    } else if (tb == "lowestNodeId") {
+      p.tie_break = sched::Profile::TieBreak::kLowestNodeId;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "profile.tieBreak: expected firstCandidate, random or lowestNodeId, got \"", tb, "\""));
+    }
+  }
+  if (root["dedupeEquivalentNodes"]) {
+    RETURN_IF_ERROR(ReadBool(root["dedupeEquivalentNodes"], "profile.dedupeEquivalentNodes",
+                             &p.dedupe_equivalent_nodes));
+  }
+  if (p.dedupe_equivalent_nodes && p.nodes_to_score != 0) {
+    return absl::InvalidArgumentError(
+        "profile.dedupeEquivalentNodes: needs nodesToScore: 0 (every class of nodes scored)");
   }
   const YAML::Node plugins = root["plugins"];
   if (!plugins || !plugins.IsSequence()) {

@@ -5,6 +5,9 @@
 //   gpuChooser: nvlink-aware
 //   nodesToScore: 8        # 0: score every feasible node
 //   maxDomains: 4
+//   tieBreak: firstCandidate  # or lowestNodeId (fixed node order), random
+//   dedupeEquivalentNodes: false  # with nodesToScore 0: one Filter/Score per
+//                                 # equivalence class of nodes
 //   plugins:
 //     - name: resource-fit
 //     - name: topology

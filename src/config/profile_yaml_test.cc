@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/plugins/default_registry.h"
 
 namespace tessera::config {
@@ -61,6 +63,43 @@ TEST(ProfileYamlTest, ShippedDefaultProfileIsValid) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->plugins.size(), sched::Profile::Default().plugins.size());
   EXPECT_FALSE(LoadProfileFile("/nonexistent.yaml", sched::DefaultRegistry()).ok());
+}
+
+TEST(ProfileYamlTest, TieBreakAndDedupe) {
+  auto p = ParseProfileYaml(R"(
+nodesToScore: 0
+dedupeEquivalentNodes: true
+tieBreak: lowestNodeId
+plugins:
+  - name: resource-fit
+)",
+                            sched::DefaultRegistry());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->dedupe_equivalent_nodes);
+  EXPECT_EQ(p->tie_break, sched::Profile::TieBreak::kLowestNodeId);
+  EXPECT_THAT(Err("tieBreak: first\nplugins: []\n"),
+              HasSubstr("profile.tieBreak: expected firstCandidate, random or lowestNodeId"));
+  EXPECT_THAT(Err("dedupeEquivalentNodes: maybe\nnodesToScore: 0\nplugins: []\n"),
+              HasSubstr("profile.dedupeEquivalentNodes"));
+  EXPECT_THAT(Err("dedupeEquivalentNodes: true\nplugins: []\n"),
+              HasSubstr("profile.dedupeEquivalentNodes: needs nodesToScore: 0"));
+}
+
+// Every profile shipped in deploy/profiles/ loads with the plugins a server runs.
+TEST(ProfileYamlTest, ShippedProfilesAreValid) {
+  sched::pack::PluginSet plugins;
+  for (const char* name : {"default", "tessera"}) {
+    auto p = LoadProfileFile(absl::StrCat(TESSERA_SOURCE_DIR "/deploy/profiles/", name, ".yaml"),
+                             plugins.Registry());
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status();
+    EXPECT_EQ(p->name, name);
+  }
+  // The packing plugins are not built in: without them the tessera profile is refused.
+  EXPECT_THAT(std::string(LoadProfileFile(TESSERA_SOURCE_DIR "/deploy/profiles/tessera.yaml",
+                                          sched::DefaultRegistry())
+                              .status()
+                              .message()),
+              HasSubstr("profile.gpuChooser: unknown plugin \"pack-gpu-tessera\""));
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
       preempted_gpus(r.AddCounter("tessera_preempted_gpus_total", "GPUs freed by preemption.", {})),
       requeues(r.AddCounter("tessera_requeues_total",
                             "Bound jobs sent back to the queue, by reason.", {"reason"})),
+      binding_batch(r.AddHistogram("tessera_binding_batch_size",
+                                   "Jobs bound by one store transaction of the controller (a "
+                                   "cycle's consecutive bindings share one commit).",
+                                   {}, metrics::ExponentialBuckets(1, 2, 14))),
       elastic_resizes(r.AddCounter("tessera_elastic_resizes_total",
                                    "Elastic jobs shrunk (a node or GPU lost, a preemption) or "
                                    "grown back in place, without a requeue, by direction and "

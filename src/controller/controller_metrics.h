@@ -25,6 +25,8 @@ struct ControllerMetrics {
   metrics::Family<metrics::Counter>& preemptions;   // {}
   metrics::Family<metrics::Counter>& preempted_gpus;
   metrics::Family<metrics::Counter>& requeues;  // {reason}
+  // Bindings committed per store transaction (one per run of a cycle's bindings).
+  metrics::Family<metrics::Histogram>& binding_batch;  // {}
   // Elastic TrainingJobs resized in place, by direction (shrink, grow) and
   // reason (the shrink's cause: NodeLost, NodeDeleted, GpuUnhealthy,
   // Preempted, NodeDrained, NodeChanged; Capacity for a grow).

@@ -67,7 +67,7 @@ SchedulingController::~SchedulingController() { Stop(); }
 
 absl::StatusOr<std::unique_ptr<SchedulingController>> SchedulingController::Create(
     store::Store& store, Clock& clock, ControllerOptions options) {
-  RETURN_IF_ERROR(sched::ValidateProfile(options.profile, sched::DefaultRegistry()));
+  RETURN_IF_ERROR(sched::ValidateProfile(options.profile, sched::pack::PluginSet().Registry()));
   options.queues.profile = options.profile;
   RETURN_IF_ERROR(sched::ValidateQueueManagerConfig(options.queues));
   std::unique_ptr<SchedulingController> c(
@@ -80,8 +80,11 @@ absl::StatusOr<std::unique_ptr<SchedulingController>> SchedulingController::Crea
 void SchedulingController::Reset() {
   qm_.reset();
   cluster_ = std::make_unique<sched::ClusterState>();
+  plugins_ = std::make_unique<sched::pack::PluginSet>();
+  sched::QueueManagerConfig qc = options_.queues;
+  qc.extra_plugins = [p = plugins_.get()](sched::PluginRegistry* r) { return p->Register(r); };
   absl::StatusOr<std::unique_ptr<sched::QueueManager>> m =
-      sched::QueueManager::Create(options_.queues, cluster_.get());
+      sched::QueueManager::Create(std::move(qc), cluster_.get());
   if (m.ok()) {
     qm_ = *std::move(m);
     // Decision traces: spans timed by the controller's clock and an
@@ -279,30 +282,38 @@ void SchedulingController::LogChange(const Json& obj, const Change& why) const {
   options_.log.Log(why.warning ? obs::LogLevel::kWarn : obs::LogLevel::kInfo, why.message, f);
 }
 
+absl::StatusOr<SchedulingController::PreparedWrite> SchedulingController::PrepareUpdate(
+    const std::string& key, int64_t expected, const std::function<bool(Json&)>& mutate,
+    const Change& event) {
+  ASSIGN_OR_RETURN(store::KeyValue kv, store_.Get(key));
+  if (expected > 0 && kv.mod_revision != expected) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(key, " changed: revision ", kv.mod_revision, ", decided on ", expected));
+  }
+  PreparedWrite w;
+  w.base = kv.mod_revision;
+  ASSIGN_OR_RETURN(w.obj, ParseStored(kv.value));
+  if (!mutate(w.obj)) return absl::CancelledError(absl::StrCat(key, ": update abandoned"));
+  w.ops.push_back(store::Op::Put(key, ToStoredValue(w.obj), kv.mod_revision));
+  if (event.record && !event.reason.empty()) {
+    ++event_seq_;
+    Json ev = EventObject(w.obj, kv.mod_revision, event);
+    w.ops.push_back(store::Op::Put(
+        ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
+        ToStoredValue(ev)));
+  }
+  return w;
+}
+
 absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int64_t expected,
                                                      const std::function<bool(Json&)>& mutate,
                                                      const Change& event, int64_t* base) {
   for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(store::KeyValue kv, store_.Get(key));
-    if (expected > 0 && kv.mod_revision != expected) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(key, " changed: revision ", kv.mod_revision, ", decided on ", expected));
-    }
-    ASSIGN_OR_RETURN(Json obj, ParseStored(kv.value));
-    if (!mutate(obj)) return absl::CancelledError(absl::StrCat(key, ": update abandoned"));
-    std::vector<store::Op> ops;
-    ops.push_back(store::Op::Put(key, ToStoredValue(obj), kv.mod_revision));
-    if (event.record && !event.reason.empty()) {
-      ++event_seq_;
-      Json ev = EventObject(obj, kv.mod_revision, event);
-      ops.push_back(store::Op::Put(
-          ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
-          ToStoredValue(ev)));
-    }
-    absl::StatusOr<int64_t> rev = store_.Txn(ops);
+    ASSIGN_OR_RETURN(PreparedWrite w, PrepareUpdate(key, expected, mutate, event));
+    absl::StatusOr<int64_t> rev = store_.Txn(w.ops);
     if (rev.ok()) {
-      *base = kv.mod_revision;
-      LogChange(obj, event);
+      *base = w.base;
+      LogChange(w.obj, event);
       return rev;
     }
     if (!absl::IsFailedPrecondition(rev.status()) || expected > 0 || attempt >= 5) {

@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,7 @@
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/profile.h"
 #include "sched/framework/scheduler.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/queue/queue_manager.h"
 #include "store/store.h"
 
@@ -161,6 +163,7 @@ class SchedulingController {
     int64_t cycles = 0;
     int64_t bound = 0;
     int64_t bind_conflicts = 0;
+    int64_t bind_batch_fallbacks = 0;  // batched binding Txns that failed (written one by one)
     int64_t requeued = 0;
     int64_t restored = 0;  // placements rebuilt by Start()
     int64_t preemptions_resumed =
@@ -203,8 +206,6 @@ class SchedulingController {
   void FlushSubmissions(absl::Time now);
   // Hands rec's stored preemption in flight to the QueueManager.
   void RestoreInflightPreemption(JobRec& rec, absl::Time now);
-  // Writes a binding decided by the QueueManager; false if it was not written.
-  bool WriteBinding(JobRec& rec, const std::string& explanation, absl::Time now);
   void WaitingReasons(absl::Time now);
   void WriteQueueStatus(absl::Time now);
   void Admit(JobRec& rec, const Json& obj, bool at_start);
@@ -240,6 +241,41 @@ class SchedulingController {
   absl::StatusOr<int64_t> Update(const std::string& key, int64_t expected,
                                  const std::function<bool(Json&)>& mutate, const Change& event,
                                  int64_t* base);
+  // The read-modify half of Update: the object as `mutate` leaves it and the ops that write it
+  // (CAS on the revision read) and its Event. Cancelled if `mutate` abandons it,
+  // FailedPrecondition if expected > 0 and the object moved on.
+  struct PreparedWrite {
+    Json obj;
+    int64_t base = 0;
+    std::vector<store::Op> ops;
+  };
+  absl::StatusOr<PreparedWrite> PrepareUpdate(const std::string& key, int64_t expected,
+                                              const std::function<bool(Json&)>& mutate,
+                                              const Change& event);
+  // A binding decided by the QueueManager (a kStarted event) and the explanation it came with.
+  struct PendingBinding {
+    JobRec* rec;
+    std::string explanation;
+  };
+  // Writes the bindings of one run of kStarted events together: every job's status and its
+  // Event in one store transaction (one commit, one fsync, however many jobs), each job CAS'd
+  // on the revision this controller decided on. If the transaction fails (a job changed under
+  // it), each binding is written on its own instead. A binding not written is undone in memory
+  // and its job queued again. Clears `batch`.
+  void WriteBindings(std::vector<PendingBinding>* batch, absl::Time now);
+  // The status change that binds `rec` at its next generation; nullopt if `rec` holds no
+  // placement. `mutate` applies it to a stored job (false: the job ended meanwhile).
+  struct BindingChange {
+    int64_t generation;
+    std::string message;
+    size_t members;
+    Change change;
+    std::function<bool(Json&)> mutate;
+  };
+  std::optional<BindingChange> PlanBinding(const JobRec& rec, const std::string& explanation,
+                                           absl::Time now) const;
+  // rec's memory once its binding `b` is stored at `revision`.
+  void NoteBound(JobRec& rec, const BindingChange& b, int64_t revision, absl::Time now);
   // Update of bound job `rec`'s status, fenced on the binding this controller
   // knows (a bound phase at rec.generation; otherwise abandoned, Cancelled).
   // `mutate` edits the status; false abandons. rec.revision follows the write
@@ -331,6 +367,9 @@ class SchedulingController {
   Clock& clock_;
   const ControllerOptions options_;
   std::unique_ptr<sched::ClusterState> cluster_;
+  // Every plugin a profile may name, with the pack plugins' shared context
+  // (sched/pack/plugin_set.h). Declared before qm_, whose plugins point into it.
+  std::unique_ptr<sched::pack::PluginSet> plugins_;
   std::unique_ptr<sched::QueueManager> qm_;
   std::vector<std::string> to_restore_;                        // store keys of bound jobs to charge
   std::vector<std::string> to_submit_;                         // store keys, deduplicated at flush

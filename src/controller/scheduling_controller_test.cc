@@ -33,6 +33,144 @@ TEST_F(ControllerTest, SchedulesAGangAndRecordsTheTransitions) {
   EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
 }
 
+// `tessera server --profile deploy/profiles/tessera.yaml`: the controller runs the packing
+// plugins (sched/pack/plugin_set.h) -- without them such a profile is refused at start.
+TEST_F(ControllerTest, RunsThePackingProfile) {
+  ControllerOptions opts = base_options_;
+  opts.profile = sched::Profile::Default();
+  opts.profile.name = "tessera";
+  opts.profile.gpu_chooser = "pack-gpu-tessera";
+  opts.profile.nodes_to_score = 0;
+  opts.profile.dedupe_equivalent_nodes = true;
+  opts.profile.tie_break = sched::Profile::TieBreak::kLowestNodeId;
+  opts.profile.plugins.push_back({.name = "pack-observe"});
+  opts.profile.plugins.push_back({.name = "pack-tessera", .weight = 2});
+  Restart(opts);
+  for (int i = 0; i < 2; ++i) AddNode("gpu-" + std::to_string(i), 4);
+  AddJob("gang", 2, 2);
+  Json half = {
+      {"groups", {{{"name", "w"}, {"count", 3}, {"gpusPerReplica", 1}, {"gpuMilli", 500}}}}};
+  Create("trainingjobs", "team-a",
+         {{"kind", "TrainingJob"}, {"metadata", {{"name", "half"}}}, {"spec", half}});
+  Step();
+  EXPECT_EQ(Job("gang")["status"]["phase"], "Scheduled");
+  Json h = Job("half");
+  ASSERT_EQ(h["status"]["phase"], "Scheduled");
+  // Three half GPUs take two GPUs, not three: the shared GPU is filled first.
+  std::set<std::pair<std::string, int>> gpus;
+  for (const Json& m : h["status"]["placement"]) gpus.insert({m["node"], m["gpus"][0].get<int>()});
+  EXPECT_EQ(gpus.size(), 2u);
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+
+  ControllerOptions bad = base_options_;
+  bad.profile.plugins.push_back({.name = "pack-nothing"});
+  absl::StatusOr<std::unique_ptr<SchedulingController>> c =
+      SchedulingController::Create(store_, clock_, bad);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("pack-nothing"), std::string::npos) << c.status();
+}
+
+// A cycle's bindings are one store transaction: eight jobs placed in one Step share one new
+// revision (one commit) and each has its Scheduled Event.
+TEST_F(ControllerTest, ACyclesBindingsAreOneTransaction) {
+  for (int i = 0; i < 2; ++i) AddNode("gpu-" + std::to_string(i), 8);
+  for (int i = 0; i < 8; ++i) AddJob(absl::StrCat("j", i), 1, 2);
+  const int64_t before = store_.CurrentRevision();
+  Step();
+  std::set<int64_t> revisions;
+  for (int i = 0; i < 8; ++i) {
+    const std::string name = absl::StrCat("j", i);
+    EXPECT_EQ(Job(name)["status"]["phase"], "Scheduled") << name;
+    revisions.insert(store_.Get(Key("trainingjobs", "team-a", name))->mod_revision);
+    EXPECT_THAT(EventReasons(name), ::testing::Contains("Scheduled"));
+  }
+  EXPECT_EQ(revisions.size(), 1u);
+  EXPECT_GT(*revisions.begin(), before);
+  EXPECT_EQ(BoundGpus(), 16);
+  EXPECT_EQ(ctl_->stats().bound, 8);
+}
+
+// A Store that lets a user edit one job just before the controller's next transaction of more
+// than one binding, so that transaction fails on the edited job's CAS.
+class EditBeforeBatchStore final : public store::Store {
+ public:
+  std::string edit_key;
+  absl::StatusOr<store::KeyValue> Get(std::string_view key) override { return s_.Get(key); }
+  absl::StatusOr<store::ListResult> List(std::string_view prefix,
+                                         const store::ListOptions& o) override {
+    return s_.List(prefix, o);
+  }
+  absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
+    if (!edit_key.empty() && ops.size() > 2) {
+      const std::string k = std::exchange(edit_key, "");
+      absl::StatusOr<store::KeyValue> kv = s_.Get(k);
+      Json obj = *ParseStored(kv->value);
+      obj["metadata"]["labels"]["edited"] = "yes";
+      EXPECT_TRUE(s_.Put(k, ToStoredValue(obj), kv->mod_revision).ok());
+    }
+    return s_.Txn(ops);
+  }
+  absl::StatusOr<store::EventsResult> Events(std::string_view prefix, int64_t since,
+                                             int64_t limit) override {
+    return s_.Events(prefix, since, limit);
+  }
+  absl::Status WaitForRevision(int64_t r, absl::Time d) override {
+    return s_.WaitForRevision(r, d);
+  }
+  int64_t CurrentRevision() override { return s_.CurrentRevision(); }
+  int64_t CompactedRevision() override { return s_.CompactedRevision(); }
+  absl::Status Compact(int64_t r) override { return s_.Compact(r); }
+
+ private:
+  store::MemoryStore s_;
+};
+
+// One job edited between the decision and the write: the batch falls back to one write per
+// job, only the edited job's binding is undone, and the next cycle binds it at its new revision.
+TEST(ControllerBatchTest, AConflictUndoesOnlyItsOwnBinding) {
+  EditBeforeBatchStore store;
+  ManualClock clock{absl::FromUnixSeconds(1767225600)};
+  auto put = [&](const std::string& key, Json obj) {
+    obj["apiVersion"] = kApiVersion;
+    ASSERT_TRUE(store.Create(key, ToStoredValue(obj)).ok());
+  };
+  put(ObjectKey("nodes", "", "gpu-0"), {{"kind", "Node"},
+                                        {"metadata", {{"name", "gpu-0"}, {"uid", "n0"}}},
+                                        {"spec", {{"gpuType", "H100"}, {"gpuCount", 8}}},
+                                        {"status", {{"phase", "Unknown"}}}});
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = absl::StrCat("j", i);
+    put(ObjectKey("trainingjobs", "team-a", name),
+        {{"kind", "TrainingJob"},
+         {"metadata", {{"name", name}, {"namespace", "team-a"}, {"uid", "u" + name}}},
+         {"spec", {{"groups", {{{"name", "w"}, {"count", 1}, {"gpusPerReplica", 2}}}}}},
+         {"status", {{"phase", "Pending"}}}});
+  }
+  ControllerOptions opts;
+  auto ctl = SchedulingController::Create(store, clock, opts);
+  ASSERT_TRUE(ctl.ok()) << ctl.status();
+  ASSERT_TRUE((*ctl)->Start().ok());
+  store.edit_key = ObjectKey("trainingjobs", "team-a", "j2");
+  ASSERT_TRUE((*ctl)->Step().ok());
+  EXPECT_TRUE(store.edit_key.empty());  // the edit happened
+  auto phase = [&](const std::string& name) {
+    return (*ParseStored(store.Get(ObjectKey("trainingjobs", "team-a", name))->value))["status"]
+        .value("phase", "");
+  };
+  EXPECT_EQ(phase("j0"), "Scheduled");
+  EXPECT_EQ(phase("j1"), "Scheduled");
+  EXPECT_EQ(phase("j3"), "Scheduled");
+  EXPECT_NE(phase("j2"), "Scheduled");
+  EXPECT_EQ((*ctl)->stats().bind_batch_fallbacks, 1);
+  EXPECT_EQ((*ctl)->stats().bind_conflicts, 1);
+  EXPECT_TRUE((*ctl)->cluster().CheckConsistency().ok());
+  EXPECT_EQ((*ctl)->cluster().allocated_milli(), 6000);
+  clock.Advance(absl::Seconds(6));  // past the idle cycle, should the edit not wake one
+  ASSERT_TRUE((*ctl)->Step().ok());
+  EXPECT_EQ(phase("j2"), "Scheduled");
+  EXPECT_EQ((*ctl)->cluster().allocated_milli(), 8000);
+}
+
 TEST_F(ControllerTest, WaitsWithAReasonThenRunsWhenTheFirstJobEnds) {
   AddNode("gpu-0", 8);
   AddJob("a", 1, 8, {{"priority", 10}});

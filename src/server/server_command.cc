@@ -4,11 +4,13 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "common/clock.h"
+#include "config/profile_yaml.h"
 #include "config/queue_config.h"
 #include "controller/node_leases.h"
 #include "controller/queue_codec.h"
@@ -17,6 +19,7 @@
 #include "metrics/registry.h"
 #include "obs/log.h"
 #include "obs/otlp_exporter.h"
+#include "sched/pack/plugin_set.h"
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
@@ -43,6 +46,7 @@ struct ServerFlags {
   double autoscale_tolerance = 0.1;
   double autoscale_freshness_s = 30;
   std::string queue_config;
+  std::string profile;
   std::string tls_cert, tls_key;
   std::string log_format = "text";
   std::string otlp_endpoint;
@@ -115,6 +119,19 @@ int RunServer(const ServerFlags& f) {
       return 2;
     }
     queues = *std::move(c);
+  }
+
+  // The scheduler profile (deploy/profiles/): validated against every plugin the server can run
+  // (sched/pack/plugin_set.h); a bad one refuses to start, naming the field.
+  std::optional<sched::Profile> profile;
+  if (!f.profile.empty()) {
+    absl::StatusOr<sched::Profile> p =
+        config::LoadProfileFile(f.profile, sched::pack::PluginSet().Registry());
+    if (!p.ok()) {
+      std::cerr << "tessera server: --profile " << p.status().message() << "\n";
+      return 2;
+    }
+    profile = *std::move(p);
   }
 
   absl::Time t0 = absl::Now();
@@ -205,6 +222,7 @@ int RunServer(const ServerFlags& f) {
     co.autoscaler.freshness = absl::Seconds(f.autoscale_freshness_s);
     co.metrics = &registry;
     co.queues = queues;
+    if (profile) co.profile = *profile;
     co.log = log.WithComponent("controller");
     if (otlp) co.on_decision = [&otlp](obs::TraceRecord t) { otlp->Export(std::move(t)); };
     absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
@@ -285,6 +303,9 @@ void RegisterServerCommands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--profile", flags->profile,
+                  "Scheduler profile YAML (deploy/profiles/; the built-in and packing plugins, "
+                  "docs/scheduler.md); default: the built-in default profile");
   cmd->add_option("--queue-config", flags->queue_config,
                   "Queueing YAML: fair share, priority classes, preemption, backfill, queues "
                   "(docs/queueing.md); Queue objects add to its queues");

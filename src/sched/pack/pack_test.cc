@@ -10,6 +10,7 @@
 #include "sched/framework/scheduler.h"
 #include "sched/pack/frag.h"
 #include "sched/pack/lookahead.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/pack/policies.h"
 #include "sched/pack/tessera_score.h"
 #include "sched/plugins/default_registry.h"
@@ -240,6 +241,67 @@ TEST(PolicyTest, TesseraKeepsCpuForTheGpus) {
   EXPECT_GT(StrandedGpuMilli(*tes.ctx, Take(FromState(tes.cs.state(0)), {.cpu_milli = 3000}, -1)),
             0);
   EXPECT_EQ(tes.Place(MakePod("c", 0, 0, 3000)).node, 1);
+}
+
+TEST(PolicyTest, WholeGpusStayInsideAnNvlinkIsland) {
+  // Four GPUs in NVLink-bridged pairs {0,1} {2,3}; GPU 0 is taken. A 2-GPU
+  // member fits {1,2} in index order but only {2,3} shares an island: every
+  // policy takes {2,3}, as the default chooser would.
+  model::Node n = MakeNode("a", "A100", 4, 64000);
+  n.topology = model::NodeTopology::NvLinkGroups(4, 2);
+  for (const std::string& policy : PackPolicyNames()) {
+    Harness h(policy, {n}, {Typical(2, 1000, 1000, 1.0)});
+    h.Occupy(0, 0, model::kMilliPerGpu);
+    MemberPlacement m = h.Place(MakePod("p", 2, 1000, 1000));
+    ASSERT_EQ(m.gpus.size(), 2u) << policy;
+    EXPECT_EQ(m.gpus[0].gpu, 2) << policy;
+    EXPECT_EQ(m.gpus[1].gpu, 3) << policy;
+  }
+}
+
+TEST(PluginSetTest, OneRegistryForEveryPluginAServerRuns) {
+  PluginSet set;
+  PluginRegistry r = set.Registry();
+  for (const char* name :
+       {"resource-fit", "gang", "topology", "pack-spread", "nvlink-aware", "pack-tessera",
+        "pack-fgd", "pack-gpu-tessera", kLookaheadPlugin, kObservePlugin}) {
+    EXPECT_TRUE(r.Contains(name)) << name;
+  }
+  // Every canonical policy's profile validates against it.
+  for (const std::string& policy : PackPolicyNames()) {
+    auto p = PackProfile(policy);
+    ASSERT_TRUE(p.ok());
+    EXPECT_TRUE(ValidateProfile(*p, r).ok()) << policy;
+    EXPECT_TRUE(ProfileUses(*p, "resource-fit"));
+    EXPECT_FALSE(ProfileUses(*p, kObservePlugin));
+  }
+  // The pack names are taken once: registering them again is refused.
+  EXPECT_FALSE(set.Register(&r).ok());
+}
+
+TEST(PluginSetTest, ObserveLearnsTheTypicalPodsFromTheJobsScheduled) {
+  // A server knows no trace: with pack-observe in its profile the context
+  // starts with no typical pods and learns them from the jobs it tries,
+  // each job once however often it is retried.
+  ClusterState cs;
+  ASSERT_TRUE(cs.AddNode(MakeNode("a", "T4", 2, 64000)).ok());
+  PluginSet set;
+  auto prof = PackProfile("tessera");
+  ASSERT_TRUE(prof.ok());
+  prof->plugins.insert(prof->plugins.begin() + 1, PluginConfig{.name = kObservePlugin});
+  auto sched = Scheduler::Create(*prof, set.Registry(), &cs);
+  ASSERT_TRUE(sched.ok()) << sched.status();
+  EXPECT_TRUE(set.context().typical().empty());
+  EXPECT_TRUE((*sched)->Schedule(MakePod("half", 1, 500, 2000)).placed());
+  EXPECT_TRUE((*sched)->Schedule(MakePod("whole", 1, 1000, 4000)).placed());
+  model::Job big = MakePod("big", 2, 1000, 4000);  // does not fit now: retried
+  EXPECT_FALSE((*sched)->Schedule(big).placed());
+  EXPECT_FALSE((*sched)->Schedule(big).placed());
+  EXPECT_EQ(set.context().observed(), 3);
+  ASSERT_FALSE(set.context().typical().empty());
+  double share = 0;
+  for (const TypicalPod& t : set.context().typical()) share += t.p;
+  EXPECT_NEAR(share, 1.0, 1e-9);
 }
 
 // The look-ahead admission (lookahead.h). The mix: 810-milli pods, whose

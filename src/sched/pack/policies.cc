@@ -9,11 +9,35 @@
 #include "absl/strings/str_replace.h"
 #include "sched/pack/lookahead.h"
 #include "sched/pack/tessera_score.h"
+#include "sched/plugins/gpu_set.h"
 
 namespace tessera::sched::pack {
 
-PackContext::PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng)
-    : typical_(std::move(typical)), rng_(rng) {
+PackContext::PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng) : rng_(rng) {
+  SetTypical(std::move(typical));
+}
+
+void PackContext::Observe(absl::string_view key, const std::vector<PodShape>& members) {
+  if (!seen_jobs_.emplace(key).second) return;
+  // Bounded: the set only avoids counting retries of jobs that wait; forgetting it now and then
+  // at worst counts a long-waiting job twice.
+  if (seen_jobs_.size() > 8 * kLearnWindow) seen_jobs_.clear();
+  for (const PodShape& m : members) {
+    window_.push_back(m);
+    if (window_.size() > kLearnWindow) window_.pop_front();
+    ++observed_;
+  }
+  // Relearn after 1, 2, 4, ... 64 members, then every 64: a fresh server
+  // follows its first jobs quickly, a busy one pays O(window) rarely.
+  if (observed_ >= next_relearn_ && !window_.empty()) {
+    next_relearn_ = observed_ + std::min<int64_t>(kRelearnEvery, observed_);
+    SetTypical(TypicalPods(std::vector<PodShape>(window_.begin(), window_.end())));
+  }
+}
+
+void PackContext::SetTypical(std::vector<TypicalPod> typical) {
+  typical_ = std::move(typical);
+  memo_.clear();
   double cpu = 0, gpu = 0;
   for (const TypicalPod& t : typical_) {
     if (t.shape.gpus == 0) continue;
@@ -306,10 +330,14 @@ class PackChooser : public Plugin, public GpuChooserPlugin {
       out->push_back(GpuGrant{static_cast<int8_t>(gpu), static_cast<int16_t>(s.gpu_milli)});
       return true;
     }
-    absl::InlinedVector<int8_t, 8> chosen;
-    Take(n, s, -1, &chosen);
-    if (static_cast<int>(chosen.size()) != s.gpus) return false;
-    for (int8_t i : chosen) out->push_back(GpuGrant{i, static_cast<int16_t>(s.gpu_milli)});
+    if (s.gpus == 0) return true;  // CPU only
+    // Whole GPUs: which free GPUs a member takes leaves the same multiset of
+    // free shares, so no policy here can tell the choices apart; take the
+    // best-connected set (gpu_set.h), as the default chooser does, so a
+    // packing profile keeps a multi-GPU member inside one NVLink island.
+    GpuSetChoice c;
+    if (!ChooseWholeGpus(v.node.topology, v.state, s.gpus, &c)) return false;
+    for (int8_t i : c.gpus) out->push_back(GpuGrant{i, static_cast<int16_t>(s.gpu_milli)});
     return true;
   }
 
@@ -333,6 +361,29 @@ constexpr PolicySpec kPolicies[] = {
     {"best-fit", "pack-best-fit", "pack-gpu-best"},
     {"fgd", "pack-fgd", "pack-gpu-fgd"},
     {"tessera", "pack-tessera", "pack-gpu-tessera", kLookaheadPlugin},
+};
+
+// pack-observe: every job's members' shapes, the first time the job is tried, teach the context
+// the workload's typical pods (PackContext::Observe). Never rejects anything.
+class ObservePlugin : public Plugin, public PreFilterPlugin {
+ public:
+  ObservePlugin(std::string name, std::shared_ptr<PackContext> ctx)
+      : name_(std::move(name)), ctx_(std::move(ctx)) {}
+  absl::string_view Name() const override { return name_; }
+  PluginStatus PreFilter(CycleState&, const JobContext& ctx, PreFilterResult*) override {
+    shapes_.clear();
+    for (const model::MemberGroup& g : ctx.job->groups) {
+      const PodShape s = ShapeOf(ctx, g);
+      for (int32_t i = 0; i < g.count; ++i) shapes_.push_back(s);
+    }
+    ctx_->Observe(ctx.job->key(), shapes_);
+    return PluginStatus::Success();
+  }
+
+ private:
+  std::string name_;
+  std::shared_ptr<PackContext> ctx_;
+  std::vector<PodShape> shapes_;
 };
 
 // Builds a pack plugin of type T (score or permit) sharing `ctx`.
@@ -367,6 +418,7 @@ absl::Status RegisterPackPlugins(PluginRegistry* r, const std::shared_ptr<PackCo
   s.Update(reg("pack-fgd", PackFactory<FgdScorePlugin>("pack-fgd", ctx)));
   s.Update(reg("pack-tessera", PackFactory<TesseraScore>("pack-tessera", ctx)));
   s.Update(reg(kLookaheadPlugin, PackFactory<LookaheadPermit>(kLookaheadPlugin, ctx)));
+  s.Update(reg(kObservePlugin, PackFactory<ObservePlugin>(kObservePlugin, ctx)));
   s.Update(reg("pack-gpu-best", ChooserFactory("pack-gpu-best", PackChooser::Mode::kBestFit, ctx)));
   s.Update(
       reg("pack-gpu-random", ChooserFactory("pack-gpu-random", PackChooser::Mode::kRandom, ctx)));

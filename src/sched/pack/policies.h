@@ -26,9 +26,13 @@
 //   tessera         Our policy; see tessera_score.h. Its profile also runs
 //                   the look-ahead admission (lookahead.h), which does
 //                   nothing until the runner sets a forecast.
+// pack-observe (PreFilter, not a policy) teaches the context the workload's
+// typical pods from the jobs it schedules (the server's profiles; see
+// PackContext).
 // All but random pick, for a shared-GPU pod, the partly used GPU with the
 // least free share that fits (best fit); fgd and tessera their own GPU.
-// Whole-GPU pods take free GPUs in index order.
+// Whole-GPU pods take the best-connected free GPUs (gpu_set.h): any free set
+// leaves the same free shares, so this changes no packing measure.
 //
 // The plugins read only the node's spec and NodeState, so profiles built by
 // PackProfile evaluate each equivalence class of nodes once
@@ -36,6 +40,7 @@
 // scheduler.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <random>
@@ -43,7 +48,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sched/framework/plugin.h"
 #include "sched/framework/profile.h"
 #include "sched/framework/registry.h"
@@ -51,6 +58,9 @@
 #include "sched/pack/frag.h"
 
 namespace tessera::sched::pack {
+
+// The PreFilter plugin that teaches a PackContext the workload (PackContext::Observe).
+inline constexpr char kObservePlugin[] = "pack-observe";
 
 // Normalisation constants of the FGD simulator (MaxSpecCpu/MaxSpecGpu of its
 // open-gpu-share utils, which DotProd and BestFit use). Not the largest
@@ -61,10 +71,27 @@ inline constexpr double kMaxSpecCpu = 128000;
 inline constexpr double kMaxSpecGpu = 8000;
 
 // State shared by the pack plugins of one scheduler.
+//
+// The typical pods are given (the FGD protocol takes them from the trace) or learned: a
+// scheduler that runs the pack-observe PreFilter plugin (a live server, which knows no trace)
+// feeds every job it sees for the first time to Observe(), and the typical list becomes FGD's
+// TypicalPods of the last `kLearnWindow` members seen, recomputed after 1, 2, 4, ... members
+// and then every `kRelearnEvery`, so the fragmentation measure follows the workload that
+// actually arrives.
 class PackContext {
  public:
+  static constexpr size_t kLearnWindow = 4096;
+  static constexpr int64_t kRelearnEvery = 64;
+
   PackContext(std::vector<TypicalPod> typical, std::mt19937_64* rng);
   const std::vector<TypicalPod>& typical() const { return typical_; }
+  // Replaces the typical pods (and forgets every memoised fragmentation).
+  void SetTypical(std::vector<TypicalPod> typical);
+  // A job seen for the first time (`key`): its members' shapes join the learning window. A job
+  // seen again (it waited and is retried) changes nothing.
+  void Observe(absl::string_view key, const std::vector<PodShape>& members);
+  // Members observed so far (the window is at most kLearnWindow of them).
+  int64_t observed() const { return observed_; }
   std::mt19937_64* rng() const { return rng_; }
   // NodeFragmentation, memoised on the node's model, CPU and sorted shares.
   double Frag(const NodeFree& n);
@@ -105,6 +132,11 @@ class PackContext {
   double whole_cpu_per_gpu_ = 0;
   std::optional<ArrivalForecast> forecast_;
   absl::flat_hash_map<Key, double> memo_;
+  // Learning (Observe): the last members seen and the jobs already counted.
+  std::deque<PodShape> window_;
+  absl::flat_hash_set<std::string> seen_jobs_;
+  int64_t observed_ = 0;
+  int64_t next_relearn_ = 1;
 };
 
 // The request of one member as a PodShape (model mask from the job's

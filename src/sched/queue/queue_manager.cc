@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<QueueManager>> QueueManager::Create(QueueManagerC
                                                                    ClusterState* cluster) {
   std::unique_ptr<QueueManager> m(new QueueManager());
   Profile profile = config.profile;
+  std::function<absl::Status(PluginRegistry*)> extra_plugins = config.extra_plugins;
   m->cluster_ = cluster;
   m->env_.cluster = cluster;
   m->env_.running = &m->running_;
@@ -59,6 +60,9 @@ absl::StatusOr<std::unique_ptr<QueueManager>> QueueManager::Create(QueueManagerC
   if (!s.ok()) return s;
   AdmissionEnv* env = &m->env_;
   PluginRegistry reg = DefaultRegistry();
+  if (extra_plugins) {
+    if (absl::Status es = extra_plugins(&reg); !es.ok()) return es;
+  }
   Preemption** pre = &m->preemption_;
   (void)reg.Register(Quota::kName,
                      [env](const PluginArgs&) -> absl::StatusOr<std::unique_ptr<Plugin>> {

@@ -78,6 +78,9 @@ struct QueueManagerConfig {
   // The scheduling profile the queue plugins (quota, reservation, preemption)
   // are added to.
   Profile profile = Profile::Default();
+  // Registers plugins beyond the built-in ones (the pack policies with their
+  // shared context, say) so that `profile` may name them; null: none.
+  std::function<absl::Status(PluginRegistry*)> extra_plugins;
 };
 
 // Names the field ("priorityClasses.foo: ...").

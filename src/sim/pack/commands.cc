@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "config/profile_yaml.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/pack/policies.h"
 #include "sim/pack/pack_sim.h"
 #include "sim/pack/report.h"
@@ -27,6 +29,8 @@ struct Options {
   int threads = 0;
   bool ignore_memory = false;
   std::string lookahead = "0";
+  std::vector<std::string> profiles;
+  bool policy_given = false;
 };
 
 std::string TraceName(const std::string& path) {
@@ -61,6 +65,23 @@ absl::Status Run(const Options& o) {
     auto c = sched::pack::CanonicalPolicy(absl::StripAsciiWhitespace(p));
     if (!c.ok()) return c.status();
     cfg.policies.push_back(*c);
+  }
+  // With --profile and no --policy, only the profiles run.
+  if (!o.profiles.empty() && !o.policy_given) cfg.policies.clear();
+  for (const std::string& path : o.profiles) {
+    absl::StatusOr<sched::Profile> p =
+        config::LoadProfileFile(path, sched::pack::PluginSet().Registry());
+    if (!p.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--profile ", p.status().message()));
+    for (const std::string& name : cfg.policies) {
+      if (name == p->name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--profile ", path, ": profile.name \"", p->name,
+                         "\" is already a policy of this run; give the profile another name"));
+      }
+    }
+    cfg.policies.push_back(p->name);
+    cfg.profiles.push_back(*std::move(p));
   }
   if (cfg.policies.empty()) return absl::InvalidArgumentError("--policy: no policy given");
   auto seeds = ParseSeeds(o.seeds);
@@ -117,7 +138,12 @@ void RegisterSimPackCommands(CLI::App& sim) {
       ->required();
   cmd->add_option("--policy", opts->policy,
                   "policies, comma-separated: random, dotprod, gpu-clustering, gpu-packing, "
-                  "best-fit, fgd, tessera");
+                  "best-fit, fgd, tessera")
+      ->each([opts](const std::string&) { opts->policy_given = true; });
+  cmd->add_option("--profile", opts->profiles,
+                  "scheduler profile YAML run as one more policy under its name, as `tessera "
+                  "server --profile` runs it (deploy/profiles/; repeatable); with no --policy "
+                  "only the profiles run");
   cmd->add_option("--seeds", opts->seeds, "seeds, e.g. 42-51 or 42,43");
   cmd->add_option("--inflate", opts->inflate, "total GPU request as a multiple of capacity");
   cmd->add_flag("--json", opts->json, "print one JSON object keyed by policy");

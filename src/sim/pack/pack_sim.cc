@@ -16,8 +16,8 @@
 #include "sched/framework/scheduler.h"
 #include "sched/pack/frag.h"
 #include "sched/pack/lookahead.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/pack/policies.h"
-#include "sched/plugins/default_registry.h"
 
 namespace tessera::sim::pack {
 
@@ -113,16 +113,20 @@ absl::StatusOr<PackRunResult> RunPack(const std::vector<model::Node>& nodes, con
   shapes.reserve(trace.pods.size());
   for (const trace::OpenbPod& p : trace.pods) shapes.push_back(shape_of(p));
 
-  std::mt19937_64 sched_rng(seed ^ 0x9e3779b97f4a7c15ULL);
-  auto ctx = std::make_shared<sp::PackContext>(sp::TypicalPods(shapes), &sched_rng);
-  sched::PluginRegistry registry = sched::DefaultRegistry();
-  absl::Status rs = sp::RegisterPackPlugins(&registry, ctx);
-  if (!rs.ok()) return rs;
-  auto profile = sp::PackProfile(policy);
+  const sched::Profile* custom = nullptr;
+  for (const sched::Profile& p : cfg.profiles) {
+    if (p.name == policy) custom = &p;
+  }
+  const bool learn = custom != nullptr && sp::ProfileUses(*custom, sp::kObservePlugin);
+  sp::PluginSet plugins(seed ^ 0x9e3779b97f4a7c15ULL,
+                        learn ? std::vector<sp::TypicalPod>{} : sp::TypicalPods(shapes));
+  sp::PackContext* ctx = &plugins.context();
+  absl::StatusOr<sched::Profile> profile =
+      custom != nullptr ? absl::StatusOr<sched::Profile>(*custom) : sp::PackProfile(policy);
   if (!profile.ok()) return profile.status();
-  auto scheduler = sched::Scheduler::Create(*profile, registry, &cs);
+  auto scheduler = sched::Scheduler::Create(*profile, plugins.Registry(), &cs);
   if (!scheduler.ok()) return scheduler.status();
-  (*scheduler)->SetRandom(&sched_rng);
+  (*scheduler)->SetRandom(&plugins.rng());
 
   int64_t arrived = 0;
   int next_k = 0;

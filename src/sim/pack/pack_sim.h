@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "model/node.h"
 #include "sched/framework/cluster_state.h"
+#include "sched/framework/profile.h"
 #include "sched/pack/frag.h"
 #include "trace/openb.h"
 
@@ -84,7 +85,13 @@ struct PackRunResult {
 };
 
 struct PackConfig {
-  std::vector<std::string> policies;  // canonical names
+  // Canonical policy names (sched::pack::PackProfile) or names of `profiles`.
+  std::vector<std::string> policies;
+  // Profiles run as policies under their own names (`--profile FILE`), with
+  // every plugin a server can run (sched/pack/plugin_set.h). One that runs
+  // pack-observe learns its typical pods from the pods as they arrive, as
+  // the server does; the others are given the trace's, as FGD's protocol is.
+  std::vector<sched::Profile> profiles;
   std::vector<uint64_t> seeds;
   double inflate = 1.3;
   int threads = 0;  // 0: hardware concurrency

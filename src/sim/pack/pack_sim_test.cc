@@ -7,7 +7,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "config/profile_yaml.h"
 #include "nlohmann/json.hpp"
+#include "sched/pack/plugin_set.h"
 #include "sim/pack/openb_test_util.h"
 #include "sim/pack/report.h"
 
@@ -209,6 +211,44 @@ TEST(PackSimTest, ClassifyIdleNamesTheCause) {
   ClassifyIdle(st, {Shape(1000, 160, 1)}, &small);
   EXPECT_DOUBLE_EQ(small.partial, 0.19);
   EXPECT_DOUBLE_EQ(small.total(), 0.19);
+}
+
+// A profile file runs as a policy under its own name. Written out as YAML,
+// the tessera policy's profile reproduces `--policy tessera` exactly: what the
+// simulator measures for a profile is what `tessera server --profile` runs.
+TEST(PackSimTest, AProfileFileRunsAsThePolicyDoes) {
+  auto yaml = config::ParseProfileYaml(R"(
+name: tessera-as-yaml
+gpuChooser: pack-gpu-tessera
+nodesToScore: 0
+dedupeEquivalentNodes: true
+tieBreak: lowestNodeId
+plugins:
+  - name: resource-fit
+  - name: pack-tessera
+  - name: pack-lookahead
+)",
+                                       sched::pack::PluginSet().Registry());
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  PackConfig cfg;
+  cfg.profiles = {*yaml};
+  for (uint64_t seed : {1, 2, 3}) {
+    auto a = RunPack(SmallCluster(), SmallTrace(), "tessera", seed, cfg);
+    auto b = RunPack(SmallCluster(), SmallTrace(), "tessera-as-yaml", seed, cfg);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(b->policy, "tessera-as-yaml");
+    EXPECT_EQ(a->alloc_pct, b->alloc_pct) << "seed " << seed;
+    EXPECT_EQ(a->failed, b->failed);
+  }
+  // The shipped server profile learns its typical pods (pack-observe) and runs whole.
+  auto server = config::LoadProfileFile(TESSERA_SOURCE_DIR "/deploy/profiles/tessera.yaml",
+                                        sched::pack::PluginSet().Registry());
+  ASSERT_TRUE(server.ok()) << server.status();
+  cfg.profiles = {*server};
+  auto r = RunPack(SmallCluster(), SmallTrace(), "tessera", 1, cfg);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->alloc_pct[kMaxArrivalPct], 50.0);
+  EXPECT_LT(r->failed, r->pods);
 }
 
 TEST(PackSimTest, RejectsBadInput) {

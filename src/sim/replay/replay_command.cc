@@ -13,6 +13,8 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "config/cluster_yaml.h"
+#include "config/profile_yaml.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/plugins/default_registry.h"
 #include "sim/replay/report.h"
 #include "sim/replay/simulator.h"
@@ -64,6 +66,7 @@ struct Flags {
   int64_t max_jobs = 0;
   std::string policies = "fifo,sjf,las,default";
   std::string cluster_file;  // YAML; overrides the cluster flags
+  std::string profile;       // scheduler profile YAML for every policy
   int nodes = 256;
   int gpus_per_node = 8;
   int nodes_per_rack = 32;
@@ -223,6 +226,21 @@ absl::Status Run(const Flags& f) {
     specs.push_back(*p);
   }
   if (specs.empty()) return absl::InvalidArgumentError("--policies: none given");
+  if (!f.profile.empty()) {
+    // The profile the server would run (`tessera server --profile`), with each policy's own queue
+    // order: fifo, sjf and las keep theirs, default and queues take the profile's.
+    absl::StatusOr<sched::Profile> prof =
+        config::LoadProfileFile(f.profile, sched::pack::PluginSet().Registry());
+    if (!prof.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--profile ", prof.status().message()));
+    for (PolicySpec& p : specs) {
+      const std::string sort =
+          p.profile.queue_sort == "priority" ? prof->queue_sort : p.profile.queue_sort;
+      p.profile = *prof;
+      p.profile.queue_sort = sort;
+      p.profile.name = p.name;
+    }
+  }
 
   struct RunSpec {
     PolicySpec policy;
@@ -330,6 +348,9 @@ void RegisterSimReplayCommands(CLI::App& sim) {
       ->capture_default_str();
   c->add_flag("--no-preempt-checkpoint", f.no_preempt_checkpoint,
               "preemption loses work since the last periodic checkpoint");
+  c->add_option("--profile", f.profile,
+                "scheduler profile YAML every policy runs, as `tessera server --profile` does "
+                "(deploy/profiles/); fifo, sjf and las keep their queue order");
   c->add_option("--queue-config", f.queue_config,
                 "queues policy: queue tree, quotas, priority classes, preemption and backfill "
                 "(the server's --queue-config YAML); default: one leaf per workload queue with "

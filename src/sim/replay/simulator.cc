@@ -465,6 +465,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
     if (auto s = BuildQueueManager(); !s.ok()) return s;
   } else {
     sched::PluginRegistry registry = base;
+    if (auto s = plugins_.Register(&registry); !s.ok()) return s;
     if (auto s = RegisterSimQueueSorts(this, &registry); !s.ok()) return s;
     auto sch = sched::Scheduler::Create(policy_.profile, registry, &state_);
     if (!sch.ok()) return sch.status();

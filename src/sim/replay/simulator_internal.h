@@ -15,6 +15,7 @@
 
 #include "sched/framework/cluster_state.h"
 #include "sched/framework/scheduler.h"
+#include "sched/pack/plugin_set.h"
 #include "sched/queue/queue_manager.h"
 #include "sim/replay/simulator.h"
 
@@ -151,6 +152,9 @@ class Sim final : public JobFactsSource {
   std::mt19937_64 fail_rng_;
 
   sched::ClusterState state_;
+  // The pack plugins' context (profiles may name any plugin a server can run,
+  // sched/pack/plugin_set.h); declared before the schedulers that point into it.
+  sched::pack::PluginSet plugins_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   // `queues`: borrows state_ (declared after it, so destroyed first).
   std::unique_ptr<sched::QueueManager> qm_;

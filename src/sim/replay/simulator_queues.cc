@@ -103,6 +103,7 @@ absl::Status Sim::BuildQueueManager() {
     c = DefaultReplayQueueConfig(w_, gpus);
   }
   c.profile = policy_.profile;
+  c.extra_plugins = [this](sched::PluginRegistry* r) { return plugins_.Register(r); };
   for (const std::string& pc : w_.priority_classes) {
     if (!c.priority_classes.contains(pc)) {
       return absl::InvalidArgumentError(absl::StrCat(

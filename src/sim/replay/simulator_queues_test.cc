@@ -222,6 +222,37 @@ TEST(ReplayQueues, ConservationAndNoGpuGivenTwiceWithFailures) {
   }
 }
 
+// `tessera sim replay --profile FILE`: the server's packing profile (pack-observe, pack-tessera,
+// pack-gpu-tessera) runs in the replay too, under both drivers, with the invariants checked
+// after every cycle and every GPU-second accounted for.
+TEST(ReplayQueues, ThePackingProfileRunsUnderBothDrivers) {
+  sched::Profile prof = sched::Profile::Default();
+  prof.gpu_chooser = "pack-gpu-tessera";
+  prof.nodes_to_score = 0;
+  prof.dedupe_equivalent_nodes = true;
+  prof.tie_break = sched::Profile::TieBreak::kLowestNodeId;
+  prof.plugins.push_back({.name = "pack-observe"});
+  prof.plugins.push_back({.name = "pack-tessera", .weight = 2});
+  for (const char* policy : {"default", "queues"}) {
+    Workload w = SmallSynthetic(7);
+    auto spec = PolicyRegistry::Builtin().Lookup(policy);
+    ASSERT_TRUE(spec.ok());
+    spec->profile.plugins = prof.plugins;
+    spec->profile.gpu_chooser = prof.gpu_chooser;
+    spec->profile.nodes_to_score = 0;
+    spec->profile.dedupe_equivalent_nodes = true;
+    spec->profile.tie_break = prof.tie_break;
+    ManualClock wall;
+    absl::StatusOr<PolicyResult> r =
+        RunReplay(w, FailingFleet(), *spec, sched::DefaultRegistry(), &wall);
+    ASSERT_TRUE(r.ok()) << policy << ": " << r.status();
+    EXPECT_EQ(r->completed, static_cast<int64_t>(w.jobs.size())) << policy;
+    const double losses = r->failure_lost_gpu_s + r->failure_restart_gpu_s + r->preempt_lost_gpu_s +
+                          r->preempt_restart_gpu_s;
+    EXPECT_NEAR(r->allocated_gpu_s, w.GpuSeconds() + losses, 1e-6 * w.GpuSeconds()) << policy;
+  }
+}
+
 TEST(ReplayQueues, SameSeedSameResult) {
   Workload w = SmallSynthetic(11);
   PolicyResult a = RunOk(w, FailingFleet(), "queues");
