@@ -191,13 +191,14 @@ int RunUp(const UpFlags& f) {
   }
   {
     std::ofstream tokens(data + "/tokens");
+    // 0600 before a secret is written: the file is never readable by others with a token in it.
+    chmod((data + "/tokens").c_str(), 0600);
     tokens << "# tessera up: TOKEN NAMESPACE ROLE\n" << admin_token << " * admin\n";
     for (const NodeDef& n : nodes) {
       node_tokens[n.name] = secret();
       tokens << node_tokens[n.name] << " - node:" << n.name << "\n";
     }
   }
-  chmod((data + "/tokens").c_str(), 0600);
   server.pid =
       // Six nodes: the Node may be written every few seconds, so the dashboard's utilization
       // colors follow the fake GPUs' scripted load closely (a large fleet keeps the 60 s default).
