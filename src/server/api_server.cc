@@ -176,7 +176,9 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     pool_ = new ElasticPool(po);
     return pool_;
   };
-  http_->set_payload_max_length(options_.max_body_bytes);
+  // A backstop only: bodies are read by ReadBoundedBody (request_body.h), which keeps at most
+  // max_body_bytes and discards up to kDrainBytes more; httplib's own check must not cut that.
+  http_->set_payload_max_length(options_.max_body_bytes + kDrainBytes);
   const int64_t read_us = absl::ToInt64Microseconds(options_.read_timeout);
   http_->set_read_timeout(read_us / 1000000, read_us % 1000000);
   // Remember the listening socket: this cpp-httplib listens with a backlog of
@@ -291,6 +293,10 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     switch (ReadBoundedBody(req, reader, options_.max_body_bytes, body)) {
       case BodyRead::kComplete:
         break;
+      case BodyRead::kTooLargeDrained:
+        return Fail(res, 413, "RequestEntityTooLarge",
+                    absl::StrCat("request body over the limit of ", options_.max_body_bytes,
+                                 " bytes (any encoding)"));
       case BodyRead::kTooLarge:
         return RefuseAndClose(res, 413, "RequestEntityTooLarge",
                               absl::StrCat("request body over the limit of ",

@@ -238,7 +238,7 @@ TEST_F(ApiServerTest, HostileBodiesAreRejected) {
 }
 
 // The body limit holds for chunked bodies too, and is applied as the bytes arrive: the server
-// answers while the client is still sending, reads no body at all without a valid token, and
+// answers without waiting for the body's end, reads no body at all without a valid token, and
 // stores nothing. (Before, a chunked body was buffered whole, however large, before the 401.)
 TEST_F(ApiServerTest, ChunkedBodiesAreBoundedAsTheyArriveAndOnlyAfterAuthentication) {
   const size_t limit = ApiServerOptions().max_body_bytes;
@@ -256,12 +256,13 @@ TEST_F(ApiServerTest, ChunkedBodiesAreBoundedAsTheyArriveAndOnlyAfterAuthenticat
   EXPECT_THAT(big.text, HasSubstr(absl::StrCat("over the limit of ", limit, " bytes")));
   EXPECT_THAT(big.text, HasSubstr("Connection: close"));
   EXPECT_TRUE(big.closed);
-  // A declared length over the limit is refused before a byte of it is sent.
+  // A declared length far over the limit is refused before a byte of it is sent.
   testing::RawReply declared = testing::SendUnendingChunkedBody(
       port_,
       absl::StrCat("POST ", kJobs, " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ", kAdmin,
                    "\r\nContent-Length: ", 100 << 20, "\r\n\r\n"),
       0);
+  EXPECT_TRUE(declared.closed);
   EXPECT_THAT(declared.text, HasSubstr("HTTP/1.1 413"));
   EXPECT_EQ(store_->CurrentRevision(), 0) << "nothing stored";
   // A chunked body within the limit is read whole and served.

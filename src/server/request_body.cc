@@ -16,21 +16,29 @@ BodyRead ReadBoundedBody(const httplib::Request& req, const httplib::ContentRead
       return BodyRead::kFailed;
     }
     // httplib would read (and discard) a body over its payload limit to the end: refuse first.
-    if (declared > limit) return BodyRead::kTooLarge;
+    if (declared > limit + kDrainBytes) return BodyRead::kTooLarge;
   } else if (req.method == "DELETE") {
     // httplib reads no body of a DELETE without a Content-Length (a chunked one stays unread).
     return DeclaresBody(req) ? BodyRead::kFailed : BodyRead::kComplete;
   }
   bool over = false;
+  size_t discarded = 0;
   const bool ok = reader([&](const char* data, size_t n) {
-    if (n > limit - out.size()) {
-      over = true;
-      return false;  // stop reading: the rest stays on the wire (RefuseAndClose)
+    if (!over && n <= limit - out.size()) {
+      out.append(data, n);
+      return true;
     }
-    out.append(data, n);
-    return true;
+    if (!over) {
+      over = true;
+      discarded = out.size();
+      out.clear();
+      out.shrink_to_fit();
+    }
+    discarded += n;
+    // Past the drain allowance: stop; the rest stays on the wire (RefuseAndClose).
+    return discarded <= limit + kDrainBytes;
   });
-  if (over) return BodyRead::kTooLarge;
+  if (over) return ok ? BodyRead::kTooLargeDrained : BodyRead::kTooLarge;
   return ok ? BodyRead::kComplete : BodyRead::kFailed;
 }
 

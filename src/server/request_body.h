@@ -9,7 +9,9 @@
 //
 // A request refused before its body was read to the end leaves the rest of it on the connection,
 // where httplib would parse it as the next request: RefuseAndClose answers and then ends the
-// connection instead.
+// connection instead. A body over the limit is first read on and discarded, up to kDrainBytes
+// more (memory stays bounded: nothing is kept), so that a client that writes its whole body before
+// reading the answer gets the 413 instead of a reset connection; only a body larger still is cut.
 //
 // Thread safety: stateless functions; each call is confined to its request's thread.
 #pragma once
@@ -23,14 +25,19 @@
 
 namespace tessera::server {
 
+// How much of a body over the limit is read and discarded before the connection is cut.
+inline constexpr size_t kDrainBytes = size_t{4} << 20;
+
 enum class BodyRead {
-  kComplete,  // the whole body is in `out`
-  kTooLarge,  // over the limit (declared or counted); reading stopped there
-  kFailed,    // malformed framing, or the body stalled past the read timeout
+  kComplete,         // the whole body is in `out`
+  kTooLargeDrained,  // over the limit; the rest was read and discarded: the connection is clean
+  kTooLarge,         // over the limit, and over kDrainBytes more (or it stalled): rest unread
+  kFailed,           // malformed framing, or the body stalled past the read timeout
 };
 
-// Reads the body of `req` through `reader` into `out`, stopping as soon as it would exceed `limit`
-// bytes (a Content-Length over the limit is refused before a byte is read).
+// Reads the body of `req` through `reader` into `out`, keeping at most `limit` bytes: past them it
+// discards up to kDrainBytes more and stops (a Content-Length over limit + kDrainBytes is refused
+// before a byte is read).
 BodyRead ReadBoundedBody(const httplib::Request& req, const httplib::ContentReader& reader,
                          size_t limit, std::string& out);
 
