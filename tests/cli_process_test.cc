@@ -41,6 +41,12 @@ class CliProcessTest : public ::testing::Test {
     ASSERT_GT(port, 0) << server_.error();
     url_ = "http://127.0.0.1:" + std::to_string(port);
     setenv("TESSERA_SERVER", url_.c_str(), 1);
+    // No --tokens-file: the server made itself an admin token; the CLI finds it in the env.
+    std::string token = Slurp(dir_ + "/data/admin-token");
+    ASSERT_FALSE(token.empty()) << "no admin token in the data dir";
+    token.pop_back();  // the newline
+    setenv("TESSERA_TOKEN", token.c_str(), 1);
+    token_ = token;
   }
 
   Result Run(const std::string& args) { return RunTessera(args); }
@@ -69,10 +75,22 @@ class CliProcessTest : public ::testing::Test {
     return j["status"].value("phase", "") == "Scheduled" && j["status"].contains("placement");
   }
 
-  std::string dir_, url_;
+  std::string dir_, url_, token_;
   std::vector<std::string> extra_args_;
   ServerProcess server_;
 };
+
+// Authentication is on without --tokens-file; a CLI without a token says where to find one.
+TEST_F(CliProcessTest, WithoutATokenTheCliSaysWhereTheAdminTokenIs) {
+  Result with = Run("get nodes");
+  EXPECT_EQ(with.rc, 0) << with.out;
+  unsetenv("TESSERA_TOKEN");
+  Result without = Run("get nodes");
+  EXPECT_NE(without.rc, 0) << without.out;
+  EXPECT_NE(without.out.find("Unauthorized"), std::string::npos) << without.out;
+  EXPECT_NE(without.out.find("DATA_DIR/admin-token"), std::string::npos) << without.out;
+  EXPECT_NE(without.out.find("TESSERA_TOKEN"), std::string::npos) << without.out;
+}
 
 TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   Result r = Run("apply -f " + Example("nodes.yaml") + " --server " + url_);
@@ -233,6 +251,7 @@ TEST_F(CliProcessTest, ElasticJobShrinksWhenANodeGoesSilentAndGetShowsWhatItHold
   std::atomic<bool> stop_a{false}, stop_b{false};
   std::thread beats([&] {
     httplib::Client cli(url_);
+    cli.set_bearer_token_auth(token_);
     const std::string body =
         R"({"gpus": [)"
         R"({"index": 0, "health": "Healthy"}, {"index": 1, "health": "Healthy"},)"
@@ -327,6 +346,7 @@ TEST_F(CliProcessTest, DescribeShowsAnAutoscaledServicesReplicasAndSlo) {
           "       slo: {p99LatencyMs: 150, minThroughputRps: 40}}\nEOF\n");
   ASSERT_EQ(r.rc, 0) << r.out;
   httplib::Client cli(url_);
+  cli.set_bearer_token_auth(token_);
   cli.Post("/api/v1/nodes/a/heartbeat",
            R"({"gpus": [{"index": 0, "health": "Healthy"}, {"index": 1, "health": "Healthy"},)"
            R"({"index": 2, "health": "Healthy"}, {"index": 3, "health": "Healthy"}]})",
@@ -356,6 +376,7 @@ TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {
           "spec: {gpuType: H100, gpuCount: 2}\nEOF\n");
   ASSERT_EQ(r.rc, 0) << r.out;
   httplib::Client cli(url_);
+  cli.set_bearer_token_auth(token_);
   const std::string body =
       R"({"gpus": [{"index": 0, "health": "Healthy"}, {"index": 1, "health": "Healthy"}]})";
   int written = 0;

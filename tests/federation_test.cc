@@ -35,13 +35,15 @@ class FederationTest : public ::testing::Test {
     ASSERT_FALSE(dir_.empty());
     for (auto [proc, name] : {std::pair{&east_, "east"}, std::pair{&west_, "west"}}) {
       proc->set_stderr_path(dir_ + "/" + name + ".log");
-      ASSERT_GT(proc->Start({"--data-dir", dir_ + "/" + name, "--node-grace-seconds", "0"}), 0)
+      ASSERT_GT(proc->Start({"--data-dir", dir_ + "/" + name, "--node-grace-seconds", "0",
+                             "--insecure-no-auth"}),
+                0)
           << proc->error();
     }
     hub_.set_stderr_path(dir_ + "/hub.log");
     ASSERT_GT(
-        hub_.Start({"--data-dir", dir_ + "/hub", "--federation", "--federation-failover-seconds",
-                    "2", "--federation-requeue-seconds", "2"}),
+        hub_.Start({"--data-dir", dir_ + "/hub", "--insecure-no-auth", "--federation",
+                    "--federation-failover-seconds", "2", "--federation-requeue-seconds", "2"}),
         0)
         << hub_.error();
     // 16 cores per east node: the hub's fit counts GPUs only (member_capacity.h).

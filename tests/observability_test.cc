@@ -249,8 +249,8 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   ServerProcess server;
   server.set_stderr_path(dir + "/server.log");
   const int port =
-      server.Start({"--data-dir", dir + "/store", "--log-format", "json", "--otlp-endpoint",
-                    absl::StrCat("http://127.0.0.1:", otlp.port())});
+      server.Start({"--data-dir", dir + "/store", "--insecure-no-auth", "--log-format", "json",
+                    "--otlp-endpoint", absl::StrCat("http://127.0.0.1:", otlp.port())});
   ASSERT_GT(port, 0) << server.error();
   const std::string url = absl::StrCat("http://127.0.0.1:", port);
   httplib::Client api("127.0.0.1", port);

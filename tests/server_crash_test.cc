@@ -384,9 +384,13 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
   const std::string dir = MakeTempDir("tessera_crash");
   // The scheduler runs; nodes never turn NotReady (no agents heartbeat here).
   // Enough threads for a watch per kind besides the clients.
-  const std::vector<std::string> args = {
-      "--data-dir", std::string(dir).append("/data"), "--threads",
-      "64",         "--node-grace-seconds",           "0"};
+  const std::vector<std::string> args = {"--data-dir",
+                                         std::string(dir).append("/data"),
+                                         "--threads",
+                                         "64",
+                                         "--node-grace-seconds",
+                                         "0",
+                                         "--insecure-no-auth"};
   Model model;
   Fencing fencing;
   std::atomic<int> port{0};

@@ -21,7 +21,7 @@ TEST(ServerMetricsTest, SchedulerMetricsPassPromtool) {
   if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";
   const std::string dir = MakeTempDir("tessera_metrics");
   ServerProcess server;
-  int port = server.Start({"--data-dir", dir + "/data"});
+  int port = server.Start({"--data-dir", dir + "/data", "--insecure-no-auth"});
   ASSERT_GT(port, 0) << server.error();
   httplib::Client c("127.0.0.1", port);
   nlohmann::json node = {{"apiVersion", "tessera.dev/v1"},
@@ -93,7 +93,7 @@ TEST(ServerQueueTest, QueueObjectsDriveAdmissionLive) {
   if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";
   const std::string dir = MakeTempDir("tessera_queues");
   auto server = std::make_unique<ServerProcess>();
-  int port = server->Start({"--data-dir", dir + "/data"});
+  int port = server->Start({"--data-dir", dir + "/data", "--insecure-no-auth"});
   ASSERT_GT(port, 0) << server->error();
   auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
   auto post = [&](const std::string& path, const nlohmann::json& o) {
@@ -191,7 +191,7 @@ TEST(ServerQueueTest, QueueObjectsDriveAdmissionLive) {
   c.reset();
   server.reset();
   server = std::make_unique<ServerProcess>();
-  port = server->Start({"--data-dir", dir + "/data"});
+  port = server->Start({"--data-dir", dir + "/data", "--insecure-no-auth"});
   ASSERT_GT(port, 0) << server->error();
   c = std::make_unique<httplib::Client>("127.0.0.1", port);
   nlohmann::json big = job("c");

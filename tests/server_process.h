@@ -23,14 +23,15 @@ inline std::string TesseraBin() {
   return bin ? bin : "";
 }
 
-// What `tessera ARGS` printed (stdout and stderr together) and its exit code; -1 if it did not
-// exit normally. ARGS is passed to the shell as is (quotes, redirections and here-documents).
+// What `tessera ARGS` (or a shell COMMAND) printed, stdout and stderr together, and its exit
+// code; -1 if it did not exit normally. ARGS is passed to the shell as is (quotes, redirections
+// and here-documents).
 struct CliResult {
   int rc = -1;
   std::string out;
 };
-inline CliResult RunTessera(const std::string& args) {
-  const std::string cmd = "exec 2>&1; " + TesseraBin() + " " + args;
+inline CliResult RunShell(const std::string& command) {
+  const std::string cmd = "exec 2>&1; " + command;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -41,6 +42,7 @@ inline CliResult RunTessera(const std::string& args) {
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+inline CliResult RunTessera(const std::string& args) { return RunShell(TesseraBin() + " " + args); }
 
 // The whole file at `path` ("" when unreadable).
 inline std::string Slurp(const std::string& path) {

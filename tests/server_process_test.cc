@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "nlohmann/json.hpp"
+#include "server/testing/raw_http.h"
 
 namespace tessera::testing {
 namespace {
@@ -76,6 +78,91 @@ TEST_F(ServerProcessTest, ServesAuthenticatesAndSurvivesRestart) {
   Json list = Json::parse(r->body);
   EXPECT_EQ(list["items"].size(), 20u);
   EXPECT_EQ(list["metadata"]["resourceVersion"], "20");
+}
+
+// Without --tokens-file authentication is still on: the server makes itself an admin token
+// (0600, in the data dir), says where on stderr, and keeps it across restarts.
+TEST_F(ServerProcessTest, AuthenticationIsOnByDefault) {
+  const std::string token_file = dir_ + "/data/admin-token";
+  std::string token;
+  for (int start = 0; start < 2; ++start) {
+    ServerProcess server;
+    server.set_stderr_path(dir_ + "/server.log");
+    int port = server.Start({"--data-dir", dir_ + "/data", "--no-scheduler"});
+    ASSERT_GT(port, 0) << server.error();
+    struct stat st;
+    ASSERT_EQ(stat(token_file.c_str(), &st), 0) << "no " << token_file;
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    std::string now = Slurp(token_file);
+    while (!now.empty() && now.back() == '\n') now.pop_back();
+    if (start == 0) token = now;
+    EXPECT_EQ(now, token) << "the token is kept across restarts";
+    httplib::Client cli("127.0.0.1", port);
+    auto anon = cli.Get("/api/v1/nodes");
+    ASSERT_TRUE(anon);
+    EXPECT_EQ(anon->status, 401);
+    auto admin = cli.Get("/api/v1/nodes", {{"Authorization", "Bearer " + token}});
+    ASSERT_TRUE(admin);
+    EXPECT_EQ(admin->status, 200);
+  }
+  EXPECT_NE(Slurp(dir_ + "/server.log").find(token_file), std::string::npos)
+      << "the server says where its admin token is";
+}
+
+// Serving without authentication takes --insecure-no-auth, and only on loopback.
+TEST_F(ServerProcessTest, NoAuthenticationOnlyWhenAskedAndOnlyOnLoopback) {
+  CliResult everywhere =
+      RunTessera("server --data-dir " + dir_ + "/d1 --listen 0.0.0.0:0 --insecure-no-auth");
+  EXPECT_EQ(everywhere.rc, 2) << everywhere.out;
+  EXPECT_NE(everywhere.out.find("refused on a non-loopback address"), std::string::npos)
+      << everywhere.out;
+  CliResult both = RunTessera("server --data-dir " + dir_ +
+                              "/d2 --insecure-no-auth --tokens-file " + dir_ + "/tokens");
+  EXPECT_EQ(both.rc, 2) << both.out;
+  ServerProcess open;
+  int port = open.Start({"--data-dir", dir_ + "/d3", "--insecure-no-auth", "--no-scheduler"});
+  ASSERT_GT(port, 0) << open.error();
+  httplib::Client cli("127.0.0.1", port);
+  auto r = cli.Get("/api/v1/nodes");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/d3/admin-token"));
+}
+
+// The server's peak memory (VmHWM) for a process.
+int64_t PeakRssKiB(pid_t pid) {
+  std::string status = Slurp("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmHWM:");
+  return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + 6);
+}
+
+// Chunked bodies far over the 1 MiB limit, with and without a token, never ending: the server
+// answers 401 / 413 without buffering them (its peak memory does not grow by their size) and
+// stores nothing.
+TEST_F(ServerProcessTest, ChunkedBodiesOverTheLimitDoNotGrowTheServer) {
+  ServerProcess server;
+  int port = server.Start(Args());
+  ASSERT_GT(port, 0) << server.error();
+  const std::string jobs = "/api/v1/namespaces/team-a/trainingjobs";
+  httplib::Client cli("127.0.0.1", port);
+  httplib::Headers admin = {{"Authorization", "Bearer admin-token-xyz"}};
+  ASSERT_EQ(cli.Get(jobs, admin)->status, 200);  // warm: threads and store pages in
+  const int64_t before = PeakRssKiB(server.pid());
+  ASSERT_GT(before, 0);
+  constexpr size_t kBody = 48 << 20;
+  server::testing::RawReply anon = server::testing::SendUnendingChunkedBody(
+      port, server::testing::ChunkedPostHead(jobs, ""), kBody);
+  EXPECT_NE(anon.text.find("HTTP/1.1 401"), std::string::npos) << anon.text;
+  server::testing::RawReply big = server::testing::SendUnendingChunkedBody(
+      port, server::testing::ChunkedPostHead(jobs, "admin-token-xyz"), kBody);
+  EXPECT_NE(big.text.find("HTTP/1.1 413"), std::string::npos) << big.text;
+  EXPECT_NE(big.text.find("over the limit of 1048576 bytes"), std::string::npos) << big.text;
+  const int64_t after = PeakRssKiB(server.pid());
+  EXPECT_LT(after - before, 16 << 10) << "peak RSS grew from " << before << " KiB to " << after
+                                      << " KiB for " << (kBody >> 20) << " MiB bodies";
+  auto list = cli.Get(jobs, admin);
+  ASSERT_TRUE(list);
+  EXPECT_EQ(Json::parse(list->body)["items"].size(), 0u) << "nothing stored";
 }
 
 TEST_F(ServerProcessTest, BadFlagsFailClearly) {

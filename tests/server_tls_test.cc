@@ -42,8 +42,8 @@ TEST(ServerTlsTest, ServesHttpsAndTheCliVerifiesTheCertificate) {
             0);
 
   ServerProcess server;
-  const int port =
-      server.Start({"--data-dir", dir + "/data", "--tls-cert", cert, "--tls-key", key});
+  const int port = server.Start(
+      {"--data-dir", dir + "/data", "--insecure-no-auth", "--tls-cert", cert, "--tls-key", key});
   ASSERT_GT(port, 0) << server.error();
   EXPECT_NE(server.listening_line().find("https://"), std::string::npos) << server.listening_line();
 
@@ -109,6 +109,58 @@ TEST(ServerTlsTest, ServesHttpsAndTheCliVerifiesTheCertificate) {
                                  " --state-dir " + dir + "/agent2 >" + dir + "/agent2.log 2>&1";
   (void)system(untrusting.c_str());  // exits (or is stopped by timeout) without registering
   EXPECT_EQ(node_gpus("tls-n2"), -1) << "an agent registered without trusting the certificate";
+}
+
+// The TLS policy (src/server/tls_policy.h): forward-secret suites only, and weak or mismatched
+// keys refused with a message that says which and why.
+TEST(ServerTlsTest, OnlyForwardSecretSuitesAndClearKeyErrors) {
+  if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";
+  if (system("command -v openssl >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "the openssl CLI is not installed (scripts/setup.sh installs Debian's openssl)";
+  }
+  const std::string dir = MakeTempDir("tessera_tls_policy");
+  ASSERT_FALSE(dir.empty());
+  auto make = [&](const std::string& name, const std::string& key_type) {
+    const std::string gen = "openssl req -x509 -newkey " + key_type +
+                            " -nodes -days 2 -subj /CN=127.0.0.1 -keyout " + dir + "/" + name +
+                            ".key -out " + dir + "/" + name + ".pem >>" + dir + "/openssl.log 2>&1";
+    return system(gen.c_str()) == 0;
+  };
+  ASSERT_TRUE(make("good", "rsa:2048")) << "see " << dir << "/openssl.log";
+  ASSERT_TRUE(make("weak", "rsa:1024")) << "see " << dir << "/openssl.log";
+  ASSERT_TRUE(make("other", "rsa:2048")) << "see " << dir << "/openssl.log";
+
+  CliResult weak = RunTessera("server --insecure-no-auth --listen 127.0.0.1:0 --data-dir " + dir +
+                              "/d1 --tls-cert " + dir + "/weak.pem --tls-key " + dir + "/weak.key");
+  EXPECT_NE(weak.rc, 0) << weak.out;
+  EXPECT_NE(weak.out.find("RSA key of 1024 bits is too weak; at least 2048 bits are required"),
+            std::string::npos)
+      << weak.out;
+  CliResult mismatched =
+      RunTessera("server --insecure-no-auth --listen 127.0.0.1:0 --data-dir " + dir +
+                 "/d2 --tls-cert " + dir + "/good.pem --tls-key " + dir + "/other.key");
+  EXPECT_NE(mismatched.rc, 0) << mismatched.out;
+  EXPECT_NE(mismatched.out.find("is not the key of the certificate"), std::string::npos)
+      << mismatched.out;
+
+  ServerProcess server;
+  const int port = server.Start({"--data-dir", dir + "/d3", "--insecure-no-auth", "--tls-cert",
+                                 dir + "/good.pem", "--tls-key", dir + "/good.key"});
+  ASSERT_GT(port, 0) << server.error();
+  auto handshake = [&](const std::string& flags) {
+    return RunShell("timeout 10 openssl s_client -connect 127.0.0.1:" + std::to_string(port) + " " +
+                    flags + " </dev/null");
+  };
+  // Static RSA key exchange (no forward secrecy): refused.
+  Result rsa = handshake("-tls1_2 -cipher AES128-SHA256");
+  EXPECT_NE(rsa.rc, 0) << rsa.out;
+  // ECDHE: accepted.
+  Result ecdhe = handshake("-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256");
+  EXPECT_EQ(ecdhe.rc, 0) << ecdhe.out;
+  EXPECT_NE(ecdhe.out.find("ECDHE-RSA-AES128-GCM-SHA256"), std::string::npos) << ecdhe.out;
+  // TLS 1.3 (forward secret by design): accepted; TLS 1.1: refused.
+  EXPECT_EQ(handshake("-tls1_3").rc, 0);
+  EXPECT_NE(handshake("-tls1_1 -cipher DEFAULT@SECLEVEL=0").rc, 0);
 }
 
 }  // namespace

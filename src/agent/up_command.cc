@@ -215,13 +215,14 @@ int RunUp(const UpFlags& f) {
   }
   {
     std::ofstream tokens(data + "/tokens");
+    // 0600 before a secret is written: the file is never readable by others with a token in it.
+    chmod((data + "/tokens").c_str(), 0600);
     tokens << "# tessera up: TOKEN NAMESPACE ROLE\n" << admin_token << " * admin\n";
     for (const NodeDef& n : nodes) {
       node_tokens[n.name] = secret();
       tokens << node_tokens[n.name] << " - node:" << n.name << "\n";
     }
   }
-  chmod((data + "/tokens").c_str(), 0600);
   server.pid = Spawn(ServerArgs(exe, data, f), data + "/logs/server.log", &out);
   std::string line;
   char buf[512];

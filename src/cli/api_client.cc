@@ -116,11 +116,13 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
 }
 
 std::string ErrorText(const Response& r) {
-  if (r.body.is_object() && r.body.contains("message")) {
-    return absl::StrCat("Error from server (", r.body.value("reason", std::to_string(r.code)),
+  std::string text = absl::StrCat("Error from server: HTTP ", r.code);
+  if (r.body.is_object() && r.body.contains("message") && r.body["message"].is_string()) {
+    text = absl::StrCat("Error from server (", r.body.value("reason", std::to_string(r.code)),
                         "): ", r.body["message"].get<std::string>());
   }
-  return absl::StrCat("Error from server: HTTP ", r.code);
+  if (r.code == 401) absl::StrAppend(&text, "\n", kTokenHint);
+  return text;
 }
 
 }  // namespace tessera::cli

@@ -70,7 +70,14 @@ class ApiClient {
   ClientConfig config_;
 };
 
-// The message of a failed response ("NotFound: trainingjobs \"x\" not found").
+// Where a token comes from, said with every 401.
+inline constexpr char kTokenHint[] =
+    "Give a token with --token, env TESSERA_TOKEN, or token: in a context of ~/.tessera/config. "
+    "A server started without --tokens-file keeps its admin token in DATA_DIR/admin-token on "
+    "its host (TESSERA_TOKEN=$(cat DATA_DIR/admin-token)); `tessera up` prints its token.";
+
+// The message of a failed response ("NotFound: trainingjobs \"x\" not found"); a 401 adds
+// kTokenHint.
 std::string ErrorText(const Response& r);
 
 }  // namespace tessera::cli

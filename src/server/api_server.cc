@@ -16,7 +16,9 @@
 #include "api/selector.h"
 #include "server/api_server_internal.h"
 #include "server/elastic_pool.h"
+#include "server/request_body.h"
 #include "server/status_write.h"
+#include "server/tls_policy.h"
 
 namespace tessera::server {
 
@@ -137,9 +139,19 @@ using namespace internal;  // NOLINT: this module's reply helpers
 
 namespace {
 
-std::unique_ptr<httplib::Server> MakeHttpServer(const ApiServerOptions& o) {
+// The plain server, or the TLS one configured by tls_policy.h. Files that fail its checks leave
+// `tls_error` saying why (Start returns it) and a plain server that is never started.
+std::unique_ptr<httplib::Server> MakeHttpServer(const ApiServerOptions& o,
+                                                absl::Status& tls_error) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::make_unique<httplib::Server>();
-  return std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    tls_error = absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+    return std::make_unique<httplib::Server>();
+  }
+  tls_error = CheckTlsFiles(o.tls_cert_file, o.tls_key_file);
+  if (!tls_error.ok()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(
+      [&o](SSL_CTX& ctx) { return ApplyTlsPolicy(ctx, o.tls_cert_file, o.tls_key_file); });
 }
 
 }  // namespace
@@ -150,7 +162,11 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
       clock_(clock),
       auth_(std::move(auth)),
       options_(options),
-      http_(MakeHttpServer(options)),
+      http_(MakeHttpServer(options_, tls_error_)),
+      watches_("watches", options.max_watches > 0 ? options.max_watches : options.threads / 2,
+               options.max_watches_per_token),
+      binding_waits_("binding waits", options.max_binding_waits,
+                     options.max_binding_waits_per_token),
       bindings_(std::make_unique<NodeBindingIndex>(store)),
       rng_(options.uid_seed) {
   http_->new_task_queue = [this] {
@@ -160,7 +176,9 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     pool_ = new ElasticPool(po);
     return pool_;
   };
-  http_->set_payload_max_length(options_.max_body_bytes);
+  // A backstop only: bodies are read by ReadBoundedBody (request_body.h), which keeps at most
+  // max_body_bytes and discards up to kDrainBytes more; httplib's own check must not cut that.
+  http_->set_payload_max_length(options_.max_body_bytes + kDrainBytes);
   const int64_t read_us = absl::ToInt64Microseconds(options_.read_timeout);
   http_->set_read_timeout(read_us / 1000000, read_us % 1000000);
   // Remember the listening socket: this cpp-httplib listens with a backlog of
@@ -212,7 +230,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     absl::StrAppend(&out,
                     "# HELP tessera_api_open_watches Watch streams open now.\n"
                     "# TYPE tessera_api_open_watches gauge\ntessera_api_open_watches ",
-                    open_watches_.load(), "\n");
+                    watches_.held(), "\n");
     absl::StrAppend(&out,
                     "# HELP tessera_api_binding_waits Node agents waiting for a binding change "
                     "now.\n# TYPE tessera_api_binding_waits gauge\ntessera_api_binding_waits ",
@@ -250,14 +268,75 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   });
   if (options_.extra_routes) options_.extra_routes(*http_);
   http_->Get("/api/v1/.*", handler);
-  http_->Post("/api/v1/.*", handler);
-  http_->Put("/api/v1/.*", handler);
-  http_->Delete("/api/v1/.*", handler);
-  http_->Patch("/api/v1/.*", handler);
-  http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
+  // Bodies are bounded at the edge (request_body.h): every request that may carry one comes here
+  // on its headers alone, is authenticated from them, and only then has its body read, counted
+  // as it arrives. httplib tries these ContentReader routes before any other for these methods.
+  auto with_body = [this, handler](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+    if (!absl::StartsWith(req.path, "/api/v1/")) {
+      if (DeclaresBody(req)) return RefuseAndClose(res, 404, "NotFound", "no such path");
+      return Fail(res, 404, "NotFound", "no such path");
+    }
+    if (!auth_.Authenticate(req.get_header_value("Authorization"))) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      if (DeclaresBody(req)) {
+        return RefuseAndClose(res, 401, "Unauthorized", "a valid bearer token is required");
+      }
+      return Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+    }
+    if (req.is_multipart_form_data()) {
+      // httplib would hand such a body to its multipart parser, never to our counting reader.
+      return RefuseAndClose(res, 415, "UnsupportedMediaType",
+                            "multipart bodies are not accepted; the API takes JSON");
+    }
+    std::string body;
+    switch (ReadBoundedBody(req, reader, options_.max_body_bytes, body)) {
+      case BodyRead::kComplete:
+        break;
+      case BodyRead::kTooLargeDrained:
+        return Fail(res, 413, "RequestEntityTooLarge",
+                    absl::StrCat("request body over the limit of ", options_.max_body_bytes,
+                                 " bytes (any encoding)"));
+      case BodyRead::kTooLarge:
+        return RefuseAndClose(res, 413, "RequestEntityTooLarge",
+                              absl::StrCat("request body over the limit of ",
+                                           options_.max_body_bytes, " bytes (any encoding)"));
+      case BodyRead::kFailed:
+        return RefuseAndClose(
+            res, 400, "BadRequest",
+            "malformed request body, or it did not arrive within the read timeout");
+    }
+    // httplib hands this handler form a const view of the Request it owns (process_request's
+    // local, not const): the body is ours to fill, as its own reader fills it for other routes.
+    const_cast<httplib::Request&>(req).body = std::move(body);
+    handler(req, res);
+  };
+  http_->Post(".*", with_body);
+  http_->Put(".*", with_body);
+  http_->Delete(".*", with_body);
+  http_->Patch(".*", with_body);
+  // Before routing, hence before httplib reads any body: methods that never carry one here must
+  // not announce one (httplib would leave it on the connection, or read a PRI body whole).
+  http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    const std::string& m = req.method;
+    if (m == "POST" || m == "PUT" || m == "DELETE" || m == "PATCH") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (m != "GET" && m != "HEAD" && m != "OPTIONS") {
+      RefuseAndClose(res, 405, "MethodNotAllowed", absl::StrCat(m, " is not supported"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (DeclaresBody(req)) {
+      RefuseAndClose(res, 400, "BadRequest", absl::StrCat(m, " requests take no body"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http_->set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty() || res.content_length_ > 0) return;  // answered already
     if (res.status == 413) {
-      Fail(res, 413, "RequestEntityTooLarge", "request body too large");
+      Fail(res, 413, "RequestEntityTooLarge",
+           absl::StrCat("request body over the limit of ", options_.max_body_bytes, " bytes"));
     } else if (res.status == 404) {
       Fail(res, 404, "NotFound", "no such path");
     } else if (res.status == 400) {
@@ -283,13 +362,11 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
 ApiServer::~ApiServer() { Stop(); }
 
 absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
-  if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-  }
+  if (!tls_error_.ok()) return tls_error_;
   if (!http_->is_valid()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot load the TLS certificate ", options_.tls_cert_file, " and key ",
-                     options_.tls_key_file, " (PEM files, matching each other)"));
+    return absl::InvalidArgumentError(absl::StrCat("OpenSSL refused the TLS certificate ",
+                                                   options_.tls_cert_file, " or key ",
+                                                   options_.tls_key_file));
   }
   int bound =
       port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
@@ -449,7 +526,7 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
     case Verb::kList:
       return HandleList(r, req, res);
     case Verb::kWatch:
-      return HandleWatch(r, req, res);
+      return HandleWatch(*who, r, req, res);
     case Verb::kCreate: {
       if (who->role == Principal::Role::kNode) {
         absl::StatusOr<Json> body = api::ParseBody(req.body);

@@ -33,6 +33,7 @@
 #include "server/auth.h"
 #include "server/node_bindings.h"
 #include "server/request_metrics.h"
+#include "server/slot_shares.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -61,8 +62,10 @@ struct ApiServerOptions {
   // pool grows beyond this on demand (ElasticPool), up to threads + max_binding_waits.
   int threads = 128;
   // Open node binding long-polls (GET /api/v1/nodes/NAME/bindings?resourceVersion=R&
-  // timeoutSeconds=S; one per node agent) beyond this get 429.
+  // timeoutSeconds=S; one per node agent) beyond this get 429; so do those of a token that holds
+  // max_binding_waits_per_token already (0: a quarter of max_binding_waits). slot_shares.h.
   int max_binding_waits = 20000;
+  int max_binding_waits_per_token = 0;
   absl::Duration max_binding_wait = absl::Minutes(5);
   // A request whose headers or body stall this long gets 400 and changes
   // nothing, so a slow sender holds a request thread only this long.
@@ -70,8 +73,10 @@ struct ApiServerOptions {
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
   // Open watches beyond this get 429, so that watches cannot take every
-  // request thread. 0 = threads / 2.
+  // request thread. 0 = threads / 2. A token holding max_watches_per_token watches gets 429 for
+  // another, so that one tenant cannot hold every slot (0: a quarter of max_watches).
   int max_watches = 0;
+  int max_watches_per_token = 0;
   uint64_t uid_seed = 1;  // seeds metadata.uid generation
   // TLS: PEM certificate (chain) and private key files; both or neither.
   // Debian's cpp-httplib is built with CPPHTTPLIB_OPENSSL_SUPPORT, so this is
@@ -123,7 +128,8 @@ class ApiServer {
   void HandleGet(const Principal& who, const Route& r, const httplib::Request& req,
                  httplib::Response& res);
   void HandleList(const Route& r, const httplib::Request& req, httplib::Response& res);
-  void HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleWatch(const Principal& who, const Route& r, const httplib::Request& req,
+                   httplib::Response& res);
   // The write verbs (api_server_write.cc). Creates and updates ignore the status they carry
   // (it is the control plane's); PUT .../status writes what status_write.h allows `who`.
   void HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res);
@@ -152,12 +158,13 @@ class ApiServer {
   Clock& clock_;
   const Authenticator auth_;
   const ApiServerOptions options_;
+  absl::Status tls_error_;  // why the TLS files were refused (tls_policy.h); before http_
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> listen_fd_{-1};
-  std::atomic<int> open_watches_{0};
-  std::atomic<int> open_binding_waits_{0};
+  SlotShares watches_;                          // open watch streams, shared fairly between tokens
+  SlotShares binding_waits_;                    // open node-binding long-polls, likewise
   std::atomic<int64_t> heartbeats_written_{0};  // node heartbeats that wrote the Node
   std::atomic<int64_t> heartbeats_renewed_{0};  // ... that only renewed its lease
   std::unique_ptr<NodeBindingIndex> bindings_;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "controller/node_leases.h"
 #include "nlohmann/json.hpp"
 #include "server/testing/http_call.h"
+#include "server/testing/raw_http.h"
 #include "store/sqlite_store.h"
 
 namespace tessera::server {
@@ -67,7 +69,8 @@ class ApiServerTest : public ::testing::Test {
     ApiServerOptions opts;
     opts.threads = 16;
     opts.watch_heartbeat = absl::Milliseconds(300);
-    opts.max_watches = 3;
+    opts.max_watches = 4;
+    opts.max_watches_per_token = 2;
     opts.read_timeout = absl::Seconds(1);
     opts.node_leases = &leases_;
     opts.node_status_interval = absl::Seconds(60);
@@ -232,6 +235,70 @@ TEST_F(ApiServerTest, HostileBodiesAreRejected) {
   EXPECT_EQ(Do("GET", "/api/v1/namespaces/team-a/queues").status, 404);
   EXPECT_EQ(Do("POST", "/api/v1/trainingjobs", Job("x")).status, 405);
   EXPECT_EQ(store_->CurrentRevision(), 0);
+}
+
+// The body limit holds for chunked bodies too, and is applied as the bytes arrive: the server
+// answers without waiting for the body's end, reads no body at all without a valid token, and
+// stores nothing. (Before, a chunked body was buffered whole, however large, before the 401.)
+TEST_F(ApiServerTest, ChunkedBodiesAreBoundedAsTheyArriveAndOnlyAfterAuthentication) {
+  const size_t limit = ApiServerOptions().max_body_bytes;
+  // No token: 401 on the headers alone, then the connection is closed (the unread body is never
+  // parsed as requests). The body never ends, so an answer proves it was not awaited.
+  testing::RawReply anon =
+      testing::SendUnendingChunkedBody(port_, testing::ChunkedPostHead(kJobs, ""), 64 << 10);
+  EXPECT_THAT(anon.text, HasSubstr("HTTP/1.1 401"));
+  EXPECT_THAT(anon.text, HasSubstr("bearer token is required"));
+  EXPECT_TRUE(anon.closed);
+  // A token, and a body 1 MiB over the limit that never ends: 413 naming the limit.
+  testing::RawReply big = testing::SendUnendingChunkedBody(
+      port_, testing::ChunkedPostHead(kJobs, kAdmin), limit + (1 << 20));
+  EXPECT_THAT(big.text, HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(big.text, HasSubstr(absl::StrCat("over the limit of ", limit, " bytes")));
+  EXPECT_THAT(big.text, HasSubstr("Connection: close"));
+  EXPECT_TRUE(big.closed);
+  // A declared length far over the limit is refused before a byte of it is sent.
+  testing::RawReply declared = testing::SendUnendingChunkedBody(
+      port_,
+      absl::StrCat("POST ", kJobs, " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ", kAdmin,
+                   "\r\nContent-Length: ", 100 << 20, "\r\n\r\n"),
+      0);
+  EXPECT_TRUE(declared.closed);
+  EXPECT_THAT(declared.text, HasSubstr("HTTP/1.1 413"));
+  EXPECT_EQ(store_->CurrentRevision(), 0) << "nothing stored";
+  // A chunked body within the limit is read whole and served.
+  httplib::Client cli("127.0.0.1", port_);
+  const std::string job = Job("chunked").dump();
+  auto ok = cli.Post(
+      kJobs, {{"Authorization", absl::StrCat("Bearer ", kAdmin)}},
+      [&](size_t offset, httplib::DataSink& sink) {
+        sink.write(job.data() + offset, std::min<size_t>(7, job.size() - offset));
+        if (offset + 7 >= job.size()) sink.done();
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+}
+
+// Methods that take no body here may not announce one, and unknown ones are refused, before any
+// body is read (httplib would read a PRI body whole, or parse a GET's body as requests).
+TEST_F(ApiServerTest, BodiesWhereNoneBelongAreRefusedUnread) {
+  for (const char* m : {"GET", "PRI"}) {
+    testing::RawReply r = testing::SendUnendingChunkedBody(
+        port_,
+        absl::StrCat(m, " ", kJobs, " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        64 << 10);
+    EXPECT_THAT(r.text, HasSubstr(std::string(m) == "GET" ? "HTTP/1.1 400" : "HTTP/1.1 405")) << m;
+    EXPECT_TRUE(r.closed) << m;
+  }
+  // httplib would give a multipart body to its own parser, past the counting reader.
+  testing::RawReply multipart = testing::SendUnendingChunkedBody(
+      port_,
+      absl::StrCat("POST ", kJobs, " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ", kAdmin,
+                   "\r\nContent-Type: multipart/form-data; boundary=b\r\n",
+                   "Transfer-Encoding: chunked\r\n\r\n"),
+      64 << 10);
+  EXPECT_THAT(multipart.text, HasSubstr("HTTP/1.1 415"));
 }
 
 // A client that sends part of a body and stalls gets a 400 naming the
@@ -611,20 +678,66 @@ TEST_F(ApiServerTest, WatchStreamsChangesAndResumes) {
   EXPECT_EQ(status, 403);
 }
 
-TEST_F(ApiServerTest, OpenWatchesAreCapped) {
-  std::vector<std::thread> watchers;
-  for (int i = 0; i < 3; ++i) {
-    watchers.emplace_back([&] { Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 100); });
+// An open watch stream, held until its timeoutSeconds ends it.
+class OpenWatch {
+ public:
+  OpenWatch(int port, const std::string& path, const std::string& token) {
+    std::future<int> status = status_.get_future();
+    thread_ = std::thread([this, port, path, token] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(10, 0);
+      bool told = false;
+      auto r = cli.Get(
+          path, {{"Authorization", absl::StrCat("Bearer ", token)}},
+          [&](const httplib::Response& head) {
+            status_.set_value(head.status);
+            told = true;
+            return true;
+          },
+          [](const char*, size_t) { return true; });
+      if (!told) status_.set_value(r ? r->status : 0);
+    });
+    code_ = status.get();  // the stream's headers arrived: its slot is held (or refused)
   }
-  absl::SleepFor(absl::Milliseconds(300));
-  int status = 0;
-  Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 1, kAdmin, &status);
-  EXPECT_EQ(status, 429);
-  EXPECT_EQ(Do("GET", kJobs).status, 200) << "other requests are still served";
-  for (auto& t : watchers) t.join();
-  absl::SleepFor(absl::Milliseconds(100));
-  Watch(absl::StrCat(kJobs, "?watch=true&timeoutSeconds=1"), 100, kAdmin, &status);
-  EXPECT_EQ(status, 200) << "slots are freed when streams end";
+  ~OpenWatch() { thread_.join(); }
+  int status() const { return code_; }
+
+ private:
+  std::promise<int> status_;
+  std::thread thread_;
+  int code_ = 0;
+};
+
+TEST_F(ApiServerTest, OpenWatchesAreCapped) {
+  const std::string path = absl::StrCat(kJobs, "?watch=true&timeoutSeconds=2");
+  {
+    // Four slots in all, two per token: both tokens take their share.
+    std::vector<std::unique_ptr<OpenWatch>> open;
+    for (const char* token : {kAdmin, kAdmin, kTeamA, kTeamA}) {
+      open.push_back(std::make_unique<OpenWatch>(port_, path, token));
+      EXPECT_EQ(open.back()->status(), 200);
+    }
+    Resp full = Do("GET", "/api/v1/namespaces/team-b/trainingjobs?watch=true", nullptr, kTeamB);
+    EXPECT_EQ(full.status, 429);
+    EXPECT_THAT(full.body["message"].get<std::string>(), HasSubstr("4 in all"));
+    EXPECT_EQ(Do("GET", kJobs).status, 200) << "other requests are still served";
+  }
+  OpenWatch again(port_, path, kAdmin);
+  EXPECT_EQ(again.status(), 200) << "slots are freed when streams end";
+}
+
+// One token cannot take every watch slot: past its share it gets 429 naming the share, and
+// another token still gets a slot.
+TEST_F(ApiServerTest, WatchSlotsAreSharedFairlyBetweenTokens) {
+  const std::string path = absl::StrCat(kJobs, "?watch=true&timeoutSeconds=2");
+  OpenWatch a1(port_, path, kAdmin), a2(port_, path, kAdmin);
+  ASSERT_EQ(a1.status(), 200);
+  ASSERT_EQ(a2.status(), 200);
+  Resp third = Do("GET", path, nullptr, kAdmin);
+  EXPECT_EQ(third.status, 429);
+  EXPECT_THAT(third.body["message"].get<std::string>(), HasSubstr("at most 2 per token"));
+  OpenWatch other(port_, path, kTeamA);
+  EXPECT_EQ(other.status(), 200) << "another tenant still gets a slot";
 }
 
 TEST_F(ApiServerTest, MetricsAreForAdmins) {

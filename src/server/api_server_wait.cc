@@ -30,7 +30,8 @@ std::string EventType(const store::Event& e) {
 
 }  // namespace
 
-void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib::Request& req,
+                            httplib::Response& res) {
   std::optional<Selectors> sel = ParseSelectors(req, res);
   if (!sel) return;
   int64_t since = 0, timeout_s = 0;
@@ -46,22 +47,13 @@ void ApiServer::HandleWatch(const Route& r, const httplib::Request& req, httplib
     absl::Time last_write;
     bool done = false;
   };
-  const int max_watches = options_.max_watches > 0 ? options_.max_watches : options_.threads / 2;
-  if (open_watches_.fetch_add(1) >= max_watches) {
-    open_watches_--;
+  // Freed when the last copy of the stream's provider goes.
+  std::string why;
+  std::shared_ptr<SlotShares::Slot> slot = watches_.Acquire(who.id, &why);
+  if (slot == nullptr) {
     res.set_header("Retry-After", "1");
-    return Fail(res, 429, "TooManyRequests",
-                absl::StrCat("too many open watches (", max_watches, "); retry later"));
+    return Fail(res, 429, "TooManyRequests", why);
   }
-  // Frees the watch slot when the last copy of the stream's provider goes.
-  struct Slot {
-    explicit Slot(std::atomic<int>* o) : open(o) {}
-    Slot(const Slot&) = delete;
-    Slot& operator=(const Slot&) = delete;
-    ~Slot() { (*open)--; }
-    std::atomic<int>* open;
-  };
-  auto slot = std::make_shared<Slot>(&open_watches_);
   auto st = std::make_shared<State>();
   if (since == 0) {
     // No resourceVersion: the current objects as ADDED events, then changes.
@@ -173,20 +165,14 @@ void ApiServer::HandleNodeBindings(const Principal& p, const std::string& node,
   // index's follower instead.
   if (absl::Status s = bindings_->CatchUp(); !s.ok()) return FailStore(res, s, "bindings");
   absl::Time deadline = absl::InfinitePast();
-  struct Slot {
-    std::atomic<int>* open = nullptr;
-    ~Slot() {
-      if (open != nullptr) (*open)--;
-    }
-  } slot;
+  std::shared_ptr<SlotShares::Slot> slot;  // held while this request waits
   if (since > 0 && timeout_s > 0) {
-    if (open_binding_waits_.fetch_add(1) >= options_.max_binding_waits) {
-      open_binding_waits_--;
+    std::string why;
+    slot = binding_waits_.Acquire(p.id, &why);
+    if (slot == nullptr) {
       res.set_header("Retry-After", "1");
-      return Fail(res, 429, "TooManyRequests",
-                  absl::StrCat("too many binding waits (", options_.max_binding_waits, ")"));
+      return Fail(res, 429, "TooManyRequests", why);
     }
-    slot.open = &open_binding_waits_;
     deadline = absl::Now() + std::min(absl::Seconds(timeout_s), options_.max_binding_wait);
   }
   NodeBindingIndex::Snapshot snap = bindings_->Wait(node, since, deadline);

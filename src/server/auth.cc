@@ -25,6 +25,7 @@ absl::StatusOr<Authenticator> Authenticator::Parse(absl::string_view text) {
     };
     if (parts.size() != 3) return bad("expected TOKEN NAMESPACE ROLE");
     Principal p;
+    p.id = absl::StrCat("tokens file line ", line_no);
     std::string role(parts[2]);
     if (role == "admin") {
       p.role = Principal::Role::kAdmin;
@@ -56,8 +57,15 @@ absl::StatusOr<Authenticator> Authenticator::LoadFile(const std::string& path) {
   return a;
 }
 
+Authenticator Authenticator::SingleAdmin(const std::string& token) {
+  Authenticator a;
+  a.enabled_ = true;
+  a.tokens_.emplace(token, Principal{Principal::Role::kAdmin, "", "", "the admin token"});
+  return a;
+}
+
 std::optional<Principal> Authenticator::Authenticate(absl::string_view header) const {
-  if (!enabled_) return Principal{Principal::Role::kAdmin, "", ""};
+  if (!enabled_) return Principal{Principal::Role::kAdmin, "", "", ""};
   if (!absl::ConsumePrefix(&header, "Bearer ")) return std::nullopt;
   header = absl::StripAsciiWhitespace(header);
   auto it = tokens_.find(header);

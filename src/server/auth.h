@@ -11,6 +11,8 @@
 //                       bindings at /api/v1/nodes/NAME/bindings. Status writes (members'
 //                       reports, its Node's health) go through server/status_write.h.
 // Unknown token or none: 401. Known token, action not allowed: 403.
+// `tessera server` without --tokens-file serves with one admin token of its own (admin_token.h);
+// no authentication at all (AllowAll) takes --insecure-no-auth and a loopback address.
 //
 // Immutable after loading; thread-safe.
 #pragma once
@@ -29,6 +31,9 @@ struct Principal {
   Role role = Role::kUser;
   std::string name_space;  // kUser: the tenant namespace
   std::string node;        // kNode: the node's name
+  // Which token this is, for per-token shares and messages ("tokens file line 3"); never the
+  // secret. Empty when authentication is off (every request is the same anonymous admin).
+  std::string id;
 };
 
 enum class Verb { kGet, kList, kWatch, kCreate, kUpdate, kDelete };
@@ -44,11 +49,14 @@ struct Resource {
 
 class Authenticator {
  public:
-  // No tokens: authentication disabled, every request acts as admin.
+  // No tokens: authentication disabled, every request acts as admin. For tests and for
+  // `tessera server --insecure-no-auth` (loopback only).
   static Authenticator AllowAll() { return Authenticator(); }
   // Parses a tokens file's text; errors name the line.
   static absl::StatusOr<Authenticator> Parse(absl::string_view text);
   static absl::StatusOr<Authenticator> LoadFile(const std::string& path);
+  // One admin token and nothing else (the server's own, admin_token.h).
+  static Authenticator SingleAdmin(const std::string& token);
 
   bool enabled() const { return enabled_; }
   // The principal for an `Authorization` header value, or nullopt (401).

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "api/object_codec.h"
 #include "server/fleet.h"
+#include "server/slot_shares.h"
 #include "server/ui_assets.h"
 
 namespace tessera::server {
@@ -31,7 +32,8 @@ void ServeAsset(absl::string_view name, httplib::Response& res) {
 }  // namespace
 
 void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth,
-                             const GpuSamples* samples, absl::Duration metrics_freshness) {
+                             const GpuSamples* samples, absl::Duration metrics_freshness,
+                             int max_waits, int max_waits_per_token) {
   http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
   http.Get("/ui",
            [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
@@ -41,7 +43,8 @@ void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authent
     ServeAsset(req.matches[1].str(), res);
   });
   auto shared_auth = std::make_shared<const Authenticator>(std::move(auth));
-  http.Get("/api/v1/fleet", [&store, samples, shared_auth, metrics_freshness](
+  auto waits = std::make_shared<SlotShares>("dashboard long-polls", max_waits, max_waits_per_token);
+  http.Get("/api/v1/fleet", [&store, samples, shared_auth, metrics_freshness, waits](
                                 const httplib::Request& req, httplib::Response& res) {
     std::optional<Principal> who = shared_auth->Authenticate(req.get_header_value("Authorization"));
     if (!who) {
@@ -64,6 +67,15 @@ void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authent
     if (std::string v = req.get_param_value("samplesVersion"); !v.empty()) {
       if (!absl::SimpleAtoi(v, &fr.samples_since) || fr.samples_since < 0) {
         return Fail(res, 400, "BadRequest", "samplesVersion: must be a non-negative integer");
+      }
+    }
+    std::shared_ptr<SlotShares::Slot> slot;  // held while this request waits
+    if (fr.wait_seconds > 0) {
+      std::string why;
+      slot = waits->Acquire(who->id, &why);
+      if (slot == nullptr) {
+        res.set_header("Retry-After", "1");
+        return Fail(res, 429, "TooManyRequests", why);
       }
     }
     absl::StatusOr<std::string> body = FleetSummary(store, samples, *who, fr);

@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -74,7 +75,8 @@ class DashboardTest : public ::testing::Test {
     opts.gpu_samples = &samples_;
     Authenticator copy = *auth;
     opts.extra_routes = [this, copy](httplib::Server& http) {
-      RegisterDashboardRoutes(http, *store_, copy, &samples_);
+      RegisterDashboardRoutes(http, *store_, copy, &samples_, absl::Seconds(30), /*max_waits=*/4,
+                              /*max_waits_per_token=*/1);
     };
     server_ = std::make_unique<ApiServer>(*store_, clock_, *std::move(auth), opts);
     auto port = server_->Start("127.0.0.1", 0);
@@ -284,6 +286,33 @@ TEST_F(DashboardTest, NvLinkDomainsComeFromTheLinksWhenTheAgentNamesNone) {
   ASSERT_EQ(r.body["nodes"].size(), 1u);
   EXPECT_EQ(r.body["nodes"][0][4], "A100");
   EXPECT_EQ(r.body["nodes"][0][6], Json({0, 0, 1, 1}));
+}
+
+// Each long-poll holds a request thread: one token cannot hold more than its share of them.
+TEST_F(DashboardTest, LongPollsAreSharedFairlyBetweenTokens) {
+  CreateWithStatus("/api/v1/nodes", Node("n0", "r1", "nvswitch"), nullptr);
+  const std::string rv = Do("GET", "/api/v1/fleet").body["resourceVersion"];
+  const std::string wait = "/api/v1/fleet?waitSeconds=5&resourceVersion=" + rv;
+  // A waits (again, if it lost the race for the slot) until the write below ends its wait.
+  std::atomic<bool> done{false};
+  std::thread a([&] {
+    while (!done && Do("GET", wait).status == 429) {
+    }
+  });
+  Resp refused;
+  for (int i = 0; i < 100 && refused.status != 429; ++i) {
+    refused = Do("GET", "/api/v1/fleet?waitSeconds=0.2&resourceVersion=" + rv);
+  }
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_THAT(refused.text, HasSubstr("at most 1 per token"));
+  // Another token still gets a slot (its wait ends with the write).
+  Resp other;
+  std::thread b([&] { other = Do("GET", wait, nullptr, kTeamA); });
+  done = true;
+  CreateWithStatus("/api/v1/nodes", Node("n1", "r1", "nvswitch"), nullptr);
+  a.join();
+  b.join();
+  EXPECT_EQ(other.status, 200) << other.text;
 }
 
 TEST_F(DashboardTest, LongPollReturnsTheChangeThatEndsTheWait) {

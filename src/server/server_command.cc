@@ -20,6 +20,7 @@
 #include "obs/log.h"
 #include "obs/otlp_exporter.h"
 #include "sched/pack/plugin_set.h"
+#include "server/admin_token.h"
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
@@ -33,6 +34,7 @@ struct ServerFlags {
   std::string data_dir;
   std::string listen = "127.0.0.1:7420";
   std::string tokens_file;
+  bool insecure_no_auth = false;
   int64_t retain_revisions = 100000;
   int threads = 128;
   bool scheduler = true;
@@ -91,6 +93,19 @@ int RunServer(const ServerFlags& f) {
     return 2;
   }
   const std::string host = f.listen.substr(0, colon);
+  // Authentication is on unless asked otherwise, and never off beyond this machine.
+  if (f.insecure_no_auth && !f.tokens_file.empty()) {
+    log.Error("--insecure-no-auth and --tokens-file contradict each other: choose one");
+    return 2;
+  }
+  if (f.insecure_no_auth && !IsLoopbackHost(host)) {
+    log.Error(
+        "--insecure-no-auth serves without authentication and is refused on a non-loopback "
+        "address; listen on 127.0.0.1 or give --tokens-file (or neither: the server then keeps "
+        "an admin token in its data dir)",
+        {{"listen", f.listen}});
+    return 2;
+  }
   Authenticator auth = Authenticator::AllowAll();
   if (!f.tokens_file.empty()) {
     absl::StatusOr<Authenticator> a = Authenticator::LoadFile(f.tokens_file);
@@ -99,8 +114,8 @@ int RunServer(const ServerFlags& f) {
       return 2;
     }
     auth = *std::move(a);
-  } else {
-    log.Warn("no --tokens-file: authentication is DISABLED");
+  } else if (f.insecure_no_auth) {
+    log.Warn("--insecure-no-auth: authentication is DISABLED (loopback only)");
   }
 
   // Signals go to one waiting thread, never to a request thread.
@@ -142,6 +157,18 @@ int RunServer(const ServerFlags& f) {
   if (!db.ok()) {
     log.Error(db.status().message(), {{"data_dir", f.data_dir}});
     return 1;
+  }
+  if (f.tokens_file.empty() && !f.insecure_no_auth) {
+    // After the store opened: the data dir exists and is ours.
+    absl::StatusOr<AdminToken> admin = LoadOrCreateAdminToken(f.data_dir);
+    if (!admin.ok()) {
+      log.Error(admin.status().message());
+      return 1;
+    }
+    auth = Authenticator::SingleAdmin(admin->token);
+    log.Warn(admin->created ? "no --tokens-file: created an admin token (mode 0600)"
+                            : "no --tokens-file: serving with the admin token",
+             {{"file", admin->path}, {"use", "TESSERA_TOKEN=$(cat " + admin->path + ")"}});
   }
   RealClock clock;
   store::MeteredStore metered(**db, clock);
@@ -260,7 +287,12 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--data-dir", flags->data_dir, "Directory of the durable store")->required();
   cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
   cmd->add_option("--tokens-file", flags->tokens_file,
-                  "Bearer tokens: lines of TOKEN NAMESPACE admin|user|node:NAME");
+                  "Bearer tokens: lines of TOKEN NAMESPACE admin|user|node:NAME. Without it the "
+                  "server creates an admin token in DATA_DIR/admin-token (mode 0600) at first "
+                  "start, says where on stderr, and serves with that");
+  cmd->add_flag("--insecure-no-auth", flags->insecure_no_auth,
+                "Serve without authentication (every request acts as admin); refused unless "
+                "--listen is a loopback address");
   cmd->add_option("--retain-revisions", flags->retain_revisions,
                   "Watch history kept, in revisions (older: 410 Gone)");
   cmd->add_option("--threads", flags->threads, "Request threads (each open watch holds one)");
@@ -301,8 +333,11 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--autoscale-freshness-seconds", flags->autoscale_freshness_s,
                   "Replica metrics older than this are not an autoscaling signal")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--tls-cert", flags->tls_cert, "Serve HTTPS with this PEM certificate (chain)");
-  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-cert", flags->tls_cert,
+                  "Serve HTTPS with this PEM certificate (chain): TLS 1.2+ with forward-secret "
+                  "suites only (ECDHE/DHE for TLS 1.2, TLS 1.3)");
+  cmd->add_option("--tls-key", flags->tls_key,
+                  "PEM private key of --tls-cert: RSA of at least 2048 bits or EC of at least 256");
   cmd->add_option("--profile", flags->profile,
                   "Scheduler profile YAML (deploy/profiles/; the built-in and packing plugins, "
                   "docs/scheduler.md); default: the built-in default profile");
@@ -314,6 +349,10 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--otlp-endpoint", flags->otlp_endpoint,
                   "Export scheduling decision spans as OTLP/HTTP JSON to this collector "
                   "(http://HOST:4318)");
+  cmd->footer(
+      "Limits at the edge (docs/api.md): request bodies at most 1 MiB in any transfer encoding "
+      "(413; read only after the token is checked, 401 first); open watches at most --threads/2, "
+      "binding long-polls at most 20000, and no token more than a quarter of either (429).");
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });
