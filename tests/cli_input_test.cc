@@ -2,8 +2,6 @@
 // are refused with a message naming the file and line (never a crash or an "internal error"),
 // every error at once, and nothing is written unless every object is valid.
 #include <gtest/gtest.h>
-#include <stdio.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -26,16 +24,7 @@ class CliInputTest : public CliProcessTest {
   // `tessera ARGS` with at most 1 GiB of address space: input that would exhaust memory fails
   // fast instead of taking the machine down.
   static Result RunLimited(const std::string& args) {
-    const std::string cmd = "ulimit -v 1048576; exec 2>&1; " + TesseraBin() + " " + args;
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return RunTessera(args, "ulimit -v 1048576; ");
   }
   std::string Jobs() { return Run("get jobs -o name").out; }
 };

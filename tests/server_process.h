@@ -29,8 +29,9 @@ struct CliResult {
   int rc = -1;
   std::string out;
 };
-inline CliResult RunTessera(const std::string& args) {
-  const std::string cmd = "exec 2>&1; " + TesseraBin() + " " + args;
+// `shell` (optional) runs first in the same shell ("ulimit -v 1048576; ").
+inline CliResult RunTessera(const std::string& args, const std::string& shell = "") {
+  const std::string cmd = shell + "exec 2>&1; " + TesseraBin() + " " + args;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
