@@ -1,10 +1,14 @@
 // The `tessera` CLI against a real `tessera server` process on loopback: the
 // server schedules what the CLI applies (examples/), and the CLI shows it.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -14,71 +18,12 @@
 #include <string>
 #include <thread>
 
+#include "agent_process.h"
+#include "cli_process_fixture.h"
 #include "nlohmann/json.hpp"
-#include "server_process.h"
 
 namespace tessera::testing {
 namespace {
-
-using Json = nlohmann::json;
-
-using Result = CliResult;
-
-class CliProcessTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set";
-    dir_ = MakeTempDir("tessera_cli");
-    ASSERT_FALSE(dir_.empty());
-    setenv("HOME", dir_.c_str(), 1);  // no ~/.tessera/config of the user
-    StartServer();
-  }
-
-  void StartServer() {
-    std::vector<std::string> args = {"--data-dir", dir_ + "/data"};
-    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-    int port = server_.Start(args);
-    ASSERT_GT(port, 0) << server_.error();
-    url_ = "http://127.0.0.1:" + std::to_string(port);
-    setenv("TESSERA_SERVER", url_.c_str(), 1);
-    // No --tokens-file: the server made itself an admin token; the CLI finds it in the env.
-    std::string token = Slurp(dir_ + "/data/admin-token");
-    ASSERT_FALSE(token.empty()) << "no admin token in the data dir";
-    token.pop_back();  // the newline
-    setenv("TESSERA_TOKEN", token.c_str(), 1);
-    token_ = token;
-  }
-
-  Result Run(const std::string& args) { return RunTessera(args); }
-
-  static std::string Example(const std::string& name) {
-    return std::string(TESSERA_SOURCE_DIR) + "/examples/" + name;
-  }
-
-  // Polls `get RESOURCE NAME -o json` until `pred` holds (20 s at most).
-  Json WaitFor(const std::string& resource, const std::string& name,
-               const std::function<bool(const Json&)>& pred) {
-    Json last;
-    for (int i = 0; i < 200; ++i) {
-      Result r = Run("get " + resource + " " + name + " -o json");
-      if (r.rc == 0) {
-        last = Json::parse(r.out, nullptr, false);
-        if (!last.is_discarded() && pred(last)) return last;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ADD_FAILURE() << "timed out waiting for " << resource << "/" << name << ": " << last.dump();
-    return last;
-  }
-
-  static bool Scheduled(const Json& j) {
-    return j["status"].value("phase", "") == "Scheduled" && j["status"].contains("placement");
-  }
-
-  std::string dir_, url_, token_;
-  std::vector<std::string> extra_args_;
-  ServerProcess server_;
-};
 
 // Authentication is on without --tokens-file; a CLI without a token says where to find one.
 TEST_F(CliProcessTest, WithoutATokenTheCliSaysWhereTheAdminTokenIs) {
@@ -395,6 +340,83 @@ TEST_F(CliProcessTest, LeaseHeartbeatsKeepANodeReadyAndDescribeShowsThem) {
   Json node = WaitFor("nodes", "beating",
                       [](const Json& n) { return n["status"].value("phase", "") == "NotReady"; });
   EXPECT_EQ(node["status"]["phase"], "NotReady");
+}
+
+// Sends each of `requests` as is, one after the other on one connection to http://127.0.0.1:PORT,
+// each once the answer to the previous one is in (a Content-Length framed response), and returns
+// the answers (10 s at most for each).
+std::string RawHttp(const std::string& endpoint, const std::vector<std::string>& requests) {
+  const int port = atoi(endpoint.substr(endpoint.rfind(':') + 1).c_str());
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (const std::string& request : requests) {
+    if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) break;
+    const size_t start = out.size();
+    char buf[4096];
+    while (true) {
+      const size_t head = out.find("\r\n\r\n", start);
+      const size_t cl = out.find("Content-Length: ", start);
+      if (head != std::string::npos && cl != std::string::npos && cl < head &&
+          out.size() >= head + 4 + static_cast<size_t>(atoi(out.c_str() + cl + 16))) {
+        break;
+      }
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
+TEST_F(CliProcessTest, TheReadmesXidCommandWorksWithoutAContentLength) {
+  // `curl -XPOST URL` sends a POST with neither Content-Length nor a body: README's and `tessera
+  // up`'s command to inject an XID. The agent answers it at once, and says why on every 4xx.
+  std::ofstream(dir_ + "/agent-tokens") << "xid-token\n";
+  AgentProcess agent;
+  ASSERT_TRUE(
+      agent.Start({"--server", url_, "--node-name", "xid-n1", "--backend", "fake", "--fake-config",
+                   std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/up-h100-nvswitch-8.yaml",
+                   "--state-dir", dir_ + "/agent", "--endpoint-token-file", dir_ + "/agent-tokens",
+                   "--cgroup-parent", "", "--metrics-listen", "127.0.0.1:0"},
+                  dir_ + "/agent.log"))
+      << "agent did not start; see " << dir_;
+  const std::string auth = "Authorization: Bearer xid-token\r\n";
+  std::string got =
+      RawHttp(agent.endpoint(),
+              {"POST /fake/event?gpu=3&type=xid&xid=79 HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"});
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_NE(got.find("\r\n\r\nok\n"), std::string::npos) << got;
+  // GPU 3 is Unhealthy on the server.
+  Json node = WaitFor("nodes", "xid-n1", [](const Json& n) {
+    for (const Json& g : n["status"].value("gpus", Json::array())) {
+      if (g.value("index", -1) == 3 && g.value("health", "") == "Unhealthy") return true;
+    }
+    return false;
+  });
+  // A body that is sent is still read: the next request on the connection is answered.
+  got =
+      RawHttp(agent.endpoint(), {"POST /fake/event?gpu=3&type=reset HTTP/1.1\r\nHost: x\r\n" +
+                                     auth + "Content-Length: 3\r\n\r\nabc",
+                                 "POST /fake/event?gpu=x HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"});
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_NE(got.find("HTTP/1.1 400"), std::string::npos) << got;
+  EXPECT_NE(got.find("gpu: expected a GPU index"), std::string::npos) << got;
+  // cpp-httplib's own 4xx answers carry a message too.
+  got = RawHttp(agent.endpoint(), {"GET /fake/event HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"});
+  EXPECT_NE(got.find("HTTP/1.1 4"), std::string::npos) << got;
+  EXPECT_NE(got.find("\r\n\r\nHTTP 404: no such path /fake/event"), std::string::npos) << got;
 }
 
 }  // namespace

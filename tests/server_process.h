@@ -30,8 +30,9 @@ struct CliResult {
   int rc = -1;
   std::string out;
 };
-inline CliResult RunShell(const std::string& command) {
-  const std::string cmd = "exec 2>&1; " + command;
+// `shell` (optional) runs first in the same shell ("ulimit -v 1048576; ").
+inline CliResult RunShell(const std::string& command, const std::string& shell = "") {
+  const std::string cmd = shell + "exec 2>&1; " + command;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -42,7 +43,9 @@ inline CliResult RunShell(const std::string& command) {
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
-inline CliResult RunTessera(const std::string& args) { return RunShell(TesseraBin() + " " + args); }
+inline CliResult RunTessera(const std::string& args, const std::string& shell = "") {
+  return RunShell(TesseraBin() + " " + args, shell);
+}
 
 // The whole file at `path` ("" when unreadable).
 inline std::string Slurp(const std::string& path) {

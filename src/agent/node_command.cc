@@ -369,6 +369,17 @@ int RunAgent(const AgentFlags& f) {
   });
   // Several fake nodes share one machine: their metrics are told apart by node name.
   const std::string hostname = fake != nullptr ? f.node_name : Hostname();
+  // Every 4xx/5xx says why, also those cpp-httplib answers itself (an unknown path, a body it
+  // could not read).
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string why = "the request failed";
+    if (res.status == 404) why = absl::StrCat("no such path ", req.path);
+    if (res.status == 405) why = absl::StrCat(req.method, " is not allowed on ", req.path);
+    if (res.status == 400) why = "the request could not be read (malformed, or its body cut short)";
+    if (res.status == 413) why = "the request body is too large";
+    res.set_content(absl::StrCat("HTTP ", res.status, ": ", why, "\n"), "text/plain");
+  });
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -395,7 +406,14 @@ int RunAgent(const AgentFlags& f) {
     ServeLog(req, res, launcher);
   });
   if (fake != nullptr) {
-    http.Post("/fake/event", [&](const httplib::Request& req, httplib::Response& res) {
+    // A content-reader handler: cpp-httplib otherwise reads a POST without Content-Length until
+    // the connection closes (and answers 400 when curl, keeping it open, times out), although
+    // such a request has no body (RFC 9112 6.3). A body that is sent is drained and ignored.
+    http.Post("/fake/event", [&](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& content) {
+      if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) {
+        content([](const char*, size_t) { return true; });
+      }
       int gpu = -1;
       if (!absl::SimpleAtoi(req.get_param_value("gpu"), &gpu) || gpu < 0 ||
           gpu >= static_cast<int>(agent.registration().gpus.size())) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/suggest.h"
 
 namespace tessera::api {
 
@@ -183,7 +184,10 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       }
       for (auto it = v.begin(); it != v.end(); ++it) {
         if (FieldSchema(it.key()) == nullptr) {
-          errors.push_back({Join(path, it.key()), "unknown field"});
+          std::vector<std::string> names;
+          for (const Field& f : fields_) names.push_back(f.name);
+          errors.push_back(
+              {Join(path, it.key()), absl::StrCat("unknown field", DidYouMean(it.key(), names))});
         }
       }
       return;

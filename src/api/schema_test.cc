@@ -45,6 +45,18 @@ TEST(SchemaTest, ErrorsNameTheFieldPath) {
                           "spec.groups[1].count: must be an integer", "spec.bogus: unknown field"));
 }
 
+TEST(SchemaTest, AnUnknownFieldNamesTheNearestKnownOne) {
+  Json j = Job();
+  j["spec"]["gpuModel"] = {"H100"};
+  j["spec"]["groups"][0]["gpusPerReplicas"] = 8;
+  j["spec"]["groups"][0].erase("gpusPerReplica");
+  EXPECT_THAT(Errors(*KindByPlural("trainingjobs"), j),
+              ElementsAre("spec.groups[0].gpusPerReplica: is required",
+                          "spec.groups[0].gpusPerReplicas: unknown field; did you mean "
+                          "\"gpusPerReplica\"?",
+                          "spec.gpuModel: unknown field; did you mean \"gpuModels\"?"));
+}
+
 TEST(SchemaTest, ElasticMustMatchTheGroups) {
   Json j = Job();
   j["spec"]["elastic"] = {{"minReplicas", 2}, {"maxReplicas", 4}};

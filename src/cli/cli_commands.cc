@@ -1,8 +1,6 @@
 #include "cli/cli_commands.h"
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -326,68 +324,6 @@ void RunGet(const GetFlags& f) {
   PrintTable(std::cout, rows);
 }
 
-// --- apply --------------------------------------------------------------
-
-struct ApplyFlags {
-  ConfigFlags conn;
-  std::vector<std::string> files;
-};
-
-void RunApply(const ApplyFlags& f) {
-  ApiClient client = MakeClient(f.conn);
-  bool failed = false;
-  for (const std::string& file : f.files) {
-    std::stringstream ss;
-    if (file == "-") {
-      ss << std::cin.rdbuf();
-    } else {
-      std::ifstream in(file);
-      if (!in) Die(absl::StrCat("error: ", file, ": cannot be read"));
-      ss << in.rdbuf();
-    }
-    absl::StatusOr<std::vector<Json>> docs = ParseManifests(ss.str());
-    if (!docs.ok()) Die(absl::StrCat("error: ", file, ": ", docs.status().message()));
-    for (Json& obj : *docs) {
-      const std::string kind = obj.value("kind", "");
-      const ResourceInfo* r = ResourceForKind(kind);
-      if (r == nullptr) {
-        std::cerr << "error: " << file << ": unknown kind \"" << kind << "\"\n";
-        failed = true;
-        continue;
-      }
-      if (!obj.contains("metadata") || !obj["metadata"].is_object()) {
-        std::cerr << "error: " << file << ": " << kind << " without metadata\n";
-        failed = true;
-        continue;
-      }
-      Json& meta = obj["metadata"];
-      const std::string name = meta.value("name", "");
-      std::string ns;
-      if (r->namespaced) {
-        ns = meta.value("namespace", client.config().ns);
-        meta["namespace"] = ns;
-      }
-      // apply owns spec and metadata; status belongs to the control plane.
-      obj.erase("status");
-      meta.erase("resourceVersion");
-      const std::string what = absl::StrCat(absl::AsciiStrToLower(kind), ".tessera.dev/", name);
-      absl::StatusOr<Response> cur = client.Do("GET", ItemPath(*r, ns, name));
-      if (!cur.ok()) Die(std::string(cur.status().message()));
-      absl::StatusOr<Response> res = cur->code == 404
-                                         ? client.Do("POST", CollectionPath(*r, ns, false), &obj)
-                                         : client.Do("PUT", ItemPath(*r, ns, name), &obj);
-      if (!res.ok()) Die(std::string(res.status().message()));
-      if (res->code == 200 || res->code == 201) {
-        std::cout << what << (res->code == 201 ? " created" : " configured") << "\n";
-      } else {
-        std::cerr << ErrorText(*res) << "\n";
-        failed = true;
-      }
-    }
-  }
-  if (failed) throw CLI::RuntimeError(1);
-}
-
 // --- delete -------------------------------------------------------------
 
 struct DeleteFlags {
@@ -464,14 +400,7 @@ void SetDrainTaint(Json& spec, bool on) {
 }  // namespace
 
 void RegisterCliCommands(CLI::App& app) {
-  {
-    auto f = std::make_shared<ApplyFlags>();
-    CLI::App* cmd = app.add_subcommand("apply", "Create or update objects from YAML/JSON files");
-    cmd->add_option("-f,--filename", f->files, "Manifest file (YAML or JSON; - for stdin)")
-        ->required();
-    AddConnectionFlags(cmd, &f->conn);
-    cmd->callback([f] { RunApply(*f); });
-  }
+  RegisterApplyCommand(app);
   {
     auto f = std::make_shared<GetFlags>();
     CLI::App* cmd = app.add_subcommand("get", "List objects, or show some by name");

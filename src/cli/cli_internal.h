@@ -34,6 +34,7 @@ void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>
 std::string Phase(const Json& obj);
 bool IsTerminal(const std::string& phase);
 
+void RegisterApplyCommand(CLI::App& app);
 void RegisterDescribeCommands(CLI::App& app);
 void RegisterTopCommands(CLI::App& app);
 void AddConnectionFlags(CLI::App* cmd, ConfigFlags* flags);

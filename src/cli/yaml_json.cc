@@ -8,34 +8,122 @@
 namespace tessera::cli {
 namespace {
 
-Json FromYaml(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Sequence: {
-      Json a = Json::array();
-      for (const YAML::Node& e : n) a.push_back(FromYaml(e));
-      return a;
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool ValidUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
     }
-    case YAML::NodeType::Map: {
-      Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = FromYaml(kv.second);
-      return o;
+    if (i + n >= s.size()) return false;  // cut short
+    for (size_t k = 1; k <= n; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
     }
-    case YAML::NodeType::Scalar:
-      break;
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
   }
-  const std::string& s = n.Scalar();
-  if (n.Tag() == "!") return s;  // quoted: always a string
-  if (s == "null" || s == "~" || s.empty()) return s.empty() ? Json("") : Json(nullptr);
-  if (s == "true" || s == "True") return true;
-  if (s == "false" || s == "False") return false;
-  int64_t i = 0;
-  if (absl::SimpleAtoi(s, &i)) return i;
-  double d = 0;
-  if (s.find_first_of(".eE") != std::string::npos && absl::SimpleAtod(s, &d)) return d;
-  return s;
+  return true;
+}
+
+// YAML nodes to JSON, with the limits of yaml_json.h and the line of every value.
+class Converter {
+ public:
+  // `values` counts the values converted, across every document of a text.
+  Converter(Manifest* out, size_t* values) : out_(out), values_(values) {}
+
+  absl::StatusOr<Json> Convert(const YAML::Node& n, const std::string& path, int depth) {
+    if (++*values_ > kMaxManifestValues) {
+      return Fail(
+          n, absl::StrCat("more than ", kMaxManifestValues, " values (aliases expanded): refused"));
+    }
+    if (depth > kMaxManifestDepth) {
+      return Fail(n, absl::StrCat("nests deeper than ", kMaxManifestDepth, " levels"));
+    }
+    switch (n.Type()) {
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+        return Json(nullptr);
+      case YAML::NodeType::Sequence: {
+        Json a = Json::array();
+        size_t i = 0;
+        for (const YAML::Node& e : n) {
+          const std::string p = absl::StrCat(path, "[", i++, "]");
+          Note(p, e);
+          absl::StatusOr<Json> v = Convert(e, p, depth + 1);
+          if (!v.ok()) return v.status();
+          a.push_back(*std::move(v));
+        }
+        return a;
+      }
+      case YAML::NodeType::Map: {
+        Json o = Json::object();
+        for (const auto& kv : n) {
+          if (!kv.first.IsScalar()) return Fail(kv.first, "a mapping key must be a plain value");
+          const std::string& key = kv.first.Scalar();
+          if (!ValidUtf8(key)) return Fail(kv.first, "a key is not valid UTF-8");
+          if (o.contains(key)) {
+            return Fail(kv.first, absl::StrCat("repeats the key \"", key, "\""));
+          }
+          const std::string field = path.empty() ? key : absl::StrCat(path, ".", key);
+          Note(field, kv.first);
+          absl::StatusOr<Json> v = Convert(kv.second, field, depth + 1);
+          if (!v.ok()) return v.status();
+          o[key] = *std::move(v);
+        }
+        return o;
+      }
+      case YAML::NodeType::Scalar:
+        break;
+    }
+    const std::string& s = n.Scalar();
+    if (!ValidUtf8(s)) return Fail(n, "not valid UTF-8");
+    if (n.Tag() == "!") return Json(s);  // quoted: always a string
+    if (s == "null" || s == "~" || s.empty()) return s.empty() ? Json("") : Json(nullptr);
+    if (s == "true" || s == "True") return Json(true);
+    if (s == "false" || s == "False") return Json(false);
+    int64_t i = 0;
+    if (absl::SimpleAtoi(s, &i)) return Json(i);
+    double d = 0;
+    if (s.find_first_of(".eE") != std::string::npos && absl::SimpleAtod(s, &d)) return Json(d);
+    return Json(s);
+  }
+
+ private:
+  static int Line(const YAML::Node& n) { return n.Mark().line + 1; }
+  void Note(const std::string& path, const YAML::Node& n) {
+    if (out_ != nullptr && n.Mark().line >= 0) out_->lines.emplace(path, Line(n));
+  }
+  static absl::Status Fail(const YAML::Node& n, const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("line ", Line(n), ": ", what));
+  }
+
+  Manifest* out_;
+  size_t* values_;
+};
+
+// Plain conversion for ToYaml's read-back check (no limits needed: our own output).
+Json FromYaml(const YAML::Node& n) {
+  size_t values = 0;
+  absl::StatusOr<Json> j = Converter(nullptr, &values).Convert(n, "", 0);
+  return j.ok() ? *std::move(j) : Json();
 }
 
 void Emit(YAML::Emitter& out, const Json& v) {
@@ -75,24 +163,95 @@ void Emit(YAML::Emitter& out, const Json& v) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Json>> ParseManifests(const std::string& text) {
+namespace {
+
+// `path` with the API's map-entry form `labels["k"]` written as the field form `labels.k` that
+// Manifest::lines holds.
+std::string FieldForm(const std::string& path) {
+  std::string out;
+  size_t i = 0;
+  while (i < path.size()) {
+    const size_t at = path.find("[\"", i);
+    if (at == std::string::npos) break;
+    // The JSON string runs to the first unescaped quote followed by ']'.
+    size_t end = at + 2;
+    while (end < path.size() && !(path[end] == '"' && path[end - 1] != '\\')) ++end;
+    if (end + 1 >= path.size() || path[end + 1] != ']') break;
+    const Json key = Json::parse(path.substr(at + 1, end - at), nullptr, false);
+    if (!key.is_string()) break;
+    absl::StrAppend(&out, path.substr(i, at - i), ".", key.get<std::string>());
+    i = end + 2;
+  }
+  absl::StrAppend(&out, path.substr(i));
+  return out;
+}
+
+}  // namespace
+
+int Manifest::LineOf(const std::string& field_path) const {
+  std::string p = FieldForm(field_path);
+  while (!p.empty()) {
+    if (auto it = lines.find(p); it != lines.end()) return it->second;
+    // The parent: drop the last ".field" or "[index]".
+    const size_t cut = p.find_last_of(".[");
+    if (cut == std::string::npos) break;
+    p.resize(cut);
+  }
+  return line;
+}
+
+absl::StatusOr<std::vector<Manifest>> ParseManifestsWithLines(const std::string& text) {
+  if (text.size() > kMaxManifestBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("larger than ", kMaxManifestBytes >> 20, " MiB: refused"));
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("not valid YAML or JSON: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", e.mark.line + 1, ": not valid YAML or JSON: ", e.msg));
   }
-  std::vector<Json> out;
-  for (const YAML::Node& d : docs) {
-    if (d.IsNull()) continue;
-    Json j = FromYaml(d);
-    if (!j.is_object()) return absl::InvalidArgumentError("each document must be an object");
-    if (j.contains("items") && j["items"].is_array()) {
-      for (Json& item : j["items"]) out.push_back(std::move(item));
-    } else {
-      out.push_back(std::move(j));
+  std::vector<Manifest> out;
+  size_t values = 0;
+  auto add = [&](const YAML::Node& n) -> absl::Status {
+    Manifest m;
+    m.line = n.Mark().line + 1;
+    Converter c(&m, &values);
+    absl::StatusOr<Json> j = c.Convert(n, "", 1);
+    if (!j.ok()) return j.status();
+    if (!j->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", m.line, ": each document must be an object"));
     }
+    m.object = *std::move(j);
+    out.push_back(std::move(m));
+    return absl::OkStatus();
+  };
+  try {
+    for (const YAML::Node& d : docs) {
+      if (d.IsNull()) continue;
+      const YAML::Node items = d.IsMap() ? d["items"] : YAML::Node();
+      if (items && items.IsSequence()) {
+        for (const YAML::Node& item : items) {
+          if (absl::Status s = add(item); !s.ok()) return s;
+        }
+      } else if (absl::Status s = add(d); !s.ok()) {
+        return s;
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("line ", e.mark.line + 1, ": ", e.msg));
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<Json>> ParseManifests(const std::string& text) {
+  absl::StatusOr<std::vector<Manifest>> m = ParseManifestsWithLines(text);
+  if (!m.ok()) return m.status();
+  std::vector<Json> out;
+  out.reserve(m->size());
+  for (Manifest& one : *m) out.push_back(std::move(one.object));
   return out;
 }
 

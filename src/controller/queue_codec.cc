@@ -123,8 +123,13 @@ sched::QueueManagerConfig BuildQueueConfig(const sched::QueueManagerConfig& base
       c.tree.queues.push_back(*std::move(q));
     }
   }
+  // Without any queue configured, every name a job uses is a queue without quota (a cluster
+  // that does not share by queues). With queues configured, only `default` (where a job naming
+  // none goes) is implicit: another unknown name is most likely a typo, and a job naming it waits
+  // (QueueManager::Submit says which queue it may have meant) rather than run outside quota.
+  const bool configured = !c.tree.queues.empty();
   for (const std::string& name : job_queues) {
-    if (index.contains(name)) continue;
+    if (index.contains(name) || (configured && name != kDefaultQueue)) continue;
     index[name] = c.tree.queues.size();
     c.tree.queues.push_back(sched::QueueSpec{.name = name});
   }

@@ -35,7 +35,11 @@ inline constexpr char kQueuesPrefix[] = "/registry/queues/";
 // One Queue object as a QueueSpec; errors name the field ("spec.quotas.cpu.guaranteed: ...").
 absl::StatusOr<sched::QueueSpec> QueueSpecFromObject(const Json& obj);
 
+inline constexpr char kDefaultQueue[] = "default";  // a job's queue when spec.queue is absent
+
 // `base` with the Queue objects and implicit queues folded into its tree.
+// Implicit (top-level, no quota): every name in `job_queues` when neither `base` nor the objects
+// define any queue; otherwise only kDefaultQueue, when used and not defined.
 // Objects that do not decode are skipped and reported in `problems`
 // ("queue NAME: message").
 sched::QueueManagerConfig BuildQueueConfig(const sched::QueueManagerConfig& base,

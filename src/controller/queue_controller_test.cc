@@ -435,5 +435,47 @@ TEST(QueueCodecTest, InvalidQueueChangesNameTheField) {
               HasSubstr("spec.quotas.tpu: unknown resource"));
 }
 
+TEST_F(QueueControllerTest, AJobNamingAnUnknownQueueWaitsAndIsToldTheNearestOne) {
+  // Queues are configured: a typo is not a new queue without quota.
+  AddNode("gpu-0", 8);
+  AddQueue("research", {{"gpuQuota", {{"H100", 4}}}});
+  AddJob("typo", 1, 8, {{"queue", "reserch"}});
+  AddJob("plain", 1, 2);  // no spec.queue: `default` stays implicit, and it holds 2 GPUs
+  Step();
+  Step();
+  const Json typo = Job("typo");
+  EXPECT_FALSE(typo["status"].contains("placement"));
+  EXPECT_EQ(typo["status"]["message"],
+            "waiting: spec.queue: unknown queue \"reserch\"; did you mean \"research\"?");
+  EXPECT_THAT(EventReasons("typo"), ::testing::Contains("QueueRejected"));
+  EXPECT_TRUE(Job("plain")["status"].contains("placement"));
+  EXPECT_EQ(BoundGpus(), 2);
+  // Once the queue exists the refusal is gone at once, although the job still waits (for GPUs).
+  AddQueue("reserch", {{"gpuQuota", {{"H100", 8}}}});
+  Step();
+  Step();
+  Json waiting = Job("typo");
+  EXPECT_FALSE(waiting["status"].contains("placement"));
+  EXPECT_EQ(waiting["status"]["message"].get<std::string>().find("unknown queue"),
+            std::string::npos)
+      << waiting.dump();
+  for (const Json& c : waiting["status"]["conditions"]) {
+    EXPECT_NE(c.value("reason", ""), "QueueRejected") << waiting.dump();
+  }
+  // And it runs, within its queue's quota, when the GPUs are free.
+  ASSERT_TRUE(store_.Delete(Key("trainingjobs", "team-a", "plain")).ok());
+  Step();
+  Step();
+  EXPECT_TRUE(Job("typo")["status"].contains("placement")) << Job("typo").dump();
+}
+
+TEST_F(QueueControllerTest, WithoutAnyQueueConfiguredEveryQueueNameIsImplicit) {
+  AddNode("gpu-0", 8);
+  AddJob("a", 1, 4, {{"queue", "team-x"}});
+  Step();
+  Step();
+  EXPECT_TRUE(Job("a")["status"].contains("placement")) << Job("a").dump();
+}
+
 }  // namespace
 }  // namespace tessera::controller

@@ -227,7 +227,16 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
                     {.expected_runtime = rec.max_runtime, .restart = rec.phase == "NodeLost"}, now);
     if (s.ok()) {
       rec.in_qm = true;
-      rec.queue_error.clear();
+      if (!rec.queue_error.empty()) {
+        // The refusal no longer holds (a queue or GPU model appeared, the spec was fixed): say so
+        // now, not only once the job is placed, so that no stale QueueRejected condition stays.
+        rec.queue_error.clear();
+        (void)SetJobPhase(
+            rec, rec.phase,
+            {"QueueAccepted", absl::StrCat("waiting: accepted by queue ", rec.job->queue), false,
+             false},
+            false);
+      }
       continue;
     }
     // Waits until the queue tree or the fleet changes (RebuildQueues and new
@@ -235,7 +244,8 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     rec.queue_error = std::string(s.message());
     const std::string msg = absl::StrCat("waiting: ", rec.queue_error);
     if (msg != rec.last_message) {
-      (void)SetJobPhase(rec, rec.phase, {"QueueRejected", msg, true, false}, false);
+      // A Warning Event too (once per distinct reason): `describe` and `get events` show it.
+      (void)SetJobPhase(rec, rec.phase, {"QueueRejected", msg, true, true}, false);
     }
   }
   // Preemptions in flight when the previous controller stopped, now that

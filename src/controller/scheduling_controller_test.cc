@@ -599,6 +599,33 @@ TEST_F(ControllerTest, RandomLifecycleNeverBindsAGpuTwice) {
   EXPECT_GE(max_bound, 40);  // the fleet (48 GPUs) was nearly full at some point
 }
 
+TEST_F(ControllerTest, AShortGpuModelNameSchedulesOnNvmlNamedGpusAndTheRejectionIsCleared) {
+  // Submitted before the fleet has the model: refused, with the fleet's names.
+  AddJob("h", 1, 4, {{"gpuModels", {"H100"}}});
+  Step();
+  Json job = Job("h");
+  EXPECT_THAT(job["status"]["message"].get<std::string>(), ::testing::HasSubstr("H100"));
+  // A node as an agent registers it: NVML's full product string.
+  Json gpus = Json::array();
+  for (int i = 0; i < 8; ++i) {
+    gpus.push_back({{"index", i}, {"model", "NVIDIA H100 80GB HBM3"}, {"memoryMiB", 81559}});
+  }
+  Create("nodes", "",
+         {{"kind", "Node"},
+          {"metadata", {{"name", "real-0"}}},
+          {"spec", {{"gpus", gpus}, {"layout", "nvswitch"}}}});
+  Step();
+  Step();
+  job = Job("h");
+  ASSERT_TRUE(job["status"].contains("placement")) << job.dump();
+  EXPECT_EQ(job["status"]["placement"][0]["node"], "real-0");
+  for (const Json& c : job["status"]["conditions"]) {
+    EXPECT_NE(c.value("reason", ""), "QueueRejected") << job.dump();
+  }
+  EXPECT_EQ(job["status"]["message"].get<std::string>().find("unknown GPU model"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::controller
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "model/gpu_model_name.h"
 
 namespace tessera::federation {
 absl::StatusOr<MemberCapacity> CapacityFromFleet(const Json& fleet) {
@@ -95,10 +96,7 @@ bool Take(MemberCapacity* c, const JobDemand& d) {
     bool placed = m.gpus == 0 && m.milli <= 0;  // needs no GPU
     for (MemberCapacity::Node& n : trial.nodes) {
       if (placed) break;
-      if (!d.models.empty() &&
-          std::find(d.models.begin(), d.models.end(), n.model) == d.models.end()) {
-        continue;
-      }
+      if (!model::AnyGpuModelMatches(d.models, n.model)) continue;  // "H100" is an alias too
       if (m.gpus > 0) {
         std::vector<size_t> whole;
         for (size_t g = 0; g < n.free_milli.size(); ++g) {

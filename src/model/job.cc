@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/gpu_model_name.h"
 
 namespace tessera::model {
 
@@ -71,7 +72,9 @@ absl::Status ValidateJob(const Job& j, const absl::flat_hash_set<std::string>* k
   }
   if (known_models != nullptr) {
     for (size_t i = 0; i < j.gpu_models.size(); ++i) {
-      if (!known_models->contains(j.gpu_models[i])) {
+      const std::string& want = j.gpu_models[i];
+      if (!std::any_of(known_models->begin(), known_models->end(),
+                       [&](const std::string& m) { return GpuModelMatches(want, m); })) {
         std::vector<std::string> names(known_models->begin(), known_models->end());
         std::sort(names.begin(), names.end());
         return absl::InvalidArgumentError(

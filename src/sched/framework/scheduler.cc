@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "model/gpu_model_name.h"
 
 namespace tessera::sched {
 
@@ -504,9 +505,16 @@ ScheduleResult Scheduler::Run(const model::Job& job, bool dry_run) {
   ctx.min_member = job.effective_min_member();
   if (!job.gpu_models.empty()) {
     ctx.any_model = false;
+    // Short aliases ("H100") match NVML's names ("NVIDIA H100 80GB HBM3"): model/gpu_model_name.h.
+    // In the job's order of preference.
     for (const std::string& name : job.gpu_models) {
-      ModelId m = state_->FindModel(name);
-      if (m != kNoModel) ctx.allowed_models.push_back(m);
+      for (ModelId m = 0; m < state_->num_models(); ++m) {
+        if (model::GpuModelMatches(name, state_->model_name(m)) &&
+            std::find(ctx.allowed_models.begin(), ctx.allowed_models.end(), m) ==
+                ctx.allowed_models.end()) {
+          ctx.allowed_models.push_back(m);
+        }
+      }
     }
   }
 

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/suggest.h"
+#include "model/gpu_model_name.h"
 #include "sched/plugins/default_registry.h"
 #include "sched/plugins/preemption.h"
 #include "sched/plugins/quota.h"
@@ -169,8 +171,9 @@ absl::Status QueueManager::SetFairShareHistory(absl::string_view name, double de
 
 ModelId QueueManager::DemandModel(const model::Job& job) const {
   for (const std::string& name : job.gpu_models) {
-    ModelId m = cluster_->FindModel(name);
-    if (m != kNoModel) return m;
+    for (ModelId m = 0; m < cluster_->num_models(); ++m) {
+      if (model::GpuModelMatches(name, cluster_->model_name(m))) return m;
+    }
   }
   for (ModelId m = 0; m < cluster_->num_models(); ++m) {
     if (!cluster_->model_name(m).empty()) return m;
@@ -186,10 +189,7 @@ std::vector<ModelId> QueueManager::GpuModelsOf(const model::Job& job) const {
   for (ModelId m = 0; m < cluster_->num_models(); ++m) {
     const std::string& name = cluster_->model_name(m);
     if (name.empty()) continue;
-    if (job.gpu_models.empty() ||
-        std::find(job.gpu_models.begin(), job.gpu_models.end(), name) != job.gpu_models.end()) {
-      out.push_back(m);
-    }
+    if (model::AnyGpuModelMatches(job.gpu_models, name)) out.push_back(m);
   }
   return out;
 }
@@ -232,8 +232,12 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   }
   int leaf = tree_->Find(job.queue);
   if (leaf < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.queue: unknown queue \"", job.queue, "\""));
+    std::vector<std::string> leaves;
+    for (int q = 0; q < tree_->num_queues(); ++q) {
+      if (tree_->IsLeaf(q)) leaves.push_back(tree_->name(q));
+    }
+    return absl::InvalidArgumentError(absl::StrCat("spec.queue: unknown queue \"", job.queue, "\"",
+                                                   DidYouMean(job.queue, leaves)));
   }
   if (!tree_->IsLeaf(leaf)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -538,11 +542,7 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   for (const auto& g : p.job->groups) need += int64_t{g.count} * g.resources.gpus;
   std::vector<ModelId> models;
   for (ModelId m = 0; m < cluster_->num_models(); ++m) {
-    if (p.job->gpu_models.empty() ||
-        std::find(p.job->gpu_models.begin(), p.job->gpu_models.end(), cluster_->model_name(m)) !=
-            p.job->gpu_models.end()) {
-      models.push_back(m);
-    }
+    if (model::AnyGpuModelMatches(p.job->gpu_models, cluster_->model_name(m))) models.push_back(m);
   }
   std::optional<Reservation> res;
   // Slots taken out; the running set itself does not change here.
