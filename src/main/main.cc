@@ -9,6 +9,7 @@
 #include "agent/agent_command.h"
 #include "agent/node_command.h"
 #include "bench/agents/bench_agents.h"
+#include "bench/control_plane/control_plane_bench.h"
 #include "bench/sched_bench.h"
 #include "bench_preempt/bench_preempt.h"
 #include "bench_preempt/bench_queue_cycle.h"
@@ -35,6 +36,7 @@ int Run(int argc, char** argv) {
   tessera::controller::RegisterRestartBenchCommands(*bench);
   tessera::server::RegisterApiBenchCommand(*bench);
   tessera::bench::RegisterAgentsBenchCommand(*bench);
+  tessera::bench::RegisterControlPlaneBenchCommand(*bench);
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
