@@ -324,8 +324,8 @@ bool SimAgents::OnResponse(Conn* c, int code, const std::string& body) {
       if (code == 200) {
         ++stats_.reports_ok;
         JobReports& jr = jobs_[r.job];
+        if (jr.members_reported == 0) jr.first_reported = absl::Now();
         jr.members_reported += r.members;
-        if (jr.members_reported == jr.members) jr.all_reported = absl::Now();
       } else if (code == 409 || code == 429 || code >= 500) {
         RetryReport(std::move(r));
       } else {

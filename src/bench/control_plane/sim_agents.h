@@ -54,12 +54,14 @@ struct SimAgentsStats {
   int64_t nodes_double_booked = 0;  // nodes whose agent was shown one GPU in two bindings
 };
 
-// When a job's members reached their agents and when every report was accepted.
+// When a job's members reached their agents and when their reports were accepted.
 struct JobReports {
   int members = 0;           // placement size, from the bindings
   int members_reported = 0;  // reports accepted (200)
   absl::Time first_seen = absl::InfiniteFuture();
-  absl::Time all_reported = absl::InfiniteFuture();  // set when members_reported == members
+  // A TrainingJob turns Running on its first member's report (docs/control-plane.md, "Member
+  // status"), so that is the report the controller's reaction is timed from.
+  absl::Time first_reported = absl::InfiniteFuture();
 };
 
 class SimAgents {
