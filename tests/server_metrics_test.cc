@@ -54,6 +54,10 @@ TEST(ServerMetricsTest, SchedulerMetricsPassPromtool) {
   EXPECT_THAT(text, HasSubstr("tessera_scheduling_attempts_total{result=\"scheduled\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("tessera_node_ready{node=\"n1\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("tessera_store_commit_latency_seconds_count"));
+  // fsyncs, which group commit makes fewer than the store's transactions.
+  EXPECT_THAT(text, HasSubstr("# TYPE tessera_store_durable_commits_total counter\n"));
+  EXPECT_THAT(text,
+              ::testing::ContainsRegex("\ntessera_store_durable_commits_total [1-9][0-9]*\n"));
   // Per queue (issue 8 item 1).
   EXPECT_THAT(text,
               HasSubstr("tessera_queue_gpus_allocated{queue=\"default\",model=\"H100\"} 4\n"));

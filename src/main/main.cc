@@ -7,8 +7,9 @@
 
 #include "CLI/CLI.hpp"
 #include "agent/agent_command.h"
-#include "agent/bench_agents.h"
 #include "agent/node_command.h"
+#include "bench/agents/bench_agents.h"
+#include "bench/control_plane/control_plane_bench.h"
 #include "bench/sched_bench.h"
 #include "bench_preempt/bench_preempt.h"
 #include "bench_preempt/bench_queue_cycle.h"
@@ -34,7 +35,8 @@ int Run(int argc, char** argv) {
   tessera::bench::RegisterBenchSchedCommands(*bench);
   tessera::controller::RegisterRestartBenchCommands(*bench);
   tessera::server::RegisterApiBenchCommand(*bench);
-  tessera::agent::RegisterAgentsBenchCommand(*bench);
+  tessera::bench::RegisterAgentsBenchCommand(*bench);
+  tessera::bench::RegisterControlPlaneBenchCommand(*bench);
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "config/profile_yaml.h"
 #include "config/queue_config.h"
@@ -186,8 +187,15 @@ int RunServer(const ServerFlags& f) {
   so.tls_key_file = f.tls_key;
   // Scheduling and fleet metrics (the controller's), rendered with the store's.
   metrics::Registry registry;
-  so.extra_metrics = [&metered, &registry] {
-    return store::FormatPrometheus(metered.Metrics()) + registry.Render();
+  // Durable commits (fsyncs) next to the store's Txn counts: group commit makes them differ.
+  store::SqliteStore* sqlite = db->get();
+  so.extra_metrics = [&metered, &registry, sqlite] {
+    return absl::StrCat(store::FormatPrometheus(metered.Metrics()),
+                        "# HELP tessera_store_durable_commits_total SQLite transactions committed "
+                        "(one WAL fsync each; a group commit holds many store transactions).\n"
+                        "# TYPE tessera_store_durable_commits_total counter\n"
+                        "tessera_store_durable_commits_total ",
+                        sqlite->DurableCommits(), "\n", registry.Render());
   };
   // The web dashboard and its fleet summary (docs/dashboard.md).
   so.extra_routes = [&metered, &samples, auth, &f](httplib::Server& http) {

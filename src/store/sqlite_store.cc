@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -117,6 +118,7 @@ struct SqliteStore::Impl {
       w_delete_events, w_begin, w_commit, w_rollback;
   int64_t committed ABSL_GUARDED_BY(write_mu) = 0;  // last revision in the database
   int64_t compacted_w ABSL_GUARDED_BY(write_mu) = 0;
+  std::atomic<int64_t> durable_commits{0};  // successful COMMITs of the writer connection
 
   // Reader connection.
   absl::Mutex read_mu;
@@ -413,6 +415,7 @@ absl::Status SqliteStore::Impl::CommitBatch(std::vector<Pending*>& batch) {
     if (absl::Status s = WriteMeta("compacted", comp); !s.ok()) return fail_all(s);
   }
   if (absl::Status s = w_commit->Run(); !s.ok()) return fail_all(s);
+  durable_commits.fetch_add(1, std::memory_order_relaxed);
   committed = rev;
   compacted_w = comp;
   Publish(rev, comp);
@@ -612,9 +615,14 @@ absl::Status SqliteStore::Compact(int64_t revision) {
     m.w_rollback->Run().IgnoreError();
     return s;
   }
+  m.durable_commits.fetch_add(1, std::memory_order_relaxed);
   m.compacted_w = revision;
   m.Publish(m.committed, revision);
   return absl::OkStatus();
+}
+
+int64_t SqliteStore::DurableCommits() const {
+  return impl_->durable_commits.load(std::memory_order_relaxed);
 }
 
 }  // namespace tessera::store

@@ -59,6 +59,11 @@ class SqliteStore final : public Store {
   int64_t CompactedRevision() override;
   absl::Status Compact(int64_t revision) override;
 
+  // SQLite transactions committed since Open: each is one WAL fsync (synchronous=FULL), and a
+  // group commit puts many Txns in one, so this counts fsyncs where Txn calls do not.
+  // Thread-safe.
+  int64_t DurableCommits() const;
+
   struct Impl;
 
  private:

@@ -1,4 +1,4 @@
-// SqliteStore specifics beyond the conformance suite: opening bad directories.
+// SqliteStore specifics beyond the conformance suite: opening bad directories, counting commits.
 #include "store/sqlite_store.h"
 
 #include <gmock/gmock.h>
@@ -92,6 +92,24 @@ TEST_F(SqliteStoreTest, ReopenWithoutCreateFindsExistingData) {
   auto s = SqliteStore::Open(root_ + "/d", NoCreate());
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->Get("/k")->value, "v");
+}
+
+// DurableCommits counts SQLite COMMITs (fsyncs): one per committed Txn or batch and per
+// compaction, none for a Txn that wrote nothing.
+TEST_F(SqliteStoreTest, DurableCommitsCountWhatWasCommitted) {
+  auto s = SqliteStore::Open(root_ + "/d");
+  ASSERT_TRUE(s.ok()) << s.status();
+  SqliteStore& st = **s;
+  const int64_t c0 = st.DurableCommits();
+  ASSERT_TRUE(st.Create("/a", "1").ok());
+  ASSERT_TRUE(st.Create("/b", "2").ok());
+  absl::StatusOr<int64_t> rev = st.Put("/a", "3");
+  ASSERT_TRUE(rev.ok());
+  EXPECT_EQ(st.DurableCommits(), c0 + 3);
+  EXPECT_FALSE(st.Create("/a", "again").ok());  // exists: nothing written
+  EXPECT_EQ(st.DurableCommits(), c0 + 3);
+  ASSERT_TRUE(st.Compact(*rev - 1).ok());
+  EXPECT_EQ(st.DurableCommits(), c0 + 4);
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 
 #include "CLI/CLI.hpp"
 
-namespace tessera::agent {
+namespace tessera::bench {
 
 // Adds `bench agents` under `bench` (created when absent).
 // `bench`: the `tessera bench` parent command (src/main).
 void RegisterAgentsBenchCommand(CLI::App& bench);
 
-}  // namespace tessera::agent
+}  // namespace tessera::bench

@@ -13,47 +13,40 @@
 // agent-sees-it latency p50/p99, server RSS and threads, client CPU, load averages. The server
 // runs with --no-scheduler: this measures the API, the store and the bindings index under
 // 12,500 agents; the scheduler's own cost is `tessera bench sched`.
-#include "agent/bench_agents.h"
+#include "bench/agents/bench_agents.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <queue>
 #include <random>
-#include <sstream>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/api_client.h"
+#include "bench/harness/loopback_http.h"
+#include "bench/harness/server_child.h"
 #include "common/bench_stats.h"
 #include "nlohmann/json.hpp"
 
-namespace tessera::agent {
+namespace tessera::bench {
 namespace {
 
 using Json = nlohmann::json;
+using agent::ApiClient;
+using agent::ApiResponse;
 
 struct BenchFlags {
   int agents = 12500;
@@ -66,76 +59,13 @@ struct BenchFlags {
   bool put_heartbeats = false;  // the older GET + PUT of the Node instead of the heartbeat route
 };
 
-// /proc/PID/stat utime + stime, in seconds.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(s.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; rest >> field; ++i) {
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) {
-      stime = std::stod(field);
-      break;
-    }
-  }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// A field of /proc/PID/status ("VmRSS", "VmHWM": kB; "Threads").
-int64_t StatusField(pid_t pid, const std::string& name) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, name + ":")) {
-      int64_t v = 0;
-      std::string num;
-      for (char c : line.substr(name.size() + 1)) {
-        if (absl::ascii_isdigit(static_cast<unsigned char>(c))) num += c;
-        if (c == 'k') break;
-      }
-      (void)absl::SimpleAtoi(num, &v);
-      return v;
-    }
-  }
-  return 0;
-}
-
-std::string LoadAvg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return absl::StrCat(a, " ", b, " ", c);
-}
-
 std::string NodeName(int i) { return absl::StrCat("bench-", i); }
 
 std::string NodeBody(int i, bool with_status) {
-  Json gpus = Json::array(), health = Json::array(), links = Json::array();
-  for (int g = 0; g < 8; ++g) {
-    gpus.push_back({{"index", g},
-                    {"uuid", absl::StrCat("GPU-bench-", i, "-", g)},
-                    {"model", "NVIDIA H100 80GB HBM3"},
-                    {"memoryMiB", 81559}});
-    health.push_back({{"index", g}, {"health", "Healthy"}});
-    Json row = Json::array();
-    for (int h = 0; h < 8; ++h) row.push_back(g == h ? "X" : "NVSWITCH");
-    links.push_back(row);
-  }
-  Json node = {{"apiVersion", "tessera.dev/v1"},
-               {"kind", "Node"},
-               {"metadata",
-                {{"name", NodeName(i)},
-                 {"annotations", {{"tessera.dev/agent-endpoint", "http://127.0.0.1:9"}}}}},
-               {"spec",
-                {{"gpus", gpus},
-                 {"links", links},
-                 {"rack", absl::StrCat("rack-", i / 32)},
-                 {"block", absl::StrCat("block-", i / 1024)}}}};
+  Json node = SimNodeObject(NodeName(i), i, 8);
   if (with_status) {
+    Json health = Json::array();
+    for (int g = 0; g < 8; ++g) health.push_back({{"index", g}, {"health", "Healthy"}});
     node["status"] = {{"lastHeartbeatTime",
                        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone())},
                       {"gpus", health}};
@@ -198,10 +128,7 @@ class Loop {
   void Flush(Conn* c);
   std::string Request(const std::string& method, const std::string& path, const std::string& body,
                       bool close) const {
-    return absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-                        body.empty() ? "" : "Content-Type: application/json\r\n",
-                        "Content-Length: ", body.size(), "\r\n",
-                        close ? "Connection: close\r\n" : "", "\r\n", body);
+    return HttpRequest(method, path, body, "", close);
   }
 
   const BenchFlags& f_;
@@ -220,27 +147,8 @@ class Loop {
 };
 
 Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = ConnectLoopback(port_, agent);
   if (fd < 0) return nullptr;
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  // 12,500 agents share one machine: spread them over 127.0.0.0/8 source addresses so that
-  // their connections do not exhaust one address's ephemeral ports (real agents have their
-  // own hosts). The port is picked at connect time.
-  setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + agent % 200);
-  // Best effort: on failure the kernel picks the source address at connect().
-  (void)bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port_);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
-    close(fd);
-    return nullptr;
-  }
   auto* c = new Conn{kind, agent, fd};
   c->started = absl::Now();
   epoll_event ev{};
@@ -398,23 +306,8 @@ void Loop::OnEvent(Conn* c, uint32_t events) {
     if (n == 0 || errno != EAGAIN) eof = true;
     break;
   }
-  // Complete responses (Content-Length framing, as cpp-httplib sends them).
-  for (;;) {
-    size_t head_end = c->in.find("\r\n\r\n");
-    if (head_end == std::string::npos) break;
-    int code = 0;
-    if (c->in.size() > 12) (void)absl::SimpleAtoi(c->in.substr(9, 3), &code);
-    size_t len = 0;
-    std::string head = absl::AsciiStrToLower(c->in.substr(0, head_end));
-    size_t cl = head.find("content-length:");
-    if (cl != std::string::npos) {
-      (void)absl::SimpleAtoi(
-          absl::StripAsciiWhitespace(head.substr(cl + 15, head.find('\r', cl) - cl - 15)), &len);
-    }
-    if (c->in.size() < head_end + 4 + len) break;
-    std::string body = c->in.substr(head_end + 4, len);
-    c->in.erase(0, head_end + 4 + len);
-    if (!OnResponse(c, code, body)) return;  // c is gone
+  for (HttpResponse r; TakeHttpResponse(c->in, r);) {
+    if (!OnResponse(c, r.code, r.body)) return;  // c is gone
   }
   if (!eof) return;
   // The server closed a connection that still expected an answer.
@@ -478,13 +371,10 @@ int RunBench(const BenchFlags& f) {
     return 2;
   }
   // Each agent holds a long-poll connection on both ends; ask for the hard limit.
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-  if (static_cast<rlim_t>(f.agents) + 2000 > rl.rlim_cur) {
+  const int64_t nofile = RaiseFileLimit();
+  if (f.agents + 2000 > nofile) {
     std::cerr << "bench agents: " << f.agents << " agents need ~" << f.agents + 2000
-              << " file descriptors per process; the limit is " << rl.rlim_cur << "\n";
+              << " file descriptors per process; the limit is " << nofile << "\n";
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -498,37 +388,17 @@ int RunBench(const BenchFlags& f) {
     remove_dir = true;
   }
   // The real server, as its own process (its CPU and RSS are read from /proc).
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return 1;
-  pid_t server = fork();
-  if (server == 0) {
-    dup2(fds[1], 1);
-    int log = open((dir + "/server.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (log >= 0) dup2(log, 2);
-    execl("/proc/self/exe", "tessera", "server", "--data-dir", (dir + "/store").c_str(), "--listen",
-          "127.0.0.1:0", "--no-scheduler", "--insecure-no-auth", nullptr);
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string line;
-  char buf[512];
-  while (line.find('\n') == std::string::npos) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (poll(&p, 1, 30000) <= 0) break;
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    line.append(buf, n);
-  }
-  close(fds[0]);
-  int port = 0;
-  size_t colon = line.find("127.0.0.1:");
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(line.substr(colon + 10, line.find(' ', colon) - colon - 10), &port)) {
-    std::cerr << "bench agents: the server did not start (see " << dir << "/server.log)\n";
-    kill(server, SIGKILL);
-    waitpid(server, nullptr, 0);
+  ServerChildOptions so;
+  so.args = {"--data-dir", dir + "/store", "--no-scheduler", "--insecure-no-auth"};
+  so.log_path = dir + "/server.log";
+  absl::StatusOr<std::unique_ptr<ServerChild>> child = ServerChild::Start(so);
+  if (!child.ok()) {
+    std::cerr << "bench agents: " << child.status().message() << "\n";
+    if (remove_dir) std::filesystem::remove_all(dir);
     return 1;
   }
+  const pid_t server = (*child)->pid();
+  const int port = (*child)->port();
   const std::string load_before = LoadAvg();
   Shared shared;
   Loop loop(f, port, shared);
@@ -550,7 +420,7 @@ int RunBench(const BenchFlags& f) {
       ApiClient api(absl::StrCat("127.0.0.1:", port), "");
       std::mt19937_64 rng(7);
       absl::SleepFor(measure_from - absl::Now());
-      cpu0 = CpuSeconds(server);
+      cpu0 = ProcCpuSeconds(server);
       const absl::Duration every = absl::Seconds(1.0 / std::max(0.01, f.binds_per_second));
       absl::Time next = absl::Now();
       for (int id = 0; !stop && absl::Now() < until - absl::Seconds(2); ++id) {
@@ -582,7 +452,7 @@ int RunBench(const BenchFlags& f) {
       }
     });
     loop.Run(measure_from, until);
-    cpu1 = CpuSeconds(server);
+    cpu1 = ProcCpuSeconds(server);
     stop = true;
     binder.join();
     const double window = f.seconds;
@@ -591,45 +461,37 @@ int RunBench(const BenchFlags& f) {
       std::lock_guard<std::mutex> l(shared.mu);
       binds = static_cast<int64_t>(shared.bind_t0.size());
     }
-    out = {
-        {"benchmark", "agents"},
-        {"agents", f.agents},
-        {"heartbeat_s", f.heartbeat_s},
-        {"heartbeat_request", f.put_heartbeats ? "GET + PUT node" : "POST heartbeat"},
-        {"poll_timeout_s", f.poll_timeout_s},
-        {"window_s", window},
-        {"register_all_s", absl::ToDoubleSeconds(reg_time)},
-        {"agents_watching", loop.watching},
-        {"server_cpu_s_per_s", (cpu1 - cpu0) / window},
-        {"server_rss_mib", StatusField(server, "VmRSS") / 1024.0},
-        {"server_peak_rss_mib", StatusField(server, "VmHWM") / 1024.0},
-        {"server_threads", StatusField(server, "Threads")},
-        {"heartbeats", loop.heartbeats},
-        {"heartbeats_per_s", loop.heartbeats / window},
-        {"heartbeat_errors", loop.heartbeat_errors},
-        {"heartbeat_ms_p50", Percentile(loop.hb_ms, 0.5)},
-        {"heartbeat_ms_p99", Percentile(loop.hb_ms, 0.99)},
-        {"binds", binds},
-        {"binds_seen", loop.seen_binds},
-        {"bind_seen_ms_p50", Percentile(loop.bind_ms, 0.5)},
-        {"bind_seen_ms_p99", Percentile(loop.bind_ms, 0.99)},
-        {"foreign_bindings_seen", loop.foreign},
-        {"polls", loop.polls},
-        {"poll_errors", loop.poll_errors},
-        {"client_cpu_s_per_s", CpuSeconds(getpid()) / absl::ToDoubleSeconds(absl::Now() - t_reg)},
-        {"client_peak_rss_mib", PeakRssMb()},
-        {"loadavg_before", load_before},
-        {"loadavg_after", LoadAvg()}};
+    out = {{"benchmark", "agents"},
+           {"agents", f.agents},
+           {"heartbeat_s", f.heartbeat_s},
+           {"heartbeat_request", f.put_heartbeats ? "GET + PUT node" : "POST heartbeat"},
+           {"poll_timeout_s", f.poll_timeout_s},
+           {"window_s", window},
+           {"register_all_s", absl::ToDoubleSeconds(reg_time)},
+           {"agents_watching", loop.watching},
+           {"server_cpu_s_per_s", (cpu1 - cpu0) / window},
+           {"server_rss_mib", ProcStatusField(server, "VmRSS") / 1024.0},
+           {"server_peak_rss_mib", ProcStatusField(server, "VmHWM") / 1024.0},
+           {"server_threads", ProcStatusField(server, "Threads")},
+           {"heartbeats", loop.heartbeats},
+           {"heartbeats_per_s", loop.heartbeats / window},
+           {"heartbeat_errors", loop.heartbeat_errors},
+           {"heartbeat_ms_p50", Percentile(loop.hb_ms, 0.5)},
+           {"heartbeat_ms_p99", Percentile(loop.hb_ms, 0.99)},
+           {"binds", binds},
+           {"binds_seen", loop.seen_binds},
+           {"bind_seen_ms_p50", Percentile(loop.bind_ms, 0.5)},
+           {"bind_seen_ms_p99", Percentile(loop.bind_ms, 0.99)},
+           {"foreign_bindings_seen", loop.foreign},
+           {"polls", loop.polls},
+           {"poll_errors", loop.poll_errors},
+           {"client_cpu_s_per_s",
+            ProcCpuSeconds(getpid()) / absl::ToDoubleSeconds(absl::Now() - t_reg)},
+           {"client_peak_rss_mib", PeakRssMb()},
+           {"loadavg_before", load_before},
+           {"loadavg_after", LoadAvg()}};
   }
-  kill(server, SIGTERM);
-  int status = 0;
-  for (int i = 0; i < 100 && waitpid(server, &status, WNOHANG) == 0; ++i) {
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  if (waitpid(server, &status, WNOHANG) == 0) {
-    kill(server, SIGKILL);
-    waitpid(server, &status, 0);
-  }
+  (*child)->Stop();
   if (rc == 0) std::cout << out.dump(2) << std::endl;
   if (remove_dir) std::filesystem::remove_all(dir);
   return rc;
@@ -658,4 +520,4 @@ void RegisterAgentsBenchCommand(CLI::App& bench) {
   });
 }
 
-}  // namespace tessera::agent
+}  // namespace tessera::bench
