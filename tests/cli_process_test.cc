@@ -386,7 +386,8 @@ TEST_F(CliProcessTest, TheReadmesXidCommandWorksWithoutAContentLength) {
   std::ofstream(dir_ + "/agent-tokens") << "xid-token\n";
   AgentProcess agent;
   ASSERT_TRUE(
-      agent.Start({"--server", url_, "--node-name", "xid-n1", "--backend", "fake", "--fake-config",
+      agent.Start({"--server", url_, "--token", token_, "--node-name", "xid-n1", "--backend",
+                   "fake", "--fake-config",
                    std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/up-h100-nvswitch-8.yaml",
                    "--state-dir", dir_ + "/agent", "--endpoint-token-file", dir_ + "/agent-tokens",
                    "--cgroup-parent", "", "--metrics-listen", "127.0.0.1:0"},
