@@ -342,17 +342,7 @@ bool SimAgents::OnResponse(Conn* c, int code, const std::string& body) {
 void SimAgents::OnEvent(Conn* c, uint32_t events) {
   if (events & EPOLLOUT) Flush(c);
   if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) return;
-  char buf[65536];
-  bool eof = (events & (EPOLLHUP | EPOLLERR)) != 0;
-  for (;;) {
-    ssize_t n = read(c->fd, buf, sizeof buf);
-    if (n > 0) {
-      c->in.append(buf, n);
-      continue;
-    }
-    if (n == 0 || errno != EAGAIN) eof = true;
-    break;
-  }
+  const bool eof = DrainSocket(c->fd, events, c->in);
   for (HttpResponse r; TakeHttpResponse(c->in, r);) {
     if (!OnResponse(c, r.code, r.body)) return;  // c is gone
   }

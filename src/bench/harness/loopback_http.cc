@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -87,6 +88,20 @@ nlohmann::json SimNodeObject(const std::string& name, int index, int gpus) {
         {"links", links},
         {"rack", absl::StrCat("rack-", index / 32)},
         {"block", absl::StrCat("block-", index / 1024)}}}};
+}
+
+bool DrainSocket(int fd, uint32_t events, std::string& in) {
+  char buf[65536];
+  bool eof = (events & (EPOLLHUP | EPOLLERR)) != 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      in.append(buf, n);
+      continue;
+    }
+    if (n == 0 || errno != EAGAIN) eof = true;
+    return eof;
+  }
 }
 
 }  // namespace tessera::bench

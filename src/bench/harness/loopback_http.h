@@ -4,6 +4,7 @@
 // Pure functions, and sockets owned by the caller; thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -30,6 +31,11 @@ struct HttpResponse {
 // Takes one complete response off the front of `in` (Content-Length framing, as cpp-httplib
 // answers everything but watches). False, and `in` unchanged, while it is incomplete.
 bool TakeHttpResponse(std::string& in, HttpResponse& out);
+
+// Appends everything a non-blocking socket `fd` has to `in` (reads until EAGAIN). True when the
+// peer closed or the socket failed: `events` (epoll's) carries EPOLLHUP/EPOLLERR, a read
+// returned 0, or one failed with anything but EAGAIN.
+bool DrainSocket(int fd, uint32_t events, std::string& in);
 
 // A simulated node's Node object: `gpus` H100s (NVSwitch links between all), rack of 32 nodes,
 // block of 1,024, the agent endpoint annotation a real agent sets.
