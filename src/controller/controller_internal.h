@@ -20,6 +20,7 @@
 #include "controller/scheduling_controller.h"
 #include "controller/store_layout.h"
 #include "model/job.h"
+#include "sched/framework/cluster_state.h"
 
 namespace tessera::controller {
 
@@ -199,6 +200,16 @@ inline std::vector<sched::MemberPlacement> AddedMembers(const sched::Placement& 
 // A preemption victim's PreemptionPending condition ends (it was preempted,
 // shrunk, or bound again): status.preemption, which exists only while the
 // condition is True, goes with it.
+// The names of the nodes `p` places members on, sorted, each once.
+inline std::vector<std::string> NodeNames(const sched::Placement& p,
+                                          const sched::ClusterState& cs) {
+  std::vector<std::string> nodes;
+  for (const sched::MemberPlacement& m : p.members) nodes.push_back(cs.node(m.node).name);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
 inline void EndPreemption(Json& status, const std::string& reason, const std::string& message,
                           absl::Time now) {
   SetCondition(status, "PreemptionPending", "False", reason, message, now);

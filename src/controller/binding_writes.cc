@@ -1,0 +1,130 @@
+// Writing the bindings a scheduling cycle decided (SchedulingController::WriteBindings): a run
+// of them in one store transaction, one write each when that fails.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/controller_internal.h"
+#include "controller/job_codec.h"
+#include "controller/scheduling_controller.h"
+
+namespace tessera::controller {
+
+using namespace internal;  // NOLINT: the module's own helpers
+
+std::optional<SchedulingController::BindingChange> SchedulingController::PlanBinding(
+    const JobRec& rec, const std::string& explanation, absl::Time now) const {
+  const model::Job& job = *rec.job;
+  const sched::Placement* pl = cluster_->FindPlacement(job.key());
+  if (pl == nullptr) return std::nullopt;
+  BindingChange b;
+  b.generation = rec.generation + 1;
+  b.members = pl->members.size();
+  const std::vector<std::string> nodes = NodeNames(*pl, *cluster_);
+  // The scheduler's explanation says where and why; keep the node list,
+  // queue and generation so the message stands on its own.
+  b.message =
+      absl::StrCat("bound ", b.members, " members to ", nodes.size(),
+                   " node(s): ", absl::StrJoin(nodes, ", "), " (generation ", b.generation,
+                   ", queue ", job.queue, ")", explanation.empty() ? "" : "; ", explanation);
+  b.change = {"Scheduled",
+              b.message,
+              false,
+              true,
+              {{"nodes", absl::StrJoin(nodes, ",")},
+               {"generation", b.generation},
+               {"members", static_cast<int64_t>(b.members)}}};
+  b.mutate = [placement = PlacementToJson(*pl, job, *cluster_, b.generation), gen = b.generation,
+              members = static_cast<int64_t>(b.members), msg = b.message,
+              attempts = rec.attempts + 1, priority = job.priority, now](Json& obj) {
+    Json& st = StatusOf(obj);
+    if (Terminal(Str(st, "phase"))) return false;
+    st["phase"] = "Scheduled";
+    st["placement"] = placement;
+    st["generation"] = gen;
+    st["replicas"] = members;
+    st["attempts"] = attempts;
+    st["priority"] = priority;
+    st["scheduledTime"] = Timestamp(now);
+    st["message"] = msg;
+    SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
+    EndPreemption(st, "Scheduled", "", now);
+    return true;
+  };
+  return b;
+}
+
+void SchedulingController::NoteBound(JobRec& rec, const BindingChange& b, int64_t revision,
+                                     absl::Time now) {
+  rec.bound = true;
+  ArmRuntimeLimit(rec, now);
+  rec.last_resize = now;
+  rec.generation = b.generation;
+  ++rec.attempts;
+  rec.phase = "Scheduled";
+  rec.last_message = b.message;
+  rec.revision = revision;
+  ++stats_.bound;
+}
+
+void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, absl::Time now) {
+  // Memory must never hold less than the store: a binding not written is undone, retried later.
+  auto undo = [&](JobRec& rec) {
+    ++stats_.bind_conflicts;
+    ReleaseMemory(rec);
+    if (!Terminal(rec.phase)) Enqueue(rec);
+  };
+  // One binding on its own: read, CAS, retried while others write the job (not its binding).
+  auto write_one = [&](JobRec& rec, const BindingChange& b) {
+    int64_t base = 0;
+    absl::StatusOr<int64_t> rev = Update(rec.key, rec.revision, b.mutate, b.change, &base);
+    if (rev.ok()) {
+      NoteBound(rec, b, *rev, now);
+    } else {
+      undo(rec);
+    }
+  };
+  struct Planned {
+    JobRec* rec;
+    BindingChange b;
+    PreparedWrite w;
+  };
+  std::vector<Planned> planned;
+  planned.reserve(batch->size());
+  std::vector<store::Op> ops;
+  for (PendingBinding& p : *batch) {
+    std::optional<BindingChange> b = PlanBinding(*p.rec, p.explanation, now);
+    if (!b) {
+      undo(*p.rec);
+      continue;
+    }
+    if (batch->size() == 1) {
+      write_one(*p.rec, *b);
+      continue;
+    }
+    absl::StatusOr<PreparedWrite> w =
+        PrepareUpdate(p.rec->key, p.rec->revision, b->mutate, b->change);
+    if (!w.ok()) {
+      undo(*p.rec);
+      continue;
+    }
+    for (store::Op& op : w->ops) ops.push_back(std::move(op));
+    w->ops.clear();
+    planned.push_back({p.rec, *std::move(b), *std::move(w)});
+  }
+  batch->clear();
+  if (planned.empty()) return;
+  absl::StatusOr<int64_t> rev = store_.Txn(ops);
+  if (metrics_) metrics_->binding_batch.With({}).Observe(static_cast<double>(planned.size()));
+  if (rev.ok()) {
+    for (Planned& p : planned) {
+      LogChange(p.w.obj, p.b.change);
+      NoteBound(*p.rec, p.b, *rev, now);
+    }
+    return;
+  }
+  // Some job changed after it was read (a user's edit, an agent's report): write each on its
+  // own, so one conflict costs only its own binding.
+  ++stats_.bind_batch_fallbacks;
+  for (Planned& p : planned) write_one(*p.rec, p.b);
+}
+
+}  // namespace tessera::controller
