@@ -1,0 +1,1 @@
+// Compiles cmake/pch/common.h into the precompiled header the libraries reuse.

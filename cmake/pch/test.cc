@@ -1,0 +1,1 @@
+// Compiles cmake/pch/test.h into the precompiled header the tests reuse.
