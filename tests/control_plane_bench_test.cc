@@ -1,7 +1,8 @@
 // `tessera bench control-plane`, small: a real server with auth and its controller, 64 simulated
 // agents with node tokens. Every submitted job is bound and reported running, the counts agree,
-// no GPU is bound twice, and the temporary directory is gone afterwards. Timings are printed by
-// the benchmark, not checked here.
+// no GPU is bound twice, and the temporary directory is gone afterwards. `tessera bench agents`,
+// small: every job its binder submits is bound (by the server's scheduler) and seen by the one
+// agent it was pinned to. Timings are printed by the benchmarks, not checked here.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -118,6 +119,23 @@ TEST_F(ControlPlaneBenchTest, BadFlagsAreNamedAllAtOnce) {
       RunStdout("", "bench control-plane --nodes 2 --single 0 --eight 0 --gangs 1", dir_ + "/err2");
   EXPECT_EQ(big.rc, 2);
   EXPECT_THAT(Slurp(dir_ + "/err2"), HasSubstr("the jobs need 64 GPUs"));
+}
+
+TEST_F(ControlPlaneBenchTest, AgentsBenchSeesEveryBindingOnItsOwnAgent) {
+  CliResult r = RunStdout("TMPDIR=" + dir_ + "/tmp",
+                          "bench agents --agents 16 --heartbeat 1 --seconds 5 "
+                          "--binds-per-second 4 --poll-timeout 5",
+                          dir_ + "/stderr");
+  ASSERT_EQ(r.rc, 0) << r.out << Slurp(dir_ + "/stderr");
+  Json j = Json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  SCOPED_TRACE(j.dump(2) + Slurp(dir_ + "/stderr"));
+  EXPECT_EQ(j["benchmark"], "agents");
+  EXPECT_GT(j["binds"].get<int64_t>(), 0);
+  // Before the fix the binder wrote status.placement on create, which the server ignores: 0 seen.
+  EXPECT_EQ(j["binds_seen"], j["binds"]);
+  EXPECT_EQ(j["foreign_bindings_seen"], 0);
+  EXPECT_GT(j["heartbeats"].get<int64_t>(), 0);
 }
 
 }  // namespace
