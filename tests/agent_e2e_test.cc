@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -527,6 +528,20 @@ TEST(TesseraUpTest, RunsTheDemoAndStopsEverything) {
   // The autoscaled demo service reports what its SLO made of it (2 to 4 replicas; how many
   // within 8 s depends on the machine's load, autoscale_http_test checks the scaling itself).
   EXPECT_NE(out.find("desired for its p99 target of 250 ms"), std::string::npos) << out;
+  // Every fake node had GPUs of its own: 4 H100 nodes x 8 + 2 PCIe nodes x 4, 40 distinct UUIDs.
+  std::set<std::string> uuids;
+  int configs = 0;
+  const std::regex uuid("uuid: (GPU-[0-9a-f-]{36})");
+  for (const auto& c : fs::directory_iterator(dir + "/fake-gpus")) {
+    ++configs;
+    const std::string text = Slurp(c.path().string());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), uuid);
+         it != std::sregex_iterator(); ++it) {
+      EXPECT_TRUE(uuids.insert((*it)[1]).second) << (*it)[1] << " twice";
+    }
+  }
+  EXPECT_EQ(configs, 6);
+  EXPECT_EQ(uuids.size(), 40u);
   // The gang wrote checkpoints, and no member outlived `up`.
   EXPECT_TRUE(fs::exists(dir + "/checkpoints/llm-pretrain/rank0.step"));
   std::error_code ec;

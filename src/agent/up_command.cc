@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/api_client.h"
+#include "agent/fake/node_uuids.h"
 #include "common/clock.h"
 
 namespace tessera::agent {
@@ -212,6 +213,17 @@ int RunUp(const UpFlags& f) {
   }
   for (int i = 0; i < f.pcie_nodes; ++i) {
     nodes.push_back({absl::StrCat("pcie-", i), fake_dir + "/up-pcie-4.yaml", "rack-pcie"});
+  }
+  // Each node gets its own copy of its fake config with UUIDs of its own: nodes sharing one
+  // file would otherwise report the same GPUs (metrics, device ids and XIDs keyed by UUID).
+  fs::create_directories(data + "/fake-gpus");
+  for (NodeDef& n : nodes) {
+    std::ifstream in(n.config);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string own = absl::StrCat(data, "/fake-gpus/", n.name, ".yaml");
+    std::ofstream(own) << WithNodeUuids(text.str(), n.name);
+    n.config = own;
   }
   {
     std::ofstream tokens(data + "/tokens");

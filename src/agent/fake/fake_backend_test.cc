@@ -1,11 +1,15 @@
 #include "agent/fake/fake_backend.h"
 
 #include <atomic>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/discovery.h"
+#include "agent/fake/node_uuids.h"
 #include "agent/health.h"
 #include "common/clock.h"
 #include "gmock/gmock.h"
@@ -38,6 +42,37 @@ std::unique_ptr<FakeBackend> FromYaml(const std::string& yaml, Clock& clock) {
   auto b = std::make_unique<FakeBackend>(*std::move(cfg), clock);
   EXPECT_TRUE(b->Init().ok());
   return b;
+}
+
+TEST(FakeBackendTest, NodeUuidsAreDistinctPerNodeStableAndKeepTheRest) {
+  ManualClock clock(kStart);
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/deploy/fake-gpus/up-h100-nvswitch-8.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  ASSERT_FALSE(text.empty());
+  std::set<std::string> seen;
+  for (const char* node : {"h100-0", "h100-1"}) {
+    const std::string mine = WithNodeUuids(text, node);
+    EXPECT_EQ(mine, WithNodeUuids(text, node));  // the same node, the same UUIDs
+    EXPECT_EQ(mine.size(), text.size());         // only hex digits changed
+    auto b = FromYaml(mine, clock);
+    ASSERT_NE(b, nullptr);
+    absl::StatusOr<int> n = b->DeviceCount();
+    ASSERT_TRUE(n.ok());
+    ASSERT_EQ(*n, 8);
+    for (int i = 0; i < *n; ++i) {
+      absl::StatusOr<GpuInfo> g = b->GetDeviceInfo(i);
+      ASSERT_TRUE(g.ok());
+      EXPECT_THAT(g->uuid, ::testing::MatchesRegex("GPU-[0-9a-f-]{36}"));
+      EXPECT_TRUE(seen.insert(g->uuid).second) << node << " repeats " << g->uuid;
+    }
+  }
+  EXPECT_EQ(seen.size(), 16u);
+  // MIG UUIDs too; other text untouched.
+  const std::string mig = WithNodeUuids("x: MIG-11111111-2222-3333-4444-555555555555 y", "n");
+  EXPECT_THAT(mig, ::testing::MatchesRegex("x: MIG-11111111-2222-3333-4444-[0-9a-f]{12} y"));
+  EXPECT_EQ(mig.find("555555555555"), std::string::npos) << mig;
 }
 
 TEST(FakeBackendTest, H100NvSwitchNodeDiscovery) {
