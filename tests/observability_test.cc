@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -34,6 +35,7 @@
 #include "nlohmann/json.hpp"
 #include "obs/testing/otlp_receiver.h"
 #include "server_process.h"
+#include "yaml-cpp/yaml.h"
 
 namespace tessera::testing {
 namespace {
@@ -237,6 +239,37 @@ std::string Dump(const std::vector<Json>& lines) {
   return out;
 }
 
+// The series names the shipped Grafana dashboard and alert rules query: every metric name in
+// every panel's and rule's expression (label matchers and label names in `by (...)` are not
+// metric names, so the matchers are cut out first and only known prefixes count).
+std::set<std::string> DeployedSeries() {
+  std::vector<std::string> exprs;
+  std::ifstream dash(TESSERA_SOURCE_DIR "/deploy/grafana/tessera-fleet.json");
+  const Json d = Json::parse(dash, nullptr, false);
+  EXPECT_TRUE(d.is_object()) << "deploy/grafana/tessera-fleet.json is not JSON";
+  if (d.is_object()) {
+    for (const Json& p : d["panels"]) {
+      for (const Json& t : p.value("targets", Json::array())) exprs.push_back(t.value("expr", ""));
+    }
+  }
+  const YAML::Node rules =
+      YAML::LoadFile(TESSERA_SOURCE_DIR "/deploy/prometheus/tessera-alerts.yaml");
+  for (const YAML::Node& g : rules["groups"]) {
+    for (const YAML::Node& r : g["rules"]) exprs.push_back(r["expr"].as<std::string>());
+  }
+  const std::regex matchers(R"(\{[^}]*\})"), by(R"(\b(by|on|without|ignoring)\s*\([^)]*\))");
+  const std::regex metric(R"(\b(tessera_[a-z0-9_]+|DCGM_FI_[A-Z0-9_]+)\b)");
+  std::set<std::string> out;
+  for (std::string e : exprs) {
+    e = std::regex_replace(std::regex_replace(e, matchers, " "), by, " ");
+    for (auto it = std::sregex_iterator(e.begin(), e.end(), metric); it != std::sregex_iterator();
+         ++it) {
+      out.insert((*it)[1]);
+    }
+  }
+  return out;
+}
+
 TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   ASSERT_FALSE(TesseraBin().empty()) << "TESSERA_BIN is not set";
   ASSERT_EQ(system("command -v prometheus >/dev/null 2>&1"), 0)
@@ -296,6 +329,14 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
       },
       absl::Seconds(30)))
       << "node not Ready";
+
+  // A queue with a quota, as the dashboard's queue panels and the over-quota alert assume.
+  Json queue = {{"apiVersion", "tessera.dev/v1"},
+                {"kind", "Queue"},
+                {"metadata", {{"name", "default"}}},
+                {"spec", {{"gpuQuota", {{"H100", 16}}}, {"weight", 1}}}};
+  auto qr = api.Post("/api/v1/queues", queue.dump(), "application/json");
+  ASSERT_TRUE(qr && qr->status == 201) << (qr ? qr->body : "no answer");
 
   // A job that runs for a few seconds, and one that cannot fit (16 GPUs on an 8-GPU node).
   auto submit = [&](const std::string& name, int gpus, const std::string& script) {
@@ -398,6 +439,24 @@ TEST(ObservabilityTest, PrometheusOtlpAndJsonLogsOnARealCluster) {
   ASSERT_TRUE(inj && inj->status == 200);
   EXPECT_EQ(prom.QueryUntil("tessera_node_gpus_unhealthy{node=\"obs-n1\"} == 1").size(), 1u);
   EXPECT_EQ(prom.QueryUntil("DCGM_FI_DEV_XID_ERRORS{gpu=\"7\"} == 79").size(), 1u);
+  // The waiting job's series carries the bounded class of its reason, not the prose.
+  EXPECT_EQ(
+      prom.QueryUntil("tessera_job_pending_seconds{name=\"huge\",reason=\"Unschedulable\"}").size(),
+      1u);
+
+  // Every series a shipped dashboard panel or alert rule queries is one these real processes
+  // export (panels once charted series no server ever had).
+  const std::set<std::string> deployed = DeployedSeries();
+  ASSERT_GE(deployed.size(), 15u);
+  std::string names;
+  for (const std::string& n : deployed) names += (names.empty() ? "" : "|") + n;
+  Json found = prom.QueryUntil(absl::StrCat("count by (__name__) ({__name__=~\"", names, "\"})"),
+                               deployed.size());
+  std::set<std::string> have;
+  for (const Json& s : found) have.insert(s["metric"].value("__name__", ""));
+  for (const std::string& n : deployed) {
+    EXPECT_TRUE(have.count(n)) << n << " is queried by deploy/ but exported by neither process";
+  }
 
   // OTLP: every decision is one trace whose root "schedule" span parents the
   // phase spans; the resource names the service.

@@ -87,7 +87,8 @@ TEST(GpusCommandTest, Prometheus) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"));
   EXPECT_THAT(r.out, HasSubstr("DCGM_FI_DEV_GPU_TEMP{gpu=\"3\",UUID=\"GPU-7b2e0c11-5a3d-4f60-8e21-"
-                               "0a1b2c3d4e03\",device=\"nvidia3\",modelName=\"NVIDIA A100 80GB "
+                               "0a1b2c3d4e03\",pci_bus_id=\"00000000:CA:00.0\",device=\"nvidia3\","
+                               "modelName=\"NVIDIA A100 80GB "
                                "PCIe\",Hostname=\"gpu-node-3\"} 30\n"));
 }
 

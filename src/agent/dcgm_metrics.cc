@@ -113,7 +113,8 @@ std::string EscapeHelp(std::string_view s) {
 
 std::string Labels(const GpuSnapshot& g, const DcgmRenderOptions& o) {
   std::string out = absl::StrCat(
-      "gpu=\"", g.info.index, "\",UUID=\"", EscapeLabelValue(g.info.uuid), "\",device=\"nvidia",
+      "gpu=\"", g.info.index, "\",UUID=\"", EscapeLabelValue(g.info.uuid), "\",pci_bus_id=\"",
+      EscapeLabelValue(g.info.pci_bus_id), "\",device=\"nvidia",
       g.info.minor.value_or(g.info.index), "\",modelName=\"", EscapeLabelValue(g.info.name),
       "\",Hostname=\"", EscapeLabelValue(o.hostname), "\"");
   if (auto it = o.workloads.find(g.info.uuid); it != o.workloads.end()) {

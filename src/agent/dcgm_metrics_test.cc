@@ -87,6 +87,7 @@ GpuSnapshot Gpu(int index, const std::string& uuid) {
   g.info.uuid = uuid;
   g.info.name = "NVIDIA H100 80GB HBM3";
   g.info.minor = index;
+  g.info.pci_bus_id = "00000000:1" + std::to_string(index) + ":00.0";
   GpuMetrics& m = g.metrics;
   m.gpu_util_percent = 97;
   m.mem_copy_util_percent = 41;
@@ -154,10 +155,12 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
   EXPECT_EQ(by["DCGM_FI_DEV_ROW_REMAP_FAILURE"]["GPU-a"].value, "0");
   // Label order follows dcgm-exporter.
   std::string text = RenderDcgmMetrics(gpus, o);
-  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-b\",device=\"nvidia1\","
-                      "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-7\","
-                      "tessera_namespace=\"team-a\",tessera_job=\"train-42\"} 97\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-b\",pci_bus_id=\"00000000:11:00.0\","
+                "device=\"nvidia1\","
+                "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-7\","
+                "tessera_namespace=\"team-a\",tessera_job=\"train-42\"} 97\n"),
+      std::string::npos)
       << text;
 }
 

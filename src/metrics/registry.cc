@@ -130,6 +130,9 @@ Family<Counter>& Registry::AddCounter(std::string name, std::string help,
   counters_.push_back(
       std::make_unique<Family<Counter>>(std::move(name), std::move(help), std::move(labels)));
   order_.push_back({0, counters_.size() - 1});
+  // A counter without labels exists from the start at 0, so rate() and alerts see it before
+  // its first event (a labelled one cannot: its label values are not known yet).
+  if (counters_.back()->labels().empty()) counters_.back()->With({});
   return *counters_.back();
 }
 
@@ -149,6 +152,7 @@ Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
   histograms_.push_back(std::make_unique<Family<Histogram>>(std::move(name), std::move(help),
                                                             std::move(labels), std::move(bounds)));
   order_.push_back({2, histograms_.size() - 1});
+  if (histograms_.back()->labels().empty()) histograms_.back()->With({});
   return *histograms_.back();
 }
 

@@ -47,6 +47,19 @@ TEST(RegistryTest, RendersCountersGaugesHistograms) {
   EXPECT_THAT(r.Render(), ::testing::Not(HasSubstr("team-a")));
 }
 
+TEST(RegistryTest, UnlabelledCountersAndHistogramsExistAtZeroBeforeTheirFirstEvent) {
+  Registry r;
+  r.AddCounter("tessera_preemptions_total", "Jobs preempted.", {});
+  r.AddHistogram("tessera_batch_size", "Batch size.", {}, {1, 2});
+  r.AddCounter("tessera_requeues_total", "Requeues.", {"reason"});
+  std::string text = r.Render();
+  EXPECT_THAT(text, HasSubstr("\ntessera_preemptions_total 0\n"));
+  EXPECT_THAT(text, HasSubstr("\ntessera_batch_size_count 0\n"));
+  // A labelled family has no series until its label values are known.
+  EXPECT_THAT(text, HasSubstr("# TYPE tessera_requeues_total counter\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("tessera_requeues_total{")));
+}
+
 TEST(RegistryTest, ConcurrentIncrementsAreNotLost) {
   Registry r;
   auto& c = r.AddCounter("c_total", "c", {});
