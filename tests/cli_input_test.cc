@@ -1,6 +1,7 @@
 // What `tessera apply` does with bad input, against a real server: hostile or malformed files
 // are refused with a message naming the file and line (never a crash or an "internal error"),
 // every error at once, and nothing is written unless every object is valid.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,10 +22,16 @@ class CliInputTest : public CliProcessTest {
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
-  // `tessera ARGS` with at most 1 GiB of address space: input that would exhaust memory fails
-  // fast instead of taking the machine down.
+  // `tessera ARGS` with at most 1 GiB of memory: input that would exhaust memory fails fast
+  // instead of taking the machine down. AddressSanitizer reserves terabytes of shadow address
+  // space at start, so under it the cap is ASan's own resident-memory limit, not `ulimit -v`.
   static Result RunLimited(const std::string& args) {
+#if defined(__SANITIZE_ADDRESS__)
+    return RunTessera(
+        args, "export ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=1024\"; ");
+#else
     return RunTessera(args, "ulimit -v 1048576; ");
+#endif
   }
   std::string Jobs() { return Run("get jobs -o name").out; }
 };
@@ -161,6 +168,10 @@ TEST_F(CliInputTest, AJobInAMisspeltQueueWaitsAndSaysWhichQueueItMeant) {
   EXPECT_EQ(job["status"]["message"],
             "waiting: spec.queue: unknown queue \"reserch\"; did you mean \"research\"?");
   EXPECT_FALSE(job["status"].contains("placement"));
+  // `get jobs` says why in a word (REASON), the prose stays in describe.
+  r = Run("get jobs");
+  EXPECT_NE(r.out.find("REASON"), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("typo +[A-Za-z]+ +QueueRejected +4 ")) << r.out;
   // With Queue objects the CLI warns at apply time already.
   r =
       Run("apply -f - <<'EOF'\n"

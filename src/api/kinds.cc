@@ -24,6 +24,10 @@ Schema Metadata() {
 Schema Status(const std::vector<std::string>& phases, std::vector<Schema::Field> extra = {}) {
   std::vector<Schema::Field> fields = {
       Optional("phase", S::String().OneOf(phases)),
+      // Why the object is in its phase, one CamelCase word from a bounded set (a waiting job's
+      // OverQuota, NoRoom, Unschedulable...; a failed one's Error or Killed); the prose is in
+      // message.
+      Optional("reason", S::String().MaxLength(63)),
       Optional("message", S::String().MaxLength(4096)),
       Optional("conditions",
                S::Array(S::Object({

@@ -154,8 +154,8 @@ struct GetFlags {
 
 std::vector<std::string> Header(const ResourceInfo& r, bool wide) {
   if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
-    std::vector<std::string> h = {"NAME",       "PHASE",    "GPUS", "MEMBERS",
-                                  "GENERATION", "RESTARTS", "AGE"};
+    std::vector<std::string> h = {"NAME",    "PHASE",      "REASON",   "GPUS",
+                                  "MEMBERS", "GENERATION", "RESTARTS", "AGE"};
     if (wide) h.insert(h.end(), {"QUEUE", "PRIORITY", "NODES", "MESSAGE"});
     return h;
   }
@@ -198,8 +198,13 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
                                  : std::string("-"));
       if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
     }
+    // status.reason is a bounded word (a waiting job's OverQuota, NoRoom...; a failed one's
+    // Error or Killed); one that only repeats the phase says nothing.
+    std::string reason = st.value("reason", "");
+    if (reason.empty() || reason == Phase(o)) reason = "-";
     std::vector<std::string> row = {Meta(o, "name"),
                                     Phase(o),
+                                    reason,
                                     gpus,
                                     members,
                                     std::to_string(st.value("generation", 0)),

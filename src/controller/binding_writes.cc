@@ -38,6 +38,7 @@ std::optional<SchedulingController::BindingChange> SchedulingController::PlanBin
     Json& st = StatusOf(obj);
     if (Terminal(Str(st, "phase"))) return false;
     st["phase"] = "Scheduled";
+    st["reason"] = "Scheduled";
     st["placement"] = placement;
     st["generation"] = gen;
     st["replicas"] = members;

@@ -12,7 +12,9 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
       pending(
           r.AddGauge("tessera_pending_jobs", "Jobs waiting for placement, by queue.", {"queue"})),
       job_pending(r.AddGauge("tessera_job_pending_seconds",
-                             "How long each waiting job has waited, with the reason it waits.",
+                             "How long each waiting job has waited, with the class of reason it "
+                             "waits (NotTried, OverQuota, NoRoom, Reserved, Unschedulable, "
+                             "Preempting, Preempted, QueueRejected).",
                              {"namespace", "name", "reason"})),
       gpus_total(
           r.AddGauge("tessera_gpus_capacity", "GPUs on registered nodes, by model.", {"model"})),
@@ -31,7 +33,9 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
       preemptions(r.AddCounter("tessera_preemptions_total", "Jobs preempted.", {})),
       preempted_gpus(r.AddCounter("tessera_preempted_gpus_total", "GPUs freed by preemption.", {})),
       requeues(r.AddCounter("tessera_requeues_total",
-                            "Bound jobs sent back to the queue, by reason.", {"reason"})),
+                            "Bound jobs sent back to the queue, by reason (NodeNotReady, "
+                            "GpuUnhealthy, PlacementLost, Preempted, Suspended...).",
+                            {"reason"})),
       binding_batch(r.AddHistogram("tessera_binding_batch_size",
                                    "Jobs bound by one store transaction of the controller (a "
                                    "cycle's consecutive bindings share one commit).",

@@ -17,6 +17,33 @@
 
 namespace tessera::controller {
 
+// A store that passes every call to `inner`; tests derive from it to step in on some calls.
+class ForwardingStore : public store::Store {
+ public:
+  explicit ForwardingStore(store::Store& inner) : inner_(inner) {}
+  absl::StatusOr<store::KeyValue> Get(std::string_view key) override { return inner_.Get(key); }
+  absl::StatusOr<store::ListResult> List(std::string_view prefix,
+                                         const store::ListOptions& options) override {
+    return inner_.List(prefix, options);
+  }
+  absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
+    return inner_.Txn(ops);
+  }
+  absl::StatusOr<store::EventsResult> Events(std::string_view prefix, int64_t since,
+                                             int64_t limit) override {
+    return inner_.Events(prefix, since, limit);
+  }
+  absl::Status WaitForRevision(int64_t revision, absl::Time deadline) override {
+    return inner_.WaitForRevision(revision, deadline);
+  }
+  int64_t CurrentRevision() override { return inner_.CurrentRevision(); }
+  int64_t CompactedRevision() override { return inner_.CompactedRevision(); }
+  absl::Status Compact(int64_t revision) override { return inner_.Compact(revision); }
+
+ protected:
+  store::Store& inner_;
+};
+
 class ControllerTest : public ::testing::Test {
  protected:
   ControllerOptions base_options_;

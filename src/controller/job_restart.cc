@@ -56,6 +56,7 @@ void SchedulingController::MaybeRestart(JobRec& rec, const Json& obj) {
     s["restarts"] = restarts + 1;
     s["lastRestartTime"] = Timestamp(now);
     s["phase"] = "Scheduled";
+    s["reason"] = why.reason;
     return true;
   });
   if (!written) return;

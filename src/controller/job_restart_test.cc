@@ -92,6 +92,7 @@ TEST_F(JobRestartTest, AFailedMemberRestartsTheGangInPlaceUntilRestartsAreUsedUp
   EXPECT_EQ(j["status"]["restarts"], 2);
   EXPECT_EQ(ctl_->stats().restarts, 2);
   EXPECT_EQ(j["status"]["phase"], "Failed");
+  EXPECT_EQ(j["status"]["reason"], "Error");  // a non-zero exit, as kubectl says of a container
   EXPECT_THAT(j["status"]["message"].get<std::string>(),
               ::testing::HasSubstr("member worker-1 exited with code 1 on node gpu-1"));
   EXPECT_FALSE(j["status"].contains("placement"));

@@ -56,6 +56,12 @@ MemberVerdict JudgeMembers(absl::string_view kind, absl::string_view phase, cons
   return v;
 }
 
+std::string FailureClass(const MemberFailure& f) {
+  if (f.code < 0) return "StartError";
+  if (f.code > 128 && f.code < 128 + 65) return "Killed";
+  return "Error";
+}
+
 std::string DescribeFailure(const MemberFailure& f) {
   std::string out =
       absl::StrCat("member ", f.member, " ", f.reason.empty() ? api::ExitReason(f.code) : f.reason);

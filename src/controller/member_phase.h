@@ -52,4 +52,8 @@ inline bool AllMembersExited(const nlohmann::json& status) {
 // on node n1; its stderr ends: ...".
 std::string DescribeFailure(const MemberFailure& f);
 
+// The failure as a job's status.reason, a word as kubectl shows for a container: "Error" (a
+// non-zero exit code), "Killed" (a signal, exit code 128+N), "StartError" (it never ran).
+std::string FailureClass(const MemberFailure& f);
+
 }  // namespace tessera::controller

@@ -1,7 +1,8 @@
 // The phases a bound job's members' reports call for (member_phase.h), written by the
 // controller: status is the control plane's, so agents report members and the controller alone
 // moves the job Scheduled -> Running -> Succeeded | Failed, or a service through Deploying,
-// Ready and Degraded, each in one store transaction with its Event. A finished job is unbound in
+// Ready and Degraded, each with its Event; the phases a page of reports calls for share one
+// store transaction (WritePhases). A finished job is unbound in
 // the same write (the store never shows its GPUs bound to a finished job), then released in
 // memory.
 #include "absl/strings/str_cat.h"
@@ -19,54 +20,127 @@ void SchedulingController::ApplyMemberReports(JobRec& rec, const Json& obj) {
   if (IntOr(st, "generation", 0) != rec.generation) return;  // not the binding we know
   const int64_t restarts_left = rec.max_restarts - IntOr(st, "restarts", 0);
   const MemberVerdict v = JudgeMembers(rec.kind, rec.phase, st, restarts_left);
-  if (v.phase == rec.phase) return;
-  const absl::Time now = clock_.Now();
-  Change why;
-  if (v.phase == "Failed") {
-    why = {"Failed",
-           absl::StrCat("job failed: ", DescribeFailure(*v.failure)),
-           true,
-           true,
-           {{"member", v.failure->member}, {"exit_code", v.failure->code}}};
-  } else if (v.phase == "Succeeded") {
-    why = {"Succeeded", "every member completed"};
-  } else if (v.phase == "Running") {
-    why = {"Started", "every member reported running"};
-  } else if (v.phase == "Ready") {
-    why = {"Ready", "every replica is serving"};
-  } else if (v.phase == "Degraded") {
-    why = {"Degraded", "a replica is down; its node agent starts it again", true};
-  } else {
-    why = {v.phase, "replicas are starting", false, false};
+  if (v.phase == rec.phase) {
+    // A later report took back what an earlier one of this page called for.
+    pending_phases_.erase(rec.key);
+    return;
   }
-  const bool finished = Terminal(v.phase);
-  absl::StatusOr<int64_t> w = UpdateBinding(
-      rec,
-      [&](Json& s) {
-        s["phase"] = v.phase;
-        s["message"] = why.message.substr(0, 4096);
-        auto [type, value] = PhaseCondition(v.phase);
-        SetCondition(s, type, value, why.reason, why.message, now);
-        if (finished) {
-          s.erase("placement");
-          s.erase("replicas");
-        }
-        return true;
-      },
-      why);
-  if (!w.ok()) {
-    if (!absl::IsCancelled(w.status())) {
-      options_.log.Warn("member-reported phase not written",
-                        {{"job", rec.name},
-                         {"namespace", rec.ns},
-                         {"phase", v.phase},
-                         {"error", std::string(w.status().message())}});
+  PendingPhase p;
+  p.phase = v.phase;
+  p.generation = rec.generation;
+  if (v.phase == "Failed") {
+    p.why = {"Failed",
+             absl::StrCat("job failed: ", DescribeFailure(*v.failure)),
+             true,
+             true,
+             {{"member", v.failure->member}, {"exit_code", v.failure->code}}};
+    p.status_reason = FailureClass(*v.failure);
+  } else if (v.phase == "Succeeded") {
+    p.why = {"Succeeded", "every member completed"};
+  } else if (v.phase == "Running") {
+    p.why = {"Started", "every member reported running"};
+  } else if (v.phase == "Ready") {
+    p.why = {"Ready", "every replica is serving"};
+  } else if (v.phase == "Degraded") {
+    p.why = {"Degraded", "a replica is down; its node agent starts it again", true};
+  } else {
+    p.why = {v.phase, "replicas are starting", false, false};
+  }
+  if (p.status_reason.empty()) p.status_reason = p.why.reason;
+  pending_phases_[rec.key] = std::move(p);
+}
+
+void SchedulingController::WritePhases() {
+  if (pending_phases_.empty()) return;
+  std::map<std::string, PendingPhase> pending;
+  pending.swap(pending_phases_);
+  const absl::Time now = clock_.Now();
+  // The status change of one pending phase; false (abandoned) when the stored binding is no
+  // longer the one the reports were of.
+  auto mutation = [now](const PendingPhase& p) {
+    return [&p, now](Json& obj) {
+      Json& s = StatusOf(obj);
+      if (!BoundPhase(Str(s, "phase")) || IntOr(s, "generation", 0) != p.generation) return false;
+      s["phase"] = p.phase;
+      s["reason"] = p.status_reason;
+      s["message"] = p.why.message.substr(0, 4096);
+      auto [type, value] = PhaseCondition(p.phase);
+      SetCondition(s, type, value, p.why.reason, p.why.message, now);
+      if (Terminal(p.phase)) {
+        s.erase("placement");
+        s.erase("replicas");
+      }
+      return true;
+    };
+  };
+  auto done = [&](JobRec& rec, const PendingPhase& p) {
+    rec.last_message = p.why.message;
+    if (Terminal(p.phase)) ReleaseMemory(rec);  // the store first, then memory
+    rec.phase = p.phase;
+  };
+  // Still the binding the reports were of, in memory too.
+  auto live = [&](const std::string& key, const PendingPhase& p) -> JobRec* {
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return nullptr;
+    JobRec& rec = *it->second;
+    if (!rec.bound || !BoundPhase(rec.phase) || rec.generation != p.generation) return nullptr;
+    return &rec;
+  };
+  auto write_one = [&](JobRec& rec, const PendingPhase& p) {
+    int64_t base = 0;
+    absl::StatusOr<int64_t> w = Update(rec.key, -1, mutation(p), p.why, &base);
+    if (!w.ok()) {
+      if (!absl::IsCancelled(w.status())) {
+        options_.log.Warn("member-reported phase not written",
+                          {{"job", rec.name},
+                           {"namespace", rec.ns},
+                           {"phase", p.phase},
+                           {"error", std::string(w.status().message())}});
+      }
+      return;
+    }
+    if (base == rec.revision) rec.revision = *w;
+    done(rec, p);
+  };
+  if (pending.size() == 1) {
+    if (JobRec* rec = live(pending.begin()->first, pending.begin()->second)) {
+      write_one(*rec, pending.begin()->second);
     }
     return;
   }
-  rec.last_message = why.message;
-  if (finished) ReleaseMemory(rec);  // the store first, then memory
-  rec.phase = v.phase;
+  struct Planned {
+    JobRec* rec;
+    const PendingPhase* p;
+    Json obj;
+  };
+  std::vector<Planned> planned;
+  std::vector<store::Op> ops;
+  for (const auto& [key, p] : pending) {
+    JobRec* rec = live(key, p);
+    if (rec == nullptr) continue;
+    // CAS on the revision the reports were read at: a write since then makes the whole
+    // transaction fail, and each job is then written on its own below.
+    absl::StatusOr<PreparedWrite> w = PrepareUpdate(key, rec->revision, mutation(p), p.why);
+    if (!w.ok()) {
+      if (!absl::IsCancelled(w.status())) write_one(*rec, p);
+      continue;
+    }
+    for (store::Op& op : w->ops) ops.push_back(std::move(op));
+    planned.push_back({rec, &p, std::move(w->obj)});
+  }
+  if (planned.empty()) return;
+  absl::StatusOr<int64_t> rev = store_.Txn(ops);
+  if (rev.ok()) {
+    ++stats_.phase_batches;
+    for (Planned& pl : planned) {
+      LogChange(pl.obj, pl.p->why);
+      pl.rec->revision = *rev;
+      done(*pl.rec, *pl.p);
+    }
+    return;
+  }
+  ++stats_.phase_batch_fallbacks;
+  for (Planned& pl : planned) write_one(*pl.rec, *pl.p);
 }
 
 }  // namespace tessera::controller

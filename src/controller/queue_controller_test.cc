@@ -109,6 +109,7 @@ TEST_F(QueueControllerTest, QuotaHoldsWithManyJobsAndTheWaitSaysWhy) {
   EXPECT_EQ(BoundGpus(), 48);
   Json a = Job("a39");
   EXPECT_EQ(a["status"]["phase"], "Admitted");
+  EXPECT_EQ(a["status"]["reason"], "OverQuota");  // the bounded class; the prose follows
   const std::string msg = a["status"]["message"];
   EXPECT_THAT(msg, HasSubstr("waiting: queue team-a over quota"));
   EXPECT_THAT(msg, HasSubstr("16 H100 GPUs"));

@@ -374,6 +374,7 @@ void SchedulingController::RunCycles() {
                 return false;
               }
               st["phase"] = "Preempted";
+              st["reason"] = "Preempted";
               st["message"] = msg;
               st.erase("placement");
               st.erase("replicas");
@@ -457,7 +458,8 @@ void SchedulingController::WaitingReasons(absl::Time now) {
     if (reason.empty() || reason == "not tried yet") continue;
     const std::string msg = absl::StrCat("waiting: ", reason);
     if (msg != rec->last_message) {
-      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false);
+      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false,
+                        std::string(sched::WaitReasonName(qm_->WaitingReasonClass(job.key()))));
     }
   }
 }
@@ -561,9 +563,12 @@ void SchedulingController::UpdateGauges() {
     // Per-job series are capped so a flood of pending jobs cannot blow up
     // the scrape; the alert only needs the long waiters (oldest first).
     if (exported++ < 1000) {
-      std::string reason =
-          rec->queue_error.empty() ? qm_->WaitingReason(rec->job->key()) : rec->queue_error;
-      metrics_->job_pending.With({rec->job->ns, rec->job->name, reason.substr(0, 200)})
+      // The bounded class, not the prose: a label that changes with every cycle's wording
+      // would make a new series each time (the prose is in the job's status).
+      const std::string_view reason =
+          rec->queue_error.empty() ? sched::WaitReasonName(qm_->WaitingReasonClass(rec->job->key()))
+                                   : std::string_view("QueueRejected");
+      metrics_->job_pending.With({rec->job->ns, rec->job->name, std::string(reason)})
           .Set(absl::ToDoubleSeconds(now - rec->queued_since));
     }
   }

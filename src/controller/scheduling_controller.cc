@@ -115,6 +115,7 @@ void SchedulingController::Reset() {
   last_cycle_ = absl::InfinitePast();
   jobs_.clear();
   by_sched_key_.clear();
+  pending_phases_.clear();  // re-derived from the stored reports by Start()
   nodes_.clear();
   priority_classes_.clear();
   revision_ = 0;
@@ -168,6 +169,7 @@ absl::Status SchedulingController::Start() {
       OnJobPut(kv.key, *obj, kv.mod_revision, /*at_start=*/true);
     }
   }
+  WritePhases();
   // Each restored job's newest Ready checkpoint, so the preemption search
   // weighs the work a victim would lose as the previous controller did.
   kvs.clear();
@@ -196,6 +198,7 @@ absl::Status SchedulingController::Step() {
     }
     if (!evs.ok()) return evs.status();
     for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
+    WritePhases();
     if (!evs->events.empty()) cycle_needed_ = true;
     revision_ = evs->revision;
     if (evs->events.empty()) break;
@@ -219,6 +222,9 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   const bool is_queue = absl::StartsWith(key, kQueuesPrefix);
   const bool is_ckpt = absl::StartsWith(key, kCheckpointsPrefix);
   if (!is_job && !is_node && !is_pc && !is_queue && !is_ckpt) return absl::OkStatus();
+  // The phases noted so far are written before anything but another job's update is applied:
+  // a finished job must be released before a node's loss or a deletion could requeue it.
+  if (del || !is_job) WritePhases();
   if (del) {
     if (is_job) OnJobDelete(key);
     if (is_node) OnNodeDelete(key);
@@ -341,6 +347,7 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
         st["placement"] = placement;
         st["generation"] = gen;
         if (resume.is_object()) st["resumeFrom"] = resume;
+        st["reason"] = why.reason;
         st["message"] = why.message.substr(0, 4096);
         SetCondition(st, "Scheduled", "True", why.reason, why.message, now);
         return also(st);
@@ -379,7 +386,8 @@ absl::StatusOr<int64_t> SchedulingController::UpdateBinding(
 }
 
 absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& phase,
-                                               const Change& why, bool clear_placement) {
+                                               const Change& why, bool clear_placement,
+                                               const std::string& status_reason) {
   const absl::Time now = clock_.Now();
   int64_t base = 0;
   absl::StatusOr<int64_t> rev = Update(
@@ -389,6 +397,7 @@ absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& p
         std::string cur = Str(st, "phase");
         if (Terminal(cur) && cur != phase) return false;
         st["phase"] = phase;
+        st["reason"] = status_reason.empty() ? why.reason : status_reason;
         st["message"] = why.message.substr(0, 4096);
         auto [type, value] = PhaseCondition(phase);
         SetCondition(st, type, value, why.reason, why.message, now);
@@ -433,7 +442,8 @@ Json SchedulingController::ResumePoint(const JobRec& rec) {
 absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase,
                                            const Change& why_in) {
   const absl::Time now = clock_.Now();
-  if (metrics_) metrics_->requeues.With({phase}).Inc();
+  // By the cause (GpuUnhealthy after an XID, not the phase NodeLost it shares with a lost node).
+  if (metrics_) metrics_->requeues.With({why_in.reason.empty() ? phase : why_in.reason}).Inc();
   Json resume = rec.kind == "TrainingJob" ? ResumePoint(rec) : Json();
   Change why = why_in;
   if (resume.is_object()) {
@@ -451,6 +461,7 @@ absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase
           return false;
         }
         st["phase"] = phase;
+        st["reason"] = why.reason;
         st["message"] = why.message.substr(0, 4096);
         st.erase("placement");
         st.erase("replicas");
@@ -555,12 +566,13 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     int64_t base = 0;
     absl::StatusOr<int64_t> w = Update(
         rec.key, -1,
-        [](Json& o) {
+        [&why](Json& o) {
           Json& s = StatusOf(o);
           if (!BoundPhase(Str(s, "phase"))) return false;
           s.erase("placement");
           s.erase("replicas");
           s["phase"] = "Pending";
+          s["reason"] = why.reason;
           return true;
         },
         why, &base);

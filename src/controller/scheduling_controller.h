@@ -60,6 +60,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -163,7 +164,9 @@ class SchedulingController {
     int64_t cycles = 0;
     int64_t bound = 0;
     int64_t bind_conflicts = 0;
-    int64_t bind_batch_fallbacks = 0;  // batched binding Txns that failed (written one by one)
+    int64_t bind_batch_fallbacks = 0;   // batched binding Txns that failed (written one by one)
+    int64_t phase_batches = 0;          // member-reported phases written several jobs to one Txn
+    int64_t phase_batch_fallbacks = 0;  // such Txns that failed (written one by one)
     int64_t requeued = 0;
     int64_t restored = 0;  // placements rebuilt by Start()
     int64_t preemptions_resumed =
@@ -293,9 +296,11 @@ class SchedulingController {
   Json EventObject(const Json& obj, int64_t base, const Change& why) const;
   // The log line of a transition written for `obj`.
   void LogChange(const Json& obj, const Change& why) const;
-  // Writes status (phase, condition, message) of a job; keeps its revision.
+  // Writes status (phase, reason, condition, message) of a job; keeps its revision.
+  // status.reason is `status_reason` when given (a waiting job's WaitReason class, while its
+  // condition keeps the Kubernetes reason Unschedulable), else why.reason.
   absl::Status SetJobPhase(JobRec& rec, const std::string& phase, const Change& why,
-                           bool clear_placement);
+                           bool clear_placement, const std::string& status_reason = "");
   // Unbinds a job in the store, then releases it and queues it again.
   absl::Status Requeue(JobRec& rec, const std::string& phase, const Change& why);
   void EvictNode(sched::NodeId id, const std::string& phase, const Change& why,
@@ -334,9 +339,24 @@ class SchedulingController {
   // generation, or a job without restarts left, changes nothing (the agent
   // then reports Failed).
   void MaybeRestart(JobRec& rec, const Json& obj);
-  // member_reports.cc: the phase bound rec's members' reports call for (member_phase.h),
-  // written with its Event; a finished job is unbound in the same write, then released.
+  // member_reports.cc: the phase bound rec's members' reports call for (member_phase.h), noted
+  // for WritePhases (a later report of the same job replaces it); a finished job is unbound in
+  // the same write, then released.
   void ApplyMemberReports(JobRec& rec, const Json& obj);
+  // Writes the phases ApplyMemberReports noted since the last call: every job's status and its
+  // Event in one store transaction, each CAS'd on the revision its reports were read at (one
+  // commit, one fsync, for a page of agents' reports). If the transaction fails (a job changed
+  // under it), each is written on its own as before: read, check the binding, CAS. Step calls it
+  // after each page of events and before any event that is not a job's update, so a finished job
+  // is released before anything else (a node lost, a cycle) can see it.
+  void WritePhases();
+  struct PendingPhase {
+    std::string phase;
+    std::string status_reason;
+    Change why;
+    int64_t generation = 0;  // the binding the reports were of
+  };
+  std::map<std::string, PendingPhase> pending_phases_;  // by store key, in key order
   // Re-places bound rec at generation + 1 with placement `p` (every member
   // restamped; agents restart them from status.resumeFrom, the newest Ready
   // Checkpoint, which the message names) if the stored binding is still the

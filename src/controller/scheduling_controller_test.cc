@@ -92,14 +92,10 @@ TEST_F(ControllerTest, ACyclesBindingsAreOneTransaction) {
 
 // A Store that lets a user edit one job just before the controller's next transaction of more
 // than one binding, so that transaction fails on the edited job's CAS.
-class EditBeforeBatchStore final : public store::Store {
+class EditBeforeBatchStore final : public ForwardingStore {
  public:
+  EditBeforeBatchStore() : ForwardingStore(s_) {}  // s_ is only bound here, used later
   std::string edit_key;
-  absl::StatusOr<store::KeyValue> Get(std::string_view key) override { return s_.Get(key); }
-  absl::StatusOr<store::ListResult> List(std::string_view prefix,
-                                         const store::ListOptions& o) override {
-    return s_.List(prefix, o);
-  }
   absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
     if (!edit_key.empty() && ops.size() > 2) {
       const std::string k = std::exchange(edit_key, "");
@@ -110,16 +106,6 @@ class EditBeforeBatchStore final : public store::Store {
     }
     return s_.Txn(ops);
   }
-  absl::StatusOr<store::EventsResult> Events(std::string_view prefix, int64_t since,
-                                             int64_t limit) override {
-    return s_.Events(prefix, since, limit);
-  }
-  absl::Status WaitForRevision(int64_t r, absl::Time d) override {
-    return s_.WaitForRevision(r, d);
-  }
-  int64_t CurrentRevision() override { return s_.CurrentRevision(); }
-  int64_t CompactedRevision() override { return s_.CompactedRevision(); }
-  absl::Status Compact(int64_t r) override { return s_.Compact(r); }
 
  private:
   store::MemoryStore s_;
@@ -395,6 +381,10 @@ TEST_F(ControllerTest, EventsOlderThanTheirTtlAreCollected) {
 }
 
 TEST_F(ControllerTest, UnhealthyGpuLeavesThePoolAndRequeuesItsGang) {
+  metrics::Registry registry;
+  ControllerOptions opts;
+  opts.metrics = &registry;
+  Restart(opts);
   AddNode("gpu-0", 8);
   AddJob("a", 1, 2);
   Step();
@@ -410,6 +400,9 @@ TEST_F(ControllerTest, UnhealthyGpuLeavesThePoolAndRequeuesItsGang) {
   for (const Json& g : a["status"]["placement"][0]["gpus"]) EXPECT_NE(g.get<int>(), bad);
   std::vector<std::string> reasons = EventReasons("a");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "GpuUnhealthy"), reasons.end());
+  // Counted by its cause, not as a lost node.
+  EXPECT_THAT(registry.Render(),
+              ::testing::HasSubstr("tessera_requeues_total{reason=\"GpuUnhealthy\"} 1\n"));
   EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
 }
 
@@ -656,8 +649,9 @@ TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlaceme
   EXPECT_THAT(text, ::testing::HasSubstr("tessera_gpus_healthy{model=\"H100\"} 16\n"));
   EXPECT_THAT(text, ::testing::HasSubstr("tessera_node_ready{node=\"gpu-0\"} 1\n"));
   EXPECT_THAT(text, ::testing::HasSubstr("tessera_pending_jobs{queue=\"default\"} 1\n"));
-  EXPECT_THAT(text, ::testing::HasSubstr(
-                        "tessera_job_pending_seconds{namespace=\"team-a\",name=\"waits\""));
+  EXPECT_THAT(
+      text, ::testing::HasSubstr("tessera_job_pending_seconds{namespace=\"team-a\",name=\"waits\","
+                                 "reason=\"Unschedulable\"}"));
   // describe job shows the scheduler's explanation.
   EXPECT_THAT(Job("fits")["status"]["message"].get<std::string>(),
               ::testing::HasSubstr("because pack: fullest feasible nodes first"));
@@ -665,17 +659,9 @@ TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlaceme
 
 // A store that someone else keeps writing to: every Events() call is
 // preceded by an unrelated write, as under a steady stream of API requests.
-class BusyStore : public store::Store {
+class BusyStore : public ForwardingStore {
  public:
-  explicit BusyStore(store::Store& inner) : inner_(inner) {}
-  absl::StatusOr<store::KeyValue> Get(std::string_view key) override { return inner_.Get(key); }
-  absl::StatusOr<store::ListResult> List(std::string_view prefix,
-                                         const store::ListOptions& options) override {
-    return inner_.List(prefix, options);
-  }
-  absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
-    return inner_.Txn(ops);
-  }
+  using ForwardingStore::ForwardingStore;
   absl::StatusOr<store::EventsResult> Events(std::string_view prefix, int64_t since,
                                              int64_t limit) override {
     if (busy && writes < 1000) {
@@ -684,18 +670,9 @@ class BusyStore : public store::Store {
     }
     return inner_.Events(prefix, since, limit);
   }
-  absl::Status WaitForRevision(int64_t revision, absl::Time deadline) override {
-    return inner_.WaitForRevision(revision, deadline);
-  }
-  int64_t CurrentRevision() override { return inner_.CurrentRevision(); }
-  int64_t CompactedRevision() override { return inner_.CompactedRevision(); }
-  absl::Status Compact(int64_t revision) override { return inner_.Compact(revision); }
 
   bool busy = false;
   int writes = 0;
-
- private:
-  store::Store& inner_;
 };
 
 // A step catches up with the revision it started at and then schedules; it

@@ -64,11 +64,30 @@ TEST(Preemption, FreshlyCheckpointedVictimPreferredOverStaleOne) {
   EXPECT_EQ(f.Preempt("p", 1, 8, 1000, kT0 + absl::Hours(1)), std::set<std::string>({"fresh"}));
   EXPECT_EQ(f.qm->Phase("default/p"), JobPhase::kNominated);
   EXPECT_EQ(f.qm->Phase("default/fresh"), JobPhase::kTerminating);
+  EXPECT_EQ(f.qm->WaitingReasonClass("default/p"), WaitReason::kPreempting);
   // After the grace period the victim is killed and the preemptor runs.
   CycleReport r = f.qm->Cycle(kT0 + absl::Hours(1) + absl::Seconds(30));
   EXPECT_EQ(f.qm->Phase("default/p"), JobPhase::kRunning);
   EXPECT_EQ(f.qm->Phase("default/fresh"), JobPhase::kPending);
+  // Killed at the start of the cycle, then tried again in it: at the head of the queue, it
+  // holds the backfill reservation now.
+  EXPECT_EQ(f.qm->WaitingReasonClass("default/fresh"), WaitReason::kReserved);
   EXPECT_EQ(f.qm->Phase("default/stale"), JobPhase::kRunning);
+}
+
+TEST(Preemption, AVictimKilledWithoutGraceWaitsAsPreempted) {
+  PreemptionPolicy policy;
+  policy.grace_period = absl::ZeroDuration();
+  policy.min_runtime = absl::ZeroDuration();
+  Fixture f(1, policy);
+  f.Run("low", 1, 8, 100);
+  EXPECT_EQ(f.Preempt("high", 1, 8, 1000, kT0 + absl::Hours(1)), std::set<std::string>({"low"}));
+  EXPECT_EQ(f.qm->Phase("default/high"), JobPhase::kRunning);
+  ASSERT_EQ(f.qm->Phase("default/low"), JobPhase::kPending);
+  // Killed mid-cycle, after its turn: the class says why until its next attempt.
+  EXPECT_EQ(f.qm->WaitingReasonClass("default/low"), WaitReason::kPreempted);
+  EXPECT_NE(f.qm->WaitingReason("default/low").find("preempted by default/high"), std::string::npos)
+      << f.qm->WaitingReason("default/low");
 }
 
 TEST(Preemption, VictimsThatExitEarlyAreReleasedTogetherAtTheNextCycle) {

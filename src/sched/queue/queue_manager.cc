@@ -348,6 +348,7 @@ void QueueManager::Kill(const std::string& key, absl::Time now, CycleReport* rep
   p.victims.clear();
   if (!by.empty()) p.protected_jobs.insert(by);
   p.reason = absl::StrCat("preempted by ", by, "; waiting to run again");
+  p.reason_class = WaitReason::kPreempted;
   pending_[key] = std::move(p);
   if (!by.empty()) {
     if (auto it = pending_.find(by); it != pending_.end()) it->second.victims.erase(key);
@@ -622,6 +623,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       const FailedShape& f = failed_shapes_[shape];
       if (f.gen == failed_gen_) {
         p.reason = f.reason;
+        p.reason_class = f.reason_class;
         p.waits_for_room = f.waits_for_room;
         continue;
       }
@@ -704,6 +706,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
           "checkpoint and %s",
           r.victims.size(), plan.evicted_milli / 1000, plan.needed_milli / 1000,
           plan.shrink() ? "shrink" : "exit");
+      p.reason_class = WaitReason::kPreempting;
       rep.events.push_back({QueueEvent::Kind::kNominated, key, "", deadline, p.reason});
       if (config_.preemption.grace_period == absl::ZeroDuration()) {
         for (const std::string& v : r.victims) Kill(v, now, &rep);
@@ -739,6 +742,9 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       p.reason = absl::StrCat(p.reason, "; preemption: the planned victims would not make room");
     }
     if (r.unresolvable) p.reason = absl::StrCat(p.reason, " (no preemption can help)");
+    p.reason_class = r.unresolvable     ? WaitReason::kUnschedulable
+                     : p.waits_for_room ? WaitReason::kNoRoom
+                                        : WaitReason::kOverQuota;
     bool made_reservation = false;
     if (config_.backfill && !reservation_ && quota_ok && !r.unresolvable) {
       dry = Gens();
@@ -750,6 +756,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
         made_reservation = true;
         p.reason = absl::StrCat(p.reason, "; reserved to start by ",
                                 absl::FormatTime(reservation_->start, absl::UTCTimeZone()));
+        p.reason_class = WaitReason::kReserved;
       }
     }
     // Backfill changes what later jobs may use: only cache failures made
@@ -758,6 +765,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       FailedShape& f = failed_shapes_[shape];
       f.gen = failed_gen_;
       f.reason = p.reason;
+      f.reason_class = p.reason_class;
       f.waits_for_room = p.waits_for_room;
     }
   }
@@ -778,6 +786,11 @@ JobPhase QueueManager::Phase(absl::string_view key) const {
 std::string QueueManager::WaitingReason(absl::string_view key) const {
   auto it = pending_.find(key);
   return it == pending_.end() ? "" : it->second.reason;
+}
+
+WaitReason QueueManager::WaitingReasonClass(absl::string_view key) const {
+  auto it = pending_.find(key);
+  return it == pending_.end() ? WaitReason::kNotTried : it->second.reason_class;
 }
 
 absl::StatusOr<QueueStatus> QueueManager::Queue(absl::string_view name) const {

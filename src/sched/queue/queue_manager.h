@@ -56,6 +56,7 @@
 #include "sched/queue/queue_tree.h"
 #include "sched/queue/running_set.h"
 #include "sched/queue/search_memo.h"
+#include "sched/queue/wait_reason.h"
 
 namespace tessera::sched {
 
@@ -231,6 +232,8 @@ class QueueManager {
   // Introspection.
   JobPhase Phase(absl::string_view key) const;
   std::string WaitingReason(absl::string_view key) const;
+  // The bounded class of WaitingReason (kNotTried for a key not pending).
+  WaitReason WaitingReasonClass(absl::string_view key) const;
   absl::StatusOr<QueueStatus> Queue(absl::string_view name) const;
   const RunningSet& running() const { return running_; }
   const QueueTree& tree() const { return *tree_; }
@@ -252,6 +255,7 @@ class QueueManager {
     absl::Duration runtime;
     uint64_t seq = 0;
     std::string reason;
+    WaitReason reason_class = WaitReason::kNotTried;
     bool nominated = false;
     absl::flat_hash_set<std::string> victims;  // while nominated
     absl::flat_hash_set<std::string> protected_jobs;
@@ -367,6 +371,7 @@ class QueueManager {
   struct FailedShape {
     uint64_t gen = 0;
     std::string reason;
+    WaitReason reason_class = WaitReason::kNoRoom;
     bool waits_for_room = false;
   };
   std::vector<FailedShape> failed_shapes_;

@@ -32,7 +32,9 @@ TEST(Admission, Kueue4329QuotaAllowsButNoPlacementCanHoldIt) {
   c.tree.queues = {Q("team", "", 8, 0)};
   auto qm = Make(cs.get(), c);
   ASSERT_TRUE(qm->Submit(GangJob("one-by-eight", "team", 1, 8), {}, kT0).ok());
+  EXPECT_EQ(qm->WaitingReasonClass("default/one-by-eight"), WaitReason::kNotTried);
   qm->Cycle(kT0);
+  EXPECT_EQ(qm->WaitingReasonClass("default/one-by-eight"), WaitReason::kUnschedulable);
   EXPECT_EQ(qm->Phase("default/one-by-eight"), JobPhase::kPending);
   EXPECT_EQ(qm->WaitingReason("default/one-by-eight"),
             "a member of group worker needs 8 GPUs on one node; the largest node has 4 (no "
@@ -65,6 +67,7 @@ TEST(Admission, FragmentedFleetIsNotAdmittedAndSaysWhy) {
             std::string::npos)
       << why;
   EXPECT_NE(why.find("reserved to start by"), std::string::npos) << why;
+  EXPECT_EQ(qm->WaitingReasonClass("default/w"), WaitReason::kReserved);
   ASSERT_TRUE(qm->reservation().has_value());
   EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(1));      // x ends (default runtime)
   EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);  // w holds no quota
@@ -85,6 +88,7 @@ TEST(Admission, QuotaAndTopologyReasons) {
       "queue team-a over quota: 40 H100 GPUs of 64 H100 GPUs guaranteed in use, job needs 32 "
       "H100 GPUs, borrowing limit 0 H100 GPUs; preemption: ";
   EXPECT_EQ(qm->WaitingReason("default/a2").substr(0, want.size()), want);
+  EXPECT_EQ(qm->WaitingReasonClass("default/a2"), WaitReason::kOverQuota);
   ASSERT_TRUE(qm->Finish("default/a2", kT0).ok());
   // b1 spreads into the other rack: 24 GPUs free in one rack, 40 in the other.
   model::Job b1 = GangJob("b1", "team-b", 3, 8);
@@ -228,6 +232,8 @@ TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
   EXPECT_NE(qm->WaitingReason("default/too-long").find("reserved for the head-of-line job"),
             std::string::npos)
       << qm->WaitingReason("default/too-long");
+  EXPECT_EQ(qm->WaitingReasonClass("default/too-long"), WaitReason::kNoRoom);
+  EXPECT_EQ(qm->WaitingReasonClass("default/head"), WaitReason::kReserved);
 }
 
 // A gang a failure stopped (SubmitOptions::restart) goes before older jobs of
