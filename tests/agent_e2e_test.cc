@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -313,11 +314,12 @@ TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) 
   const std::string script = dir_ + "/crash-once.sh";
   {
     std::ofstream f(script);
-    f << "if [ \"$TESSERA_GENERATION\" = 1 ]; then\n"
+    f << "echo \"rank $TESSERA_RANK generation $TESSERA_GENERATION\"\n"
+         "if [ \"$TESSERA_GENERATION\" = 1 ]; then\n"
          "  if [ \"$TESSERA_RANK\" = 1 ]; then sleep 1; exit 3; fi\n"
          "  sleep 60; exit 0\n"
          "fi\n"
-         "sleep 1; exit 0\n";
+         "sleep 1; echo \"rank $TESSERA_RANK done\"; exit 0\n";
   }
   Json job = {{"apiVersion", "tessera.dev/v1"},
               {"kind", "TrainingJob"},
@@ -355,6 +357,16 @@ TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) 
       RunTessera("describe job crashy -n e2e --server " + url_ + " --token admintoken");
   EXPECT_NE(desc.out.find("1 of 2\n"), std::string::npos) << desc.out;  // Restarts:
   EXPECT_NE(desc.out.find("exited with code 3"), std::string::npos) << desc.out;
+  // `tessera logs` of the finished job (no placement left: its members' reports name the
+  // nodes), with the server and token from the environment as every command reads them.
+  const std::string env = "TESSERA_SERVER=" + url_ + " TESSERA_TOKEN=admintoken ";
+  CliResult logs = RunShell(env + TesseraBin() + " logs crashy -n e2e --tail 1");
+  EXPECT_EQ(logs.rc, 0) << logs.out;
+  EXPECT_NE(logs.out.find("[worker-0] rank 0 done\n"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("[worker-1] rank 1 done\n"), std::string::npos) << logs.out;
+  EXPECT_EQ(std::count(logs.out.begin(), logs.out.end(), '\n'), 2) << logs.out;
+  logs = RunShell(env + TesseraBin() + " logs crashy -n e2e --member worker-1");
+  EXPECT_NE(logs.out.find("[worker-1] rank 1 generation 2\n"), std::string::npos) << logs.out;
 }
 
 TEST_F(AgentE2eTest, APartitionedAgentsMembersAreFencedWhenItReturns) {

@@ -121,6 +121,26 @@ void ServeLog(const httplib::Request& req, httplib::Response& res, const Launche
     return;
   }
   auto offsets = std::make_shared<std::vector<std::streamoff>>(files.size(), 0);
+  // tail=N: start each member's file at its last N whole lines.
+  int64_t tail = -1;
+  if (req.has_param("tail") &&
+      (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) || tail < 0)) {
+    res.status = 400;
+    res.set_content("tail: expected a number of lines >= 0\n", "text/plain");
+    return;
+  }
+  for (size_t i = 0; tail >= 0 && i < files.size(); ++i) {
+    std::ifstream in(files[i], std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t end = text.rfind('\n');  // a partial last line is not a line yet
+    if (end == std::string::npos) continue;
+    size_t at = end + 1;
+    for (int64_t n = 0; n < tail && at > 0; ++n) {
+      const size_t nl = at >= 2 ? text.rfind('\n', at - 2) : std::string::npos;
+      at = nl == std::string::npos ? 0 : nl + 1;
+    }
+    (*offsets)[i] = static_cast<std::streamoff>(at);
+  }
   const std::string id_prefix = absl::StrCat(ns.empty() ? "default" : ns, ".", job, ".");
   res.set_chunked_content_provider("text/plain", [files, offsets, follow, &launcher, id_prefix](
                                                      size_t, httplib::DataSink& sink) {
@@ -473,79 +493,6 @@ int RunAgent(const AgentFlags& f) {
   return 0;
 }
 
-struct LogsFlags {
-  std::string job;
-  std::string ns = "default";
-  bool follow = false;
-  std::string server = "127.0.0.1:7420";
-  std::string token;
-  std::string member;
-  std::string stream = "stdout";
-  std::string kind = "TrainingJob";
-};
-
-int RunLogs(LogsFlags f) {
-  if (f.token.empty() && getenv("TESSERA_TOKEN") != nullptr) f.token = getenv("TESSERA_TOKEN");
-  ApiClient api(f.server, f.token);
-  const char* plural = f.kind == "InferenceService" ? "inferenceservices" : "trainingjobs";
-  absl::StatusOr<ApiResponse> job = api.Get(ObjectPath(plural, f.ns, f.job));
-  if (!job.ok()) {
-    std::cerr << "tessera logs: " << job.status().message() << "\n";
-    return 1;
-  }
-  if (job->code != 200) {
-    std::cerr << "tessera logs: job " << f.ns << "/" << f.job << ": " << ApiError(*job) << "\n";
-    return 1;
-  }
-  std::set<std::string> nodes;
-  const Json& placement = job->body["status"].value("placement", Json::array());
-  for (const Json& p : placement) nodes.insert(p.value("node", ""));
-  if (nodes.empty()) {
-    std::cerr << "tessera logs: job " << f.ns << "/" << f.job << " is not placed on any node\n";
-    return 1;
-  }
-  std::vector<std::thread> threads;
-  std::mutex out_mu;
-  int failures = 0;
-  for (const std::string& node : nodes) {
-    absl::StatusOr<ApiResponse> n = api.Get("/api/v1/nodes/" + node);
-    std::string endpoint;
-    if (n.ok() && n->code == 200) {
-      endpoint = n->body["metadata"]
-                     .value("annotations", Json::object())
-                     .value("tessera.dev/agent-endpoint", "");
-    }
-    if (endpoint.empty()) {
-      std::cerr << "tessera logs: node " << node << " has no agent endpoint\n";
-      ++failures;
-      continue;
-    }
-    threads.emplace_back([&, endpoint, node] {
-      httplib::Client c(endpoint);
-      c.set_read_timeout(3600, 0);
-      // The agent checks this token with the server (may it read this job?) or against its own.
-      if (!f.token.empty()) c.set_bearer_token_auth(f.token);
-      std::string path = absl::StrCat("/logs?namespace=", f.ns, "&job=", f.job, "&kind=", f.kind,
-                                      "&stream=", f.stream, f.follow ? "&follow=1" : "",
-                                      f.member.empty() ? "" : "&member=" + f.member);
-      auto res = c.Get(path, [&](const char* data, size_t len) {
-        std::lock_guard<std::mutex> l(out_mu);
-        std::cout.write(data, len);
-        std::cout.flush();
-        return true;
-      });
-      if (!res || res->status != 200) {
-        std::lock_guard<std::mutex> l(out_mu);
-        std::cerr << "tessera logs: node " << node << " (" << endpoint << "): "
-                  << (res ? absl::StrCat("HTTP ", res->status) : httplib::to_string(res.error()))
-                  << "\n";
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return failures == 0 ? 0 : 1;
-}
-
 }  // namespace
 
 void RegisterNodeCommands(CLI::App& app) {
@@ -599,24 +546,6 @@ void RegisterNodeCommands(CLI::App& app) {
                 "Log lines on stderr: text, or json (one object per line)");
   a->callback([f]() {
     int code = RunAgent(*f);
-    if (code != 0) throw CLI::RuntimeError(code);
-  });
-
-  auto l = std::make_shared<LogsFlags>();
-  CLI::App* logs = app.add_subcommand("logs", "Print (or follow) a job's member logs");
-  logs->add_option("job", l->job, "Job name")->required();
-  logs->add_option("-n,--namespace", l->ns, "Namespace (default: default)");
-  logs->add_flag("-f,--follow", l->follow, "Keep streaming while the members run");
-  logs->add_option("--server", l->server, "tessera server (default 127.0.0.1:7420)");
-  logs->add_option("--token", l->token,
-                   "Bearer token, for the server and the agents (default: env TESSERA_TOKEN)");
-  logs->add_option("--member", l->member, "Only this member (GROUP-INDEX)");
-  logs->add_option("--stream", l->stream, "stdout or stderr")
-      ->check(CLI::IsMember({"stdout", "stderr"}));
-  logs->add_option("--kind", l->kind, "TrainingJob or InferenceService")
-      ->check(CLI::IsMember({"TrainingJob", "InferenceService"}));
-  logs->callback([l]() {
-    int code = RunLogs(*l);
     if (code != 0) throw CLI::RuntimeError(code);
   });
 }

@@ -453,6 +453,7 @@ void RegisterCliCommands(CLI::App& app) {
   }
   RegisterDescribeCommands(app);
   RegisterTopCommands(app);
+  RegisterLogsCommand(app);
 }
 
 }  // namespace tessera::cli

@@ -37,6 +37,7 @@ bool IsTerminal(const std::string& phase);
 void RegisterApplyCommand(CLI::App& app);
 void RegisterDescribeCommands(CLI::App& app);
 void RegisterTopCommands(CLI::App& app);
+void RegisterLogsCommand(CLI::App& app);
 void AddConnectionFlags(CLI::App* cmd, ConfigFlags* flags);
 // Builds a client from flags; prints the error and throws CLI::RuntimeError.
 ApiClient MakeClient(const ConfigFlags& flags);
