@@ -133,6 +133,15 @@ TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(Run("get nodes l40s-0").out.find("SchedulingDisabled"), std::string::npos);
   EXPECT_EQ(Run("uncordon l40s-0").rc, 0);
+  // Several at once, as kubectl takes them; a missing one fails the command, not the others.
+  r = Run("cordon l40s-0 no-such-node h100-3");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("node/l40s-0 cordoned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no-such-node"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node/h100-3 cordoned"), std::string::npos) << r.out;
+  r = Run("uncordon l40s-0 h100-3");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(Run("get nodes h100-3").out.find("SchedulingDisabled"), std::string::npos);
   const std::string victim = *nodes.begin();
   r = Run("drain " + victim);
   ASSERT_EQ(r.rc, 0) << r.out;

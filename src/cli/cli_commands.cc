@@ -361,30 +361,37 @@ constexpr char kDrainTaint[] = "tessera.dev/drain";
 
 struct NodeFlags {
   ConfigFlags conn;
-  std::string node;
+  std::vector<std::string> nodes;
 };
 
-// Read-modify-write of a Node with optimistic concurrency (retries on 409).
-void EditNode(const NodeFlags& f, const std::function<void(Json& spec)>& edit,
-              const std::string& done) {
-  ApiClient client = MakeClient(f.conn);
+// Read-modify-write of a Node with optimistic concurrency (retries on 409). False, with the
+// error printed, when it could not be written.
+bool EditNode(ApiClient& client, const std::string& node,
+              const std::function<void(Json& spec)>& edit, const std::string& done) {
   const ResourceInfo& r = *FindResource("nodes");
   for (int attempt = 0; attempt < 10; ++attempt) {
-    absl::StatusOr<Response> cur = client.Do("GET", ItemPath(r, "", f.node));
-    if (!cur.ok()) Die(std::string(cur.status().message()));
-    if (cur->code != 200) Die(ErrorText(*cur));
+    absl::StatusOr<Response> cur = client.Do("GET", ItemPath(r, "", node));
+    if (!cur.ok()) Die(std::string(cur.status().message()));  // the server is unreachable
+    if (cur->code != 200) {
+      std::cerr << ErrorText(*cur) << "\n";
+      return false;
+    }
     Json obj = std::move(cur->body);
     edit(obj["spec"]);
     obj.erase("status");  // keep the stored status (heartbeats)
-    absl::StatusOr<Response> res = client.Do("PUT", ItemPath(r, "", f.node), &obj);
+    absl::StatusOr<Response> res = client.Do("PUT", ItemPath(r, "", node), &obj);
     if (!res.ok()) Die(std::string(res.status().message()));
     if (res->code == 200) {
-      std::cout << "node/" << f.node << " " << done << "\n";
-      return;
+      std::cout << "node/" << node << " " << done << "\n";
+      return true;
     }
-    if (res->code != 409) Die(ErrorText(*res));
+    if (res->code != 409) {
+      std::cerr << ErrorText(*res) << "\n";
+      return false;
+    }
   }
-  Die(absl::StrCat("error: node/", f.node, " kept changing; try again"));
+  std::cerr << "error: node/" << node << " kept changing; try again\n";
+  return false;
 }
 
 void SetDrainTaint(Json& spec, bool on) {
@@ -439,16 +446,24 @@ void RegisterCliCommands(CLI::App& app) {
                  "drained (its gangs are requeued by the scheduler)"}}) {
     auto f = std::make_shared<NodeFlags>();
     CLI::App* cmd = app.add_subcommand(v.name, v.help);
-    cmd->add_option("node", f->node, "Node name")->required();
+    cmd->add_option("nodes", f->nodes,
+                    "Node names (each one is done; the rest go on after one "
+                    "fails, and the exit code is then 1)")
+        ->required();
     AddConnectionFlags(cmd, &f->conn);
     cmd->callback([f, v] {
-      EditNode(
-          *f,
-          [&](Json& spec) {
-            spec["unschedulable"] = v.unschedulable;
-            if (v.drain != 0) SetDrainTaint(spec, v.drain > 0);
-          },
-          v.done);
+      ApiClient client = MakeClient(f->conn);
+      bool failed = false;
+      for (const std::string& node : f->nodes) {
+        failed |= !EditNode(
+            client, node,
+            [&](Json& spec) {
+              spec["unschedulable"] = v.unschedulable;
+              if (v.drain != 0) SetDrainTaint(spec, v.drain > 0);
+            },
+            v.done);
+      }
+      if (failed) throw CLI::RuntimeError(1);
     });
   }
   RegisterDescribeCommands(app);
