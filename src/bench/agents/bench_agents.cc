@@ -31,6 +31,7 @@
 #include <queue>
 #include <random>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -110,7 +111,11 @@ class Loop {
         seen_(f.agents) {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
   }
-  ~Loop() { close(ep_); }
+  // Closes what is still open (long-polls, heartbeats in flight) when the run ends.
+  ~Loop() {
+    while (!open_.empty()) Close(*open_.begin());
+    close(ep_);
+  }
 
   // Registers every agent, opens its long-poll and schedules its first heartbeat.
   bool Register();
@@ -144,6 +149,7 @@ class Loop {
   int ep_ = -1;
   std::vector<int64_t> rv_;
   std::vector<Conn*> watch_;
+  std::unordered_set<Conn*> open_;  // every connection Open made and Close has not deleted
   std::vector<std::vector<bool>> seen_;
   int registered_ = 0, reg_inflight_ = 0;
   bool measuring_ = false;
@@ -157,6 +163,7 @@ Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
   int fd = ConnectLoopback(port_, agent);
   if (fd < 0) return nullptr;
   auto* c = new Conn{kind, agent, fd};
+  open_.insert(c);
   c->started = absl::Now();
   epoll_event ev{};
   // Edge-triggered: a connected socket is always writable, so level-triggered EPOLLOUT would
@@ -186,6 +193,7 @@ void Loop::Close(Conn* c) {
   epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   if (c->kind == Conn::Kind::kWatch && watch_[c->agent] == c) watch_[c->agent] = nullptr;
+  open_.erase(c);
   delete c;
 }
 
