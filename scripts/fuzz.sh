@@ -12,7 +12,7 @@ ABSL_LIBS=$(pkg-config --libs absl_status absl_statusor absl_strings absl_str_fo
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -Isrc fuzz/api_request_fuzzer.cc \
   src/api/object_codec.cc src/api/schema.cc src/api/kinds.cc src/api/store_layout.cc \
-  src/api/elastic_spec.cc \
+  src/api/elastic_spec.cc src/common/suggest.cc \
   $ABSL_LIBS -o "$out/api_request_fuzzer"
 "$out/api_request_fuzzer" -runs="$runs" -seed=1 -max_len=4096 -rss_limit_mb=2048 \
   -print_final_stats=1 "$out/corpus" > "$out/fuzz.log" 2>&1 || { tail -n 60 "$out/fuzz.log"; exit 1; }
