@@ -21,6 +21,7 @@
 #include "controller/store_layout.h"
 #include "model/job.h"
 #include "sched/framework/cluster_state.h"
+#include "sched/queue/wait_reason.h"
 
 namespace tessera::controller {
 
@@ -50,6 +51,8 @@ struct SchedulingController::JobRec {
   std::string queue_error;  // why the QueueManager did not take it
   absl::Time queued_since;
   std::string last_message;
+  // The job's last WaitReason while it waits (a Warning Event when it turns Unschedulable).
+  sched::WaitReason wait_class = sched::WaitReason::kNotTried;
   absl::Duration max_runtime = absl::ZeroDuration();  // spec.maxRuntimeSeconds; 0: none
   int64_t max_restarts = 0;                           // spec.maxRestarts
   absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime

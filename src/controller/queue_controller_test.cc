@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "controller/controller_test_fixture.h"
 #include "controller/queue_codec.h"
@@ -476,6 +478,36 @@ TEST_F(QueueControllerTest, WithoutAnyQueueConfiguredEveryQueueNameIsImplicit) {
   Step();
   Step();
   EXPECT_TRUE(Job("a")["status"].contains("placement")) << Job("a").dump();
+}
+
+// A job that no placement can ever hold (24 GPUs on a 16-GPU fleet) says so once, as a Warning
+// Event, and in a word; a job that only waits for room gets no Warning.
+TEST_F(ControllerTest, AJobThatCanNeverRunGetsOneWarningAndSaysUnschedulable) {
+  AddNode("gpu-0", 8);
+  AddNode("gpu-1", 8);
+  AddJob("fits", 2, 8);
+  AddJob("never", 3, 8);
+  Step();
+  AddJob("later", 1, 8);         // waits for room behind "fits"
+  for (int i = 0; i < 3; ++i) {  // more cycles: the Warning is not repeated
+    clock_.Advance(absl::Seconds(1));
+    Heartbeat("gpu-0");
+    Heartbeat("gpu-1");
+    Step();
+  }
+  const Json never = Job("never");
+  EXPECT_EQ(never["status"]["reason"], "Unschedulable") << never["status"].dump();
+  const std::vector<std::string> reasons = EventReasons("never");
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "Unschedulable"), 1);
+  absl::StatusOr<store::ListResult> events = store_.List(kEventsPrefix, {});
+  ASSERT_TRUE(events.ok());
+  for (const store::KeyValue& kv : events->kvs) {
+    const Json e = *ParseStored(kv.value);
+    if (e["spec"]["reason"] != "Unschedulable") continue;
+    EXPECT_EQ(e["spec"]["involvedObject"]["name"], "never") << e.dump();
+    EXPECT_EQ(e["spec"]["type"], "Warning") << e.dump();
+  }
+  EXPECT_NE(Job("later")["status"].value("reason", ""), "Unschedulable");
 }
 
 }  // namespace

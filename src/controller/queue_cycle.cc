@@ -457,10 +457,15 @@ void SchedulingController::WaitingReasons(absl::Time now) {
     }
     if (reason.empty() || reason == "not tried yet") continue;
     const std::string msg = absl::StrCat("waiting: ", reason);
+    const sched::WaitReason cls = qm_->WaitingReasonClass(job.key());
     if (msg != rec->last_message) {
-      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, false, false}, false,
-                        std::string(sched::WaitReasonName(qm_->WaitingReasonClass(job.key()))));
+      // A job no placement can ever hold (more GPUs than the fleet has, a member larger than any
+      // node) gets one Warning Event when it turns so, not one per cycle: it will wait forever.
+      const bool never = cls == sched::WaitReason::kUnschedulable && rec->wait_class != cls;
+      (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, never, never}, false,
+                        std::string(sched::WaitReasonName(cls)));
     }
+    rec->wait_class = cls;
   }
 }
 
