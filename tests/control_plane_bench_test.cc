@@ -43,18 +43,24 @@ class ControlPlaneBenchTest : public ::testing::Test {
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  // `tessera bench ARGS` with its temporary files under dir_/tmp: its one JSON object, or a
+  // failure (with its stdout and stderr) and a discarded value.
+  Json RunBench(const std::string& args) {
+    CliResult r = RunStdout("TMPDIR=" + dir_ + "/tmp", "bench " + args, dir_ + "/stderr");
+    EXPECT_EQ(r.rc, 0) << r.out << Slurp(dir_ + "/stderr");
+    Json j = Json::parse(r.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << r.out << Slurp(dir_ + "/stderr");
+    return r.rc == 0 && j.is_object() ? j : Json(Json::value_t::discarded);
+  }
   std::string dir_;
 };
 
 TEST_F(ControlPlaneBenchTest, SmallRunBindsAndRunsEveryJob) {
   // 64 nodes x 8 GPUs = 512; the jobs take 100 + 20 x 8 + 2 x 64 = 388.
-  CliResult r = RunStdout("TMPDIR=" + dir_ + "/tmp",
-                          "bench control-plane --nodes 64 --single 100 --eight 20 --gangs 2 "
-                          "--clients 4 --heartbeat 1 --seconds 240",
-                          dir_ + "/stderr");
-  ASSERT_EQ(r.rc, 0) << r.out << Slurp(dir_ + "/stderr");
-  Json j = Json::parse(r.out, nullptr, false);
-  ASSERT_TRUE(j.is_object()) << r.out;
+  Json j = RunBench(
+      "control-plane --nodes 64 --single 100 --eight 20 --gangs 2 --clients 4 --heartbeat 1 "
+      "--seconds 240");
+  ASSERT_FALSE(j.is_discarded());
   SCOPED_TRACE(j.dump(2) + Slurp(dir_ + "/stderr"));
   EXPECT_EQ(j["benchmark"], "control-plane");
   EXPECT_EQ(j["complete"], true);
@@ -122,13 +128,9 @@ TEST_F(ControlPlaneBenchTest, BadFlagsAreNamedAllAtOnce) {
 }
 
 TEST_F(ControlPlaneBenchTest, AgentsBenchSeesEveryBindingOnItsOwnAgent) {
-  CliResult r = RunStdout("TMPDIR=" + dir_ + "/tmp",
-                          "bench agents --agents 16 --heartbeat 1 --seconds 5 "
-                          "--binds-per-second 4 --poll-timeout 5",
-                          dir_ + "/stderr");
-  ASSERT_EQ(r.rc, 0) << r.out << Slurp(dir_ + "/stderr");
-  Json j = Json::parse(r.out, nullptr, false);
-  ASSERT_TRUE(j.is_object()) << r.out;
+  Json j = RunBench(
+      "agents --agents 16 --heartbeat 1 --seconds 5 --binds-per-second 4 --poll-timeout 5");
+  ASSERT_FALSE(j.is_discarded());
   SCOPED_TRACE(j.dump(2) + Slurp(dir_ + "/stderr"));
   EXPECT_EQ(j["benchmark"], "agents");
   EXPECT_GT(j["binds"].get<int64_t>(), 0);

@@ -55,12 +55,9 @@ void SchedulingController::WritePhases() {
   std::map<std::string, PendingPhase> pending;
   pending.swap(pending_phases_);
   const absl::Time now = clock_.Now();
-  // The status change of one pending phase; false (abandoned) when the stored binding is no
-  // longer the one the reports were of.
-  auto mutation = [now](const PendingPhase& p) {
-    return [&p, now](Json& obj) {
-      Json& s = StatusOf(obj);
-      if (!BoundPhase(Str(s, "phase")) || IntOr(s, "generation", 0) != p.generation) return false;
+  // The status change of one pending phase.
+  auto set_phase = [now](const PendingPhase& p) {
+    return [&p, now](Json& s) {
       s["phase"] = p.phase;
       s["reason"] = p.status_reason;
       s["message"] = p.why.message.substr(0, 4096);
@@ -78,36 +75,19 @@ void SchedulingController::WritePhases() {
     if (Terminal(p.phase)) ReleaseMemory(rec);  // the store first, then memory
     rec.phase = p.phase;
   };
-  // Still the binding the reports were of, in memory too.
-  auto live = [&](const std::string& key, const PendingPhase& p) -> JobRec* {
-    auto it = jobs_.find(key);
-    if (it == jobs_.end()) return nullptr;
-    JobRec& rec = *it->second;
-    if (!rec.bound || !BoundPhase(rec.phase) || rec.generation != p.generation) return nullptr;
-    return &rec;
-  };
+  // One on its own: read, check the binding, CAS (UpdateBinding).
   auto write_one = [&](JobRec& rec, const PendingPhase& p) {
-    int64_t base = 0;
-    absl::StatusOr<int64_t> w = Update(rec.key, -1, mutation(p), p.why, &base);
-    if (!w.ok()) {
-      if (!absl::IsCancelled(w.status())) {
-        options_.log.Warn("member-reported phase not written",
-                          {{"job", rec.name},
-                           {"namespace", rec.ns},
-                           {"phase", p.phase},
-                           {"error", std::string(w.status().message())}});
-      }
-      return;
+    absl::StatusOr<int64_t> w = UpdateBinding(rec, set_phase(p), p.why);
+    if (w.ok()) {
+      done(rec, p);
+    } else if (!absl::IsCancelled(w.status())) {
+      options_.log.Warn("member-reported phase not written",
+                        {{"job", rec.name},
+                         {"namespace", rec.ns},
+                         {"phase", p.phase},
+                         {"error", std::string(w.status().message())}});
     }
-    if (base == rec.revision) rec.revision = *w;
-    done(rec, p);
   };
-  if (pending.size() == 1) {
-    if (JobRec* rec = live(pending.begin()->first, pending.begin()->second)) {
-      write_one(*rec, pending.begin()->second);
-    }
-    return;
-  }
   struct Planned {
     JobRec* rec;
     const PendingPhase* p;
@@ -116,31 +96,35 @@ void SchedulingController::WritePhases() {
   std::vector<Planned> planned;
   std::vector<store::Op> ops;
   for (const auto& [key, p] : pending) {
-    JobRec* rec = live(key, p);
-    if (rec == nullptr) continue;
+    // Still the binding the reports were of, in memory too (a deletion or a restart since?).
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) continue;
+    JobRec& rec = *it->second;
+    if (!rec.bound || !BoundPhase(rec.phase) || rec.generation != p.generation) continue;
     // CAS on the revision the reports were read at: a write since then makes the whole
     // transaction fail, and each job is then written on its own below.
-    absl::StatusOr<PreparedWrite> w = PrepareUpdate(key, rec->revision, mutation(p), p.why);
+    absl::StatusOr<PreparedWrite> w =
+        PrepareUpdate(key, rec.revision, OnBinding(p.generation, set_phase(p)), p.why);
     if (!w.ok()) {
-      if (!absl::IsCancelled(w.status())) write_one(*rec, p);
+      if (!absl::IsCancelled(w.status())) write_one(rec, p);
       continue;
     }
     for (store::Op& op : w->ops) ops.push_back(std::move(op));
-    planned.push_back({rec, &p, std::move(w->obj)});
+    planned.push_back({&rec, &p, std::move(w->obj)});
   }
   if (planned.empty()) return;
   absl::StatusOr<int64_t> rev = store_.Txn(ops);
-  if (rev.ok()) {
-    ++stats_.phase_batches;
-    for (Planned& pl : planned) {
-      LogChange(pl.obj, pl.p->why);
-      pl.rec->revision = *rev;
-      done(*pl.rec, *pl.p);
-    }
+  if (!rev.ok()) {
+    ++stats_.phase_batch_fallbacks;
+    for (Planned& pl : planned) write_one(*pl.rec, *pl.p);
     return;
   }
-  ++stats_.phase_batch_fallbacks;
-  for (Planned& pl : planned) write_one(*pl.rec, *pl.p);
+  if (planned.size() > 1) ++stats_.phase_batches;
+  for (Planned& pl : planned) {
+    LogChange(pl.obj, pl.p->why);
+    pl.rec->revision = *rev;
+    done(*pl.rec, *pl.p);
+  }
 }
 
 }  // namespace tessera::controller

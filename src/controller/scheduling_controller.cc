@@ -368,19 +368,19 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
   return true;
 }
 
+std::function<bool(Json& obj)> SchedulingController::OnBinding(
+    int64_t generation, std::function<bool(Json& status)> mutate) {
+  return [generation, mutate = std::move(mutate)](Json& obj) {
+    Json& st = StatusOf(obj);
+    if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != generation) return false;
+    return mutate(st);
+  };
+}
+
 absl::StatusOr<int64_t> SchedulingController::UpdateBinding(
     JobRec& rec, const std::function<bool(Json& status)>& mutate, const Change& event) {
   int64_t base = 0;
-  absl::StatusOr<int64_t> w = Update(
-      rec.key, -1,
-      [&](Json& obj) {
-        Json& st = StatusOf(obj);
-        if (!BoundPhase(Str(st, "phase")) || IntOr(st, "generation", 0) != rec.generation) {
-          return false;
-        }
-        return mutate(st);
-      },
-      event, &base);
+  absl::StatusOr<int64_t> w = Update(rec.key, -1, OnBinding(rec.generation, mutate), event, &base);
   if (w.ok() && base == rec.revision) rec.revision = *w;
   return w;
 }

@@ -166,7 +166,7 @@ class SchedulingController {
     int64_t bind_conflicts = 0;
     int64_t bind_batch_fallbacks = 0;   // batched binding Txns that failed (written one by one)
     int64_t phase_batches = 0;          // member-reported phases written several jobs to one Txn
-    int64_t phase_batch_fallbacks = 0;  // such Txns that failed (written one by one)
+    int64_t phase_batch_fallbacks = 0;  // phase Txns that failed (then written one by one)
     int64_t requeued = 0;
     int64_t restored = 0;  // placements rebuilt by Start()
     int64_t preemptions_resumed =
@@ -286,6 +286,10 @@ class SchedulingController {
   absl::StatusOr<int64_t> UpdateBinding(JobRec& rec,
                                         const std::function<bool(Json& status)>& mutate,
                                         const Change& event);
+  // The object-level mutation UpdateBinding applies: abandons (false) unless the stored job is
+  // still bound at `generation`, then `mutate` edits its status.
+  static std::function<bool(Json& obj)> OnBinding(int64_t generation,
+                                                  std::function<bool(Json& status)> mutate);
   // An Event object about `obj` (a standalone write, for changes made by others).
   void RecordEvent(const Json& obj, int64_t rev, const Change& why);
   // Writes a Node's phase (Ready / NotReady) and its Ready condition; `rec.revision` follows
