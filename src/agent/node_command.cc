@@ -34,6 +34,7 @@
 #include "agent/nvml/nvml_backend.h"
 #include "agent/up_command.h"
 #include "common/clock.h"
+#include "http/bounded_server.h"
 #include "obs/log.h"
 
 namespace tessera::agent {
@@ -311,7 +312,9 @@ int RunAgent(const AgentFlags& f) {
   }
 
   // The HTTP endpoint first: its address goes into the Node object.
-  httplib::Server http;
+  // Bounded per request (headers within 10 s, 64 KiB; bodies within 60 s): a client trickling
+  // bytes cannot hold the agent's threads (src/http/bounded_server.h).
+  tessera::http::BoundedServer http{tessera::http::ConnectionLimits{}};
   std::vector<std::string> hp = absl::StrSplit(f.listen, absl::MaxSplits(':', 1));
   int port = 0;
   if (hp.size() != 2 || !absl::SimpleAtoi(hp[1], &port)) {

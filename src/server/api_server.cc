@@ -14,6 +14,7 @@
 #include "api/kinds.h"
 #include "api/object_codec.h"
 #include "api/selector.h"
+#include "http/bounded_server.h"
 #include "server/api_server_internal.h"
 #include "server/elastic_pool.h"
 #include "server/request_body.h"
@@ -139,19 +140,42 @@ using namespace internal;  // NOLINT: this module's reply helpers
 
 namespace {
 
+// The limits on each connection (bounded_server.h): the options' header and body deadlines and
+// header size; the body's wire bytes (chunk framing included) bounded by twice what
+// ReadBoundedBody may read, so the chunk decoder never buffers more than that.
+http::ConnectionLimits Limits(const ApiServerOptions& o) {
+  http::ConnectionLimits l;
+  l.header_timeout = o.header_timeout;
+  l.max_header_bytes = o.max_header_bytes;
+  l.body_timeout = o.body_timeout;
+  l.max_body_wire_bytes = static_cast<int64_t>(2 * (o.max_body_bytes + kDrainBytes) + (64 << 10));
+  l.io_timeout = o.read_timeout;
+  return l;
+}
+
 // The plain server, or the TLS one configured by tls_policy.h. Files that fail its checks leave
-// `tls_error` saying why (Start returns it) and a plain server that is never started.
-std::unique_ptr<httplib::Server> MakeHttpServer(const ApiServerOptions& o,
-                                                absl::Status& tls_error) {
-  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return std::make_unique<httplib::Server>();
+// `tls_error` saying why (Start returns it) and a plain server that is never started. `cuts`
+// counts the connections a limit cut.
+std::unique_ptr<httplib::Server> MakeHttpServer(
+    const ApiServerOptions& o, absl::Status& tls_error,
+    std::function<void(http::DeadlineStream::Failure)> cuts) {
+  auto plain = [&] {
+    auto s = std::make_unique<http::BoundedServer>(Limits(o));
+    s->set_cut_handler(std::move(cuts));
+    return s;
+  };
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return plain();
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     tls_error = absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-    return std::make_unique<httplib::Server>();
+    return plain();
   }
   tls_error = CheckTlsFiles(o.tls_cert_file, o.tls_key_file);
-  if (!tls_error.ok()) return std::make_unique<httplib::Server>();
-  return std::make_unique<httplib::SSLServer>(
-      [&o](SSL_CTX& ctx) { return ApplyTlsPolicy(ctx, o.tls_cert_file, o.tls_key_file); });
+  if (!tls_error.ok()) return plain();
+  auto s = std::make_unique<http::BoundedSslServer>(Limits(o), [&o](SSL_CTX& ctx) {
+    return ApplyTlsPolicy(ctx, o.tls_cert_file, o.tls_key_file);
+  });
+  s->set_cut_handler(std::move(cuts));
+  return s;
 }
 
 }  // namespace
@@ -162,13 +186,19 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
       clock_(clock),
       auth_(std::move(auth)),
       options_(options),
-      http_(MakeHttpServer(options_, tls_error_)),
+      http_(MakeHttpServer(options_, tls_error_,
+                           [this](http::DeadlineStream::Failure f) {
+                             cuts_->With({http::DeadlineStream::FailureName(f)}).Inc();
+                           })),
       watches_("watches", options.max_watches > 0 ? options.max_watches : options.threads / 2,
                options.max_watches_per_token),
       binding_waits_("binding waits", options.max_binding_waits,
                      options.max_binding_waits_per_token),
       bindings_(std::make_unique<NodeBindingIndex>(store)),
       rng_(options.uid_seed) {
+  for (http::DeadlineStream::Failure f : http::CutCounters::kLimits) {
+    cuts_->With({http::DeadlineStream::FailureName(f)});  // exported at 0 from the start
+  }
   http_->new_task_queue = [this] {
     ElasticPoolOptions po;
     po.min_threads = options_.threads;

@@ -70,6 +70,13 @@ struct ApiServerOptions {
   // A request whose headers or body stall this long gets 400 and changes
   // nothing, so a slow sender holds a request thread only this long.
   absl::Duration read_timeout = absl::Seconds(5);
+  // However it trickles: a request's line and headers must arrive within header_timeout of its
+  // first byte (and a TLS handshake within header_timeout of the connection), at most
+  // max_header_bytes of them; its body within body_timeout of the headers. Past any, 400 and
+  // the connection is closed (src/http/bounded_server.h).
+  absl::Duration header_timeout = absl::Seconds(10);
+  int64_t max_header_bytes = 64 << 10;
+  absl::Duration body_timeout = absl::Seconds(60);
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
   // Open watches beyond this get 429, so that watches cannot take every
@@ -172,6 +179,12 @@ class ApiServer {
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   metrics::Registry request_registry_;      // API request rate and latency, in /metrics
   ApiRequestMetrics request_metrics_{request_registry_};
+  // Connections closed by a limit of bounded_server.h, by reason (http_'s connections count
+  // into it; they run only between Start and Stop).
+  metrics::Family<metrics::Counter>* cuts_ = &request_registry_.AddCounter(
+      "tessera_api_connections_cut_total",
+      "API connections closed because a request broke a limit (header or body deadline, size).",
+      {"reason"});
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

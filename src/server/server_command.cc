@@ -38,6 +38,7 @@ struct ServerFlags {
   bool insecure_no_auth = false;
   int64_t retain_revisions = 100000;
   int threads = 128;
+  double header_timeout_s = 10;
   bool scheduler = true;
   double node_grace_s = 40;
   double node_status_s = 60;
@@ -177,6 +178,7 @@ int RunServer(const ServerFlags& f) {
   controller::NodeLeases leases;
   ApiServerOptions so;
   so.threads = f.threads;
+  so.header_timeout = absl::Seconds(f.header_timeout_s);
   so.node_leases = &leases;
   // Their utilization samples, live for the dashboard (gpu_samples.h).
   GpuSamples samples;
@@ -304,6 +306,11 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--retain-revisions", flags->retain_revisions,
                   "Watch history kept, in revisions (older: 410 Gone)");
   cmd->add_option("--threads", flags->threads, "Request threads (each open watch holds one)");
+  cmd->add_option("--header-timeout-seconds", flags->header_timeout_s,
+                  "A request's line and headers (and a TLS handshake) must arrive within this "
+                  "long of their first byte, however they trickle; then 400 and the connection "
+                  "is closed")
+      ->check(CLI::Range(0.1, 3600.0));
   cmd->add_flag("!--no-scheduler", flags->scheduler, "Serve the API only; do not schedule");
   cmd->add_flag("--federation", flags->federation,
                 "Be the hub of a federation: hand jobs to the member clusters named by Cluster "

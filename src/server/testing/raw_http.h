@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,9 +19,24 @@ namespace tessera::server::testing {
 // What a raw exchange got back.
 struct RawReply {
   std::string text;            // everything read until the server closed (or 10 s passed)
-  size_t body_bytes_sent = 0;  // body bytes the server let us send before it stopped taking them
+  size_t body_bytes_sent = 0;  // body (Trickle: request) bytes sent before the server stopped
   bool closed = false;         // the server ended the connection
 };
+
+// A TCP connection to 127.0.0.1:`port`, or -1.
+inline int ConnectLoopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 // Sends `head` (request line and headers, ending in an empty line), then `body_bytes` of body in
 // chunked encoding (64 KiB chunks of 'x'), never sending the terminating chunk: the server must
@@ -28,16 +44,8 @@ struct RawReply {
 // or read waits at most 10 s. Then reads the reply until the server closes the connection.
 inline RawReply SendUnendingChunkedBody(int port, const std::string& head, size_t body_bytes) {
   RawReply out;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int fd = ConnectLoopback(port);
   if (fd < 0) return out;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return out;
-  }
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -54,6 +62,36 @@ inline RawReply SendUnendingChunkedBody(int port, const std::string& head, size_
     const std::string chunk = absl::StrFormat("%x\r\n", 65536) + std::string(65536, 'x') + "\r\n";
     while (out.body_bytes_sent < body_bytes && send_all(chunk)) out.body_bytes_sent += 65536;
   }
+  char buf[4096];
+  while (true) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) out.closed = true;
+    if (n <= 0) break;
+    out.text.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+// Sends `prefix` at once, then `text` one byte every `gap_ms` (a slow-loris client), stopping
+// when the server answers or closes; then reads the reply until the server closes the connection
+// (at most 10 s more). body_bytes_sent counts the bytes of `text` sent.
+inline RawReply Trickle(int port, const std::string& prefix, const std::string& text, int gap_ms) {
+  RawReply out;
+  int fd = ConnectLoopback(port);
+  if (fd < 0) return out;
+  if (send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(prefix.size())) {
+    close(fd);
+    return out;
+  }
+  for (char c : text) {
+    if (send(fd, &c, 1, MSG_NOSIGNAL) != 1) break;
+    ++out.body_bytes_sent;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, gap_ms) > 0) break;  // answered or closed
+  }
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char buf[4096];
   while (true) {
     ssize_t n = recv(fd, buf, sizeof buf, 0);
