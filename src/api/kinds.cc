@@ -383,6 +383,14 @@ std::vector<KindInfo> BuildKinds() {
                             }))
                        .MaxItems(kMaxGpusPerNode)),
       }));
+  // Objects of each kind a namespace may hold, as Kubernetes' ResourceQuota: spec.hard maps
+  // "count/<plural>" (a namespaced kind: trainingjobs, inferenceservices, checkpoints,
+  // modelversions) to the most objects of it; a create past it is refused with 403. Written by
+  // admins only (server/auth.cc); enforced by the API server (server/resource_quota.h).
+  kinds.push_back(Make("ResourceQuota", "resourcequotas", true, {"Active"},
+                       S::Object({
+                           Required("hard", S::Map(S::Int().Min(0).Max(kMaxQuotaObjects))),
+                       })));
   // One transition of an object's lifecycle, written by the controller in the
   // same transaction as the transition itself.
   kinds.push_back(Make("Event", "events", true, {"Recorded"},

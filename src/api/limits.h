@@ -26,8 +26,10 @@ inline constexpr int64_t kMaxGraceSeconds = 600;
 inline constexpr char kGraceAnnotation[] = "tessera.dev/grace-seconds";
 inline constexpr int64_t kMaxPriority = 1000000000;  // |priority|, PriorityClass value
 inline constexpr int64_t kMaxQuotaGpus = 10000000;   // a Queue's gpuQuota / quotas values
-inline constexpr int64_t kMaxCommandArgs = 4096;     // command[] entries
-inline constexpr int64_t kMaxListItems = 4096;       // other lists (tolerations, taints, ...)
+// A ResourceQuota's spec.hard values (objects of one kind in one namespace).
+inline constexpr int64_t kMaxQuotaObjects = 10000000;
+inline constexpr int64_t kMaxCommandArgs = 4096;  // command[] entries
+inline constexpr int64_t kMaxListItems = 4096;    // other lists (tolerations, taints, ...)
 // Members one node runs at once (a Node's spec.maxMembers; kubelet's max-pods is 110 by default):
 // the default leaves room for fractional GPUs (8 GPUs shared 10 ways) beside CPU members.
 inline constexpr int64_t kDefaultMaxMembersPerNode = 256;

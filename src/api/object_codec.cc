@@ -192,6 +192,21 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
       }
     }
   }
+  if (kind.kind == "ResourceQuota" && obj["spec"].contains("hard") &&
+      obj["spec"]["hard"].is_object()) {
+    for (auto it = obj["spec"]["hard"].begin(); it != obj["spec"]["hard"].end(); ++it) {
+      if (QuotaCountedKind(it.key()) == nullptr) {
+        std::vector<std::string> counted;
+        for (const KindInfo& k : AllKinds()) {
+          if (QuotaCountedKind(absl::StrCat("count/", k.plural)) != nullptr) {
+            counted.push_back(absl::StrCat("count/", k.plural));
+          }
+        }
+        errors.push_back({absl::StrCat("spec.hard[", Json(it.key()).dump(), "]"),
+                          absl::StrCat("must be one of ", absl::StrJoin(counted, ", "))});
+      }
+    }
+  }
   if (kind.kind == "TrainingJob") {
     // The same check the controller decodes with (controller/job_codec.h).
     int32_t min_replicas = 0;
@@ -200,6 +215,18 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
     }
   }
   return errors;
+}
+
+const KindInfo* QuotaCountedKind(std::string_view key) {
+  constexpr std::string_view kPrefix = "count/";
+  if (key.substr(0, kPrefix.size()) != kPrefix) return nullptr;
+  key.remove_prefix(kPrefix.size());
+  const KindInfo* kind = KindByPlural(key);
+  if (kind == nullptr || !kind->namespaced || kind->kind == "Event" ||
+      kind->kind == "ResourceQuota") {
+    return nullptr;
+  }
+  return kind;
 }
 
 std::string StoreKey(const KindInfo& kind, std::string_view ns, std::string_view name) {

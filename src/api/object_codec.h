@@ -50,6 +50,10 @@ std::vector<FieldError> ValidateObject(const KindInfo& kind, const Json& obj,
 std::string StoreKey(const KindInfo& kind, std::string_view ns, std::string_view name);
 std::string StorePrefix(const KindInfo& kind, std::string_view ns);
 
+// The kind a ResourceQuota's spec.hard key counts ("count/trainingjobs" -> TrainingJob), or null
+// when the key names none that a quota may count (events and quotas themselves are not).
+const KindInfo* QuotaCountedKind(std::string_view key);
+
 // The API object for stored bytes at `mod_revision`.
 absl::StatusOr<Json> FromStored(std::string_view value, int64_t mod_revision);
 

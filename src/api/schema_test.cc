@@ -117,7 +117,7 @@ TEST(SchemaTest, KindAndNamespaceMustMatch) {
 }
 
 TEST(SchemaTest, EveryKindHasASchemaAndPhases) {
-  EXPECT_EQ(AllKinds().size(), 10u);  // + Event, Cluster
+  EXPECT_EQ(AllKinds().size(), 11u);  // + Event, Cluster, ResourceQuota
   for (const KindInfo& k : AllKinds()) {
     EXPECT_FALSE(k.phases.empty()) << k.kind;
     EXPECT_EQ(k.object_schema.type(), Schema::Type::kObject);

@@ -16,6 +16,7 @@ const std::vector<ResourceInfo>& AllResources() {
       {"checkpoints", "Checkpoint", true, {"checkpoint", "ckpt"}},
       {"modelversions", "ModelVersion", true, {"modelversion", "mv"}},
       {"gpupools", "GPUPool", true, {"gpupool", "pools", "pool"}},
+      {"resourcequotas", "ResourceQuota", true, {"resourcequota", "quota"}},
       {"events", "Event", true, {"event", "ev"}},
   };
   return *r;

@@ -33,6 +33,7 @@
 #include "server/auth.h"
 #include "server/node_bindings.h"
 #include "server/request_metrics.h"
+#include "server/resource_quota.h"
 #include "server/slot_shares.h"
 #include "store/store.h"
 
@@ -175,6 +176,7 @@ class ApiServer {
   std::atomic<int64_t> heartbeats_written_{0};  // node heartbeats that wrote the Node
   std::atomic<int64_t> heartbeats_renewed_{0};  // ... that only renewed its lease
   std::unique_ptr<NodeBindingIndex> bindings_;
+  QuotaGate quotas_{store_};                // ResourceQuota on creates (resource_quota.h)
   ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   metrics::Registry request_registry_;      // API request rate and latency, in /metrics

@@ -4,6 +4,8 @@
 // it, within what server/status_write.h allows the writer.
 #include <httplib.h>
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/kinds.h"
@@ -110,9 +112,14 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
   obj["status"] = InitialStatus(*r.kind);
   const std::string what = Describe(*r.kind, r.ns, name);
   std::string stored = api::ToStored(obj);
-  absl::StatusOr<int64_t> rev = store_.Create(api::StoreKey(*r.kind, r.ns, name), stored);
-  if (!rev.ok()) return FailStore(res, rev.status(), what);
-  ReplyStored(res, 201, stored, *rev);
+  int64_t rev = 0;
+  absl::Status written = quotas_.Create({{r.kind, r.ns, 1}}, [&]() -> absl::Status {
+    absl::StatusOr<int64_t> created = store_.Create(api::StoreKey(*r.kind, r.ns, name), stored);
+    if (created.ok()) rev = *created;
+    return created.status();
+  });
+  if (!written.ok()) return FailStore(res, written, what);
+  ReplyStored(res, 201, stored, rev);
 }
 
 void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib::Request& req,
@@ -250,6 +257,7 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
   }
   Json& items = (*body)["items"];
   std::vector<store::Op> ops;
+  std::vector<QuotaGate::Demand> demands;  // objects per kind and namespace, for quotas
   std::vector<api::FieldError> errors;
   for (size_t i = 0; i < items.size(); ++i) {
     Json& obj = items[i];
@@ -292,17 +300,25 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
     meta.erase("resourceVersion");
     obj["status"] = InitialStatus(*kind);
     ops.push_back(store::Op::Create(api::StoreKey(*kind, ns, name), api::ToStored(obj)));
+    auto d = std::find_if(demands.begin(), demands.end(),
+                          [&](const QuotaGate::Demand& x) { return x.kind == kind && x.ns == ns; });
+    if (d == demands.end()) d = demands.insert(demands.end(), QuotaGate::Demand{kind, ns, 0});
+    ++d->count;
   }
   if (!errors.empty()) {
     return Fail(res, 422, "Invalid", absl::StrCat("batch is invalid: ", errors.front().ToString()),
                 errors);
   }
-  absl::StatusOr<int64_t> rev = store_.Txn(ops);
-  if (!rev.ok()) {
-    if (absl::IsInvalidArgument(rev.status())) {
-      return Fail(res, 422, "Invalid", absl::StrCat("batch: ", rev.status().message()));
+  absl::StatusOr<int64_t> rev = 0;
+  absl::Status written = quotas_.Create(demands, [&]() -> absl::Status {
+    rev = store_.Txn(ops);
+    return rev.status();
+  });
+  if (!written.ok()) {
+    if (absl::IsInvalidArgument(written)) {
+      return Fail(res, 422, "Invalid", absl::StrCat("batch: ", written.message()));
     }
-    return FailStore(res, rev.status(), "an object of the batch");
+    return FailStore(res, written, "an object of the batch");
   }
   for (Json& obj : items) obj["metadata"]["resourceVersion"] = std::to_string(*rev);
   Reply(res, 201,

@@ -86,6 +86,8 @@ std::string Authorize(const Principal& p, Verb verb, const Resource& r) {
       if (r.name_space != p.name_space) {
         return absl::StrCat("namespace \"", r.name_space, "\" belongs to another tenant");
       }
+      // A tenant reads its quotas; only an admin sets them (a tenant could otherwise lift its own).
+      if (r.plural == "resourcequotas" && !read) return "only admins may change resource quotas";
       return "";
     case Principal::Role::kNode:
       // A node agent reads the jobs bound to it (ApiServer checks the binding) and reports its

@@ -1,0 +1,76 @@
+#include "server/resource_quota.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "api/object_codec.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::server {
+
+absl::Status QuotaGate::LimitsFor(const Demand& d, std::vector<Limit>& out) {
+  const api::KindInfo* quotas = api::KindByPlural("resourcequotas");
+  if (quotas == nullptr || d.kind == nullptr || !d.kind->namespaced || d.count <= 0) {
+    return absl::OkStatus();
+  }
+  const std::string key = absl::StrCat("count/", d.kind->plural);
+  store::ListOptions opts;
+  while (true) {
+    absl::StatusOr<store::ListResult> page = store_.List(api::StorePrefix(*quotas, d.ns), opts);
+    if (!page.ok()) return page.status();
+    for (const store::KeyValue& kv : page->kvs) {
+      nlohmann::json obj = nlohmann::json::parse(kv.value, nullptr, /*allow_exceptions=*/false);
+      if (!obj.is_object()) continue;
+      const nlohmann::json* hard = nullptr;
+      if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
+        if (auto h = spec->find("hard"); h != spec->end() && h->is_object()) hard = &*h;
+      }
+      if (hard == nullptr) continue;
+      auto limit = hard->find(key);
+      if (limit == hard->end() || !limit->is_number_integer()) continue;
+      out.push_back(Limit{obj["metadata"].value("name", ""), limit->get<int64_t>(), &d});
+    }
+    if (!page->more) return absl::OkStatus();
+    opts.continue_after = page->next_key;
+  }
+}
+
+absl::StatusOr<int64_t> QuotaGate::Count(const Demand& d, int64_t cap) {
+  store::ListOptions opts;
+  opts.limit = std::max<int64_t>(std::min<int64_t>(cap, 1000), 1);
+  int64_t n = 0;
+  while (true) {
+    absl::StatusOr<store::ListResult> page = store_.List(api::StorePrefix(*d.kind, d.ns), opts);
+    if (!page.ok()) return page.status();
+    n += static_cast<int64_t>(page->kvs.size());
+    if (!page->more || n >= cap) return n;
+    opts.continue_after = page->next_key;
+  }
+}
+
+absl::Status QuotaGate::Create(const std::vector<Demand>& demands,
+                               absl::FunctionRef<absl::Status()> write) {
+  std::vector<Limit> limits;
+  for (const Demand& d : demands) {
+    if (absl::Status s = LimitsFor(d, limits); !s.ok()) return s;
+  }
+  if (limits.empty()) return write();
+  absl::MutexLock lock(&mu_);
+  for (const Limit& l : limits) {
+    const Demand& d = *l.demand;
+    absl::StatusOr<int64_t> used = Count(d, l.hard + 1);
+    if (!used.ok()) return used.status();
+    if (*used + d.count > l.hard) {
+      // A quota lowered below what is stored: the count stopped at hard + 1.
+      const std::string res = absl::StrCat("count/", d.kind->plural);
+      const std::string used_text =
+          *used > l.hard ? absl::StrCat("more than ", l.hard) : absl::StrCat(*used);
+      return absl::PermissionDeniedError(
+          absl::StrCat("exceeded quota: ", l.quota, ", requested: ", res, "=", d.count,
+                       ", used: ", res, "=", used_text, ", limited: ", res, "=", l.hard));
+    }
+  }
+  return write();
+}
+
+}  // namespace tessera::server
