@@ -1,6 +1,11 @@
 #include "cli/yaml_json.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -102,7 +107,11 @@ class Converter {
     int64_t i = 0;
     if (absl::SimpleAtoi(s, &i)) return Json(i);
     double d = 0;
-    if (s.find_first_of(".eE") != std::string::npos && absl::SimpleAtod(s, &d)) return Json(d);
+    if (s.find_first_of(".eE") != std::string::npos && absl::SimpleAtod(s, &d)) {
+      // JSON has no infinity: 1e999 would be sent as null (found by fuzz/manifest_fuzzer.cc).
+      if (!std::isfinite(d)) return Fail(n, absl::StrCat("the number ", s, " is out of range"));
+      return Json(d);
+    }
     return Json(s);
   }
 
@@ -130,7 +139,12 @@ void Emit(YAML::Emitter& out, const Json& v) {
   if (v.is_object()) {
     out << YAML::BeginMap;
     for (auto& [k, e] : v.items()) {
-      out << YAML::Key << k << YAML::Value;
+      // YAML allows an implicit key of at most 1024 characters, escapes included: a longer one
+      // is written as an explicit "? key" (found by fuzz/manifest_fuzzer.cc).
+      if (k.size() > 200)
+        out << YAML::Key << YAML::LongKey << k << YAML::Value;
+      else
+        out << YAML::Key << k << YAML::Value;
       Emit(out, e);
     }
     out << YAML::EndMap;
@@ -141,11 +155,20 @@ void Emit(YAML::Emitter& out, const Json& v) {
   } else if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     // Quote strings that would read back as another type.
-    bool plain = false;
-    try {
-      Json back = FromYaml(YAML::Load(s.empty() ? "''" : s));
-      plain = back.is_string() && back.get<std::string>() == s;
-    } catch (const YAML::Exception&) {
+    // Line breaks, tabs and other control characters, or spaces at either end, are quoted too:
+    // in a document they would end the line or be trimmed (found by fuzz/manifest_fuzzer.cc).
+    bool plain = !s.empty() && s.front() != ' ' && s.back() != ' ' &&
+                 std::none_of(s.begin(), s.end(), [](char c) {
+                   const auto u = static_cast<unsigned char>(c);
+                   return u < 0x20 || u == 0x7f;
+                 });
+    if (plain) {
+      try {
+        Json back = FromYaml(YAML::Load(s));
+        plain = back.is_string() && back.get<std::string>() == s;
+      } catch (const YAML::Exception&) {
+        plain = false;
+      }
     }
     if (!plain) {
       out << YAML::DoubleQuoted << s;
@@ -200,11 +223,67 @@ int Manifest::LineOf(const std::string& field_path) const {
   return line;
 }
 
+namespace {
+
+// yaml-cpp 0.7 never ends on some malformed text: after a top-level scalar followed by ','
+// (`"a", b`, found by fuzz/manifest_fuzzer.cc) its parser hands out the same empty document
+// again and again without consuming input, and LoadAll collects them until memory runs out (a
+// 56-byte file took `tessera apply` past 12 GB). This handler walks the documents' events first,
+// keeping nothing, and stops the walk where a document starts at the same place as the last one.
+class ProgressCheck final : public YAML::EventHandler {
+ public:
+  struct Stuck {
+    YAML::Mark mark;
+  };
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_.pos) throw Stuck{mark};
+    started_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  bool started_ = false;
+  YAML::Mark last_;
+};
+
+// InvalidArgument naming the line where yaml-cpp would loop forever on `text`; OK otherwise
+// (including text that is invalid in ways yaml-cpp reports: LoadAll reports those).
+absl::Status CheckParserProgress(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  ProgressCheck check;
+  try {
+    while (parser.HandleNextDocument(check)) {
+    }
+  } catch (const ProgressCheck::Stuck& s) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", s.mark.line + 1,
+                     ": not valid YAML or JSON: unexpected ',' or text after a value "
+                     "(a list needs '- ' items or [brackets])"));
+  } catch (const YAML::Exception&) {
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Manifest>> ParseManifestsWithLines(const std::string& text) {
   if (text.size() > kMaxManifestBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("larger than ", kMaxManifestBytes >> 20, " MiB: refused"));
   }
+  if (absl::Status s = CheckParserProgress(text); !s.ok()) return s;
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
