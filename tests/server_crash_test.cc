@@ -14,6 +14,13 @@
 //     status.generation, and fencing holds across restarts: a job's
 //     generation never goes back, and one (job, generation) names one
 //     placement forever.
+// In the mix, with authentication on: the clients write as a tenant (a user token); node
+// "agents" (node tokens) read their bindings and report their members Running through the status
+// subresource, so the controller moves jobs on to Running; and a forger (the tenant's token)
+// creates jobs that carry a status saying they are bound (generation kForgedGeneration, a
+// placement on n0's GPUs) and writes such a status through the subresource. Checked as well:
+// no stored job ever carries the forged generation, the forged status writes were all refused,
+// and the node reports landed.
 // Checked at the end: watchers on every resource kind -- reconnecting after
 // each kill with the resourceVersion of the last event they saw -- together
 // received every revision, none twice, and replaying the job events gives
@@ -24,6 +31,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -41,6 +49,20 @@ using Json = nlohmann::json;
 constexpr char kJobs[] = "/api/v1/namespaces/crash/trainingjobs";
 constexpr int kNodes = 8;
 constexpr int kGpusPerNode = 8;
+constexpr char kAdminToken[] = "crash-admin";
+constexpr char kUserToken[] = "crash-tenant";
+// A generation the controller never reaches here: only a forged status could carry it.
+constexpr int64_t kForgedGeneration = 1000000;
+
+// The tokens file: an admin (watchers, checks, nodes' registration), the tenant that owns the
+// "crash" namespace, and one token per node.
+std::string TokensFile() {
+  std::string t = std::string(kAdminToken) + " * admin\n" + kUserToken + " crash user\n";
+  for (int n = 0; n < kNodes; ++n) {
+    t += "node-token-n" + std::to_string(n) + " - node:n" + std::to_string(n) + "\n";
+  }
+  return t;
+}
 
 Json Job(const std::string& name, int count, bool suspend = false) {
   Json spec = {{"groups", {{{"name", "w"}, {"count", count}, {"gpusPerReplica", 1}}}}};
@@ -131,6 +153,7 @@ class Watcher {
       httplib::Client cli("127.0.0.1", port);
       cli.set_connection_timeout(0, 200000);
       cli.set_read_timeout(2, 0);
+      cli.set_bearer_token_auth(kAdminToken);
       std::string path = collection_ + "?watch=true&timeoutSeconds=2&resourceVersion=";
       path.append(std::to_string(last_.load()));
       std::string buf;
@@ -204,6 +227,7 @@ void ClientLoop(int id, int round, int port, std::atomic<bool>& stop, Model& mod
   cli.set_connection_timeout(0, 200000);
   cli.set_read_timeout(2, 0);
   cli.set_tcp_nodelay(true);
+  cli.set_bearer_token_auth(kUserToken);
   while (!orphans.empty()) {
     auto r = cli.Get(Path(orphans.back()));
     if (!r) return;
@@ -297,6 +321,123 @@ void ClientLoop(int id, int round, int port, std::atomic<bool>& stop, Model& mod
   }
 }
 
+// What the node agents and the forger did, over all rounds.
+struct Mix {
+  std::atomic<int> reports{0};          // member reports a node wrote (200)
+  std::atomic<int> reports_lost{0};     // ... that lost a race (403, 404, 422)
+  std::string last_lost;                // the last such answer, for the log
+  std::atomic<int> forged_refused{0};   // forged status writes refused (403)
+  std::atomic<int> forged_accepted{0};  // ... accepted: must stay 0
+  std::atomic<int> forged_creates{0};   // creates carrying a forged status, stored (201)
+  std::mutex mu;
+  std::string error;  // an answer no rule allows
+  void Fail(std::string e) {
+    std::lock_guard<std::mutex> l(mu);
+    if (error.empty()) error = std::move(e);
+  }
+};
+
+// The node agents' side of the protocol, one sweep after another until `stop`: each node (with
+// its own token) reads its bindings and reports every member placed on it Running at the job's
+// generation. A report may lose a race with a rebinding, a deletion or a kill (403, 404, 422, no
+// answer); anything else is an error.
+void AgentsLoop(int port, std::atomic<bool>& stop, Mix& mix) {
+  std::vector<std::unique_ptr<httplib::Client>> nodes;
+  for (int n = 0; n < kNodes; ++n) {
+    nodes.push_back(std::make_unique<httplib::Client>("127.0.0.1", port));
+    nodes.back()->set_connection_timeout(0, 200000);
+    nodes.back()->set_read_timeout(2, 0);
+    nodes.back()->set_bearer_token_auth(("node-token-n" + std::to_string(n)).c_str());
+  }
+  while (!stop) {
+    for (int n = 0; n < kNodes && !stop; ++n) {
+      const std::string node = "n" + std::to_string(n);
+      auto b = nodes[n]->Get("/api/v1/nodes/" + node + "/bindings");
+      if (!b) return;  // the server is gone
+      if (b->status != 200) return mix.Fail("bindings of " + node + ": " + b->body);
+      const Json bound = Json::parse(b->body);  // not a temporary: the loop reads into it
+      for (const Json& job : bound["items"]) {
+        const Json& st = job["status"];
+        Json members = Json::array();
+        for (const Json& m : st["placement"]) {
+          if (m["node"] != node) continue;
+          members.push_back({{"member", m["group"].get<std::string>() + "-" +
+                                            std::to_string(m["member"].get<int>())},
+                             {"generation", st["generation"]},
+                             {"state", "Running"}});
+        }
+        if (members.empty()) continue;
+        auto r =
+            nodes[n]->Put(Path(job["metadata"]["name"]) + "/status",
+                          Json({{"status", {{"members", members}}}}).dump(), "application/json");
+        if (!r) return;
+        if (r->status == 200) {
+          mix.reports++;
+        } else if (r->status == 403 || r->status == 404 || r->status == 422) {
+          mix.reports_lost++;
+          std::lock_guard<std::mutex> l(mix.mu);
+          mix.last_lost = r->body.substr(0, 160);
+        } else {
+          return mix.Fail("report of " + node + ": " + std::to_string(r->status) + " " + r->body);
+        }
+      }
+    }
+  }
+}
+
+// A tenant forging bindings, until `stop`: creates jobs (label forged=true) whose body carries a
+// bound status at kForgedGeneration on n0's GPUs, then writes that status through the
+// subresource. Creates must succeed with the status ignored; the status writes must be refused.
+// At the start of each round it deletes its jobs left from earlier rounds.
+void ForgerLoop(int round, int port, std::atomic<bool>& stop, Model& model, Mix& mix) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(0, 200000);
+  cli.set_read_timeout(2, 0);
+  cli.set_bearer_token_auth(kUserToken);
+  auto old = cli.Get(std::string(kJobs) + "?labelSelector=forged%3Dtrue");
+  if (!old) return;
+  const Json mine = Json::parse(old->body);
+  for (const Json& item : mine["items"]) {
+    const std::string name = item["metadata"]["name"];
+    model.Set(name, [](Truth& t) { t.delete_attempted = true; });
+    auto d = cli.Delete(Path(name));
+    if (!d) return;
+    if (d->status == 200) model.Set(name, [](Truth& t) { t.delete_acked = true; });
+  }
+  const Json forged_status = {{"phase", "Scheduled"},
+                              {"generation", kForgedGeneration},
+                              {"placement",
+                               {{{"group", "w"},
+                                 {"member", 0},
+                                 {"node", "n0"},
+                                 {"gpus", {0}},
+                                 {"generation", kForgedGeneration}}}}};
+  for (int seq = 0; !stop && seq < 8; ++seq) {
+    const std::string name = "f-" + std::to_string(round) + "-" + std::to_string(seq);
+    Json job = Job(name, 1);
+    job["metadata"]["labels"] = {{"forged", "true"}};
+    job["status"] = forged_status;
+    model.Set(name, [](Truth& t) { t.max_count = 1; });
+    auto r = cli.Post(kJobs, job.dump(), "application/json");
+    if (!r) return;
+    if (r->status != 201) return mix.Fail("forged create: " + r->body);
+    model.Set(name, [](Truth& t) {
+      t.create_acked = true;
+      t.acked_count = 1;
+    });
+    mix.forged_creates++;
+    auto w = cli.Put(Path(name) + "/status", Json({{"status", forged_status}}).dump(),
+                     "application/json");
+    if (!w) return;
+    if (w->status == 403) {
+      mix.forged_refused++;
+    } else {
+      mix.forged_accepted++;
+      return mix.Fail("forged status write answered " + std::to_string(w->status) + ": " + w->body);
+    }
+  }
+}
+
 // Fencing facts remembered across restarts.
 struct Fencing {
   std::map<std::string, int64_t> generation;               // uid -> highest generation seen
@@ -321,6 +462,8 @@ std::map<std::string, int> CheckState(const Json& list, Model& model, Fencing& f
     const Json& st = item.value("status", Json::object());
     const std::string phase = st.value("phase", "");
     EXPECT_TRUE(kPhases.count(phase)) << at << name << ": illegal phase \"" << phase << "\"";
+    EXPECT_LT(st.value("generation", int64_t{0}), kForgedGeneration)
+        << at << name << ": a forged status was stored";
     if (!st.contains("placement") || st["placement"].empty()) continue;
     EXPECT_TRUE(phase == "Scheduled" || phase == "Running")
         << at << name << ": placement while " << phase;
@@ -382,15 +525,21 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
   int kills = 200;
   if (const char* k = getenv("TESSERA_CRASH_KILLS")) kills = atoi(k);
   const std::string dir = MakeTempDir("tessera_crash");
-  // The scheduler runs; nodes never turn NotReady (no agents heartbeat here).
-  // Enough threads for a watch per kind besides the clients.
+  // The scheduler runs; nodes never turn NotReady (the simulated agents report members but do
+  // not heartbeat). Enough threads for a watch per kind besides the clients.
+  std::ofstream(std::string(dir).append("/tokens")) << TokensFile();
+  std::filesystem::permissions(std::string(dir).append("/tokens"),
+                               std::filesystem::perms::owner_read |
+                                   std::filesystem::perms::owner_write);  // the server insists
   const std::vector<std::string> args = {"--data-dir",
                                          std::string(dir).append("/data"),
                                          "--threads",
                                          "64",
                                          "--node-grace-seconds",
                                          "0",
-                                         "--insecure-no-auth"};
+                                         "--tokens-file",
+                                         std::string(dir).append("/tokens")};
+  Mix mix;
   Model model;
   Fencing fencing;
   std::atomic<int> port{0};
@@ -408,6 +557,7 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
     ASSERT_GT(p, 0) << "round " << round << ": " << server->error();
     httplib::Client cli("127.0.0.1", p);
     cli.set_read_timeout(10, 0);
+    cli.set_bearer_token_auth(kAdminToken);
     if (round == 0) {
       // A first object, so the watchers can start from an existing revision (1).
       auto r = cli.Post(kJobs, Job("sentinel", 1).dump(), "application/json");
@@ -448,6 +598,8 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
       clients.emplace_back(ClientLoop, c, round, p, std::ref(stop), std::ref(model), std::ref(acks),
                            std::ref(known[c]), std::ref(orphans[c]));
     }
+    clients.emplace_back(AgentsLoop, p, std::ref(stop), std::ref(mix));
+    clients.emplace_back(ForgerLoop, round, p, std::ref(stop), std::ref(model), std::ref(mix));
     // Kill only once writes are flowing (at least one acknowledged), at a
     // random instant after that: mostly within 30 ms, every fourth round
     // within 0.1-0.6 s, so that the controller also gets through its restart
@@ -463,10 +615,12 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
     stop = true;
     for (auto& t : clients) t.join();
     for (auto& w : watchers) ASSERT_TRUE(w->error().empty()) << w->error();
+    ASSERT_EQ(mix.error, "") << "round " << round;
   }
 
   // Final state, read from the restarted server.
   httplib::Client cli("127.0.0.1", port.load());
+  cli.set_bearer_token_auth(kAdminToken);
   auto r = cli.Get(kJobs);
   ASSERT_TRUE(r);
   Json list = Json::parse(r->body);
@@ -550,7 +704,14 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
             << acked_creates << " creates), final revision " << final_rev << ", "
             << fencing.bindings_seen << " bindings checked, highest generation "
             << fencing.max_generation << "\n";
+  std::cout << "crash test: node reports " << mix.reports.load() << " (" << mix.reports_lost.load()
+            << " lost a race, the last: " << mix.last_lost << "), forged creates "
+            << mix.forged_creates.load() << " (status ignored), forged status writes refused "
+            << mix.forged_refused.load() << ", accepted " << mix.forged_accepted.load() << "\n";
   EXPECT_GT(acked_creates, kills) << "too few writes landed between kills to mean much";
+  EXPECT_EQ(mix.forged_accepted.load(), 0);
+  EXPECT_GT(mix.forged_refused.load(), 0);
+  EXPECT_GT(mix.reports.load(), 0) << "no node report landed: the agents' path was not exercised";
   // Not vacuous: the scheduler bound jobs, and rebinding (suspend/resume)
   // moved generations on.
   EXPECT_GT(fencing.bindings_seen, kills / 4);
