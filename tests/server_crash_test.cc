@@ -652,16 +652,26 @@ TEST(ServerCrashTest, KilledServerKeepsEveryAcknowledgedWriteAndBinding) {
       }
     }
   };
-  for (int i = 0; i < 1000; ++i) {
-    bool caught_up = true;
-    for (auto& w : watchers) caught_up = caught_up && w->error().empty();
-    if (!caught_up) break;
-    // A watcher only knows it is current once its collection changes; give
-    // them all time, then check the union.
+  // A watcher only knows it is current once its collection changes: wait until the newest one
+  // reached the final revision and then until none has moved for 2 s (bounded: 60 s), so that a
+  // watcher still draining its stream on a loaded machine is not cut off.
+  std::vector<int64_t> lasts(watchers.size(), -1);
+  auto quiet_since = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6000; ++i) {
+    bool healthy = true;
+    for (auto& w : watchers) healthy = healthy && w->error().empty();
+    if (!healthy) break;
     int64_t newest = 0;
-    for (auto& w : watchers) newest = std::max(newest, w->last());
-    if (newest >= final_rev) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    bool moved = false;
+    for (size_t k = 0; k < watchers.size(); ++k) {
+      const int64_t last = watchers[k]->last();
+      newest = std::max(newest, last);
+      moved = moved || last != lasts[k];
+      lasts[k] = last;
+    }
+    if (moved) quiet_since = std::chrono::steady_clock::now();
+    if (newest >= final_rev &&
+        std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(2)) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
