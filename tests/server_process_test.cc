@@ -11,8 +11,8 @@
 #include <future>
 #include <vector>
 
+#include "http/testing/raw_http.h"
 #include "nlohmann/json.hpp"
-#include "server/testing/raw_http.h"
 
 namespace tessera::testing {
 namespace {
@@ -152,11 +152,11 @@ TEST_F(ServerProcessTest, ChunkedBodiesOverTheLimitDoNotGrowTheServer) {
   const int64_t before = PeakRssKiB(server.pid());
   ASSERT_GT(before, 0);
   constexpr size_t kBody = 48 << 20;
-  server::testing::RawReply anon = server::testing::SendUnendingChunkedBody(
-      port, server::testing::ChunkedPostHead(jobs, ""), kBody);
+  http::testing::RawReply anon =
+      http::testing::SendUnendingChunkedBody(port, http::testing::ChunkedPostHead(jobs, ""), kBody);
   EXPECT_NE(anon.text.find("HTTP/1.1 401"), std::string::npos) << anon.text;
-  server::testing::RawReply big = server::testing::SendUnendingChunkedBody(
-      port, server::testing::ChunkedPostHead(jobs, "admin-token-xyz"), kBody);
+  http::testing::RawReply big = http::testing::SendUnendingChunkedBody(
+      port, http::testing::ChunkedPostHead(jobs, "admin-token-xyz"), kBody);
   EXPECT_NE(big.text.find("HTTP/1.1 413"), std::string::npos) << big.text;
   EXPECT_NE(big.text.find("over the limit of 1048576 bytes"), std::string::npos) << big.text;
   const int64_t after = PeakRssKiB(server.pid());
@@ -182,10 +182,10 @@ TEST_F(ServerProcessTest, SlowLorisClientsAreCutAtTheHeaderTimeout) {
   const std::string line = "GET " + jobs + " HTTP/1.1\r\nHost: x\r\n";
   const std::string head = "X-Slow: " + std::string(600, 'a');
   constexpr int kClients = 40;
-  std::vector<std::future<server::testing::RawReply>> loris;
+  std::vector<std::future<http::testing::RawReply>> loris;
   for (int i = 0; i < kClients; ++i) {
     loris.push_back(std::async(std::launch::async, [port, line, head] {
-      return server::testing::Trickle(port, line, head, 100);
+      return http::testing::Trickle(port, line, head, 100);
     }));
   }
   httplib::Client cli("127.0.0.1", port);
@@ -194,7 +194,7 @@ TEST_F(ServerProcessTest, SlowLorisClientsAreCutAtTheHeaderTimeout) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
   for (auto& f : loris) {
-    server::testing::RawReply r = f.get();
+    http::testing::RawReply r = f.get();
     EXPECT_NE(r.text.find("HTTP/1.1 400"), std::string::npos) << r.text;
     EXPECT_TRUE(r.closed);
     EXPECT_LT(r.body_bytes_sent, head.size() / 2) << "not cut at the header timeout";

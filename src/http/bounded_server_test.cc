@@ -1,11 +1,8 @@
 #include "http/bounded_server.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+
+#include "http/testing/raw_http.h"
 
 namespace tessera::http {
 namespace {
@@ -54,45 +53,18 @@ class Running {
   std::thread thread_;
 };
 
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+using testing::ConnectLoopback;
+
+// What the server answered, marked when it did not close the connection.
+std::string Answer(const testing::RawReply& r) {
+  return r.closed ? r.text : r.text + "<still open>";
 }
 
-// Reads until the server closes the connection (bounded): what it answered.
-std::string ReadUntilClosed(int fd, std::chrono::milliseconds bound = std::chrono::seconds(20)) {
-  std::string out;
-  const auto until = SteadyClock::now() + bound;
-  char buf[4096];
-  while (SteadyClock::now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) return out;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out + "<still open>";
-}
-
-// Sends `data` one byte every `gap` until the server closes the connection; returns the bytes
-// it managed to send.
-size_t Trickle(int fd, const std::string& data, std::chrono::milliseconds gap) {
-  size_t sent = 0;
-  for (char c : data) {
-    if (send(fd, &c, 1, MSG_NOSIGNAL) != 1) break;
-    ++sent;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(gap.count())) > 0) break;  // answered (or closed)
-  }
-  return sent;
+// What the server answered on `fd` until it closed the connection (raw_http.h).
+std::string ReadUntilClosed(int fd) {
+  testing::RawReply r;
+  testing::ReadReply(fd, r);
+  return Answer(r);
 }
 
 ConnectionLimits Tight() {
@@ -131,7 +103,7 @@ TEST(BoundedServerTest, ServesKeepAliveRequestsAndChunkedBodies) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->body == big) << r->body.size() << " bytes back";
 
-  int fd = Connect(run.port());
+  int fd = ConnectLoopback(run.port());
   ASSERT_GE(fd, 0);
   const std::string req =
       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
@@ -148,19 +120,15 @@ TEST(BoundedServerTest, SlowLorisIsCutAtTheHeaderTimeout) {
   BoundedServer server(Tight());
   Routes(server);
   Running run(server);
-  int fd = Connect(run.port());
-  ASSERT_GE(fd, 0);
   const auto start = SteadyClock::now();
   // The request line at once, then 200 header bytes at one per 50 ms: 10 s, though each byte
   // arrives well inside the 5 s read timeout, so only the request-wide header deadline (400 ms)
   // ends it.
-  const std::string line = "GET /hi HTTP/1.1\r\n";
-  ASSERT_EQ(send(fd, line.data(), line.size(), MSG_NOSIGNAL), static_cast<ssize_t>(line.size()));
-  std::string headers = "X-Slow: " + std::string(200, 'a');
-  size_t sent = Trickle(fd, headers, std::chrono::milliseconds(50));
-  std::string answer = ReadUntilClosed(fd);
+  const std::string headers = "X-Slow: " + std::string(200, 'a');
+  testing::RawReply r = testing::Trickle(run.port(), "GET /hi HTTP/1.1\r\n", headers, 50);
   const auto took = SteadyClock::now() - start;
-  close(fd);
+  const size_t sent = r.body_bytes_sent;
+  const std::string answer = Answer(r);
   EXPECT_LT(sent, headers.size() / 2);
   EXPECT_NE(answer.find("400 Bad Request"), std::string::npos) << answer.substr(0, 200);
   EXPECT_GE(took, std::chrono::milliseconds(400));
@@ -171,7 +139,7 @@ TEST(BoundedServerTest, OversizedHeadersAreCutAtTheByteLimit) {
   BoundedServer server(Tight());
   Routes(server);
   Running run(server);
-  int fd = Connect(run.port());
+  int fd = ConnectLoopback(run.port());
   ASSERT_GE(fd, 0);
   // One header line of 32 KiB (the limit is 8 KiB for all of them), sent at once.
   std::string req = "GET /hi HTTP/1.1\r\nX-Big: " + std::string(32 * 1024, 'b') + "\r\n\r\n";
@@ -187,19 +155,15 @@ TEST(BoundedServerTest, SlowBodiesAndOversizedChunkFramingAreCut) {
   Routes(server);
   Running run(server);
   {
-    int fd = Connect(run.port());
-    ASSERT_GE(fd, 0);
-    std::string head = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
-    ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
-    Trickle(fd, std::string(100, 'z'), std::chrono::milliseconds(50));
-    std::string answer = ReadUntilClosed(fd);
-    close(fd);
+    const std::string head = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    testing::RawReply r = testing::Trickle(run.port(), head, std::string(100, 'z'), 50);
+    const std::string answer = Answer(r);
     EXPECT_NE(answer.find("400 Bad Request"), std::string::npos) << answer;
     EXPECT_TRUE(WaitFor([&] { return server.cuts().Get(Failure::kBodyTimeout) == 1; }));
   }
   {
     // A chunk-size line of 128 KiB: the chunk decoder would buffer it whole.
-    int fd = Connect(run.port());
+    int fd = ConnectLoopback(run.port());
     ASSERT_GE(fd, 0);
     std::string req = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
                       std::string(128 * 1024, '0');
@@ -216,7 +180,7 @@ TEST(BoundedServerTest, IdleConnectionsCloseAndDoNotHoldAStoppingServer) {
   Routes(server);
   server.set_keep_alive_timeout(1);
   Running run(server);
-  int idle = Connect(run.port());
+  int idle = ConnectLoopback(run.port());
   ASSERT_GE(idle, 0);
   std::string answer = ReadUntilClosed(idle);  // nothing sent: closed after the keep-alive wait
   close(idle);
@@ -225,7 +189,7 @@ TEST(BoundedServerTest, IdleConnectionsCloseAndDoNotHoldAStoppingServer) {
   // A keep-alive connection waiting for its next request while the server stops: the wait ends
   // with the server, not at its (here one hour) keep-alive timeout.
   server.set_keep_alive_timeout(3600);
-  int fd = Connect(run.port());
+  int fd = ConnectLoopback(run.port());
   ASSERT_GE(fd, 0);
   std::string req = "GET /hi HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
@@ -277,7 +241,7 @@ TEST(BoundedServerTest, TlsServesRequestsAndCutsAStalledHandshake) {
   EXPECT_TRUE(r->body == big) << r->body.size() << " bytes back";
 
   // Half a ClientHello, then nothing: the handshake has header_timeout to finish.
-  int fd = Connect(run.port());
+  int fd = ConnectLoopback(run.port());
   ASSERT_GE(fd, 0);
   const unsigned char hello[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
   ASSERT_EQ(send(fd, hello, sizeof(hello), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(hello)));

@@ -18,10 +18,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/node_leases.h"
+#include "http/testing/raw_http.h"
 #include "nlohmann/json.hpp"
 #include "server/testing/api_server_fixture.h"
 #include "server/testing/http_call.h"
-#include "server/testing/raw_http.h"
 #include "store/sqlite_store.h"
 
 namespace tessera::server {
@@ -151,20 +151,20 @@ TEST_F(ApiServerTest, ChunkedBodiesAreBoundedAsTheyArriveAndOnlyAfterAuthenticat
   const size_t limit = ApiServerOptions().max_body_bytes;
   // No token: 401 on the headers alone, then the connection is closed (the unread body is never
   // parsed as requests). The body never ends, so an answer proves it was not awaited.
-  testing::RawReply anon =
-      testing::SendUnendingChunkedBody(port_, testing::ChunkedPostHead(kJobs, ""), 64 << 10);
+  http::testing::RawReply anon = http::testing::SendUnendingChunkedBody(
+      port_, http::testing::ChunkedPostHead(kJobs, ""), 64 << 10);
   EXPECT_THAT(anon.text, HasSubstr("HTTP/1.1 401"));
   EXPECT_THAT(anon.text, HasSubstr("bearer token is required"));
   EXPECT_TRUE(anon.closed);
   // A token, and a body 1 MiB over the limit that never ends: 413 naming the limit.
-  testing::RawReply big = testing::SendUnendingChunkedBody(
-      port_, testing::ChunkedPostHead(kJobs, kAdmin), limit + (1 << 20));
+  http::testing::RawReply big = http::testing::SendUnendingChunkedBody(
+      port_, http::testing::ChunkedPostHead(kJobs, kAdmin), limit + (1 << 20));
   EXPECT_THAT(big.text, HasSubstr("HTTP/1.1 413"));
   EXPECT_THAT(big.text, HasSubstr(absl::StrCat("over the limit of ", limit, " bytes")));
   EXPECT_THAT(big.text, HasSubstr("Connection: close"));
   EXPECT_TRUE(big.closed);
   // A declared length far over the limit is refused before a byte of it is sent.
-  testing::RawReply declared = testing::SendUnendingChunkedBody(
+  http::testing::RawReply declared = http::testing::SendUnendingChunkedBody(
       port_,
       absl::StrCat("POST ", kJobs, " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ", kAdmin,
                    "\r\nContent-Length: ", 100 << 20, "\r\n\r\n"),
@@ -191,7 +191,7 @@ TEST_F(ApiServerTest, ChunkedBodiesAreBoundedAsTheyArriveAndOnlyAfterAuthenticat
 // body is read (httplib would read a PRI body whole, or parse a GET's body as requests).
 TEST_F(ApiServerTest, BodiesWhereNoneBelongAreRefusedUnread) {
   for (const char* m : {"GET", "PRI"}) {
-    testing::RawReply r = testing::SendUnendingChunkedBody(
+    http::testing::RawReply r = http::testing::SendUnendingChunkedBody(
         port_,
         absl::StrCat(m, " ", kJobs, " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"),
         64 << 10);
@@ -199,7 +199,7 @@ TEST_F(ApiServerTest, BodiesWhereNoneBelongAreRefusedUnread) {
     EXPECT_TRUE(r.closed) << m;
   }
   // httplib would give a multipart body to its own parser, past the counting reader.
-  testing::RawReply multipart = testing::SendUnendingChunkedBody(
+  http::testing::RawReply multipart = http::testing::SendUnendingChunkedBody(
       port_,
       absl::StrCat("POST ", kJobs, " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ", kAdmin,
                    "\r\nContent-Type: multipart/form-data; boundary=b\r\n",

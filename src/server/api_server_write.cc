@@ -118,6 +118,7 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
     if (created.ok()) rev = *created;
     return created.status();
   });
+  quotas_.Written(*r.kind);
   if (!written.ok()) return FailStore(res, written, what);
   ReplyStored(res, 201, stored, rev);
 }
@@ -158,6 +159,7 @@ void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib
   if (!Admit(*r.kind, r.name, &obj, res)) return;
   std::string stored = api::ToStored(obj);
   absl::StatusOr<int64_t> rev = store_.Put(key, stored, expected);
+  quotas_.Written(*r.kind);
   if (!rev.ok()) return FailStore(res, rev.status(), what);
   ReplyStored(res, 200, stored, *rev);
 }
@@ -232,6 +234,7 @@ void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httpli
     if (!cur.ok()) return FailStore(res, cur.status(), what);
     const int64_t expected = precondition > 0 ? precondition : cur->mod_revision;
     absl::StatusOr<int64_t> rev = store_.Delete(key, expected);
+    quotas_.Written(*r.kind);
     if (rev.ok()) {
       absl::StatusOr<Json> obj = api::FromStored(cur->value, *rev);
       if (!obj.ok()) return FailStore(res, obj.status(), what);
@@ -314,6 +317,7 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
     rev = store_.Txn(ops);
     return rev.status();
   });
+  for (const QuotaGate::Demand& d : demands) quotas_.Written(*d.kind);
   if (!written.ok()) {
     if (absl::IsInvalidArgument(written)) {
       return Fail(res, 422, "Invalid", absl::StrCat("batch: ", written.message()));

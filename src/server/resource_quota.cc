@@ -8,15 +8,25 @@
 
 namespace tessera::server {
 
-absl::Status QuotaGate::LimitsFor(const Demand& d, std::vector<Limit>& out) {
-  const api::KindInfo* quotas = api::KindByPlural("resourcequotas");
-  if (quotas == nullptr || d.kind == nullptr || !d.kind->namespaced || d.count <= 0) {
-    return absl::OkStatus();
+void QuotaGate::Written(const api::KindInfo& kind) {
+  if (kind.kind == "ResourceQuota") epoch_.fetch_add(1);
+}
+
+absl::StatusOr<std::shared_ptr<const std::vector<QuotaGate::Quota>>> QuotaGate::QuotasOf(
+    const std::string& ns) {
+  // Read before the store: a quota written meanwhile bumps the epoch past this one, so what is
+  // read now is not kept beyond the next check.
+  const int64_t epoch = epoch_.load();
+  {
+    absl::MutexLock l(&cache_mu_);
+    auto it = cache_.find(ns);
+    if (it != cache_.end() && it->second.epoch == epoch) return it->second.quotas;
   }
-  const std::string key = absl::StrCat("count/", d.kind->plural);
+  const api::KindInfo* kind = api::KindByPlural("resourcequotas");
+  auto quotas = std::make_shared<std::vector<Quota>>();
   store::ListOptions opts;
-  while (true) {
-    absl::StatusOr<store::ListResult> page = store_.List(api::StorePrefix(*quotas, d.ns), opts);
+  while (kind != nullptr) {
+    absl::StatusOr<store::ListResult> page = store_.List(api::StorePrefix(*kind, ns), opts);
     if (!page.ok()) return page.status();
     for (const store::KeyValue& kv : page->kvs) {
       nlohmann::json obj = nlohmann::json::parse(kv.value, nullptr, /*allow_exceptions=*/false);
@@ -26,13 +36,31 @@ absl::Status QuotaGate::LimitsFor(const Demand& d, std::vector<Limit>& out) {
         if (auto h = spec->find("hard"); h != spec->end() && h->is_object()) hard = &*h;
       }
       if (hard == nullptr) continue;
-      auto limit = hard->find(key);
-      if (limit == hard->end() || !limit->is_number_integer()) continue;
-      out.push_back(Limit{obj["metadata"].value("name", ""), limit->get<int64_t>(), &d});
+      Quota q{obj["metadata"].value("name", ""), {}};
+      for (auto it = hard->begin(); it != hard->end(); ++it) {
+        if (it->is_number_integer()) q.hard.emplace_back(it.key(), it->get<int64_t>());
+      }
+      quotas->push_back(std::move(q));
     }
-    if (!page->more) return absl::OkStatus();
+    if (!page->more) break;
     opts.continue_after = page->next_key;
   }
+  absl::MutexLock l(&cache_mu_);
+  cache_[ns] = Cached{epoch, quotas};
+  return std::shared_ptr<const std::vector<Quota>>(std::move(quotas));
+}
+
+absl::Status QuotaGate::LimitsFor(const Demand& d, std::vector<Limit>& out) {
+  if (d.kind == nullptr || !d.kind->namespaced || d.count <= 0) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const std::vector<Quota>>> quotas = QuotasOf(d.ns);
+  if (!quotas.ok()) return quotas.status();
+  const std::string key = absl::StrCat("count/", d.kind->plural);
+  for (const Quota& q : **quotas) {
+    for (const auto& [resource, hard] : q.hard) {
+      if (resource == key) out.push_back(Limit{q.name, hard, &d});
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> QuotaGate::Count(const Demand& d, int64_t cap) {

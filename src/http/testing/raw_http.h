@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace tessera::server::testing {
+namespace tessera::http::testing {
 
 // What a raw exchange got back.
 struct RawReply {
@@ -36,6 +36,20 @@ inline int ConnectLoopback(int port) {
     return -1;
   }
   return fd;
+}
+
+// Reads what the server sends on `fd` into out.text until it closes the connection
+// (out.closed) or 10 s pass without a byte. The caller closes `fd`.
+inline void ReadReply(int fd, RawReply& out) {
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  while (true) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) out.closed = true;
+    if (n <= 0) break;
+    out.text.append(buf, static_cast<size_t>(n));
+  }
 }
 
 // Sends `head` (request line and headers, ending in an empty line), then `body_bytes` of body in
@@ -62,13 +76,7 @@ inline RawReply SendUnendingChunkedBody(int port, const std::string& head, size_
     const std::string chunk = absl::StrFormat("%x\r\n", 65536) + std::string(65536, 'x') + "\r\n";
     while (out.body_bytes_sent < body_bytes && send_all(chunk)) out.body_bytes_sent += 65536;
   }
-  char buf[4096];
-  while (true) {
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n == 0 || (n < 0 && errno == ECONNRESET)) out.closed = true;
-    if (n <= 0) break;
-    out.text.append(buf, static_cast<size_t>(n));
-  }
+  ReadReply(fd, out);
   close(fd);
   return out;
 }
@@ -90,15 +98,7 @@ inline RawReply Trickle(int port, const std::string& prefix, const std::string& 
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, gap_ms) > 0) break;  // answered or closed
   }
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char buf[4096];
-  while (true) {
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n == 0 || (n < 0 && errno == ECONNRESET)) out.closed = true;
-    if (n <= 0) break;
-    out.text.append(buf, static_cast<size_t>(n));
-  }
+  ReadReply(fd, out);
   close(fd);
   return out;
 }
@@ -110,4 +110,4 @@ inline std::string ChunkedPostHead(const std::string& path, const std::string& t
                       "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
 }
 
-}  // namespace tessera::server::testing
+}  // namespace tessera::http::testing
