@@ -46,6 +46,10 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
     absl::Time deadline;
     absl::Time last_write;
     bool done = false;
+    // The history is read at least once per watch, even when the server got to
+    // the request after its deadline: an empty answer then means "nothing after
+    // resourceVersion", which clients catching up rely on.
+    bool read_once = false;
   };
   // Freed when the last copy of the stream's provider goes.
   std::string why;
@@ -100,7 +104,7 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
           if (!write(st->initial.front())) return false;
           st->initial.pop_front();
         }
-        if (stopping_ || absl::Now() >= st->deadline) {
+        if (stopping_ || (st->read_once && absl::Now() >= st->deadline)) {
           st->done = true;
           sink.done();
           return true;
@@ -127,6 +131,7 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
           if (!write(ev.dump() + "\n")) return false;
         }
         st->since = evs->revision;
+        st->read_once = true;
         if (evs->events.empty()) {
           absl::Time now = absl::Now();
           if (now - st->last_write >= options_.watch_heartbeat) {
