@@ -64,6 +64,42 @@ const Schema* Schema::FieldSchema(const std::string& name) const {
   return nullptr;
 }
 
+std::string Schema::TypeName() const {
+  switch (type_) {
+    case Type::kString:
+      return "string";
+    case Type::kInt:
+      return "integer";
+    case Type::kNumber:
+      return "number";
+    case Type::kBool:
+      return "boolean";
+    case Type::kObject:
+      return "object";
+    case Type::kArray:
+      return absl::StrCat("[]", element_->TypeName());
+    case Type::kMap:
+      return absl::StrCat("map[string]", element_->TypeName());
+    case Type::kAny:
+      return "any";
+  }
+  return "?";
+}
+
+std::string Schema::Constraints() const {
+  std::vector<std::string> parts;
+  if (positive_) parts.emplace_back("> 0");
+  if (min_) parts.push_back(absl::StrCat(">= ", *min_));
+  if (max_) parts.push_back(absl::StrCat("<= ", *max_));
+  if (dns_label_) parts.emplace_back("a DNS label (a-z, 0-9, '-'; at most 63)");
+  if (max_length_ > 0 && !dns_label_)
+    parts.push_back(absl::StrCat("at most ", max_length_, " characters"));
+  if (!one_of_.empty()) parts.push_back(absl::StrCat("one of: ", absl::StrJoin(one_of_, ", ")));
+  if (min_items_ > 0) parts.push_back(absl::StrCat("at least ", min_items_, " items"));
+  if (max_items_ > 0) parts.push_back(absl::StrCat("at most ", max_items_, " items"));
+  return absl::StrJoin(parts, ", ");
+}
+
 bool IsDnsLabel(const std::string& s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s) {
@@ -74,7 +110,7 @@ bool IsDnsLabel(const std::string& s) {
 
 namespace {
 
-const char* TypeName(Schema::Type t) {
+const char* TypeWords(Schema::Type t) {
   switch (t) {
     case Schema::Type::kString:
       return "a string";
@@ -108,7 +144,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
     case Type::kAny:
       return;
     case Type::kString: {
-      if (!v.is_string()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (!v.is_string()) return fail(absl::StrCat("must be ", TypeWords(type_)));
       const std::string& s = v.get_ref<const std::string&>();
       if (s.find('\0') != std::string::npos) fail("must not contain a NUL character");
       if (max_length_ > 0 && s.size() > max_length_) {
@@ -124,7 +160,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
     }
     case Type::kInt: {
       if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX)) {
-        return fail(absl::StrCat("must be ", TypeName(type_)));
+        return fail(absl::StrCat("must be ", TypeWords(type_)));
       }
       int64_t n = v.get<int64_t>();
       if (positive_ && n <= 0) fail("must be > 0");
@@ -133,7 +169,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       return;
     }
     case Type::kNumber: {
-      if (!v.is_number()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (!v.is_number()) return fail(absl::StrCat("must be ", TypeWords(type_)));
       if (positive_ && v.get<double>() <= 0) fail("must be > 0");
       if (min_ && v.get<double>() < static_cast<double>(*min_)) {
         fail(absl::StrCat("must be >= ", *min_));
@@ -144,10 +180,10 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       return;
     }
     case Type::kBool:
-      if (!v.is_boolean()) fail(absl::StrCat("must be ", TypeName(type_)));
+      if (!v.is_boolean()) fail(absl::StrCat("must be ", TypeWords(type_)));
       return;
     case Type::kArray: {
-      if (!v.is_array()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (!v.is_array()) return fail(absl::StrCat("must be ", TypeWords(type_)));
       if (v.size() < min_items_) fail(absl::StrCat("must have at least ", min_items_, " items"));
       if (max_items_ > 0 && v.size() > max_items_) {
         return fail(absl::StrCat("must have at most ", max_items_, " items"));
@@ -158,7 +194,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       return;
     }
     case Type::kMap: {
-      if (!v.is_object()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (!v.is_object()) return fail(absl::StrCat("must be ", TypeWords(type_)));
       if (max_items_ > 0 && v.size() > max_items_) {
         return fail(absl::StrCat("must have at most ", max_items_, " entries"));
       }
@@ -173,7 +209,7 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
       return;
     }
     case Type::kObject: {
-      if (!v.is_object()) return fail(absl::StrCat("must be ", TypeName(type_)));
+      if (!v.is_object()) return fail(absl::StrCat("must be ", TypeWords(type_)));
       for (const Field& f : fields_) {
         auto it = v.find(f.name);
         if (it == v.end() || it->is_null()) {

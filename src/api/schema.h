@@ -60,6 +60,15 @@ class Schema {
   Type type() const { return type_; }
   // For kObject: the field named `name`, or null.
   const Schema *FieldSchema(const std::string &name) const;
+  // Introspection, for `tessera explain` and generated schemas. kObject: its fields, in
+  // declaration order; kArray and kMap: the element's (values') schema, else null.
+  const std::vector<Field> &fields() const { return fields_; }
+  const Schema *element() const { return element_.get(); }
+  // The type as `explain` writes it: "string", "integer", "[]object", "map[string]integer".
+  std::string TypeName() const;
+  // The constraints in words: "> 0, <= 16", "one of: Never, OnFailure", "DNS label"; empty
+  // when none.
+  std::string Constraints() const;
 
  private:
   explicit Schema(Type t);

@@ -121,10 +121,12 @@ absl::StatusOr<Selector> Selector::ParseFields(absl::string_view text) {
       return absl::InvalidArgumentError(
           absl::StrCat("fieldSelector: invalid term \"", t, "\": expected field=value"));
     }
-    if (r.key != "metadata.name" && r.key != "metadata.namespace" && r.key != "status.phase") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("fieldSelector: field \"", r.key,
-                       "\" is not supported (metadata.name, metadata.namespace, status.phase)"));
+    if (r.key != "metadata.name" && r.key != "metadata.namespace" && r.key != "status.phase" &&
+        r.key != "status.reason" && r.key != "spec.queue") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fieldSelector: field \"", r.key,
+          "\" is not supported (metadata.name, metadata.namespace, status.phase, status.reason, "
+          "spec.queue)"));
     }
     sel.reqs_.push_back(std::move(r));
   }

@@ -36,7 +36,8 @@ TEST(SelectorTest, BadSyntaxIsAnError) {
   EXPECT_FALSE(Selector::ParseLabels("a in b").ok());
   EXPECT_FALSE(Selector::ParseLabels("a=b c").ok());
   EXPECT_FALSE(Selector::ParseLabels("a=\xff").ok());
-  EXPECT_FALSE(Selector::ParseFields("spec.queue=x").ok());
+  EXPECT_FALSE(Selector::ParseFields("spec.gpus=x").ok());
+  EXPECT_TRUE(Selector::ParseFields("spec.queue=x,status.reason!=OverQuota").ok());
   EXPECT_FALSE(Selector::ParseFields("metadata.name").ok());
 }
 

@@ -81,29 +81,46 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
   return c;
 }
 
-ApiClient::ApiClient(ClientConfig config) : config_(std::move(config)) {}
+namespace {
+
+std::unique_ptr<httplib::Client> Connect(const ClientConfig& config) {
+  auto http = std::make_unique<httplib::Client>(config.server);
+  http->set_connection_timeout(5);
+  http->set_read_timeout(60);
+  http->set_keep_alive(true);
+  if (!config.ca_file.empty()) http->set_ca_cert_path(config.ca_file.c_str());
+  if (config.insecure_skip_tls_verify) http->enable_server_certificate_verification(false);
+  if (!config.token.empty()) http->set_bearer_token_auth(config.token);
+  return http;
+}
+
+}  // namespace
+
+ApiClient::ApiClient(ClientConfig config) : config_(std::move(config)), http_(Connect(config_)) {}
+ApiClient::ApiClient(ApiClient&&) noexcept = default;
+ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 ApiClient::~ApiClient() = default;
 
 absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::string& path,
                                        const Json* body) {
-  httplib::Client http(config_.server);
-  http.set_connection_timeout(5);
-  http.set_read_timeout(60);
-  if (!config_.ca_file.empty()) http.set_ca_cert_path(config_.ca_file.c_str());
-  if (config_.insecure_skip_tls_verify) http.enable_server_certificate_verification(false);
-  httplib::Headers headers;
-  if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
-  const std::string payload = body ? body->dump() : "";
-  auto send = [&]() -> httplib::Result {
-    if (method == "GET") return http.Get(path, headers);
-    if (method == "POST") return http.Post(path, headers, payload, "application/json");
-    if (method == "PUT") return http.Put(path, headers, payload, "application/json");
-    return http.Delete(path, headers);
-  };
   if (method != "GET" && method != "POST" && method != "PUT" && method != "DELETE") {
     return absl::InvalidArgumentError(absl::StrCat("unsupported method ", method));
   }
+  const std::string payload = body ? body->dump() : "";
+  auto send = [&]() -> httplib::Result {
+    if (method == "GET") return http_->Get(path);
+    if (method == "POST") return http_->Post(path, payload, "application/json");
+    if (method == "PUT") return http_->Put(path, payload, "application/json");
+    return http_->Delete(path);
+  };
+  // cpp-httplib reconnects a keep-alive connection the server closed; a request that found it
+  // closed is sent once more on a fresh one (only GETs and writes the server never received).
   httplib::Result res = send();
+  if (!res && (res.error() == httplib::Error::Write || res.error() == httplib::Error::Read) &&
+      method == "GET") {
+    http_ = Connect(config_);
+    res = send();
+  }
   if (!res) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach ", config_.server, ": ", httplib::to_string(res.error())));
@@ -113,6 +130,55 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
   r.body = Json::parse(res->body, nullptr, /*allow_exceptions=*/false);
   if (r.body.is_discarded()) r.body = res->body;
   return r;
+}
+
+absl::StatusOr<int> ApiClient::Stream(const std::string& path,
+                                      const std::function<bool(const std::string&)>& on_line,
+                                      absl::Duration timeout, std::string* error_body) {
+  std::unique_ptr<httplib::Client> http = Connect(config_);
+  http->set_keep_alive(false);
+  const absl::Time deadline =
+      timeout > absl::ZeroDuration() ? absl::Now() + timeout : absl::InfiniteFuture();
+  // A quiet stream ends at the deadline at the latest (a watch also sends a keep-alive line
+  // every few seconds).
+  const int64_t read_s = timeout > absl::ZeroDuration()
+                             ? absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1)))
+                             : 3600;
+  http->set_read_timeout(static_cast<time_t>(read_s), 0);
+  int status = 0;
+  std::string buf;
+  bool stopped = false;
+  httplib::Result res = http->Get(
+      path,
+      [&](const httplib::Response& r) {
+        status = r.status;
+        return true;
+      },
+      [&](const char* data, size_t len) {
+        if (status != 200) {
+          if (error_body != nullptr) error_body->append(data, len);
+          return true;
+        }
+        buf.append(data, len);
+        size_t nl;
+        while ((nl = buf.find('\n')) != std::string::npos) {
+          std::string line = buf.substr(0, nl);
+          buf.erase(0, nl + 1);
+          if (!on_line(line)) {
+            stopped = true;
+            return false;
+          }
+        }
+        if (absl::Now() >= deadline) {
+          stopped = true;
+          return false;
+        }
+        return true;
+      });
+  if (stopped || status != 0) return status;
+  if (res.error() == httplib::Error::Read && absl::Now() >= deadline) return 200;
+  return absl::UnavailableError(
+      absl::StrCat("cannot reach ", config_.server, ": ", httplib::to_string(res.error())));
 }
 
 std::string ErrorText(const Response& r) {

@@ -17,11 +17,17 @@
 // (or the keys at top level for a single cluster).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "cli/yaml_json.h"
+
+namespace httplib {
+class Client;
+}  // namespace httplib
 
 namespace tessera::cli {
 
@@ -54,9 +60,14 @@ struct Response {
   Json body;  // parsed JSON, or a string when the body is not JSON
 };
 
+// One keep-alive connection to the server, reused by every Do (a command that lists, reads
+// and writes pays for one TCP and TLS handshake); reconnected transparently when the server
+// closed it. Not thread-safe: one client per thread.
 class ApiClient {
  public:
   explicit ApiClient(ClientConfig config);
+  ApiClient(ApiClient&&) noexcept;
+  ApiClient& operator=(ApiClient&&) noexcept;
   ~ApiClient();
 
   // Sends METHOD path (under the server's base URL) with an optional JSON
@@ -64,10 +75,18 @@ class ApiClient {
   // come back in the Response.
   absl::StatusOr<Response> Do(const std::string& method, const std::string& path,
                               const Json* body = nullptr);
+  // GET path as a stream of lines (a watch: one JSON event per line), each passed to `on_line`
+  // until it returns false, the server ends the response or `timeout` (0: none) passes. Returns
+  // the HTTP status (a non-200 answer's body comes back in `error_body`); Unavailable when the
+  // server cannot be reached. Uses a connection of its own.
+  absl::StatusOr<int> Stream(const std::string& path,
+                             const std::function<bool(const std::string& line)>& on_line,
+                             absl::Duration timeout, std::string* error_body);
   const ClientConfig& config() const { return config_; }
 
  private:
   ClientConfig config_;
+  std::unique_ptr<httplib::Client> http_;
 };
 
 // Where a token comes from, said with every 401.

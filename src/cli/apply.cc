@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 struct ApplyFlags {
   ConfigFlags conn;
   std::vector<std::string> files;
+  std::string dry_run = "none";
 };
 
 // One manifest file's text.
@@ -196,6 +197,71 @@ void WarnAboutQueueTypos(ApiClient& client, const std::vector<Item>& items) {
   }
 }
 
+}  // namespace
+
+std::vector<NamedObject> ReadObjectNames(const std::vector<std::string>& files,
+                                         const std::string& default_ns,
+                                         std::vector<std::string>* errors) {
+  std::vector<NamedObject> out;
+  std::vector<Source> sources;
+  for (const std::string& file : files) {
+    if (absl::Status s = AddSources(file, &sources); !s.ok()) {
+      errors->push_back(std::string(s.message()));
+    }
+  }
+  for (const Source& src : sources) {
+    absl::StatusOr<std::vector<Manifest>> docs = ParseManifestsWithLines(src.text);
+    if (!docs.ok()) {
+      errors->push_back(AtLine(src.name, docs.status().message()));
+      continue;
+    }
+    for (const Manifest& m : *docs) {
+      const Json& obj = m.object;
+      NamedObject o;
+      o.r = ResourceForKind(Kind(obj));
+      const std::string where = absl::StrCat(src.name, ":", m.LineOf(""));
+      if (o.r == nullptr) {
+        errors->push_back(absl::StrCat(where, ": kind: unknown kind \"", Kind(obj), "\""));
+        continue;
+      }
+      const Json meta = obj.value("metadata", Json::object());
+      if (!meta.is_object() || !meta.contains("name") || !meta["name"].is_string()) {
+        errors->push_back(absl::StrCat(where, ": metadata.name: is required"));
+        continue;
+      }
+      o.name = meta["name"].get<std::string>();
+      if (o.r->namespaced) {
+        o.ns = meta.contains("namespace") && meta["namespace"].is_string()
+                   ? meta["namespace"].get<std::string>()
+                   : default_ns;
+      }
+      o.where = where;
+      out.push_back(std::move(o));
+    }
+  }
+  return out;
+}
+
+void AddDryRunFlag(CLI::App* cmd, std::string* mode) {
+  cmd->add_flag("--dry-run{client}", *mode,
+                "--dry-run[=client|server|none]: client checks here and prints what would be "
+                "done; server has the server check everything (schema, quotas, the fleet) and "
+                "store nothing")
+      ->check(CLI::IsMember({"none", "client", "server"}));
+}
+
+std::string DryRunQuery(const std::string& mode, const char* sep) {
+  return mode == "server" ? absl::StrCat(sep, "dryRun=All") : "";
+}
+
+std::string DryRunSuffix(const std::string& mode) {
+  if (mode == "client") return " (dry run)";
+  if (mode == "server") return " (server dry run)";
+  return "";
+}
+
+namespace {
+
 void RunApply(const ApplyFlags& f) {
   ApiClient client = MakeClient(f.conn);
   std::vector<Source> sources;
@@ -230,14 +296,19 @@ void RunApply(const ApplyFlags& f) {
         absl::StrCat(absl::AsciiStrToLower(r.kind), ".tessera.dev/", item.name);
     absl::StatusOr<Response> cur = client.Do("GET", ItemPath(r, item.ns, item.name));
     absl::StatusOr<Response> res = cur;
-    if (cur.ok()) {
+    if (cur.ok() && f.dry_run == "client") {
+      // Checked here against the schema only: report what would happen.
+      res = Response{cur->code == 404 ? 201 : 200, Json::object()};
+    } else if (cur.ok()) {
       const Json& obj = item.m.object;
-      res = cur->code == 404 ? client.Do("POST", CollectionPath(r, item.ns, false), &obj)
-                             : client.Do("PUT", ItemPath(r, item.ns, item.name), &obj);
+      const std::string dry = DryRunQuery(f.dry_run, "?");
+      res = cur->code == 404 ? client.Do("POST", CollectionPath(r, item.ns, false) + dry, &obj)
+                             : client.Do("PUT", ItemPath(r, item.ns, item.name) + dry, &obj);
     }
     if (!res.ok()) Die(absl::StrCat("error: ", res.status().message()));
     if (res->code == 200 || res->code == 201) {
-      std::cout << what << (res->code == 201 ? " created" : " configured") << "\n";
+      std::cout << what << (res->code == 201 ? " created" : " configured")
+                << DryRunSuffix(f.dry_run) << "\n";
     } else {
       std::cerr << Refusal(item, *res) << "\n";
       ++failed;
@@ -256,7 +327,13 @@ void RegisterApplyCommand(CLI::App& app) {
   cmd->add_option("-f,--filename", f->files,
                   "Manifest file, directory (its *.yaml, *.yml, *.json) or - for stdin")
       ->required();
+  AddDryRunFlag(cmd, &f->dry_run);
   AddConnectionFlags(cmd, &f->conn);
+  cmd->footer(
+      "Examples:\n"
+      "  tessera apply -f job.yaml\n"
+      "  tessera apply -f manifests/ --dry-run=server   # the server checks, nothing is stored\n"
+      "  cat job.yaml | tessera apply -f -");
   cmd->callback([f] { RunApply(*f); });
 }
 

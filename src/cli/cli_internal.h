@@ -13,11 +13,14 @@
 
 namespace tessera::cli {
 
-// Every item of a collection (following `continue`), with optional label
-// selector. On an HTTP error, returns Internal with the server's message.
+// Every item of a collection (following `continue`), with optional label and
+// field selectors; `revision`, when given, receives the list's resourceVersion
+// (to watch from). On an HTTP error, returns Internal with the server's message.
 absl::StatusOr<std::vector<Json>> ListAll(ApiClient& client, const ResourceInfo& r,
                                           const std::string& ns, bool all_namespaces,
-                                          const std::string& selector);
+                                          const std::string& selector,
+                                          const std::string& field_selector = "",
+                                          std::string* revision = nullptr);
 
 // Prints rows as aligned columns (two spaces apart).
 void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
@@ -34,7 +37,29 @@ void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>
 std::string Phase(const Json& obj);
 bool IsTerminal(const std::string& phase);
 
+// An object named in a manifest: its resource, namespace (namespaced kinds) and name, and
+// "FILE:LINE" of its document.
+struct NamedObject {
+  const ResourceInfo* r = nullptr;
+  std::string ns, name, where;
+};
+// The objects of manifest files as apply reads them (files, directories, - for stdin); an
+// error per unreadable file, unknown kind or missing name, each with its file and line.
+std::vector<NamedObject> ReadObjectNames(const std::vector<std::string>& files,
+                                         const std::string& default_ns,
+                                         std::vector<std::string>* errors);
+// --dry-run[=none|client|server] (kubectl's): a bare --dry-run means client.
+void AddDryRunFlag(CLI::App* cmd, std::string* mode);
+// "?dryRun=All" (with `sep` first) for server mode; empty otherwise.
+std::string DryRunQuery(const std::string& mode, const char* sep);
+// " (dry run)", " (server dry run)" or "" to end a command's report line.
+std::string DryRunSuffix(const std::string& mode);
+
 void RegisterApplyCommand(CLI::App& app);
+void RegisterGetCommand(CLI::App& app);
+void RegisterNodeCommands(CLI::App& app);  // cordon, uncordon, drain
+void RegisterExplainCommand(CLI::App& app);
+void RegisterCompletionCommand(CLI::App& app);
 void RegisterDescribeCommands(CLI::App& app);
 void RegisterTopCommands(CLI::App& app);
 void RegisterLogsCommand(CLI::App& app);

@@ -31,6 +31,7 @@
 #include "metrics/registry.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
+#include "server/largest_node.h"
 #include "server/node_bindings.h"
 #include "server/request_metrics.h"
 #include "server/resource_quota.h"
@@ -149,6 +150,11 @@ class ApiServer {
                           httplib::Response& res);
   void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
   void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
+  // Adds to `errors` the fields of `obj` asking more GPUs per member than the fleet's largest
+  // node has (largest_node.h), prefixed by `path`. On a store error answers `res` and returns
+  // false.
+  bool FitsTheFleet(const api::KindInfo& kind, const Json& obj, std::string_view path,
+                    std::vector<api::FieldError>& errors, httplib::Response& res);
   // Runs options_.admit; on refusal answers `res` and returns false.
   bool Admit(const api::KindInfo& kind, const std::string& name, const Json* obj,
              httplib::Response& res);
@@ -177,6 +183,7 @@ class ApiServer {
   std::atomic<int64_t> heartbeats_renewed_{0};  // ... that only renewed its lease
   std::unique_ptr<NodeBindingIndex> bindings_;
   QuotaGate quotas_{store_};                // ResourceQuota on creates (resource_quota.h)
+  LargestNode largest_node_{store_};        // GPUs per member within the fleet (largest_node.h)
   ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   metrics::Registry request_registry_;      // API request rate and latency, in /metrics

@@ -39,14 +39,6 @@ int64_t ExpectedRevision(const Json& body) {
   return n;
 }
 
-int64_t GpuCount(const Json& spec) {
-  if (spec.contains("gpus") && spec["gpus"].is_array()) return spec["gpus"].size();
-  if (spec.contains("gpuCount") && spec["gpuCount"].is_number_integer()) {
-    return spec["gpuCount"].get<int64_t>();
-  }
-  return 0;
-}
-
 // A node agent re-registering its own Node: what an admin decides (taints, cordon, pool) stays
 // as stored, and its capacity may not grow beyond what is registered -- a node that could
 // declare more GPUs, CPU or memory than it has would attract work it cannot run. Errors name
@@ -60,11 +52,11 @@ std::vector<api::FieldError> RestrictNodeSelfUpdate(const Json& old_spec, Json& 
       spec.erase(owned);
     }
   }
-  if (GpuCount(spec) > GpuCount(old_spec)) {
+  if (NodeGpuCount(spec) > NodeGpuCount(old_spec)) {
     errors.push_back(
         {"spec.gpus",
-         absl::StrCat("a node may not register more GPUs (", GpuCount(spec), ") than it has (",
-                      GpuCount(old_spec), "); an admin changes a node's capacity")});
+         absl::StrCat("a node may not register more GPUs (", NodeGpuCount(spec), ") than it has (",
+                      NodeGpuCount(old_spec), "); an admin changes a node's capacity")});
   }
   for (const char* cap : {"cpuMilli", "memoryMiB", "gpuMemoryMiB"}) {
     if (!spec.contains(cap) || !old_spec.contains(cap)) continue;
@@ -77,7 +69,29 @@ std::vector<api::FieldError> RestrictNodeSelfUpdate(const Json& old_spec, Json& 
   return errors;
 }
 
+// ?dryRun=All (Kubernetes' server-side dry run): every check runs, nothing is stored. Sets
+// `dry` and returns true; answers 400 and returns false for another value.
+bool DryRun(const httplib::Request& req, httplib::Response& res, bool& dry) {
+  const std::string v = req.get_param_value("dryRun");
+  dry = v == "All";
+  if (v.empty() || dry) return true;
+  Fail(res, 400, "BadRequest", absl::StrCat("dryRun: \"", v, "\" is not supported (All)"),
+       {{"dryRun", "must be All"}});
+  return false;
+}
+
 }  // namespace
+
+bool ApiServer::FitsTheFleet(const KindInfo& kind, const Json& obj, std::string_view path,
+                             std::vector<api::FieldError>& errors, httplib::Response& res) {
+  absl::StatusOr<std::vector<api::FieldError>> too_big = largest_node_.Check(kind, obj, path);
+  if (!too_big.ok()) {
+    FailStore(res, too_big.status(), "the fleet's nodes");
+    return false;
+  }
+  for (api::FieldError& e : *too_big) errors.push_back(std::move(e));
+  return true;
+}
 
 bool ApiServer::Admit(const KindInfo& kind, const std::string& name, const Json* obj,
                       httplib::Response& res) {
@@ -93,10 +107,13 @@ bool ApiServer::Admit(const KindInfo& kind, const std::string& name, const Json*
 }
 
 void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  bool dry = false;
+  if (!DryRun(req, res, dry)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   body->erase("status");  // the control plane's
   std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, "");
+  if (errors.empty() && !FitsTheFleet(*r.kind, *body, "", errors, res)) return;
   if (!errors.empty()) {
     return Fail(res, 422, "Invalid",
                 absl::StrCat(r.kind->kind, " is invalid: ", errors.front().ToString()), errors);
@@ -114,21 +131,34 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
   std::string stored = api::ToStored(obj);
   int64_t rev = 0;
   absl::Status written = quotas_.Create({{r.kind, r.ns, 1}}, [&]() -> absl::Status {
+    if (dry) {  // an existing object is still a conflict
+      absl::StatusOr<store::KeyValue> cur = store_.Get(api::StoreKey(*r.kind, r.ns, name));
+      if (cur.ok()) return absl::AlreadyExistsError("already exists");
+      return absl::IsNotFound(cur.status()) ? absl::OkStatus() : cur.status();
+    }
     absl::StatusOr<int64_t> created = store_.Create(api::StoreKey(*r.kind, r.ns, name), stored);
     if (created.ok()) rev = *created;
     return created.status();
   });
+  if (dry) {
+    if (!written.ok()) return FailStore(res, written, what);
+    return ReplyStored(res, 201, stored, store_.CurrentRevision());
+  }
   quotas_.Written(*r.kind);
   if (!written.ok()) return FailStore(res, written, what);
+  if (r.kind->kind == "Node") largest_node_.NodeWritten(name, &obj["spec"]);
   ReplyStored(res, 201, stored, rev);
 }
 
 void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib::Request& req,
                              httplib::Response& res) {
+  bool dry = false;
+  if (!DryRun(req, res, dry)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   body->erase("status");  // kept as stored: PUT .../status writes it
   std::vector<api::FieldError> errors = api::ValidateObject(*r.kind, *body, r.ns, r.name);
+  if (errors.empty() && !FitsTheFleet(*r.kind, *body, "", errors, res)) return;
   int64_t expected = errors.empty() ? ExpectedRevision(*body) : 0;
   if (expected < 0)
     errors.push_back({"metadata.resourceVersion", "must be a positive integer string"});
@@ -158,14 +188,23 @@ void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib
   obj["status"] = (*old).contains("status") ? (*old)["status"] : InitialStatus(*r.kind);
   if (!Admit(*r.kind, r.name, &obj, res)) return;
   std::string stored = api::ToStored(obj);
+  if (dry) {
+    if (expected != cur->mod_revision) {
+      return FailStore(res, absl::FailedPreconditionError("revision mismatch"), what);
+    }
+    return ReplyStored(res, 200, stored, cur->mod_revision);
+  }
   absl::StatusOr<int64_t> rev = store_.Put(key, stored, expected);
   quotas_.Written(*r.kind);
   if (!rev.ok()) return FailStore(res, rev.status(), what);
+  if (r.kind->kind == "Node") largest_node_.NodeWritten(r.name, &obj["spec"]);
   ReplyStored(res, 200, stored, *rev);
 }
 
 void ApiServer::HandleUpdateStatus(const Principal& who, const Route& r,
                                    const httplib::Request& req, httplib::Response& res) {
+  bool dry = false;
+  if (!DryRun(req, res, dry)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   // The body is the object (a GET result, edited) or just {"status": {...}}: only its status and
@@ -215,6 +254,7 @@ void ApiServer::HandleUpdateStatus(const Principal& who, const Route& r,
     Json obj = std::move(*old);
     obj["status"] = std::move(w.status);
     std::string stored = api::ToStored(obj);
+    if (dry) return ReplyStored(res, 200, stored, cur->mod_revision);
     absl::StatusOr<int64_t> rev = store_.Put(key, stored, cur->mod_revision);
     if (rev.ok()) return ReplyStored(res, 200, stored, *rev);
     if (precondition > 0 || !absl::IsFailedPrecondition(rev.status()) || attempt >= 20) {
@@ -224,6 +264,8 @@ void ApiServer::HandleUpdateStatus(const Principal& who, const Route& r,
 }
 
 void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res) {
+  bool dry = false;
+  if (!DryRun(req, res, dry)) return;
   int64_t precondition = 0;
   if (!QueryInt(req, "resourceVersion", precondition, res)) return;
   const std::string key = api::StoreKey(*r.kind, r.ns, r.name);
@@ -233,8 +275,17 @@ void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httpli
     absl::StatusOr<store::KeyValue> cur = store_.Get(key);
     if (!cur.ok()) return FailStore(res, cur.status(), what);
     const int64_t expected = precondition > 0 ? precondition : cur->mod_revision;
+    if (dry) {
+      if (expected != cur->mod_revision) {
+        return FailStore(res, absl::FailedPreconditionError("revision mismatch"), what);
+      }
+      absl::StatusOr<Json> obj = api::FromStored(cur->value, cur->mod_revision);
+      if (!obj.ok()) return FailStore(res, obj.status(), what);
+      return Reply(res, 200, *obj);
+    }
     absl::StatusOr<int64_t> rev = store_.Delete(key, expected);
     quotas_.Written(*r.kind);
+    if (rev.ok() && r.kind->kind == "Node") largest_node_.NodeWritten(r.name, nullptr);
     if (rev.ok()) {
       absl::StatusOr<Json> obj = api::FromStored(cur->value, *rev);
       if (!obj.ok()) return FailStore(res, obj.status(), what);
@@ -251,6 +302,8 @@ void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httpli
 // store Txn -- all or nothing, one resourceVersion for all.
 void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
                             httplib::Response& res) {
+  bool dry = false;
+  if (!DryRun(req, res, dry)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
   if (body->size() != 1 || !body->contains("items") || !(*body)["items"].is_array() ||
@@ -290,6 +343,9 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
       errors.push_back({absl::StrCat(path, e.field.empty() ? "" : ".", e.field), e.message});
     }
     if (!item_errors.empty()) continue;
+    const size_t before = errors.size();
+    if (!FitsTheFleet(*kind, obj, path, errors, res)) return;
+    if (errors.size() > before) continue;
     const std::string name = obj["metadata"]["name"].get<std::string>();
     if (std::string why =
             Authorize(p, Verb::kCreate,
@@ -314,10 +370,24 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
   }
   absl::StatusOr<int64_t> rev = 0;
   absl::Status written = quotas_.Create(demands, [&]() -> absl::Status {
+    if (dry) {
+      for (const store::Op& op : ops) {
+        absl::StatusOr<store::KeyValue> cur = store_.Get(op.key);
+        if (cur.ok()) return absl::AlreadyExistsError(absl::StrCat(op.key, " already exists"));
+        if (!absl::IsNotFound(cur.status())) return cur.status();
+      }
+      rev = store_.CurrentRevision();
+      return absl::OkStatus();
+    }
     rev = store_.Txn(ops);
     return rev.status();
   });
   for (const QuotaGate::Demand& d : demands) quotas_.Written(*d.kind);
+  if (written.ok() && !dry) {
+    for (Json& obj : items) {
+      if (obj["kind"] == "Node") largest_node_.NodeWritten(obj["metadata"]["name"], &obj["spec"]);
+    }
+  }
   if (!written.ok()) {
     if (absl::IsInvalidArgument(written)) {
       return Fail(res, 422, "Invalid", absl::StrCat("batch: ", written.message()));
