@@ -38,9 +38,13 @@ class CliProcessTest : public ::testing::Test {
     url_ = "http://127.0.0.1:" + std::to_string(port);
     setenv("TESSERA_SERVER", url_.c_str(), 1);
     // No --tokens-file: the server made itself an admin token; the CLI finds it in the env.
-    std::string token = Slurp(dir_ + "/data/admin-token");
-    ASSERT_FALSE(token.empty()) << "no admin token in the data dir";
-    token.pop_back();  // the newline
+    // A test that passes its own tokens file sets admin_token_ first.
+    std::string token = admin_token_;
+    if (token.empty()) {
+      token = Slurp(dir_ + "/data/admin-token");
+      ASSERT_FALSE(token.empty()) << "no admin token in the data dir";
+      token.pop_back();  // the newline
+    }
     setenv("TESSERA_TOKEN", token.c_str(), 1);
     token_ = token;
   }
@@ -72,6 +76,7 @@ class CliProcessTest : public ::testing::Test {
   }
 
   std::string dir_, url_, token_;
+  std::string admin_token_;  // with a --tokens-file of the test's in extra_args_
   std::vector<std::string> extra_args_;
   ServerProcess server_;
 };

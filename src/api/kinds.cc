@@ -155,6 +155,14 @@ std::vector<Schema::Field> JobStatusFields() {
       Optional("lastRestartTime", S::String()),
       Optional("priority", S::Int()),
       Optional("scheduledTime", S::String()),
+      // Accounting (api/job_accounting.h): the first binding, the end, the GPU-seconds of the
+      // bindings that ended; and while a backfill reservation holds room for the job, when it
+      // is to start at the latest.
+      Optional("startTime", S::String()),
+      Optional("completionTime", S::String()),
+      Optional("gpuSeconds", S::Number().Min(0)),
+      Optional("accountedTime", S::String()),
+      Optional("estimatedStartTime", S::String()),
       Optional("resumeFrom", S::Object({
                                  Optional("checkpoint", S::String()),
                                  Optional("step", S::Int().Min(0)),

@@ -17,6 +17,9 @@
 namespace tessera::api {
 
 inline constexpr char kApiVersion[] = "tessera.dev/v1";
+// Who created a TrainingJob or InferenceService: stamped by the API server from the caller's
+// token (the USER column of its tokens file) on create, kept on update; never a client's.
+inline constexpr char kSubmittedByAnnotation[] = "tessera.dev/submitted-by";
 
 struct KindInfo {
   std::string kind;    // "TrainingJob"

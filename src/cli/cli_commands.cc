@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/kinds.h"
 #include "cli/cli_internal.h"
 #include "cli/yaml_json.h"
 #include "common/clock.h"
@@ -99,6 +100,12 @@ std::string Phase(const Json& obj) {
     return obj["status"].value("phase", "");
   }
   return "";
+}
+
+std::string SubmittedBy(const Json& obj) {
+  if (!obj.contains("metadata")) return "-";
+  const Json ann = obj["metadata"].value("annotations", Json::object());
+  return ann.is_object() ? ann.value(api::kSubmittedByAnnotation, "-") : "-";
 }
 
 bool IsTerminal(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
@@ -245,6 +252,7 @@ void RegisterCliCommands(CLI::App& app) {
   RegisterTopCommands(app);
   RegisterLogsCommand(app);
   RegisterExplainCommand(app);
+  RegisterSlurmCommands(app);
   RegisterCompletionCommand(app);
 }
 

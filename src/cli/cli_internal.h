@@ -35,6 +35,9 @@ int64_t HeldGpus(const Json& job);
 // Sum of milli-GPU per node name in a job's status.placement.
 void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>>* out);
 std::string Phase(const Json& obj);
+// Who submitted a job (metadata.annotations["tessera.dev/submitted-by"], stamped by the
+// server); "-" when unknown.
+std::string SubmittedBy(const Json& obj);
 bool IsTerminal(const std::string& phase);
 
 // An object named in a manifest: its resource, namespace (namespaced kinds) and name, and
@@ -59,6 +62,7 @@ void RegisterApplyCommand(CLI::App& app);
 void RegisterGetCommand(CLI::App& app);
 void RegisterNodeCommands(CLI::App& app);  // cordon, uncordon, drain
 void RegisterExplainCommand(CLI::App& app);
+void RegisterSlurmCommands(CLI::App& app);  // cancel, hold, release, history
 void RegisterCompletionCommand(CLI::App& app);
 void RegisterDescribeCommands(CLI::App& app);
 void RegisterTopCommands(CLI::App& app);

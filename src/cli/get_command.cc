@@ -34,6 +34,16 @@ std::string JoinNodes(const Json& obj) {
   return nodes.empty() ? "<none>" : absl::StrJoin(nodes, ",");
 }
 
+// squeue's START: when the job first started, or "~" and the backfill reservation's start
+// while one holds room for it, else "-".
+std::string StartColumn(const Json& st) {
+  if (st.contains("startTime") && st["startTime"].is_string()) return st["startTime"];
+  if (st.contains("estimatedStartTime") && st["estimatedStartTime"].is_string()) {
+    return "~" + st["estimatedStartTime"].get<std::string>();
+  }
+  return "-";
+}
+
 // --- get ----------------------------------------------------------------
 
 struct GetFlags {
@@ -54,7 +64,7 @@ std::vector<std::string> Header(const ResourceInfo& r, bool wide) {
   if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
     std::vector<std::string> h = {"NAME",    "PHASE",      "REASON",   "GPUS",
                                   "MEMBERS", "GENERATION", "RESTARTS", "AGE"};
-    if (wide) h.insert(h.end(), {"QUEUE", "PRIORITY", "NODES", "MESSAGE"});
+    if (wide) h.insert(h.end(), {"QUEUE", "USER", "PRIORITY", "START", "NODES", "MESSAGE"});
     return h;
   }
   if (r.kind == "Node") {
@@ -111,8 +121,8 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
     if (wide) {
       std::string prio = st.contains("priority") ? std::to_string(st["priority"].get<int64_t>())
                                                  : spec.value("priorityClassName", "-");
-      row.insert(row.end(),
-                 {spec.value("queue", "default"), prio, JoinNodes(o), st.value("message", "")});
+      row.insert(row.end(), {spec.value("queue", "default"), SubmittedBy(o), prio, StartColumn(st),
+                             JoinNodes(o), st.value("message", "")});
     }
     return row;
   }
@@ -367,7 +377,8 @@ void RunGet(const GetFlags& f) {
   }
   if (!f.sort_by.empty()) SortBy(items, f.sort_by);
   // Tables say when there is nothing; machine-readable outputs print what there is (nothing).
-  const bool table = printer.kind == Printer::Kind::kTable || printer.kind == Printer::Kind::kWide ||
+  const bool table = printer.kind == Printer::Kind::kTable ||
+                     printer.kind == Printer::Kind::kWide ||
                      printer.kind == Printer::Kind::kCustomColumns;
   if (items.empty() && table) {
     std::cerr << "No resources found"

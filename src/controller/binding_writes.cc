@@ -2,6 +2,7 @@
 // of them in one store transaction, one write each when that fails.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/job_accounting.h"
 #include "controller/controller_internal.h"
 #include "controller/job_codec.h"
 #include "controller/scheduling_controller.h"
@@ -37,6 +38,8 @@ std::optional<SchedulingController::BindingChange> SchedulingController::PlanBin
               attempts = rec.attempts + 1, priority = job.priority, now](Json& obj) {
     Json& st = StatusOf(obj);
     if (Terminal(Str(st, "phase"))) return false;
+    // A binding made while one is open (not the controller's, say): that one ends here.
+    api::ReleasePlacement(st, now);
     st["phase"] = "Scheduled";
     st["reason"] = "Scheduled";
     st["placement"] = placement;
@@ -45,6 +48,9 @@ std::optional<SchedulingController::BindingChange> SchedulingController::PlanBin
     st["attempts"] = attempts;
     st["priority"] = priority;
     st["scheduledTime"] = Timestamp(now);
+    st.erase("accountedTime");
+    api::StampStart(st, now);
+    st.erase("estimatedStartTime");
     st["message"] = msg;
     SetCondition(st, "Scheduled", "True", "Scheduled", msg, now);
     EndPreemption(st, "Scheduled", "", now);

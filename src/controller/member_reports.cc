@@ -6,6 +6,7 @@
 // the same write (the store never shows its GPUs bound to a finished job), then released in
 // memory.
 #include "absl/strings/str_cat.h"
+#include "api/job_accounting.h"
 #include "controller/controller_internal.h"
 #include "controller/member_phase.h"
 #include "controller/scheduling_controller.h"
@@ -64,8 +65,8 @@ void SchedulingController::WritePhases() {
       auto [type, value] = PhaseCondition(p.phase);
       SetCondition(s, type, value, p.why.reason, p.why.message, now);
       if (Terminal(p.phase)) {
-        s.erase("placement");
-        s.erase("replicas");
+        api::ReleasePlacement(s, now);
+        api::StampCompletion(s, now);
       }
       return true;
     };

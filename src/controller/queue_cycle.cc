@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "api/job_accounting.h"
 #include "controller/controller_internal.h"
 #include "controller/decision_spans.h"
 #include "controller/job_codec.h"
@@ -376,8 +377,7 @@ void SchedulingController::RunCycles() {
               st["phase"] = "Preempted";
               st["reason"] = "Preempted";
               st["message"] = msg;
-              st.erase("placement");
-              st.erase("replicas");
+              api::ReleasePlacement(st, now);
               if (resume.is_object()) st["resumeFrom"] = resume;
               SetCondition(st, "Scheduled", "False", "Preempted", msg, now);
               EndPreemption(st, "Preempted", msg, now);
@@ -462,8 +462,14 @@ void SchedulingController::WaitingReasons(absl::Time now) {
       // A job no placement can ever hold (more GPUs than the fleet has, a member larger than any
       // node) gets one Warning Event when it turns so, not one per cycle: it will wait forever.
       const bool never = cls == sched::WaitReason::kUnschedulable && rec->wait_class != cls;
+      // The backfill reservation's start is the job's start estimate (squeue's START).
+      Json extra = {{"estimatedStartTime", nullptr}};
+      if (cls == sched::WaitReason::kReserved && qm_->reservation() &&
+          qm_->reservation()->job == job.key()) {
+        extra["estimatedStartTime"] = Timestamp(qm_->reservation()->start);
+      }
       (void)SetJobPhase(*rec, rec->phase, {"Unschedulable", msg, never, never}, false,
-                        std::string(sched::WaitReasonName(cls)));
+                        std::string(sched::WaitReasonName(cls)), &extra);
     }
     rec->wait_class = cls;
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/job_accounting.h"
 #include "common/status_macros.h"
 #include "controller/controller_internal.h"
 #include "controller/decision_spans.h"
@@ -344,6 +345,7 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
   absl::StatusOr<int64_t> w = UpdateBinding(
       rec,
       [&](Json& st) {
+        api::AccrueOpenBinding(st, now);  // the old placement's GPU time, up to its replacement
         st["placement"] = placement;
         st["generation"] = gen;
         if (resume.is_object()) st["resumeFrom"] = resume;
@@ -387,7 +389,8 @@ absl::StatusOr<int64_t> SchedulingController::UpdateBinding(
 
 absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& phase,
                                                const Change& why, bool clear_placement,
-                                               const std::string& status_reason) {
+                                               const std::string& status_reason,
+                                               const Json* extra_status) {
   const absl::Time now = clock_.Now();
   int64_t base = 0;
   absl::StatusOr<int64_t> rev = Update(
@@ -401,9 +404,16 @@ absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& p
         st["message"] = why.message.substr(0, 4096);
         auto [type, value] = PhaseCondition(phase);
         SetCondition(st, type, value, why.reason, why.message, now);
-        if (clear_placement) {
-          st.erase("placement");
-          st.erase("replicas");
+        if (clear_placement) api::ReleasePlacement(st, now);
+        if (Terminal(phase)) api::StampCompletion(st, now);
+        if (extra_status != nullptr) {
+          for (auto it = extra_status->begin(); it != extra_status->end(); ++it) {
+            if (it->is_null()) {
+              st.erase(it.key());
+            } else {
+              st[it.key()] = *it;
+            }
+          }
         }
         return true;
       },
@@ -463,8 +473,7 @@ absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase
         st["phase"] = phase;
         st["reason"] = why.reason;
         st["message"] = why.message.substr(0, 4096);
-        st.erase("placement");
-        st.erase("replicas");
+        api::ReleasePlacement(st, now);
         if (resume.is_object()) st["resumeFrom"] = resume;
         SetCondition(st, "Scheduled", "False", why.reason, why.message, now);
         return true;
@@ -569,6 +578,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
         [&why](Json& o) {
           Json& s = StatusOf(o);
           if (!BoundPhase(Str(s, "phase"))) return false;
+          // Not a binding the controller made: nothing to account for.
           s.erase("placement");
           s.erase("replicas");
           s["phase"] = "Pending";
@@ -665,11 +675,11 @@ void SchedulingController::OnJobPut(const std::string& key, const Json& obj, int
       int64_t base = 0;
       absl::StatusOr<int64_t> w = Update(
           key, -1,
-          [](Json& o) {
+          [now = clock_.Now()](Json& o) {
             Json& st = StatusOf(o);
             if (!Terminal(Str(st, "phase"))) return false;
-            st.erase("placement");
-            st.erase("replicas");
+            api::ReleasePlacement(st, now);
+            api::StampCompletion(st, now);
             return true;
           },
           why, &base);

@@ -302,9 +302,12 @@ class SchedulingController {
   void LogChange(const Json& obj, const Change& why) const;
   // Writes status (phase, reason, condition, message) of a job; keeps its revision.
   // status.reason is `status_reason` when given (a waiting job's WaitReason class, while its
-  // condition keeps the Kubernetes reason Unschedulable), else why.reason.
+  // condition keeps the Kubernetes reason Unschedulable), else why.reason. `extra_status`'s
+  // keys are set in the status too (a null value removes the key). Releasing the placement
+  // accounts for its GPU time; a terminal phase stamps completionTime (api/job_accounting.h).
   absl::Status SetJobPhase(JobRec& rec, const std::string& phase, const Change& why,
-                           bool clear_placement, const std::string& status_reason = "");
+                           bool clear_placement, const std::string& status_reason = "",
+                           const Json* extra_status = nullptr);
   // Unbinds a job in the store, then releases it and queues it again.
   absl::Status Requeue(JobRec& rec, const std::string& phase, const Change& why);
   void EvictNode(sched::NodeId id, const std::string& phase, const Change& why,

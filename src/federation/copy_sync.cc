@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "api/kinds.h"
 #include "federation/json_fields.h"
 
 namespace tessera::federation {
@@ -26,6 +27,8 @@ Json Content(const Json& copy) {
   const Json& meta = Field(copy, "metadata");
   Json annotations = ObjectOr(Field(meta, "annotations"));
   annotations.erase(kSpecHashAnnotation);
+  // Each cluster's API server records who created its object: the member's says the hub did.
+  annotations.erase(api::kSubmittedByAnnotation);
   return {{"labels", ObjectOr(Field(meta, "labels"))},
           {"annotations", annotations},
           {"spec", Field(copy, "spec")}};

@@ -571,7 +571,7 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
           return Fail(res, 403, "Forbidden", why);
         }
       }
-      return HandleCreate(r, req, res);
+      return HandleCreate(*who, r, req, res);
     }
     case Verb::kUpdate:
       return HandleUpdate(*who, r, req, res);

@@ -141,7 +141,8 @@ class ApiServer {
                    httplib::Response& res);
   // The write verbs (api_server_write.cc). Creates and updates ignore the status they carry
   // (it is the control plane's); PUT .../status writes what status_write.h allows `who`.
-  void HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res);
+  void HandleCreate(const Principal& who, const Route& r, const httplib::Request& req,
+                    httplib::Response& res);
   // A node token's update of its own Node keeps what an admin owns (taints, cordon, pool) and
   // may not raise its capacity.
   void HandleUpdate(const Principal& who, const Route& r, const httplib::Request& req,

@@ -394,16 +394,60 @@ TEST_F(StatusOwnershipTest, CreatesAndUpdatesIgnoreTheStatusTheyCarry) {
   EXPECT_EQ(Do("POST", kJobs, odd, kTeamA).status, 201);
 }
 
-TEST_F(StatusOwnershipTest, UsersMayNotWriteAJobsStatus) {
+TEST_F(StatusOwnershipTest, TheServerRecordsWhoSubmittedAJob) {
+  Json j = Job("j");
+  j["metadata"]["annotations"] = {{"tessera.dev/submitted-by", "someone-else"}, {"keep", "me"}};
+  Resp r = Do("POST", kJobs, j, kTeamA);
+  ASSERT_EQ(r.status, 201) << r.body.dump();
+  EXPECT_EQ(r.body["metadata"]["annotations"]["tessera.dev/submitted-by"], "team-a");
+  EXPECT_EQ(r.body["metadata"]["annotations"]["keep"], "me");
+  // An update cannot change or drop it.
+  Json edit = r.body;
+  edit["metadata"].erase("annotations");
+  edit["metadata"].erase("resourceVersion");
+  r = Do("PUT", JobPath("j"), edit, kTeamA);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["metadata"]["annotations"]["tessera.dev/submitted-by"], "team-a");
+  edit["metadata"]["annotations"] = {{"tessera.dev/submitted-by", "mallory"}};
+  r = Do("PUT", JobPath("j"), edit, kAdmin);
+  EXPECT_EQ(r.body["metadata"]["annotations"]["tessera.dev/submitted-by"], "team-a");
+  // A batch stamps its jobs too; other kinds carry nothing.
+  Json b = Job("b");
+  b["metadata"]["namespace"] = "team-a";
+  ASSERT_EQ(Do("POST", "/api/v1/batch", {{"items", {b}}}, kAdmin).status, 201);
+  EXPECT_EQ(Do("GET", JobPath("b")).body["metadata"]["annotations"]["tessera.dev/submitted-by"],
+            "admin");
+}
+
+TEST_F(StatusOwnershipTest, UsersMayOnlyCancelTheirJobs) {
   ASSERT_EQ(Do("POST", kJobs, Job("j"), kTeamA).status, 201);
   Bind("j", "gpu-01");
   Resp r = Do("PUT", JobPath("j") + "/status",
               {{"status", {{"members", {Report("workers-0", 1, "Running")}}}}}, kTeamA);
   EXPECT_EQ(r.status, 403);
   EXPECT_THAT(r.body["message"].get<std::string>(), HasSubstr("written by the control plane"));
+  Json forged = Do("GET", JobPath("j")).body["status"];
+  forged["placement"][0]["node"] = "gpu-02";
+  forged["phase"] = "Failed";
+  r = Do("PUT", JobPath("j") + "/status", {{"status", forged}}, kTeamA);
+  EXPECT_EQ(r.status, 403) << r.body.dump();
   r = Do("PUT", JobPath("j") + "/status", {{"status", {{"phase", "Succeeded"}}}}, kTeamA);
   EXPECT_EQ(r.status, 403);
   EXPECT_EQ(Do("GET", JobPath("j")).body["status"]["phase"], "Scheduled");
+  EXPECT_EQ(Do("PUT", JobPath("j") + "/status", {{"status", {{"phase", "Failed"}}}}, kTeamB).status,
+            403);
+  // A cancellation: the stored status PUT back with phase Failed.
+  Json mine = Do("GET", JobPath("j"), nullptr, kTeamA).body;
+  mine["status"]["phase"] = "Failed";
+  mine["status"]["message"] = "wrong dataset";
+  r = Do("PUT", JobPath("j") + "/status", mine, kTeamA);
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.body["status"]["reason"], "Cancelled");
+  EXPECT_EQ(r.body["status"]["message"], "cancelled by team-a: wrong dataset");
+  // A finished job stays finished.
+  r = Do("PUT", JobPath("j") + "/status", {{"status", {{"phase", "Failed"}}}}, kTeamA);
+  EXPECT_EQ(r.status, 200);  // nothing new
+  EXPECT_EQ(Do("GET", JobPath("j")).body["status"]["phase"], "Failed");
   // Reading it through the subresource is a read of the job.
   EXPECT_EQ(Do("GET", JobPath("j") + "/status", nullptr, kTeamA).status, 200);
   EXPECT_EQ(Do("GET", JobPath("j") + "/status", nullptr, kTeamB).status, 403);
@@ -484,7 +528,8 @@ TEST_F(StatusOwnershipTest, AnAdminMayEndAJobButNotPlaceIt) {
   ASSERT_EQ(r.status, 200) << r.body.dump();
   Json st = Do("GET", JobPath("j")).body["status"];
   EXPECT_EQ(st["phase"], "Failed");
-  EXPECT_EQ(st["message"], "ended by an operator");
+  EXPECT_EQ(st["message"], "cancelled by admin: ended by an operator");
+  EXPECT_EQ(st["reason"], "Cancelled");
   EXPECT_EQ(st["placement"][0]["gpus"], Json({0}));
   // A stale resourceVersion is a conflict, as for any write.
   body["metadata"]["resourceVersion"] = "1";

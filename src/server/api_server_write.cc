@@ -69,6 +69,24 @@ std::vector<api::FieldError> RestrictNodeSelfUpdate(const Json& old_spec, Json& 
   return errors;
 }
 
+bool IsJobKind(const KindInfo& kind) {
+  return kind.kind == "TrainingJob" || kind.kind == "InferenceService";
+}
+
+// Sets (or, for `user` null, removes) a job's submitted-by annotation: the server's record of who
+// created it, never a client's.
+void SetSubmittedBy(Json& obj, const std::string* user) {
+  Json& meta = obj["metadata"];
+  if (user != nullptr) {
+    meta["annotations"][api::kSubmittedByAnnotation] = *user;
+    return;
+  }
+  if (meta.contains("annotations") && meta["annotations"].is_object()) {
+    meta["annotations"].erase(api::kSubmittedByAnnotation);
+    if (meta["annotations"].empty()) meta.erase("annotations");
+  }
+}
+
 // ?dryRun=All (Kubernetes' server-side dry run): every check runs, nothing is stored. Sets
 // `dry` and returns true; answers 400 and returns false for another value.
 bool DryRun(const httplib::Request& req, httplib::Response& res, bool& dry) {
@@ -106,7 +124,8 @@ bool ApiServer::Admit(const KindInfo& kind, const std::string& name, const Json*
   return false;
 }
 
-void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httplib::Response& res) {
+void ApiServer::HandleCreate(const Principal& who, const Route& r, const httplib::Request& req,
+                             httplib::Response& res) {
   bool dry = false;
   if (!DryRun(req, res, dry)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
@@ -126,6 +145,7 @@ void ApiServer::HandleCreate(const Route& r, const httplib::Request& req, httpli
   meta["uid"] = NewUid();
   meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
   meta.erase("resourceVersion");
+  if (IsJobKind(*r.kind)) SetSubmittedBy(obj, &who.user);
   obj["status"] = InitialStatus(*r.kind);
   const std::string what = Describe(*r.kind, r.ns, name);
   std::string stored = api::ToStored(obj);
@@ -185,6 +205,14 @@ void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib
   obj["metadata"]["uid"] = (*old)["metadata"]["uid"];
   obj["metadata"]["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
   if (r.kind->namespaced) obj["metadata"]["namespace"] = r.ns;
+  if (IsJobKind(*r.kind)) {
+    const Json& old_meta = (*old)["metadata"];
+    const Json* ann = old_meta.contains("annotations") ? &old_meta["annotations"] : nullptr;
+    const bool had = ann != nullptr && ann->is_object() && ann->contains(api::kSubmittedByAnnotation) &&
+                     (*ann)[api::kSubmittedByAnnotation].is_string();
+    const std::string submitter = had ? (*ann)[api::kSubmittedByAnnotation].get<std::string>() : "";
+    SetSubmittedBy(obj, had ? &submitter : nullptr);
+  }
   obj["status"] = (*old).contains("status") ? (*old)["status"] : InitialStatus(*r.kind);
   if (!Admit(*r.kind, r.name, &obj, res)) return;
   std::string stored = api::ToStored(obj);
@@ -357,6 +385,7 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
     meta["uid"] = NewUid();
     meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
     meta.erase("resourceVersion");
+    if (IsJobKind(*kind)) SetSubmittedBy(obj, &p.user);
     obj["status"] = InitialStatus(*kind);
     ops.push_back(store::Op::Create(api::StoreKey(*kind, ns, name), api::ToStored(obj)));
     auto d = std::find_if(demands.begin(), demands.end(),

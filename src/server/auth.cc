@@ -1,5 +1,6 @@
 #include "server/auth.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -23,7 +24,7 @@ absl::StatusOr<Authenticator> Authenticator::Parse(absl::string_view text) {
     auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(absl::StrCat("tokens file line ", line_no, ": ", why));
     };
-    if (parts.size() != 3) return bad("expected TOKEN NAMESPACE ROLE");
+    if (parts.size() != 3 && parts.size() != 4) return bad("expected TOKEN NAMESPACE ROLE [USER]");
     Principal p;
     p.id = absl::StrCat("tokens file line ", line_no);
     std::string role(parts[2]);
@@ -38,6 +39,21 @@ absl::StatusOr<Authenticator> Authenticator::Parse(absl::string_view text) {
       p.node = role.substr(5);
     } else {
       return bad(absl::StrCat("unknown role \"", role, "\" (admin, user, node:NAME)"));
+    }
+    if (parts.size() == 4) {
+      p.user = std::string(parts[3]);
+      const bool ok_chars = std::all_of(p.user.begin(), p.user.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@';
+      });
+      if (!ok_chars || p.user.size() > 63) {
+        return bad("USER must be at most 63 letters, digits, '.', '_', '-' or '@'");
+      }
+    } else if (p.role == Principal::Role::kUser) {
+      p.user = p.name_space;
+    } else if (p.role == Principal::Role::kNode) {
+      p.user = absl::StrCat("system:node:", p.node);
+    } else {
+      p.user = "admin";
     }
     if (parts[0].size() < 8) return bad("token shorter than 8 characters");
     if (!a.tokens_.emplace(std::string(parts[0]), p).second) return bad("duplicate token");
@@ -60,12 +76,12 @@ absl::StatusOr<Authenticator> Authenticator::LoadFile(const std::string& path) {
 Authenticator Authenticator::SingleAdmin(const std::string& token) {
   Authenticator a;
   a.enabled_ = true;
-  a.tokens_.emplace(token, Principal{Principal::Role::kAdmin, "", "", "the admin token"});
+  a.tokens_.emplace(token, Principal{Principal::Role::kAdmin, "", "", "the admin token", "admin"});
   return a;
 }
 
 std::optional<Principal> Authenticator::Authenticate(absl::string_view header) const {
-  if (!enabled_) return Principal{Principal::Role::kAdmin, "", "", ""};
+  if (!enabled_) return Principal{Principal::Role::kAdmin, "", "", "", "admin"};
   if (!absl::ConsumePrefix(&header, "Bearer ")) return std::nullopt;
   header = absl::StripAsciiWhitespace(header);
   auto it = tokens_.find(header);

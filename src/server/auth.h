@@ -1,7 +1,11 @@
 // Bearer-token authentication and the authorization rules of the API.
 //
-// Tokens file: one principal per line, `TOKEN NAMESPACE ROLE`, separated by
-// whitespace; blank lines and lines starting with '#' are ignored.
+// Tokens file: one principal per line, `TOKEN NAMESPACE ROLE [USER]`, separated by
+// whitespace; blank lines and lines starting with '#' are ignored. USER names the person or
+// service behind the token (a DNS-label-like name: letters, digits, '.', '_', '-', '@'); the
+// server stamps it on what the token creates (metadata.annotations["tessera.dev/submitted-by"],
+// squeue's USER). Without it: the namespace for a user, "admin" for an admin,
+// "system:node:NAME" for a node.
 //   ROLE admin          everything; NAMESPACE is ignored (write "*")
 //   ROLE user           every verb on namespaced kinds in NAMESPACE only;
 //                       read-only (get/list/watch) on cluster-scoped kinds
@@ -34,6 +38,9 @@ struct Principal {
   // Which token this is, for per-token shares and messages ("tokens file line 3"); never the
   // secret. Empty when authentication is off (every request is the same anonymous admin).
   std::string id;
+  // Who submits with this token (the USER column, or its default); "admin" when
+  // authentication is off.
+  std::string user;
 };
 
 enum class Verb { kGet, kList, kWatch, kCreate, kUpdate, kDelete };

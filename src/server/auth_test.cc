@@ -26,6 +26,21 @@ TEST(AuthTest, ParsesTokensAndRejectsBadLines) {
   EXPECT_FALSE(Authenticator::Parse("short ns user").ok());
 }
 
+TEST(AuthTest, TheUserColumnNamesWhoSubmits) {
+  auto a = Authenticator::Parse(
+      "admintoken1 * admin\nusertoken1 team-a user\nusertoken2 team-a user alice@lab\n"
+      "nodetoken1 - node:gpu-01\nadmintoken2 * admin ops-bot\n");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->Authenticate("Bearer usertoken1")->user, "team-a");
+  EXPECT_EQ(a->Authenticate("Bearer usertoken2")->user, "alice@lab");
+  EXPECT_EQ(a->Authenticate("Bearer nodetoken1")->user, "system:node:gpu-01");
+  EXPECT_EQ(a->Authenticate("Bearer admintoken1")->user, "admin");
+  EXPECT_EQ(a->Authenticate("Bearer admintoken2")->user, "ops-bot");
+  EXPECT_THAT(Authenticator::Parse("tok12345 ns user bad/name").status().message(),
+              HasSubstr("line 1: USER must be"));
+  EXPECT_FALSE(Authenticator::Parse("tok12345 ns user a b").ok());
+}
+
 TEST(AuthTest, Rules) {
   Principal user{Principal::Role::kUser, "team-a", ""};
   Principal node{Principal::Role::kNode, "", "gpu-01"};

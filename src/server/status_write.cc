@@ -27,6 +27,26 @@ std::string StrOr(const Json& obj, const char* key) {
 }
 
 // A placed member: its node and the generation it was bound at.
+bool IsTerminalPhase(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
+
+// A job ended through the API (body.phase is Succeeded or Failed): Failed is a cancellation,
+// said with who did it (`tessera history` shows it).
+void EndByHand(Json& st, const Principal& who, const Json& body) {
+  const std::string phase = StrOr(body, "phase");
+  const std::string note = body.contains("message") && body["message"].is_string()
+                               ? body["message"].get<std::string>()
+                               : "";
+  st["phase"] = phase;
+  if (phase == "Failed") {
+    st["reason"] = "Cancelled";
+    st["message"] = absl::StrCat("cancelled by ", who.user.empty() ? "admin" : who.user,
+                                 note.empty() ? "" : ": ", note);
+  } else {
+    st["reason"] = phase;
+    if (!note.empty()) st["message"] = note;
+  }
+}
+
 struct Placed {
   std::string node;
   int64_t generation = 0;
@@ -49,6 +69,30 @@ void MergeJobStatus(const api::KindInfo& kind, const Principal& who, const Json&
                     absl::Time now, StatusWriteResult& r) {
   Json& st = r.status;
   const bool node = who.role == Principal::Role::kNode;
+  if (who.role == Principal::Role::kUser) {
+    // A user may cancel its own job (phase Failed, as `tessera cancel` writes it, Slurm's
+    // scancel); anything else it sends must be what is stored (a GET result PUT back).
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      if (it.key() == "phase" || it.key() == "message") continue;
+      if (!st.contains(it.key()) || st[it.key()] != *it) {
+        r.forbidden.push_back({absl::StrCat("status.", it.key()),
+                               "is written by the control plane; a user may only cancel its job "
+                               "(status.phase: Failed)"});
+      }
+    }
+    if (!r.forbidden.empty()) return;
+    const std::string phase = StrOr(body, "phase");
+    if (phase.empty() || phase == StrOr(st, "phase")) return;
+    if (phase != "Failed" || IsTerminalPhase(StrOr(st, "phase"))) {
+      r.forbidden.push_back(
+          {"status.phase",
+           absl::StrCat("a user may only cancel a job that has not finished (phase Failed, not \"",
+                        phase, "\"); the controller owns every other phase")});
+      return;
+    }
+    EndByHand(st, who, body);
+    return;
+  }
   const std::map<std::string, Placed> placed = PlacedMembers(st);
   const int64_t job_gen = IntOr(st, "generation", 0);
 
@@ -174,10 +218,7 @@ void MergeJobStatus(const api::KindInfo& kind, const Principal& who, const Json&
                                           "the controller owns every other phase (it would make \"",
                                           phase, "\")")});
       } else {
-        st["phase"] = phase;
-        if (body.contains("message") && body["message"].is_string()) {
-          st["message"] = body["message"];
-        }
+        EndByHand(st, who, body);
       }
     }
   }
@@ -197,7 +238,7 @@ std::string AuthorizeStatusWrite(const Principal& who, const api::KindInfo& kind
     case Principal::Role::kAdmin:
       return "";
     case Principal::Role::kUser:
-      if (kind.kind == "Checkpoint" || kind.kind == "ModelVersion") {
+      if (kind.kind == "Checkpoint" || kind.kind == "ModelVersion" || IsJobKind(kind)) {
         if (name_space != who.name_space) {
           return absl::StrCat("namespace \"", name_space, "\" belongs to another tenant");
         }

@@ -10,7 +10,10 @@
 //                status.replicaMetrics entry; `node` is stamped from the placement.
 //     admin      the same for any member, and `phase` to Succeeded or Failed (with `message`):
 //                an operator ending a job by hand.
-//     user       nothing (403): users change the spec; the controller derives the status.
+//     user       in its namespace, only `phase` to Failed on a job not yet finished: a
+//                cancellation (`tessera cancel`, Slurm's scancel); everything else it sends is
+//                kept as stored. Users change the spec; the controller derives the status.
+//     (admin and user ends: status.reason Cancelled for Failed, message "cancelled by USER")
 //   Node         node:NAME (its own) and admin: status.gpus and lastHeartbeatTime; the
 //                controller keeps phase and conditions.
 //   Checkpoint, ModelVersion
