@@ -271,6 +271,16 @@ TEST_F(AgentE2eTest, GangRunsWhereScheduledAndMovesOffAnXidResumingFromItsCheckp
                    "generation ", gen2, ": resuming from checkpoint at step")) != std::string::npos;
       },
       absl::Seconds(20)));
+  // The run before the move, from the nodes it ran on (status.logNodes), through the CLI.
+  const std::string env = "TESSERA_SERVER=" + url_ + " TESSERA_TOKEN=tok-e2e-user ";
+  CliResult before = RunShell(env + TesseraBin() + " logs gang -n e2e --previous");
+  EXPECT_EQ(before.rc, 0) << before.out;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_NE(before.out.find(absl::StrCat("rank ", rank, " generation ", gen1, ": starting")),
+              std::string::npos)
+        << before.out;
+  }
+  EXPECT_EQ(before.out.find(absl::StrCat("generation ", gen2)), std::string::npos) << before.out;
 }
 
 TEST_F(AgentE2eTest, SigkilledAgentLeavesMembersRunningAndTheRestartedAgentReadoptsThem) {
@@ -367,6 +377,16 @@ TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) 
   EXPECT_EQ(std::count(logs.out.begin(), logs.out.end(), '\n'), 2) << logs.out;
   logs = RunShell(env + TesseraBin() + " logs crashy -n e2e --member worker-1");
   EXPECT_NE(logs.out.find("[worker-1] rank 1 generation 2\n"), std::string::npos) << logs.out;
+  EXPECT_EQ(logs.out.find("generation 1"), std::string::npos) << "one run at a time: " << logs.out;
+  // The run before the restart, kept apart (kubectl logs --previous).
+  logs = RunShell(env + TesseraBin() + " logs crashy -n e2e --previous");
+  EXPECT_EQ(logs.rc, 0) << logs.out;
+  EXPECT_NE(logs.out.find("[worker-0] rank 0 generation 1\n"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("[worker-1] rank 1 generation 1\n"), std::string::npos) << logs.out;
+  EXPECT_EQ(logs.out.find("generation 2"), std::string::npos) << logs.out;
+  logs = RunShell(env + TesseraBin() + " logs crashy -n e2e --generation 2 --since 1h");
+  EXPECT_NE(logs.out.find("[worker-0] rank 0 done\n"), std::string::npos) << logs.out;
+  EXPECT_NE(RunShell(env + TesseraBin() + " logs crashy -n e2e --generation 9").rc, 0);
 }
 
 TEST_F(AgentE2eTest, APartitionedAgentsMembersAreFencedWhenItReturns) {

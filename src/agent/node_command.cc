@@ -30,6 +30,7 @@
 #include "agent/health_monitor.h"
 #include "agent/http_control_plane.h"
 #include "agent/launcher/launcher.h"
+#include "agent/member_logs.h"
 #include "agent/node_agent.h"
 #include "agent/nvml/nvml_backend.h"
 #include "agent/up_command.h"
@@ -91,95 +92,6 @@ std::string Hostname() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
   return buf;
-}
-
-// Streams a file: its content, then (follow) what is appended until the client goes away or
-// the member exits and nothing more comes.
-void ServeLog(const httplib::Request& req, httplib::Response& res, const Launcher& launcher) {
-  const std::string ns = req.get_param_value("namespace");
-  const std::string job = req.get_param_value("job");
-  const std::string member = req.get_param_value("member");
-  const std::string stream = req.has_param("stream") ? req.get_param_value("stream") : "stdout";
-  const bool follow = req.get_param_value("follow") == "1";
-  if (job.empty() || (stream != "stdout" && stream != "stderr")) {
-    res.status = 400;
-    res.set_content("job is required; stream is stdout or stderr\n", "text/plain");
-    return;
-  }
-  const std::string dir = launcher.LogDir(ns.empty() ? "default" : ns, job);
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (!absl::EndsWith(name, absl::StrCat(".", stream))) continue;
-    if (!member.empty() && name != absl::StrCat(member, ".", stream)) continue;
-    files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) {
-    res.status = 404;
-    res.set_content("no logs for " + ns + "/" + job + " on this node\n", "text/plain");
-    return;
-  }
-  auto offsets = std::make_shared<std::vector<std::streamoff>>(files.size(), 0);
-  // tail=N: start each member's file at its last N whole lines.
-  int64_t tail = -1;
-  if (req.has_param("tail") &&
-      (!absl::SimpleAtoi(req.get_param_value("tail"), &tail) || tail < 0)) {
-    res.status = 400;
-    res.set_content("tail: expected a number of lines >= 0\n", "text/plain");
-    return;
-  }
-  for (size_t i = 0; tail >= 0 && i < files.size(); ++i) {
-    std::ifstream in(files[i], std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t end = text.rfind('\n');  // a partial last line is not a line yet
-    if (end == std::string::npos) continue;
-    size_t at = end + 1;
-    for (int64_t n = 0; n < tail && at > 0; ++n) {
-      const size_t nl = at >= 2 ? text.rfind('\n', at - 2) : std::string::npos;
-      at = nl == std::string::npos ? 0 : nl + 1;
-    }
-    (*offsets)[i] = static_cast<std::streamoff>(at);
-  }
-  const std::string id_prefix = absl::StrCat(ns.empty() ? "default" : ns, ".", job, ".");
-  res.set_chunked_content_provider("text/plain", [files, offsets, follow, &launcher, id_prefix](
-                                                     size_t, httplib::DataSink& sink) {
-    int idle = 0;
-    for (;;) {
-      bool wrote = false;
-      for (size_t i = 0; i < files.size(); ++i) {
-        std::ifstream in(files[i]);
-        in.seekg((*offsets)[i]);
-        std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        // Whole lines only, prefixed with the member, so interleaved members stay readable.
-        size_t end = chunk.rfind('\n');
-        if (end == std::string::npos) continue;
-        chunk.resize(end + 1);
-        (*offsets)[i] += static_cast<std::streamoff>(chunk.size());
-        std::string member = std::filesystem::path(files[i]).stem().string();
-        std::string out;
-        for (absl::string_view line :
-             absl::StrSplit(absl::string_view(chunk).substr(0, end), '\n')) {
-          absl::StrAppend(&out, "[", member, "] ", line, "\n");
-        }
-        if (!sink.write(out.data(), out.size())) return false;
-        wrote = true;
-      }
-      if (!follow) break;
-      if (!sink.is_writable() || g_stop.load()) break;
-      bool running = false;
-      for (const MemberStatus& m : launcher.List()) {
-        if (absl::StartsWith(m.spec.Id(), id_prefix) && m.state != MemberState::kExited)
-          running = true;
-      }
-      idle = wrote ? 0 : idle + 1;
-      if (!running && idle > 10) break;
-      usleep(200 * 1000);
-    }
-    sink.done();
-    return true;
-  });
 }
 
 Json MembersJson(const Launcher& launcher) {
@@ -426,7 +338,7 @@ int RunAgent(const AgentFlags& f) {
     res.set_content(MembersJson(launcher).dump(2), "application/json");
   });
   http.Get("/logs", [&](const httplib::Request& req, httplib::Response& res) {
-    ServeLog(req, res, launcher);
+    ServeLogs(req, res, launcher, g_stop);
   });
   if (fake != nullptr) {
     // A content-reader handler: cpp-httplib otherwise reads a POST without Content-Length until
@@ -469,6 +381,20 @@ int RunAgent(const AgentFlags& f) {
   }
   std::thread http_thread([&http] { http.listen_after_bind(); });
   std::thread monitor_thread([&monitor] { monitor.RunUntil(absl::InfiniteFuture()); });
+  // The logs' time index (member_logs.h): each running member's files, sampled every second.
+  std::thread log_index_thread([&launcher, &clock] {
+    LogIndexer indexer;
+    while (!g_stop.load()) {
+      std::vector<std::string> paths;
+      for (const MemberStatus& m : launcher.List()) {
+        if (m.state == MemberState::kExited) continue;
+        paths.push_back(m.stdout_path);
+        paths.push_back(m.stderr_path);
+      }
+      indexer.Sample(paths, clock.Now());
+      for (int i = 0; i < 10 && !g_stop.load(); ++i) usleep(100 * 1000);
+    }
+  });
 
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
@@ -489,6 +415,7 @@ int RunAgent(const AgentFlags& f) {
   http.stop();
   stopper.join();
   monitor_thread.join();
+  log_index_thread.join();
   http_thread.join();
   backend->Shutdown().IgnoreError();
   log.Info("stopped; members left running for the next agent",

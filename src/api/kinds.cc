@@ -163,6 +163,9 @@ std::vector<Schema::Field> JobStatusFields() {
       Optional("gpuSeconds", S::Number().Min(0)),
       Optional("accountedTime", S::String()),
       Optional("estimatedStartTime", S::String()),
+      // Every node a binding of the job placed members on, oldest first (at most 64): where its
+      // members' logs are (`tessera logs --previous` after a move).
+      Optional("logNodes", S::Array(S::String().MaxLength(253)).MaxItems(64)),
       Optional("resumeFrom", S::Object({
                                  Optional("checkpoint", S::String()),
                                  Optional("step", S::Int().Min(0)),

@@ -33,8 +33,8 @@ std::optional<SchedulingController::BindingChange> SchedulingController::PlanBin
               {{"nodes", absl::StrJoin(nodes, ",")},
                {"generation", b.generation},
                {"members", static_cast<int64_t>(b.members)}}};
-  b.mutate = [placement = PlacementToJson(*pl, job, *cluster_, b.generation), gen = b.generation,
-              members = static_cast<int64_t>(b.members), msg = b.message,
+  b.mutate = [placement = PlacementToJson(*pl, job, *cluster_, b.generation), nodes,
+              gen = b.generation, members = static_cast<int64_t>(b.members), msg = b.message,
               attempts = rec.attempts + 1, priority = job.priority, now](Json& obj) {
     Json& st = StatusOf(obj);
     if (Terminal(Str(st, "phase"))) return false;
@@ -49,6 +49,7 @@ std::optional<SchedulingController::BindingChange> SchedulingController::PlanBin
     st["priority"] = priority;
     st["scheduledTime"] = Timestamp(now);
     st.erase("accountedTime");
+    NoteLogNodes(st, nodes);
     api::StampStart(st, now);
     st.erase("estimatedStartTime");
     st["message"] = msg;

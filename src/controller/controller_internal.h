@@ -213,6 +213,20 @@ inline std::vector<std::string> NodeNames(const sched::Placement& p,
   return nodes;
 }
 
+// Adds `nodes` to status.logNodes (the nodes that ran members of the job, where their logs
+// are), each once, keeping the newest 64.
+inline void NoteLogNodes(Json& status, const std::vector<std::string>& nodes) {
+  Json list = status.contains("logNodes") && status["logNodes"].is_array() ? status["logNodes"]
+                                                                           : Json::array();
+  for (const std::string& n : nodes) {
+    auto at = std::find(list.begin(), list.end(), Json(n));
+    if (at != list.end()) list.erase(at);
+    list.push_back(n);
+  }
+  while (list.size() > 64) list.erase(list.begin());
+  status["logNodes"] = std::move(list);
+}
+
 inline void EndPreemption(Json& status, const std::string& reason, const std::string& message,
                           absl::Time now) {
   SetCondition(status, "PreemptionPending", "False", reason, message, now);

@@ -346,6 +346,7 @@ bool SchedulingController::WriteGeneration(JobRec& rec, const sched::Placement& 
       rec,
       [&](Json& st) {
         api::AccrueOpenBinding(st, now);  // the old placement's GPU time, up to its replacement
+        NoteLogNodes(st, NodeNames(p, *cluster_));
         st["placement"] = placement;
         st["generation"] = gen;
         if (resume.is_object()) st["resumeFrom"] = resume;

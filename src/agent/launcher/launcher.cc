@@ -235,7 +235,10 @@ absl::StatusOr<MemberStatus> Launcher::Start(const MemberSpec& spec) {
 
   MemberStatus st;
   st.spec = spec;
-  const std::string base = absl::StrCat(log_dir, "/", Safe(spec.group), "-", spec.index);
+  // One pair of files per generation (agent/member_logs.h): a restarted or moved member's
+  // earlier output stays readable as such (`tessera logs --previous`).
+  const std::string base =
+      absl::StrCat(log_dir, "/", Safe(spec.group), "-", spec.index, ".g", spec.generation);
   st.stdout_path = base + ".stdout";
   st.stderr_path = base + ".stderr";
   st.cgroup = MakeCgroup(spec);

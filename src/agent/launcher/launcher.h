@@ -17,7 +17,8 @@
 //   STATE/members/<id>/member.json   the record (written atomically by rename)
 //   STATE/members/<id>/exit_code     written by the supervisor when the command ends
 //   STATE/members/<id>/metrics.json  a serving replica's metrics (TESSERA_METRICS_PATH)
-//   STATE/logs/<namespace>/<job>/<group>-<index>.{stdout,stderr}   kept after Forget()
+//   STATE/logs/<namespace>/<job>/<group>-<index>.g<generation>.{stdout,stderr}   kept after
+//                                    Forget() (agent/member_logs.h reads them)
 //
 // Thread safety: all methods may be called concurrently (one internal mutex; never held while
 // sleeping). Ownership: the launcher owns no process; members run until they exit or are stopped.

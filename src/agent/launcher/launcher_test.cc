@@ -91,7 +91,7 @@ TEST_F(LauncherTest, EnvironmentLogsAndExitCode) {
   EXPECT_EQ(done.exit_code, 3);
   EXPECT_EQ(Slurp(done.stdout_path), "CUDA=2,5 NV=GPU-2,GPU-5 FOO=bar GEN=7 JOB=train IDX=1\n");
   EXPECT_EQ(Slurp(done.stderr_path), "oops\n");
-  EXPECT_EQ(done.stdout_path, l.LogDir("team-a", "train") + "/worker-1.stdout");
+  EXPECT_EQ(done.stdout_path, l.LogDir("team-a", "train") + "/worker-1.g7.stdout");
   EXPECT_FALSE(l.Start(Spec("true")).ok());  // still tracked: AlreadyExists
   EXPECT_TRUE(l.Forget(done.spec.Id()).ok());
   EXPECT_TRUE(std::filesystem::exists(done.stdout_path));  // logs outlive the record
