@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/gpu_model_name.h"
+#include "sched/framework/cordoned_room.h"
 
 namespace tessera::sched {
 
@@ -395,6 +396,15 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
                         g.resources.fractional() ? absl::StrCat(g.resources.gpu_milli, " milli-GPU")
                                                  : absl::StrCat(g.resources.gpus, " free GPUs"),
                         ctx.any_model ? "" : " of an allowed model");
+    // Say when cordoned nodes (a drain) have the room (cordoned_room.h).
+    if (!g.resources.fractional() && g.resources.gpus > 0) {
+      const CordonedRoom room = FindCordonedRoom(*state_, ctx, g.resources.gpus);
+      if (room.nodes > 0) {
+        absl::StrAppend(why, " (", room.nodes, " cordoned node", room.nodes > 1 ? "s have" : " has",
+                        " the room, e.g. ", room.example, " with ", room.example_free,
+                        " free GPUs)");
+      }
+    }
     *why_plugin = "resource-fit";
   } else {
     *why = absl::StrCat("member group ", g.name.empty() ? absl::StrCat(group) : g.name, ": 0/",

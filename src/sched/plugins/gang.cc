@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "sched/framework/cordoned_room.h"
 
 namespace tessera::sched {
 
@@ -36,9 +37,14 @@ PluginStatus Gang::PreFilter(CycleState&, const JobContext& ctx, PreFilterResult
                                                    ctx.any_model ? "" : " of the allowed models"));
   }
   if (need > free) {
-    return PluginStatus::Unschedulable(absl::StrCat("gang needs at least ", need, " free GPUs; ",
-                                                    free, " are free",
-                                                    ctx.any_model ? "" : " of the allowed models"));
+    const CordonedRoom room = FindCordonedRoom(cs, ctx, 1);
+    return PluginStatus::Unschedulable(absl::StrCat(
+        "gang needs at least ", need, " free GPUs; ", free, " are free",
+        ctx.any_model ? "" : " of the allowed models",
+        room.nodes == 0 ? ""
+                        : absl::StrCat(" on schedulable nodes (", room.free_gpus, " more on ",
+                                       room.nodes, " cordoned node", room.nodes > 1 ? "s" : "",
+                                       ", e.g. ", room.example, " with ", room.example_free, ")")));
   }
   return PluginStatus::Success();
 }

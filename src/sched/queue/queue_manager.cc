@@ -636,12 +636,18 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     const model::Job* job = p.job.get();
     model::Job restricted;
     std::vector<ModelId> models = GpuModelsOf(*p.job);
+    // The models the quota refuses, said with the reason when the job waits: the fit check
+    // then only saw the others ("the largest node has 4" was an L40S node, not the fleet).
+    std::vector<std::string> quota_refused;
     if (models.size() > 1) {
       restricted = *p.job;
       restricted.gpu_models.clear();
       for (ModelId m : models) {
-        if (tree_->Check(p.leaf, AdmissionDemand(*p.job, m), {}).empty()) {
+        std::string why = tree_->Check(p.leaf, AdmissionDemand(*p.job, m), {});
+        if (why.empty()) {
           restricted.gpu_models.push_back(cluster_->model_name(m));
+        } else {
+          quota_refused.push_back(absl::StrCat(cluster_->model_name(m), ": ", why));
         }
       }
       if (!restricted.gpu_models.empty()) {
@@ -742,6 +748,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       p.reason = absl::StrCat(p.reason, "; preemption: the planned victims would not make room");
     }
     if (r.unresolvable) p.reason = absl::StrCat(p.reason, " (no preemption can help)");
+    if (job == &restricted && !quota_refused.empty()) {
+      p.reason = absl::StrCat(p.reason, "; the queue's quota rules out ",
+                              absl::StrJoin(quota_refused, "; "));
+    }
     p.reason_class = r.unresolvable     ? WaitReason::kUnschedulable
                      : p.waits_for_room ? WaitReason::kNoRoom
                                         : WaitReason::kOverQuota;

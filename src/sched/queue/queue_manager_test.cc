@@ -73,6 +73,28 @@ TEST(Admission, FragmentedFleetIsNotAdmittedAndSaysWhy) {
   EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);  // w holds no quota
 }
 
+TEST(Admission, AWaitingJobHearsWhenOnlyCordonedNodesHaveRoom) {
+  // A drained node keeps its free GPUs: the reason says the room is there but cordoned.
+  auto cs = SmallCluster(2, 8);
+  QueueManagerConfig c;
+  c.tree.queues = {Q("team", "", 32, 0)};
+  auto qm = Make(cs.get(), c);
+  ASSERT_TRUE(qm->Submit(GangJob("x", "team", 1, 6, 100), {}, kT0).ok());
+  qm->Cycle(kT0);
+  ASSERT_EQ(qm->Phase("default/x"), JobPhase::kRunning);
+  ASSERT_TRUE(cs->SetSchedulable(1, false).ok());
+  ASSERT_TRUE(cs->SetSchedulable(0, false).ok());
+  ASSERT_TRUE(qm->Submit(GangJob("w", "team", 1, 4, 100), {}, kT0).ok());
+  qm->Cycle(kT0 + absl::Seconds(1));
+  EXPECT_EQ(qm->Phase("default/w"), JobPhase::kPending);
+  const std::string why = qm->WaitingReason("default/w");
+  EXPECT_NE(why.find("gang needs at least 4 free GPUs; 0 are free on schedulable nodes (10 more "
+                     "on 2 cordoned nodes, e.g. "),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("with 8)"), std::string::npos) << why;
+}
+
 TEST(Admission, QuotaAndTopologyReasons) {
   auto cs = SmallCluster(16, 8, 8);  // two racks of 64 GPUs
   QueueManagerConfig c;
