@@ -163,6 +163,21 @@ Json JobExtras(const Json& spec, const Json& status, bool training, double bound
     for (const char* key : {"requeues", "failovers"}) {
       if (const double n = Num(status, key); n > 0) extra[key] = n;
     }
+    // The bounded reason word (OverQuota, NoRoom, Reserved, Cancelled, Error...), not the prose.
+    if (std::string r = Str(status, "reason"); !r.empty() && r != Str(status, "phase")) {
+      extra["reason"] = r;
+    }
+    // A failed job: the first failed member's exit code.
+    if (Str(status, "phase") == "Failed") {
+      if (const Json& members = Field(status, "members"); members.is_array()) {
+        for (const Json& m : members) {
+          if (m.is_object() && Str(m, "state") == "Failed" && Field(m, "exitCode").is_number()) {
+            extra["exitCode"] = Num(m, "exitCode");
+            break;
+          }
+        }
+      }
+    }
   }
   return extra.empty() ? Json(nullptr) : extra;
 }
@@ -208,9 +223,13 @@ Json JobRow(const Json& obj, const FleetRequest& req) {
   // Replicas bound: status.replicas, else the placement's members (one per replica).
   double bound = status.is_object() ? Num(status, "replicas", -1) : -1;
   if (bound < 0) bound = static_cast<double>(placement.size());
-  if (Json extra = JobExtras(spec, status, training, bound, req); !extra.is_null()) {
-    row.push_back(std::move(extra));
+  Json extra = JobExtras(spec, status, training, bound, req);
+  // Every job's creation time, for the AGE column.
+  if (std::string created = Str(meta, "creationTimestamp"); !created.empty()) {
+    if (extra.is_null()) extra = Json::object();
+    extra["created"] = created;
   }
+  if (!extra.is_null()) row.push_back(std::move(extra));
   return row;
 }
 

@@ -27,10 +27,12 @@
 //           the agent reported none]]
 //   jobs:  [kind "T"|"I", namespace, name, phase, queue, GPUs requested,
 //           priority, [[node, [GPU indices], gpuMilli], ...], message]
-//           [, {"scale": [bound, desired, min, max, slo p99 ms, mean p99 ms of
-//           the fresh readings, fresh readings] (spec.slo only), "cluster",
-//           "requeues", "failovers" (federation hub, when set)}] (only when
-//           one of these applies)
+//           [, {"created": creationTimestamp, "reason": status.reason (the
+//           bounded word, when not the phase), "exitCode": a failed job's first
+//           failed member's, "scale": [bound, desired, min, max, slo p99 ms,
+//           mean p99 ms of the fresh readings, fresh readings] (spec.slo only),
+//           "cluster", "requeues", "failovers" (federation hub, when set)}]
+//           (keys only when they apply)
 //   queues: the Queue objects as the API returns them.
 //   clusters: [name, phase, GPUs, free GPUs, message] (a federation hub's
 //            member clusters; deletions in deletedClusters)

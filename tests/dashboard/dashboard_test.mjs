@@ -113,6 +113,8 @@ try {
   assert.equal(await page.getAttribute('#summary', 'data-unhealthy'), '0');
   assert.equal(await page.evaluate(() => sessionStorage.getItem('tessera.token')), cluster.adminToken,
     'the token is kept for the tab');
+  assert.equal(await page.$eval('#mode', (e) => e.value), 'util',
+    'the agents report utilization: the page colours by it');
   const colors = await page.evaluate(() => window.tessera.colors);
   const utilColors = await page.evaluate(() => window.tessera.utilColors);
   assert.notEqual(utilColors[0], colors.noData, 'measured 0 % differs from "not reported"');
@@ -175,6 +177,9 @@ try {
     const r = document.querySelector(sel);
     return r && r.lastElementChild.textContent === text;
   }, [`#jobs tr[data-job="demo/${jobName}"]`, expected], { timeout: 30000 });
+  const jobCells = await row.locator('td').allTextContents();
+  assert.match(jobCells[2], /^(—|[A-Za-z]+)$/, 'the reason is one bounded word, not the prose');
+  assert.match(jobCells[5], /^\d+s$/, 'its age, as kubectl writes it');
   for (const g of gpus) await waitPixel(h100, g, colors.full, 'allocated GPU');
   const free = [0, 1, 2, 3, 4, 5, 6, 7].filter((g) => !gpus.includes(g));
   for (const g of free) assert.equal(await pixel(h100, g), colors.free, `GPU ${g} stays free`);
@@ -280,6 +285,29 @@ try {
   await cluster.api('DELETE', '/api/v1/clusters/east');
   await page.waitForSelector('#clusters-section', { state: 'hidden', timeout: 15000 });
   await cluster.api('DELETE', svc);
+
+  // 5. A failed job shows its bounded reason and exit code; the prose is a hover away.
+  await cluster.api('POST', '/api/v1/namespaces/demo/trainingjobs', {
+    apiVersion: 'tessera.dev/v1', kind: 'TrainingJob',
+    metadata: { name: 'dash-fail', namespace: 'demo' },
+    spec: { queue: 'research', command: ['/bin/sh', '-c', 'echo bad input >&2; exit 3'],
+      groups: [{ name: 'worker', count: 1, gpusPerReplica: 1 }] },
+  });
+  const failRow = '#jobs tr[data-job="demo/dash-fail"]';
+  await page.waitForSelector(failRow + '[data-phase="Failed"]', { timeout: 60000 });
+  const failCells = await page.locator(failRow + ' td').allTextContents();
+  assert.match(failCells[2], /\(exit 3\)$/, 'the exit code: ' + failCells.join('|'));
+  assert.match(await page.getAttribute(failRow + ' td.reason', 'title'), /failed|exit|code 3/i);
+  await shot('6-failed-job');
+  await cluster.api('DELETE', '/api/v1/namespaces/demo/trainingjobs/dash-fail');
+
+  // 6. Kiosk: a token in the URL fragment signs in, and leaves the address bar.
+  const kiosk = await browser.newPage();
+  await kiosk.goto(cluster.url + '/ui/#token=' + encodeURIComponent(cluster.adminToken));
+  await kiosk.waitForSelector('#summary[data-gpus="12"]', { timeout: 30000 });
+  assert.equal(await kiosk.isVisible('#login'), false, 'no token form in kiosk mode');
+  assert.equal(await kiosk.evaluate(() => location.hash), '', 'the token left the URL');
+  await kiosk.close();
 
   const stats = await page.evaluate(() => window.tessera.stats);
   console.log(`page: first render ${stats.firstRenderMs.toFixed(0)} ms after navigation, ` +

@@ -151,7 +151,9 @@
     account(model.jobs.get(key), -1);
     const x = extra || {};
     const job = { kind, ns, name, phase, queue, gpus, priority, placement, message, scale: x.scale,
-                  cluster: x.cluster || '', requeues: x.requeues || 0, failovers: x.failovers || 0 };
+                  cluster: x.cluster || '', requeues: x.requeues || 0, failovers: x.failovers || 0,
+                  reason: x.reason || '', created: x.created ? Date.parse(x.created) : NaN,
+                  exitCode: x.exitCode ?? null };
     model.jobs.set(key, job);
     account(job, 1);
     view.jobsDirty = true;
@@ -544,11 +546,28 @@
 
   const PHASE_ORDER = { Running: 0, Ready: 0, Degraded: 0, Deploying: 1, Scheduled: 1, Admitted: 2, Queued: 3, Pending: 3 };
 
+  // kubectl's AGE: 42s, 5m, 3h, 2d.
+  function fmtAge(t) {
+    if (Number.isNaN(t)) return '—';
+    const s = Math.max(0, Math.floor((Date.now() - t) / 1000));
+    if (s < 120) return s + 's';
+    if (s < 7200) return Math.floor(s / 60) + 'm';
+    if (s < 172800) return Math.floor(s / 3600) + 'h';
+    return Math.floor(s / 86400) + 'd';
+  }
+
+  // The bounded reason word; a failed job's exit code with it.
+  function fmtReason(j) {
+    let r = j.reason || '';
+    if (j.exitCode !== null) r = (r ? r + ' ' : '') + '(exit ' + j.exitCode + ')';
+    return r || '—';
+  }
+
   function renderJobs() {
     const f = $('job-filter').value.trim().toLowerCase();
     let jobs = [...model.jobs.values()];
     if (f) {
-      jobs = jobs.filter((j) => (j.ns + '/' + j.name + ' ' + j.queue + ' ' + j.phase + ' ' + j.cluster + ' ' +
+      jobs = jobs.filter((j) => (j.ns + '/' + j.name + ' ' + j.queue + ' ' + j.phase + ' ' + j.reason + ' ' + j.cluster + ' ' +
         j.placement.map((p) => p[0]).join(' ')).toLowerCase().includes(f));
     }
     jobs.sort((a, b) => ((PHASE_ORDER[a.phase] ?? 5) - (PHASE_ORDER[b.phase] ?? 5)) ||
@@ -563,8 +582,10 @@
         (j.message ? '\n' + j.message : '');
       const details = jobDetails(j);
       if (details) name.appendChild(details);
-      const tr = row([name, text('td', j.phase, j.phase), j.queue, fmtGpus(j.gpus),
-        j.placement.length ? fmtPlacement(j.placement) : (j.message || '—')]);
+      const reason = text('td', fmtReason(j), 'reason');
+      if (j.message) reason.title = j.message;  // the prose stays a hover away
+      const tr = row([name, text('td', j.phase, j.phase), reason, j.queue, fmtGpus(j.gpus),
+        fmtAge(j.created), j.placement.length ? fmtPlacement(j.placement) : '—']);
       tr.dataset.job = j.ns + '/' + j.name;
       tr.dataset.phase = j.phase;
       frag.appendChild(tr);
@@ -731,6 +752,32 @@
     e.hidden = !msg;
   }
 
+  // Kiosk use: a token in the URL fragment (/ui/#token=T; a fragment never reaches the server
+  // nor its logs) is kept like a typed one, then dropped from the address bar.
+  function tokenFromFragment() {
+    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+    if (!m) return;
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  // Colour by measured utilization only when some GPU reports it; else by allocation (a fleet
+  // without agents' samples would be all grey). Once: a choice the user makes stays.
+  let modeChosen = false;
+  function pickDefaultMode() {
+    if (modeChosen) return;
+    modeChosen = true;
+    let measured = false;
+    for (const n of model.nodes.values()) {
+      if ((n.util || []).some((u) => u >= 0)) { measured = true; break; }
+    }
+    const mode = measured ? 'util' : 'alloc';
+    if ($('mode').value !== mode) {
+      $('mode').value = mode;
+      $('mode').dispatchEvent(new Event('change'));
+    }
+  }
+
   async function start() {
     const gen = ++generation;
     $('login').hidden = true;
@@ -750,6 +797,7 @@
     $('app').hidden = false;
     $('signout').hidden = !token();
     apply(delta);
+    pickDefaultMode();
     render();  // first full render now, not on the next frame
     poll(gen);
   }
@@ -802,6 +850,7 @@
     utilColors: UTIL_HEX,  // UTIL_HEX[i]: measured utilization i*10 %
   };
 
+  tokenFromFragment();
   setupInput();
   renderLegend();
   start();
