@@ -42,6 +42,14 @@ const std::vector<Family>& Families() {
        [](const GpuSnapshot& g, const auto&) { return D(g.metrics.gpu_util_percent); }},
       {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
        [](const GpuSnapshot& g, const auto&) { return D(g.metrics.mem_copy_util_percent); }},
+      {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+       "The rate of data transmitted over the PCIe bus - including both protocol headers and "
+       "data payloads - in bytes per second.",
+       [](const GpuSnapshot& g, const auto&) { return D(g.metrics.pcie_tx_bytes_per_s); }},
+      {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+       "The rate of data received over the PCIe bus - including both protocol headers and data "
+       "payloads - in bytes per second.",
+       [](const GpuSnapshot& g, const auto&) { return D(g.metrics.pcie_rx_bytes_per_s); }},
       {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
        [](const GpuSnapshot& g, const auto&) -> std::optional<double> {
          if (!g.metrics.fb_free_bytes) return std::nullopt;

@@ -106,6 +106,7 @@ GpuSnapshot Gpu(int index, const std::string& uuid) {
   m.remapped_rows_correctable = 0;
   m.remapped_rows_uncorrectable = 1;
   m.row_remap_failure = false;
+  m.pcie_tx_bytes_per_s = 3 << 20;
   return g;
 }
 
@@ -123,7 +124,8 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK",
         "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
         "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE"}) {
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "DCGM_FI_PROF_PCIE_TX_BYTES"}) {
     EXPECT_TRUE(e.help.count(name)) << name;
     EXPECT_TRUE(e.type.count(name)) << name;
   }
@@ -153,6 +155,8 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
   EXPECT_EQ(by["DCGM_FI_DEV_XID_ERRORS"]["GPU-a"].value, "0");
   EXPECT_EQ(by["DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"]["GPU-a"].value, "1");
   EXPECT_EQ(by["DCGM_FI_DEV_ROW_REMAP_FAILURE"]["GPU-a"].value, "0");
+  EXPECT_EQ(by["DCGM_FI_PROF_PCIE_TX_BYTES"]["GPU-a"].value, "3145728");
+  EXPECT_EQ(by["DCGM_FI_PROF_PCIE_RX_BYTES"].count("GPU-a"), 0u) << "not measured: no sample";
   // Label order follows dcgm-exporter.
   std::string text = RenderDcgmMetrics(gpus, o);
   EXPECT_NE(

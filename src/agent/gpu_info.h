@@ -103,6 +103,9 @@ struct GpuMetrics {
   std::optional<uint32_t> remapped_rows_uncorrectable;
   std::optional<bool> row_remap_pending;
   std::optional<bool> row_remap_failure;
+  // PCIe throughput, bytes per second (NVML samples a 20 ms window).
+  std::optional<uint64_t> pcie_tx_bytes_per_s;
+  std::optional<uint64_t> pcie_rx_bytes_per_s;
 };
 
 // Something that happened to a GPU, as delivered by GpuBackend::WaitForEvent.

@@ -30,6 +30,8 @@ void MergeMetrics(GpuMetrics& dst, const GpuMetrics& src) {
   TESSERA_MERGE(remapped_rows_uncorrectable);
   TESSERA_MERGE(row_remap_pending);
   TESSERA_MERGE(row_remap_failure);
+  TESSERA_MERGE(pcie_tx_bytes_per_s);
+  TESSERA_MERGE(pcie_rx_bytes_per_s);
 #undef TESSERA_MERGE
 }
 

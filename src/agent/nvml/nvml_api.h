@@ -136,6 +136,8 @@ enum : int {
   NVML_AGGREGATE_ECC = 1,
   NVML_DEVICE_MIG_DISABLE = 0,
   NVML_DEVICE_MIG_ENABLE = 1,
+  NVML_PCIE_UTIL_TX_BYTES = 0,
+  NVML_PCIE_UTIL_RX_BYTES = 1,
 };
 
 // nvmlEventType* bits.
@@ -168,6 +170,11 @@ typedef nvmlReturn_t (*nvmlDeviceGetEccMode_fn)(nvmlDevice_t, nvmlEnableState_t*
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int,
                                                                nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t*);
+// nvmlPcieUtilCounter_t: the bytes sent (TX) or received (RX) over PCIe in a 20 ms window, in
+// KB/s (1 KB granularity).
+typedef int nvmlPcieUtilCounter_t;
+typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t, nvmlPcieUtilCounter_t,
+                                                       unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, nvmlTemperatureSensors_t,
                                                     unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t, nvmlTemperature_v1_t*);

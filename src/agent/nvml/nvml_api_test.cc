@@ -33,6 +33,9 @@ static_assert(offsetof(nvmlMemory_v2_t, total) == 8);
 static_assert(offsetof(nvmlMemory_v2_t, reserved) == 16);
 static_assert(offsetof(nvmlMemory_v2_t, free) == 24);
 static_assert(offsetof(nvmlMemory_v2_t, used) == 32);
+// nvmlPcieUtilCounter_t (nvml.h: NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1).
+static_assert(NVML_PCIE_UTIL_TX_BYTES == 0 && NVML_PCIE_UTIL_RX_BYTES == 1);
+static_assert(sizeof(nvmlPcieUtilCounter_t) == 4);
 static_assert(nvmlMemory_v2 == 0x02000028u);
 
 // nvmlPciInfo_t (the _v2/_v3 layout).
@@ -167,6 +170,7 @@ const std::set<std::string>& RealEntryPoints() {
       "nvmlDeviceGetGpuInstanceId",
       "nvmlDeviceGetComputeInstanceId",
       "nvmlDeviceGetUtilizationRates",
+      "nvmlDeviceGetPcieThroughput",
       "nvmlDeviceGetTemperatureV",
       "nvmlDeviceGetTemperature",
       "nvmlDeviceGetPowerUsage",

@@ -43,6 +43,7 @@ struct NvmlBackend::Api {
   nvmlDeviceGetUInt_fn gpu_instance_id = nullptr;
   nvmlDeviceGetUInt_fn compute_instance_id = nullptr;
   nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
+  nvmlDeviceGetPcieThroughput_fn pcie_throughput = nullptr;
   nvmlDeviceGetTemperature_fn temperature = nullptr;
   nvmlDeviceGetTemperatureV_fn temperature_v = nullptr;
   nvmlDeviceGetUInt_fn power_usage = nullptr;
@@ -321,6 +322,9 @@ absl::Status NvmlBackend::InitLocked() {
   a.temperature_v =
       Lookup<nvmlDeviceGetTemperatureV_fn>(dl_, resolved_, {"nvmlDeviceGetTemperatureV"});
   optional(a.temperature_v, "nvmlDeviceGetTemperatureV");
+  a.pcie_throughput =
+      Lookup<nvmlDeviceGetPcieThroughput_fn>(dl_, resolved_, {"nvmlDeviceGetPcieThroughput"});
+  optional(a.pcie_throughput, "nvmlDeviceGetPcieThroughput");
   a.power_usage = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetPowerUsage"});
   optional(a.power_usage, "nvmlDeviceGetPowerUsage");
   a.total_energy =
@@ -565,6 +569,13 @@ absl::StatusOr<GpuMetrics> NvmlBackend::GetMetrics(int index) {
       m.gpu_util_percent = util.gpu;
       m.mem_copy_util_percent = util.memory;
     }
+  }
+  // KB/s over NVML's 20 ms window; dcgm-exporter's DCGM_FI_PROF_PCIE_*_BYTES are bytes/s.
+  if (a.pcie_throughput && a.pcie_throughput(dev, NVML_PCIE_UTIL_TX_BYTES, &u) == NVML_SUCCESS) {
+    m.pcie_tx_bytes_per_s = uint64_t{u} * 1024;
+  }
+  if (a.pcie_throughput && a.pcie_throughput(dev, NVML_PCIE_UTIL_RX_BYTES, &u) == NVML_SUCCESS) {
+    m.pcie_rx_bytes_per_s = uint64_t{u} * 1024;
   }
   m.temperature_c = ReadTemperature(a, dev);
   if (a.power_usage && a.power_usage(dev, &u) == NVML_SUCCESS) m.power_watts = u / 1000.0;

@@ -69,6 +69,8 @@ TEST_F(NvmlBackendTest, DiscoversEightGpuNvSwitchNode) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->gpu_util_percent, 20u);
   EXPECT_EQ(m->mem_copy_util_percent, 10u);
+  EXPECT_EQ(m->pcie_tx_bytes_per_s, 1002u * 1024);  // NVML's KB/s, as bytes/s
+  EXPECT_EQ(m->pcie_rx_bytes_per_s, 2002u * 1024);
   EXPECT_EQ(m->temperature_c, 42u);  // nvmlDeviceGetTemperatureV
   EXPECT_EQ(m->fb_used_bytes, 2048 * kMiB);
   EXPECT_DOUBLE_EQ(*m->power_watts, 302.0);

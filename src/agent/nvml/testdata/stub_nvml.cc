@@ -406,6 +406,15 @@ STUB_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtili
   u->memory = 5u * d->gpu;
   return NVML_SUCCESS;
 }
+STUB_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, nvmlPcieUtilCounter_t c,
+                                                     unsigned int* kbps) {
+  if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  if (c != NVML_PCIE_UTIL_TX_BYTES && c != NVML_PCIE_UTIL_RX_BYTES) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  *kbps = (c == NVML_PCIE_UTIL_TX_BYTES ? 1000u : 2000u) + d->gpu;  // KB/s
+  return NVML_SUCCESS;
+}
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t sensor,
                                                   unsigned int* t) {
   if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
