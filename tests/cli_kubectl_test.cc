@@ -194,7 +194,14 @@ TEST_F(CliKubectlTest, ExplainAndCompletionNeedNoServer) {
   EXPECT_EQ(complete("tessera describe jobs ll", 3), "llama\n");
   EXPECT_THAT(complete("tessera sim p", 2), HasSubstr("pack"));
   EXPECT_THAT(Run("completion zsh").out, HasSubstr("bashcompinit"));
-  EXPECT_NE(Run("completion fish").rc, 0);
+  // Exit codes: 2 for a wrong command line, 1 for a command that ran and failed, 0 for help.
+  EXPECT_EQ(Run("completion fish").rc, 2);
+  EXPECT_EQ(Run("no-such-command").rc, 2);
+  EXPECT_EQ(Run("get").rc, 2);
+  EXPECT_EQ(Run("get jobs --no-such-flag").rc, 2);
+  EXPECT_EQ(Run("get jobs no-such-job").rc, 1);
+  EXPECT_EQ(Run("get --help").rc, 0);
+  EXPECT_THAT(Run("get --help").out, HasSubstr("Examples:"));
 }
 
 }  // namespace

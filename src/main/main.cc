@@ -46,7 +46,17 @@ int Run(int argc, char** argv) {
   tessera::cli::RegisterCliCommands(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);
-  CLI11_PARSE(app, argc, argv);
+  // Exit codes (docs/control-plane.md, "Exit codes"): 0 done; 1 the command ran and failed (a
+  // request refused, an object not found, input that does not validate); 2 the command line
+  // itself is wrong (CLI11's usage errors); 70 an internal error (main below).
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // a command's own failure (1), said already
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints help, the version, or the usage error
+    return rc == 0 ? 0 : 2;
+  }
   return 0;
 }
 
