@@ -452,11 +452,15 @@ TEST_F(DashboardTest, AutoscaledServicesAndMemberClustersHaveTheirFields) {
   EXPECT_EQ((*chat)[9]["scale"], Json({2, 4, 2, 4, 250, 180.0, 2})) << chat->dump();
   const Json* plain_row = FindRow(r.body["jobs"], 2, "plain");
   ASSERT_NE(plain_row, nullptr);
-  EXPECT_EQ(plain_row->size(), 9u) << plain_row->dump();
+  ASSERT_EQ(plain_row->size(), 10u) << plain_row->dump();
+  EXPECT_EQ((*plain_row)[9], Json({{"created", "2026-01-01T00:00:00Z"}}))
+      << "a plain job's row carries only its creation time";
   const Json* train = FindRow(r.body["jobs"], 2, "train");
   ASSERT_NE(train, nullptr);
   ASSERT_EQ(train->size(), 10u);
-  EXPECT_EQ((*train)[9], Json({{"cluster", "east"}, {"requeues", 1}})) << "no zero failovers";
+  EXPECT_EQ((*train)[9],
+            Json({{"cluster", "east"}, {"created", "2026-01-01T00:00:00Z"}, {"requeues", 1}}))
+      << "no zero failovers";
   ASSERT_EQ(r.body["clusters"].size(), 1u);
   EXPECT_EQ(r.body["clusters"][0], Json({"east", "Ready", 64, 24, "ok"}));
   EXPECT_TRUE(r.body["deletedClusters"].empty());
