@@ -141,6 +141,19 @@ try {
       `no cell beyond the ${n} GPUs of ${node}`);
   }
   assert.equal(cells.size, 12, 'twelve distinct cells');
+  // Node names are drawn left of their rows at this size: ink in the label's box.
+  for (const name of [h100, pcie]) {
+    const ink = await page.evaluate((n) => {
+      const r = window.tessera.labelAt(n);
+      if (!r) return -1;
+      const d = document.getElementById('fleet').getContext('2d')
+        .getImageData(r.x, r.y, r.w, r.h).data;
+      const colours = new Set();
+      for (let i = 0; i < d.length; i += 4) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+      return colours.size;
+    }, name);
+    assert.ok(ink > 2, `${name}'s name is drawn beside its GPUs (${ink} colours in its box)`);
+  }
   // NVLink domains: the NVSwitch node is one; the PCIe node has two NVLink-bridged pairs.
   const domains = await page.evaluate(() => [...window.tessera.model.nodes.values()]
     .map((n) => n.name + ':' + new Set(n.domains).size).sort().join(' '));

@@ -223,6 +223,9 @@
     const rackHead = s >= 6 ? 14 : 11;   // rack label
     const blockHead = 18;
     const rackGap = s >= 6 ? 10 : 5;
+    // Node names left of their row when the cells are large enough to read them by (up to
+    // ~4,000 GPUs at the automatic size); beyond, the tooltip and the detail name the node.
+    const labelW = s >= 8 ? 76 : 0;
 
     const blocks = new Map();            // block -> rack -> [node]
     for (const n of model.nodes.values()) {
@@ -255,13 +258,14 @@
           w = Math.max(w, cx);
           return { n, xs, w: cx };
         });
-        const rw = Math.max(w + 2 * pad, 40);
+        const rw = Math.max(w + 2 * pad + labelW, 40);
         const rh = rackHead + nodes.length * (s + gap) - gap + pad;
         if (x > 0 && x + rw > width) { y += rowH + rackGap; x = 0; rowH = 0; }
         const box = { name: rack, block, x, y, w: rw, h: rh, nodes: [] };
         geo.forEach((g, i) => {
           const ny = y + rackHead + i * (s + gap);
-          const ng = { name: g.n.name, x: x + pad, y: ny, w: g.w, h: s, xs: g.xs, rack: box };
+          const ng = { name: g.n.name, x: x + pad + labelW, y: ny, w: g.w, h: s, xs: g.xs,
+            rack: box, labelX: labelW ? x + pad : -1, labelW };
           box.nodes.push(ng);
           L.nodes.set(g.n.name, ng);
         });
@@ -320,6 +324,11 @@
     for (const b of L.blocks) ctx.fillText('block ' + b.name, b.x, b.y);
     ctx.font = (L.cell >= 6 ? 11 : 9) + 'px system-ui, sans-serif';
     for (const r of L.racks) ctx.fillText(r.name, r.x + 3, r.y + (L.cell >= 6 ? 11 : 9), r.w - 4);
+    ctx.font = Math.min(12, L.cell - 1) + 'px ui-monospace, monospace';
+    ctx.fillStyle = '#c3c9d4';
+    for (const g of L.nodes.values()) {
+      if (g.labelX >= 0) ctx.fillText(g.name, g.labelX, g.y + L.cell - 2, g.labelW - 6);
+    }
   }
 
   function drawSelection(ctx) {
@@ -845,6 +854,12 @@
       const g = view.layout && view.layout.nodes.get(node);
       if (!g || g.xs[gpu] === undefined) return null;
       return { x: g.x + g.xs[gpu], y: g.y, w: view.layout.cell, h: view.layout.cell };
+    },
+    // Where `node`'s name is drawn left of its row, or null when names are not drawn.
+    labelAt(node) {
+      const g = view.layout && view.layout.nodes.get(node);
+      if (!g || g.labelX < 0) return null;
+      return { x: g.labelX, y: g.y, w: g.labelW - 6, h: view.layout.cell };
     },
     colors: COLORS,
     utilColors: UTIL_HEX,  // UTIL_HEX[i]: measured utilization i*10 %
