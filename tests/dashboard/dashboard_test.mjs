@@ -198,6 +198,21 @@ try {
   for (const g of free) assert.equal(await pixel(h100, g), colors.free, `GPU ${g} stays free`);
   const queueRow = page.locator('#queues tr[data-queue="research"] td');
   assert.equal(await queueRow.nth(3).textContent(), '4', 'the queue uses 4 GPUs');
+  assert.equal(await queueRow.nth(6).textContent(), '0', 'nothing of it waits');
+  assert.equal(await queueRow.nth(7).textContent(), '—', 'so no wait to show');
+  // A gang that cannot be placed (two 8-GPU H100 members, one H100 node) waits: the queue's
+  // pending count and its longest wait show it.
+  await cluster.api('POST', '/api/v1/namespaces/demo/trainingjobs', {
+    apiVersion: 'tessera.dev/v1', kind: 'TrainingJob',
+    metadata: { name: 'dash-wait', namespace: 'demo' },
+    spec: { queue: 'research', command: ['/bin/sh', '-c', 'sleep 60'],
+      groups: [{ name: 'worker', count: 2, gpusPerReplica: 8, gpuType: 'NVIDIA H100 80GB HBM3' }] },
+  });
+  await page.waitForFunction(() => {
+    const c = document.querySelectorAll('#queues tr[data-queue="research"] td');
+    return c.length === 8 && c[6].textContent === '1' && /^\d+s$/.test(c[7].textContent);
+  }, null, { timeout: 30000 });
+  await cluster.api('DELETE', '/api/v1/namespaces/demo/trainingjobs/dash-wait');
   await shot('3-job-placed');
 
   // 3. An XID on a free GPU (so the job stays put) turns it unhealthy.

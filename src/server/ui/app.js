@@ -477,8 +477,11 @@
     l.appendChild(text('span', 'grouped by block → rack → node (row) → NVLink domain (adjacent cells); click a node'));
   }
 
+  // One row per queue: what it is guaranteed (spec.gpuQuota), uses (its placed jobs' GPUs),
+  // borrows beyond its guarantee, its fair share (status, from the controller), how many of its
+  // jobs wait and for how long the oldest has.
   function renderQueues() {
-    const usage = new Map(), pending = new Map();
+    const usage = new Map(), pending = new Map(), oldest = new Map();
     for (const j of model.jobs.values()) {
       if (TERMINAL.has(j.phase)) continue;
       if (j.placement.length) {
@@ -487,6 +490,7 @@
         usage.set(j.queue, (usage.get(j.queue) || 0) + g);
       } else {
         pending.set(j.queue, (pending.get(j.queue) || 0) + 1);
+        if (!Number.isNaN(j.created) && !(oldest.get(j.queue) <= j.created)) oldest.set(j.queue, j.created);
       }
     }
     const names = new Set([...model.queues.keys(), ...usage.keys(), ...pending.keys()]);
@@ -496,16 +500,23 @@
       const q = model.queues.get(name);
       const spec = (q && q.spec) || {};
       const st = (q && q.status) || {};
-      const quota = spec.gpuQuota ? Object.entries(spec.gpuQuota).map(([k, v]) => `${k}: ${v}`).join(', ') : '—';
-      // Fair share and whatever else the server reports about the queue.
-      const share = [];
-      for (const [k, v] of Object.entries(st)) {
-        if (['phase', 'conditions', 'message'].includes(k)) continue;
-        share.push(k + ': ' + (typeof v === 'object' ? JSON.stringify(v) : v));
+      const quota = spec.gpuQuota || null;
+      const guaranteed = quota ? Object.entries(quota).map(([k, v]) => `${k}: ${v}`).join(', ') : '—';
+      const used = usage.get(name) || 0;
+      // Borrowed: per GPU model beyond its quota (the controller's per-model allocation when it
+      // reports one), else beyond the queue's total guarantee.
+      let borrowed = 0;
+      if (quota && st.gpusAllocated && typeof st.gpusAllocated === 'object') {
+        for (const [m, n] of Object.entries(st.gpusAllocated)) borrowed += Math.max(0, n - (quota[m] || 0));
+      } else if (quota) {
+        borrowed = Math.max(0, used - Object.values(quota).reduce((a, b) => a + b, 0));
       }
-      const tr = row([name, spec.weight ?? (q ? 1 : '—'), quota, fmtGpus(usage.get(name) || 0),
-        share.join('; ') || '—', pending.get(name) || 0]);
+      const share = typeof st.fairShare === 'number' ? st.fairShare.toFixed(2) : '—';
+      const tr = row([name, spec.weight ?? (q ? 1 : '—'), guaranteed, fmtGpus(used),
+        quota ? fmtGpus(borrowed) : '—', share, pending.get(name) || 0,
+        oldest.has(name) ? fmtAge(oldest.get(name)) : '—']);
       tr.dataset.queue = name;
+      if (borrowed > 0) tr.dataset.borrowing = 'true';
       tbody.appendChild(tr);
     }
   }
