@@ -465,6 +465,13 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET") return HandleNodeLease(*who, seg[1], res);
     return HandleNodeHeartbeat(*who, seg[1], req, res);
   }
+  if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "utilization") {
+    if (req.method != "GET") return Fail(res, 405, "MethodNotAllowed", "utilization takes GET");
+    if (!api::IsDnsLabel(seg[1])) {
+      return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+    }
+    return HandleNodeUtilization(*who, seg[1], res);
+  }
   if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "bindings") {
     if (req.method != "GET") return Fail(res, 405, "MethodNotAllowed", "bindings take GET");
     if (!api::IsDnsLabel(seg[1])) {

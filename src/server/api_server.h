@@ -159,6 +159,9 @@ class ApiServer {
   // Runs options_.admit; on refusal answers `res` and returns false.
   bool Admit(const api::KindInfo& kind, const std::string& name, const Json* obj,
              httplib::Response& res);
+  // GET /api/v1/nodes/NAME/utilization: the node's per-GPU, per-minute utilization of the last
+  // hour (GpuSamples::History), for the dashboard's sparklines. Whoever may read the Node.
+  void HandleNodeUtilization(const Principal& who, const std::string& node, httplib::Response& res);
   // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex.
   void HandleNodeBindings(const Principal& p, const std::string& node, const httplib::Request& req,
                           httplib::Response& res);

@@ -121,7 +121,7 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
     const absl::Time now = clock_.Now();
     if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
     if (options_.gpu_samples != nullptr && attempt == 0) {
-      options_.gpu_samples->Report(node, Samples((*body)["gpus"], GpuCount(*old)));
+      options_.gpu_samples->Report(node, Samples((*body)["gpus"], GpuCount(*old)), now);
     }
     const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
     absl::Time last = absl::InfinitePast();
@@ -168,6 +168,26 @@ void ApiServer::HandleNodeLease(const Principal& p, const std::string& node,
   Json lease = {{"kind", "NodeLease"}, {"metadata", {{"name", node}}}, {"renewTime", nullptr}};
   if (renewed) lease["renewTime"] = controller::Timestamp(*renewed);
   Reply(res, 200, lease);
+}
+
+void ApiServer::HandleNodeUtilization(const Principal& p, const std::string& node,
+                                      httplib::Response& res) {
+  // Whoever may read the Node may read its GPUs' utilization.
+  if (std::string why = Authorize(p, Verb::kGet, Resource{"nodes", false, "", node});
+      !why.empty()) {
+    return Fail(res, 403, "Forbidden", why);
+  }
+  const absl::Time now = clock_.Now();
+  Json gpus = Json::array();
+  if (options_.gpu_samples != nullptr) {
+    for (std::vector<int>& g : options_.gpu_samples->History(node, now)) gpus.push_back(g);
+  }
+  Reply(res, 200,
+        {{"kind", "NodeUtilization"},
+         {"metadata", {{"name", node}}},
+         {"minutes", GpuSamples::kHistoryMinutes},
+         {"end", controller::Timestamp(now)},
+         {"gpus", std::move(gpus)}});
 }
 
 }  // namespace tessera::server

@@ -242,6 +242,12 @@ try {
   for (const g of gpus) {
     assert.match(await page.textContent(`#node-gpus tr[data-gpu="${g}"]`), new RegExp(`demo/${jobName}`));
   }
+  // Each GPU's utilization over the last hour, a point per minute with heartbeats.
+  await page.waitForFunction(() => {
+    const s = document.querySelector('#node-gpus tr[data-gpu="0"] svg.spark');
+    return s && Number(s.dataset.points) >= 1;
+  }, null, { timeout: 15000 });
+  assert.equal(await page.locator('#node-gpus svg.spark').count(), 8, 'a sparkline per GPU');
   await shot('4-xid-unhealthy');
 
   // 4. An autoscaled service and a member cluster. The service really runs: its replicas write

@@ -618,9 +618,47 @@
   // The full Node object (heartbeat, GPU messages) is fetched on open.
   let detailObject = null;
 
+  // The node's per-minute utilization of the last hour (GET /api/v1/nodes/NAME/utilization),
+  // fetched on open and again when the panel redraws a minute later.
+  let detailHistory = null;
+  async function fetchHistory(name) {
+    try {
+      const h = await api('/api/v1/nodes/' + encodeURIComponent(name) + '/utilization');
+      if (view.selected !== name) return;
+      detailHistory = { node: name, at: Date.now(), gpus: h.gpus || [] };
+      renderNodeDetail(true);
+    } catch (_) { /* the sparklines stay out; the rest of the panel is there */ }
+  }
+
+  // A 60 x 14 sparkline of one GPU's minutes (0..100 %, gaps where none was reported).
+  function sparkline(points) {
+    const NS = 'http://www.w3.org/2000/svg';
+    const svg = document.createElementNS(NS, 'svg');
+    svg.setAttribute('width', '60');
+    svg.setAttribute('height', '14');
+    svg.setAttribute('class', 'spark');
+    let d = '', pen = false, n = 0;
+    points.forEach((v, i) => {
+      if (v < 0) { pen = false; return; }
+      d += (pen ? 'L' : 'M') + i + ' ' + (13 - v * 12 / 100).toFixed(1) + ' ';
+      pen = true;
+      n++;
+    });
+    const path = document.createElementNS(NS, 'path');
+    path.setAttribute('d', d || 'M0 13');
+    svg.appendChild(path);
+    svg.dataset.points = String(n);
+    const title = document.createElementNS(NS, 'title');
+    title.textContent = 'utilization, last hour, one point per minute';
+    svg.appendChild(title);
+    return svg;
+  }
+
   async function openNode(name) {
     view.selected = name;
     detailObject = null;
+    detailHistory = null;
+    fetchHistory(name);
     view.dirty.add(name);
     view.layoutDirty = true;  // selection outline: repaint everything once
     renderNodeDetail(true);
@@ -653,6 +691,10 @@
       ['last heartbeat', (st && st.lastHeartbeatTime) || '…']]) {
       facts.append(text('dt', k), text('dd', v, k === 'phase' ? v : ''));
     }
+    if (detailHistory && detailHistory.node === n.name && Date.now() - detailHistory.at > 60000) {
+      detailHistory.at = Date.now();
+      fetchHistory(n.name);
+    }
     const tbody = $('node-gpus').tBodies[0];
     tbody.textContent = '';
     const a = model.alloc.get(n.name) || [];
@@ -665,7 +707,10 @@
       }
       const health = n.health[g] === 'U' ? 'Unhealthy' : 'Healthy';
       const h = text('td', health + (msgs[g] ? ' — ' + msgs[g] : ''), health);
-      const u = n.util[g] === undefined || n.util[g] < 0 ? '—' : n.util[g] + ' %';
+      const u = text('td', n.util[g] === undefined || n.util[g] < 0 ? '—' : n.util[g] + ' %', 'util');
+      if (detailHistory && detailHistory.node === n.name && detailHistory.gpus[g]) {
+        u.append(' ', sparkline(detailHistory.gpus[g]));
+      }
       const tr = row([g, n.domains[g], h, a[g] ? (a[g] / 1000).toFixed(a[g] % 1000 ? 2 : 0) : '0', u,
                       jobs.join(', ') || '—']);
       tr.dataset.gpu = g;
