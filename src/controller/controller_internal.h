@@ -161,7 +161,8 @@ inline void SetCondition(Json& status, const std::string& type, const std::strin
 
 // The condition a job phase sets: (type, status).
 inline std::pair<std::string, std::string> PhaseCondition(absl::string_view phase) {
-  if (phase == "Admitted") return {"Admitted", "True"};
+  // Queued (Admitted in stores written before the rename): in its queue.
+  if (phase == "Queued" || phase == "Admitted") return {"Admitted", "True"};
   if (BoundPhase(phase)) return {"Scheduled", "True"};
   if (phase == "Succeeded") return {"Succeeded", "True"};
   if (phase == "Failed") return {"Failed", "True"};

@@ -199,7 +199,7 @@ TEST_F(ElasticTest, DeletedNodeShrinksAndAPendingJobComesBeforeGrowing) {
   clock_.Advance(absl::Seconds(40));
   Heartbeat("gpu-0");
   Step();
-  EXPECT_EQ(Job("next")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("next")["status"]["phase"], "Queued");
   AddNode("gpu-2", 8);
   Step();
   EXPECT_EQ(Job("next")["status"]["phase"], "Scheduled");
@@ -398,7 +398,7 @@ TEST_F(ElasticPreemptionTest, VictimIsSignalledThenShrunkAtItsDeadline) {
   const std::string signal = EventMessage("el", "Preempting");
   EXPECT_NE(signal.find("checkpoint now: 2 member(s) on gpu-"), std::string::npos) << signal;
   EXPECT_NE(signal.find("preempted for team-a/high; elastic: shrunk at"), std::string::npos);
-  EXPECT_EQ(Job("high")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("high")["status"]["phase"], "Queued");
   CheckBindings(16);
   clock_.Advance(absl::Seconds(31));
   Beat();

@@ -110,7 +110,7 @@ TEST_F(QueueControllerTest, QuotaHoldsWithManyJobsAndTheWaitSaysWhy) {
   EXPECT_EQ(bound["team-b"], 32);
   EXPECT_EQ(BoundGpus(), 48);
   Json a = Job("a39");
-  EXPECT_EQ(a["status"]["phase"], "Admitted");
+  EXPECT_EQ(a["status"]["phase"], "Queued");
   EXPECT_EQ(a["status"]["reason"], "OverQuota");  // the bounded class; the prose follows
   const std::string msg = a["status"]["message"];
   EXPECT_THAT(msg, HasSubstr("waiting: queue team-a over quota"));
@@ -209,7 +209,7 @@ TEST_F(QueueControllerTest, VictimThatExitsOnTheSignalHandsItsGpusOverEarly) {
   clock_.Advance(absl::Seconds(1));
   AddJob("high", 1, 8, {{"queue", "research"}, {"priorityClassName", "production"}});
   Step();
-  ASSERT_EQ(Job("high")["status"].value("phase", ""), "Admitted");
+  ASSERT_EQ(Job("high")["status"].value("phase", ""), "Queued");
   // 5 s later the victim's member has checkpointed and exited (code 0, which
   // is not success here: the agent leaves the phase alone while preempting).
   clock_.Advance(absl::Seconds(5));

@@ -69,7 +69,7 @@ absl::Status Populate(store::Store& s, const RestartBenchFlags& f, int* per_job)
                               {"gpuMilli", 1000},
                               {"generation", 1}}};
     } else {
-      status = {{"phase", "Admitted"}};
+      status = {{"phase", "Queued"}};
     }
     Json job = {
         {"apiVersion", kApiVersion},

@@ -636,7 +636,9 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
   if (rec.phase == "Pending" || rec.phase == "Suspended") {
     std::string msg =
         absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
-    if (absl::Status s = SetJobPhase(rec, "Admitted", {"Admitted", msg}, false); !s.ok()) {
+    // Phase Queued: waiting in its queue (Kueue's "Admitted" means quota reserved, which a
+    // waiting job has not); the Admitted condition and Event say it entered the queue.
+    if (absl::Status s = SetJobPhase(rec, "Queued", {"Admitted", msg}, false); !s.ok()) {
       options_.log.Error(
           "admission not written",
           {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});

@@ -164,7 +164,7 @@ TEST_F(ControllerTest, WaitsWithAReasonThenRunsWhenTheFirstJobEnds) {
   Step();
   EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
   Json b = Job("b");
-  EXPECT_EQ(b["status"]["phase"], "Admitted");
+  EXPECT_EQ(b["status"]["phase"], "Queued");
   EXPECT_NE(b["status"]["message"].get<std::string>().find("waiting"), std::string::npos);
   EXPECT_EQ(BoundGpus(), 8);
   // The agent reports its member running, then exited with 0: the controller moves the job
@@ -197,7 +197,7 @@ TEST_F(ControllerTest, RestartRebuildsPlacementsWithoutWriting) {
   // A new job sees the restored allocations.
   AddJob("c", 1, 8);
   Step();
-  EXPECT_EQ(Job("c")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("c")["status"]["phase"], "Queued");
   AddJob("d", 1, 4);
   Step();
   EXPECT_EQ(Job("d")["status"]["phase"], "Scheduled");
@@ -281,7 +281,7 @@ TEST_F(ControllerTest, GangStoppedByANodeLossGoesBeforeOlderWaitingJobs) {
   const std::string b_node = a_node == "gpu-0" ? "gpu-1" : "gpu-0";
   Modify("trainingjobs", "team-a", "w", [](Json& o) { o["spec"]["suspend"] = false; });
   Step();
-  ASSERT_EQ(Job("w")["status"]["phase"], "Admitted");  // waiting for room
+  ASSERT_EQ(Job("w")["status"]["phase"], "Queued");  // waiting for room
   // a's node falls silent; past the eviction delay a is requeued (NodeLost).
   for (int i = 0; i < 16; ++i) {
     clock_.Advance(absl::Seconds(5));
@@ -294,7 +294,7 @@ TEST_F(ControllerTest, GangStoppedByANodeLossGoesBeforeOlderWaitingJobs) {
   Step();
   EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
   EXPECT_EQ(Job("a")["status"]["placement"][0]["node"], b_node);
-  EXPECT_EQ(Job("w")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("w")["status"]["phase"], "Queued");
   EXPECT_EQ(BoundGpus(), 8);
 }
 
@@ -412,7 +412,7 @@ TEST_F(ControllerTest, CordonAndDrain) {
   Modify("nodes", "", "gpu-1", [](Json& o) { o["spec"]["unschedulable"] = true; });
   AddJob("a", 2, 8);
   Step();
-  EXPECT_EQ(Job("a")["status"]["phase"], "Admitted");  // only one schedulable node
+  EXPECT_EQ(Job("a")["status"]["phase"], "Queued");  // only one schedulable node
   Modify("nodes", "", "gpu-1", [](Json& o) { o["spec"]["unschedulable"] = false; });
   Step();
   EXPECT_EQ(Job("a")["status"]["phase"], "Scheduled");
@@ -458,7 +458,7 @@ TEST_F(ControllerTest, BindingIsCompareAndSwapOnTheJobRevision) {
   // and its write: simulate by updating a job the controller has not seen.
   AddJob("b", 1, 4);
   Step();
-  EXPECT_EQ(Job("b")["status"]["phase"], "Admitted");
+  EXPECT_EQ(Job("b")["status"]["phase"], "Queued");
   Modify("trainingjobs", "team-a", "a", [](Json& o) { o["status"]["phase"] = "Failed"; });
   Modify("trainingjobs", "team-a", "b",
          [](Json& o) { o["spec"]["groups"][0]["gpusPerReplica"] = 2; });
