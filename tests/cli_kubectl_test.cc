@@ -54,12 +54,15 @@ TEST_F(CliKubectlTest, OutputFormatsSortingAndFieldSelectors) {
   EXPECT_EQ(r.out, "a b");
   r = Run("get jobs a -o jsonpath='{.spec.groups[0].gpusPerReplica}'");
   EXPECT_EQ(r.out, "4");
-  r = Run(R"(get jobs -o jsonpath='{range .items[*]}{.metadata.name}:{.metadata.labels.team}{"\n"}{end}')");
+  r = Run(
+      R"(get jobs -o jsonpath='{range .items[*]}{.metadata.name}:{.metadata.labels.team}{"\n"}{end}')");
   EXPECT_EQ(r.out, "a:nlp\nb:cv\n");
-  r = Run("get jobs -o custom-columns=NAME:.metadata.name,GPUS:.spec.groups[0].gpusPerReplica,"
+  r =
+      Run("get jobs -o custom-columns=NAME:.metadata.name,GPUS:.spec.groups[0].gpusPerReplica,"
           "MISSING:.status.nothing");
   EXPECT_THAT(r.out, HasSubstr("NAME  GPUS  MISSING\na     4     <none>\nb     2     <none>\n"));
-  r = Run("get jobs --sort-by=.spec.groups[0].gpusPerReplica --no-headers -o custom-columns="
+  r =
+      Run("get jobs --sort-by=.spec.groups[0].gpusPerReplica --no-headers -o custom-columns="
           "N:.metadata.name");
   EXPECT_EQ(r.out, "b\na\n");
   r = Run("get jobs --field-selector metadata.name=b -o name");
@@ -183,9 +186,9 @@ TEST_F(CliKubectlTest, ExplainAndCompletionNeedNoServer) {
   ASSERT_EQ(Run("completion bash > " + script).rc, 0);
   auto complete = [&](const std::string& words, int cword) {
     return RunShell("PATH=" + TesseraBin().substr(0, TesseraBin().rfind('/')) +
-                        ":$PATH bash -c 'source " + script + "; COMP_WORDS=(" + words +
-                        "); COMP_CWORD=" + std::to_string(cword) +
-                        "; _tessera; echo \"${COMPREPLY[*]}\"'")
+                    ":$PATH bash -c 'source " + script + "; COMP_WORDS=(" + words +
+                    "); COMP_CWORD=" + std::to_string(cword) +
+                    "; _tessera; echo \"${COMPREPLY[*]}\"'")
         .out;
   };
   EXPECT_EQ(complete("tessera dra", 1), "drain\n");

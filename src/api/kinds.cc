@@ -270,10 +270,11 @@ std::vector<KindInfo> BuildKinds() {
                       })),
   };
   AddSchedulingFields(inference);
-  kinds.push_back(Make("InferenceService", "inferenceservices", true,
-                       {"Pending", "Admitted", "Queued", "Scheduled", "Deploying", "Running", "Ready",
-                        "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed", "Dispatched"},
-                       S::Object(std::move(inference)), InferenceStatusFields()));
+  kinds.push_back(
+      Make("InferenceService", "inferenceservices", true,
+           {"Pending", "Admitted", "Queued", "Scheduled", "Deploying", "Running", "Ready",
+            "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed", "Dispatched"},
+           S::Object(std::move(inference)), InferenceStatusFields()));
   kinds.push_back(Make("GPUPool", "gpupools", true, {"Pending", "Ready", "Draining"},
                        S::Object({
                            Required("gpuType", S::String().MaxLength(63)),

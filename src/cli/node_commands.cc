@@ -135,7 +135,7 @@ bool Drain(ApiClient& client, const std::string& node, double timeout_s) {
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(timeout_s);
   std::map<std::string, Json> left = before;  // still bound
-  std::map<std::string, Json> now = before;  // an "unchanged" answer keeps it
+  std::map<std::string, Json> now = before;   // an "unchanged" answer keeps it
   while (!left.empty()) {
     const int64_t wait = absl::ToInt64Seconds(deadline - absl::Now());
     if (wait <= 0) break;

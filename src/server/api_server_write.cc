@@ -208,7 +208,8 @@ void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib
   if (IsJobKind(*r.kind)) {
     const Json& old_meta = (*old)["metadata"];
     const Json* ann = old_meta.contains("annotations") ? &old_meta["annotations"] : nullptr;
-    const bool had = ann != nullptr && ann->is_object() && ann->contains(api::kSubmittedByAnnotation) &&
+    const bool had = ann != nullptr && ann->is_object() &&
+                     ann->contains(api::kSubmittedByAnnotation) &&
                      (*ann)[api::kSubmittedByAnnotation].is_string();
     const std::string submitter = had ? (*ann)[api::kSubmittedByAnnotation].get<std::string>() : "";
     SetSubmittedBy(obj, had ? &submitter : nullptr);
