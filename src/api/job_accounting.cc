@@ -1,6 +1,7 @@
 #include "api/job_accounting.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "api/store_layout.h"
 
@@ -59,7 +60,7 @@ void AccrueOpenBinding(Json& status, absl::Time now) {
   if (!status.is_object() || !status.contains("placement")) return;
   const double total = Closed(status) + OpenBinding(status, now);
   // Whole milli-GPU-seconds: the stored number stays short and exact enough.
-  status["gpuSeconds"] = static_cast<double>(static_cast<int64_t>(total * 1000 + 0.5)) / 1000;
+  status["gpuSeconds"] = static_cast<double>(std::llround(total * 1000)) / 1000;
   status["accountedTime"] = Timestamp(now);
 }
 

@@ -166,7 +166,7 @@ void RunLogs(const LogsFlags& f) {
   std::mutex out_mu;
   for (const auto& [at, members] : asks) {
     const std::string node = at.first;
-    const std::string endpoint = endpoints.at(node);
+    const std::string& endpoint = endpoints.at(node);
     const std::string path =
         absl::StrCat(query, "&generation=", at.second, "&members=", absl::StrJoin(members, ","),
                      f.follow ? "&follow=1" : "", f.tail >= 0 ? absl::StrCat("&tail=", f.tail) : "",

@@ -154,6 +154,7 @@ bool Drain(ApiClient& client, const std::string& node, double timeout_s) {
   }
   if (!left.empty()) {
     std::vector<std::string> names;
+    names.reserve(left.size());
     for (const auto& [name, job] : left) names.push_back(name);
     std::cerr << "error: node/" << node << ": timed out after " << timeout_s
               << "s waiting for: " << absl::StrJoin(names, ", ") << "\n";
