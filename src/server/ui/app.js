@@ -203,12 +203,20 @@
 
   const natural = new Intl.Collator(undefined, { numeric: true }).compare;
 
+  // The automatic size: at least the readable minimum for the fleet's size, and larger (up to
+  // 24 px) while the whole grid still fits the visible page, so a small fleet fills the page
+  // instead of a corner of it (about 3 cells' area per GPU for gaps, racks and labels).
   function cellSize(gpus) {
     if (view.zoom !== 'auto') return +view.zoom;
-    if (gpus <= 512) return 14;
-    if (gpus <= 4096) return 8;
-    if (gpus <= 20000) return 5;
-    return 3;
+    let base = 3;
+    if (gpus <= 512) base = 14;
+    else if (gpus <= 4096) base = 8;
+    else if (gpus <= 20000) base = 5;
+    const wrap = $('canvas-wrap');
+    const w = Math.max(400, wrap.clientWidth);
+    const h = Math.max(300, window.innerHeight - wrap.getBoundingClientRect().top - 16);
+    const fit = Math.floor(Math.sqrt((w * h) / (Math.max(gpus, 1) * 3)));
+    return Math.max(base, Math.min(24, fit));
   }
 
   // Positions every block, rack, node and GPU. Pure function of the model
@@ -644,6 +652,7 @@
       pen = true;
       n++;
     });
+    if (n === 1) d += 'h1.5';  // a lone minute: a dot, not an invisible point
     const path = document.createElementNS(NS, 'path');
     path.setAttribute('d', d || 'M0 13');
     svg.appendChild(path);
