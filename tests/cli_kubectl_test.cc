@@ -204,7 +204,15 @@ TEST_F(CliKubectlTest, ExplainAndCompletionNeedNoServer) {
   EXPECT_EQ(Run("get jobs --no-such-flag").rc, 2);
   EXPECT_EQ(Run("get jobs no-such-job").rc, 1);
   EXPECT_EQ(Run("get --help").rc, 0);
-  EXPECT_THAT(Run("get --help").out, HasSubstr("Examples:"));
+  // Every command a user runs says how, with an example.
+  for (const char* cmd :
+       {"apply", "get",           "describe", "delete",    "cordon",     "uncordon",
+        "drain", "top",           "logs",     "explain",   "completion", "cancel",
+        "hold",  "release",       "history",  "server",    "agent",      "up",
+        "gpus",  "device-plugin", "sim pack", "sim replay"}) {
+    EXPECT_THAT(Run(std::string(cmd) + " --help").out, ::testing::ContainsRegex("Examples?:"))
+        << cmd;
+  }
 }
 
 }  // namespace

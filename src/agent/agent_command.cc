@@ -146,6 +146,11 @@ void RegisterAgentCommands(CLI::App& app) {
                    "XIDs that never affect health (repeat or comma-separate: 48,79)")
       ->delimiter(',');
   gpus->add_option("--hostname", options->hostname, "Hostname label for -o prometheus");
+  gpus->footer(
+      "Examples:\n"
+      "  tessera gpus                       # this node's GPUs through NVML\n"
+      "  tessera gpus -o prometheus         # as the agent's /metrics exports them\n"
+      "  tessera gpus --backend fake --fake-config deploy/fake-gpus/a100-mig.yaml --watch 60s");
   gpus->callback([options, watch]() {
     if (!watch->empty() && !absl::ParseDuration(*watch, &options->watch)) {
       throw CLI::ValidationError("--watch",

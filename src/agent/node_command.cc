@@ -474,6 +474,11 @@ void RegisterNodeCommands(CLI::App& app) {
                 "cgroup v2 directory for members (empty: no cgroups)");
   a->add_option("--log-format", f->log_format,
                 "Log lines on stderr: text, or json (one object per line)");
+  a->footer(
+      "Examples:\n"
+      "  tessera agent --server https://cp:7420 --token $(cat node.token) --node-name gpu-07\n"
+      "  tessera agent --server http://127.0.0.1:7420 --token T --node-name fake-0 \\\n"
+      "      --backend fake --fake-config deploy/fake-gpus/h100-nvswitch-8.yaml");
   a->callback([f]() {
     int code = RunAgent(*f);
     if (code != 0) throw CLI::RuntimeError(code);

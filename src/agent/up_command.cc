@@ -453,6 +453,10 @@ void RegisterUpCommand(CLI::App& app) {
   up->add_option("--examples", f->examples, "Directory of the demo scripts (default ./examples)");
   up->add_option("--fake-gpus", f->fake_gpus,
                  "Directory of fake GPU configs (default ./deploy/fake-gpus)");
+  up->footer(
+      "Examples:\n"
+      "  tessera up                                   # 4 H100 + 2 A100 nodes and a demo workload\n"
+      "  tessera up --h100-nodes 16 --pcie-nodes 0 --no-demo --duration 600");
   up->callback([f]() {
     int code = RunUp(*f);
     if (code != 0) throw CLI::RuntimeError(code);

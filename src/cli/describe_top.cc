@@ -408,6 +408,10 @@ void RegisterDescribeCommands(CLI::App& app) {
   cmd->add_option("resource", f->resource, "job|isvc|node|...")->required();
   cmd->add_option("name", f->name, "Name")->required();
   AddConnectionFlags(cmd, &f->conn);
+  cmd->footer(
+      "Examples:\n"
+      "  tessera describe job llm-7b          # placement, conditions, events, why it waits\n"
+      "  tessera describe node h100-0 -n ''   # GPUs, health, taints, what runs there");
   cmd->callback([f] { RunDescribe(*f); });
 }
 
@@ -416,6 +420,10 @@ void RegisterTopCommands(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("top", "GPU usage per node or per queue");
   cmd->add_option("what", f->what, "nodes|queues")->required();
   AddConnectionFlags(cmd, &f->conn);
+  cmd->footer(
+      "Examples:\n"
+      "  tessera top nodes\n"
+      "  tessera top queues   # quota, usage and fair share per queue");
   cmd->callback([f] { RunTop(*f); });
 }
 

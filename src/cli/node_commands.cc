@@ -186,6 +186,12 @@ void RegisterNodeCommands(CLI::App& app) {
                     "Node names (each one is done; the rest go on after one "
                     "fails, and the exit code is then 1)")
         ->required();
+    if (v.drain == 0) {
+      cmd->footer(
+          "Example:\n  tessera cordon h100-0 h100-1   # running work stays; nothing new lands");
+    } else if (v.drain < 0) {
+      cmd->footer("Example:\n  tessera uncordon h100-0   # also ends a drain");
+    }
     if (v.drain > 0) {
       cmd->add_option("--timeout", f->timeout,
                       "Seconds to wait for the node's gangs to leave (0: do not wait)")

@@ -136,6 +136,11 @@ void RegisterDevicePluginCommands(CLI::App& app) {
                   "How often metrics are read for health (temperature, ECC), e.g. 10s");
   cmd->add_option("--rescan-interval", *rescan,
                   "How often GPUs and MIG layout are rediscovered, e.g. 30s; 0 never");
+  cmd->footer(
+      "Examples:\n"
+      "  tessera device-plugin                            # kubelet's "
+      "/var/lib/kubelet/device-plugins\n"
+      "  tessera device-plugin --mig-strategy mixed --device-list-strategy cdi-cri");
   cmd->callback([flags, interval, rescan]() {
     if (!interval->empty() && !absl::ParseDuration(*interval, &flags->metrics_interval)) {
       throw CLI::ValidationError("--metrics-interval",

@@ -367,7 +367,11 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->footer(
       "Limits at the edge (docs/api.md): request bodies at most 1 MiB in any transfer encoding "
       "(413; read only after the token is checked, 401 first); open watches at most --threads/2, "
-      "binding long-polls at most 20000, and no token more than a quarter of either (429).");
+      "binding long-polls at most 20000, and no token more than a quarter of either (429).\n"
+      "Examples:\n"
+      "  tessera server --data-dir /var/lib/tessera   # an admin token in DATA_DIR/admin-token\n"
+      "  tessera server --data-dir d --listen 0.0.0.0:7420 --tokens-file tokens \\\n"
+      "      --tls-cert cert.pem --tls-key key.pem --queue-config queues.yaml");
   cmd->callback([flags] {
     if (int rc = RunServer(*flags); rc != 0) throw CLI::RuntimeError(rc);
   });

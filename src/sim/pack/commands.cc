@@ -160,6 +160,13 @@ void RegisterSimPackCommands(CLI::App& sim) {
                   "cluster GPU capacity (\"all\": the rest of the stream), and holds shared-GPU "
                   "pods that would strand share those whole-GPU pods want (default 0: none, "
                   "the published protocol)");
+  cmd->footer(
+      "Example:\n"
+      "  tessera sim pack --nodes "
+      "../shared/traces/alibaba-gpu-v2023/csv/openb_node_list_gpu_node.csv \\\n"
+      "      --pods ../shared/traces/alibaba-gpu-v2023/csv/openb_pod_list_default.csv --policy "
+      "fgd,tessera "
+      "--seeds 42-44");
   cmd->callback([opts]() {
     absl::Status s = Run(*opts);
     if (!s.ok()) {

@@ -374,6 +374,10 @@ void RegisterSimReplayCommands(CLI::App& sim) {
   c->add_option("--duration-max", f.duration_max)->capture_default_str();
   c->add_option("--queues", f.queues, "synthetic: queues (Zipf mix)")->capture_default_str();
   c->add_option("--high-priority-fraction", f.high_priority_fraction)->capture_default_str();
+  c->footer(
+      "Examples:\n"
+      "  tessera sim replay --workload philly --policies fifo,default\n"
+      "  tessera sim replay --workload synthetic --cluster deploy/clusters/25k-h100.yaml");
   c->callback([flags] {
     absl::Status s = Run(*flags);
     if (!s.ok()) {
