@@ -50,6 +50,14 @@ const std::vector<Family>& Families() {
        "The rate of data received over the PCIe bus - including both protocol headers and data "
        "payloads - in bytes per second.",
        [](const GpuSnapshot& g, const auto&) { return D(g.metrics.pcie_rx_bytes_per_s); }},
+      {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
+       "The rate of data transmitted over NVLink, not including protocol headers, in bytes per "
+       "second.",
+       [](const GpuSnapshot& g, const auto&) { return D(g.metrics.nvlink_tx_bytes_per_s); }},
+      {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
+       "The rate of data received over NVLink, not including protocol headers, in bytes per "
+       "second.",
+       [](const GpuSnapshot& g, const auto&) { return D(g.metrics.nvlink_rx_bytes_per_s); }},
       {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
        [](const GpuSnapshot& g, const auto&) -> std::optional<double> {
          if (!g.metrics.fb_free_bytes) return std::nullopt;

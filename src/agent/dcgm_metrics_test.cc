@@ -107,6 +107,7 @@ GpuSnapshot Gpu(int index, const std::string& uuid) {
   m.remapped_rows_uncorrectable = 1;
   m.row_remap_failure = false;
   m.pcie_tx_bytes_per_s = 3 << 20;
+  m.nvlink_rx_bytes_per_s = uint64_t{50} << 30;
   return g;
 }
 
@@ -125,7 +126,7 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
         "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
         "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
         "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-        "DCGM_FI_PROF_PCIE_TX_BYTES"}) {
+        "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES"}) {
     EXPECT_TRUE(e.help.count(name)) << name;
     EXPECT_TRUE(e.type.count(name)) << name;
   }
@@ -157,6 +158,7 @@ TEST(DcgmMetricsTest, RendersDcgmExporterNamesAndLabels) {
   EXPECT_EQ(by["DCGM_FI_DEV_ROW_REMAP_FAILURE"]["GPU-a"].value, "0");
   EXPECT_EQ(by["DCGM_FI_PROF_PCIE_TX_BYTES"]["GPU-a"].value, "3145728");
   EXPECT_EQ(by["DCGM_FI_PROF_PCIE_RX_BYTES"].count("GPU-a"), 0u) << "not measured: no sample";
+  EXPECT_EQ(by["DCGM_FI_PROF_NVLINK_RX_BYTES"]["GPU-a"].value, "53687091200");
   // Label order follows dcgm-exporter.
   std::string text = RenderDcgmMetrics(gpus, o);
   EXPECT_NE(

@@ -106,6 +106,9 @@ struct GpuMetrics {
   // PCIe throughput, bytes per second (NVML samples a 20 ms window).
   std::optional<uint64_t> pcie_tx_bytes_per_s;
   std::optional<uint64_t> pcie_rx_bytes_per_s;
+  // NVLink data (payload) throughput over all links, bytes per second since the previous reading.
+  std::optional<uint64_t> nvlink_tx_bytes_per_s;
+  std::optional<uint64_t> nvlink_rx_bytes_per_s;
 };
 
 // Something that happened to a GPU, as delivered by GpuBackend::WaitForEvent.

@@ -32,6 +32,8 @@ void MergeMetrics(GpuMetrics& dst, const GpuMetrics& src) {
   TESSERA_MERGE(row_remap_failure);
   TESSERA_MERGE(pcie_tx_bytes_per_s);
   TESSERA_MERGE(pcie_rx_bytes_per_s);
+  TESSERA_MERGE(nvlink_tx_bytes_per_s);
+  TESSERA_MERGE(nvlink_rx_bytes_per_s);
 #undef TESSERA_MERGE
 }
 

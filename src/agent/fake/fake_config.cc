@@ -63,13 +63,28 @@ absl::StatusOr<absl::Duration> AsDuration(const YAML::Node& n, const std::string
 // Assigns the metric keys present in `n` (a mapping) to `m`; memory_used_mib goes to `used_mib`.
 absl::Status ApplyMetrics(const YAML::Node& n, const std::string& path, GpuMetrics& m,
                           std::optional<uint64_t>& used_mib) {
-  RETURN_IF_ERROR(
-      CheckKeys(n, path,
-                {"gpu_util", "mem_copy_util", "memory_used_mib", "temperature_c", "power_w",
-                 "energy_mj", "sm_clock_mhz", "mem_clock_mhz", "throttle_reasons",
-                 "ecc_sbe_volatile", "ecc_dbe_volatile", "ecc_sbe_aggregate", "ecc_dbe_aggregate",
-                 "remapped_rows_correctable", "remapped_rows_uncorrectable", "row_remap_pending",
-                 "row_remap_failure", "pcie_tx_bytes", "pcie_rx_bytes"}));
+  RETURN_IF_ERROR(CheckKeys(n, path,
+                            {"gpu_util",
+                             "mem_copy_util",
+                             "memory_used_mib",
+                             "temperature_c",
+                             "power_w",
+                             "energy_mj",
+                             "sm_clock_mhz",
+                             "mem_clock_mhz",
+                             "throttle_reasons",
+                             "ecc_sbe_volatile",
+                             "ecc_dbe_volatile",
+                             "ecc_sbe_aggregate",
+                             "ecc_dbe_aggregate",
+                             "remapped_rows_correctable",
+                             "remapped_rows_uncorrectable",
+                             "row_remap_pending",
+                             "row_remap_failure",
+                             "pcie_tx_bytes",
+                             "pcie_rx_bytes",
+                             "nvlink_tx_bytes",
+                             "nvlink_rx_bytes"}));
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
     const std::string p = absl::StrCat(path, ".", key);
@@ -100,6 +115,8 @@ absl::Status ApplyMetrics(const YAML::Node& n, const std::string& path, GpuMetri
     if (key == "remapped_rows_correctable") m.remapped_rows_correctable = u32;
     if (key == "pcie_tx_bytes") m.pcie_tx_bytes_per_s = u;
     if (key == "pcie_rx_bytes") m.pcie_rx_bytes_per_s = u;
+    if (key == "nvlink_tx_bytes") m.nvlink_tx_bytes_per_s = u;
+    if (key == "nvlink_rx_bytes") m.nvlink_rx_bytes_per_s = u;
     if (key == "remapped_rows_uncorrectable") m.remapped_rows_uncorrectable = u32;
   }
   return absl::OkStatus();

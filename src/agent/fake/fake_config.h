@@ -22,7 +22,8 @@
 // Metric keys: gpu_util, mem_copy_util, memory_used_mib, temperature_c, power_w, energy_mj,
 // sm_clock_mhz, mem_clock_mhz, throttle_reasons, ecc_sbe_volatile, ecc_dbe_volatile,
 // ecc_sbe_aggregate, ecc_dbe_aggregate, remapped_rows_correctable, remapped_rows_uncorrectable,
-// row_remap_pending, row_remap_failure, pcie_tx_bytes, pcie_rx_bytes (per second).
+// row_remap_pending, row_remap_failure, pcie_tx_bytes, pcie_rx_bytes, nvlink_tx_bytes,
+// nvlink_rx_bytes (per second).
 // Errors name the offending field ("gpus[2].memory_mib: ...").
 #pragma once
 

@@ -138,6 +138,12 @@ enum : int {
   NVML_DEVICE_MIG_ENABLE = 1,
   NVML_PCIE_UTIL_TX_BYTES = 0,
   NVML_PCIE_UTIL_RX_BYTES = 1,
+  // Cumulative NVLink data (payload) sent and received, in KiB, since the driver loaded.
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
 };
 
 // nvmlEventType* bits.
@@ -175,6 +181,27 @@ typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtili
 typedef int nvmlPcieUtilCounter_t;
 typedef nvmlReturn_t (*nvmlDeviceGetPcieThroughput_fn)(nvmlDevice_t, nvmlPcieUtilCounter_t,
                                                        unsigned int*);
+// nvmlValue_t / nvmlFieldValue_t (nvmlDeviceGetFieldValues): one field of one device; the value's
+// member is chosen by valueType (NVML_VALUE_TYPE_*).
+typedef union {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+typedef struct {
+  unsigned int fieldId;  // NVML_FI_*
+  unsigned int scopeId;  // a link for per-link fields; UINT_MAX: all links
+  long long timestamp;   // when the value was read, in microseconds
+  long long latencyUsec;
+  int valueType;            // nvmlValueType_t
+  nvmlReturn_t nvmlReturn;  // this field's own result
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nvmlFieldValue_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, nvmlTemperatureSensors_t,
                                                     unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t, nvmlTemperature_v1_t*);

@@ -33,6 +33,21 @@ static_assert(offsetof(nvmlMemory_v2_t, total) == 8);
 static_assert(offsetof(nvmlMemory_v2_t, reserved) == 16);
 static_assert(offsetof(nvmlMemory_v2_t, free) == 24);
 static_assert(offsetof(nvmlMemory_v2_t, used) == 32);
+// nvmlFieldValue_t: fieldId, scopeId, timestamp, latencyUsec, valueType, nvmlReturn, value (a
+// union of at most 8 bytes); the NVLink data-throughput field ids and the value types used.
+static_assert(sizeof(nvmlValue_t) == 8);
+static_assert(sizeof(nvmlFieldValue_t) == 40);
+static_assert(offsetof(nvmlFieldValue_t, fieldId) == 0);
+static_assert(offsetof(nvmlFieldValue_t, scopeId) == 4);
+static_assert(offsetof(nvmlFieldValue_t, timestamp) == 8);
+static_assert(offsetof(nvmlFieldValue_t, latencyUsec) == 16);
+static_assert(offsetof(nvmlFieldValue_t, valueType) == 24);
+static_assert(offsetof(nvmlFieldValue_t, nvmlReturn) == 28);
+static_assert(offsetof(nvmlFieldValue_t, value) == 32);
+static_assert(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX == 138);
+static_assert(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX == 139);
+static_assert(NVML_VALUE_TYPE_UNSIGNED_INT == 1 && NVML_VALUE_TYPE_UNSIGNED_LONG == 2 &&
+              NVML_VALUE_TYPE_UNSIGNED_LONG_LONG == 3);
 // nvmlPcieUtilCounter_t (nvml.h: NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1).
 static_assert(NVML_PCIE_UTIL_TX_BYTES == 0 && NVML_PCIE_UTIL_RX_BYTES == 1);
 static_assert(sizeof(nvmlPcieUtilCounter_t) == 4);
@@ -171,6 +186,7 @@ const std::set<std::string>& RealEntryPoints() {
       "nvmlDeviceGetComputeInstanceId",
       "nvmlDeviceGetUtilizationRates",
       "nvmlDeviceGetPcieThroughput",
+      "nvmlDeviceGetFieldValues",
       "nvmlDeviceGetTemperatureV",
       "nvmlDeviceGetTemperature",
       "nvmlDeviceGetPowerUsage",

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <initializer_list>
@@ -44,6 +45,7 @@ struct NvmlBackend::Api {
   nvmlDeviceGetUInt_fn compute_instance_id = nullptr;
   nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
   nvmlDeviceGetPcieThroughput_fn pcie_throughput = nullptr;
+  nvmlDeviceGetFieldValues_fn field_values = nullptr;
   nvmlDeviceGetTemperature_fn temperature = nullptr;
   nvmlDeviceGetTemperatureV_fn temperature_v = nullptr;
   nvmlDeviceGetUInt_fn power_usage = nullptr;
@@ -325,6 +327,9 @@ absl::Status NvmlBackend::InitLocked() {
   a.pcie_throughput =
       Lookup<nvmlDeviceGetPcieThroughput_fn>(dl_, resolved_, {"nvmlDeviceGetPcieThroughput"});
   optional(a.pcie_throughput, "nvmlDeviceGetPcieThroughput");
+  a.field_values =
+      Lookup<nvmlDeviceGetFieldValues_fn>(dl_, resolved_, {"nvmlDeviceGetFieldValues"});
+  optional(a.field_values, "nvmlDeviceGetFieldValues");
   a.power_usage = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetPowerUsage"});
   optional(a.power_usage, "nvmlDeviceGetPowerUsage");
   a.total_energy =
@@ -545,6 +550,46 @@ absl::StatusOr<GpuInfo> NvmlBackend::GetDeviceInfo(int index) {
   return info;
 }
 
+// NVLink data sent and received (all links) as rates: NVML's counters are cumulative KiB, so a
+// rate is the change since this device's previous reading over NVML's own timestamps; the first
+// reading (and one after a counter reset) gives none.
+void NvmlBackend::ReadNvLinkRates(const Api& a, void* d, int index, GpuMetrics* m) {
+  if (!a.field_values) return;
+  nvmlFieldValue_t v[2] = {};
+  v[0].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+  v[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+  v[0].scopeId = v[1].scopeId = UINT_MAX;
+  if (a.field_values(static_cast<nvmlDevice_t>(d), 2, v) != NVML_SUCCESS) return;
+  auto kib = [](const nvmlFieldValue_t& f) -> std::optional<uint64_t> {
+    if (f.nvmlReturn != NVML_SUCCESS) return std::nullopt;
+    switch (f.valueType) {
+      case NVML_VALUE_TYPE_UNSIGNED_INT:
+        return f.value.uiVal;
+      case NVML_VALUE_TYPE_UNSIGNED_LONG:
+        return f.value.ulVal;
+      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        return f.value.ullVal;
+      default:
+        return std::nullopt;
+    }
+  };
+  const std::optional<uint64_t> tx = kib(v[0]), rx = kib(v[1]);
+  if (!tx || !rx) return;
+  NvLinkReading now{v[0].timestamp, *tx, *rx};
+  auto it = nvlink_prev_.find(index);
+  if (it != nvlink_prev_.end()) {
+    const NvLinkReading& prev = it->second;
+    const double seconds = static_cast<double>(now.time_us - prev.time_us) / 1e6;
+    if (seconds > 0 && now.tx_kib >= prev.tx_kib && now.rx_kib >= prev.rx_kib) {
+      m->nvlink_tx_bytes_per_s =
+          static_cast<uint64_t>(static_cast<double>(now.tx_kib - prev.tx_kib) * 1024 / seconds);
+      m->nvlink_rx_bytes_per_s =
+          static_cast<uint64_t>(static_cast<double>(now.rx_kib - prev.rx_kib) * 1024 / seconds);
+    }
+  }
+  nvlink_prev_[index] = now;
+}
+
 absl::StatusOr<GpuMetrics> NvmlBackend::GetMetrics(int index) {
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(void* d, DeviceLocked(index));
@@ -577,6 +622,7 @@ absl::StatusOr<GpuMetrics> NvmlBackend::GetMetrics(int index) {
   if (a.pcie_throughput && a.pcie_throughput(dev, NVML_PCIE_UTIL_RX_BYTES, &u) == NVML_SUCCESS) {
     m.pcie_rx_bytes_per_s = uint64_t{u} * 1024;
   }
+  ReadNvLinkRates(a, dev, index, &m);
   m.temperature_c = ReadTemperature(a, dev);
   if (a.power_usage && a.power_usage(dev, &u) == NVML_SUCCESS) m.power_watts = u / 1000.0;
   if (a.total_energy && a.total_energy(dev, &ull) == NVML_SUCCESS) m.total_energy_mj = ull;

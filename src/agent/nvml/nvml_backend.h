@@ -17,6 +17,8 @@
 // WaitForEvent returns Unimplemented when the library offers no event API at all.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +65,13 @@ class NvmlBackend final : public GpuBackend {
   void ShutdownLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<void*> DeviceLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ToStatus(int ret, absl::string_view what) const;
+  // GetMetrics' NVLink rates from NVML's cumulative counters (needs the previous reading).
+  void ReadNvLinkRates(const Api& a, void* dev, int index, GpuMetrics* m)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct NvLinkReading {
+    long long time_us = 0;
+    uint64_t tx_kib = 0, rx_kib = 0;
+  };
 
   Clock& clock_;
   const std::string library_path_;
@@ -77,6 +86,7 @@ class NvmlBackend final : public GpuBackend {
   std::vector<std::string> missing_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> resolved_ ABSL_GUARDED_BY(mu_);
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;  // WaitForEvent calls blocked in NVML
+  std::map<int, NvLinkReading> nvlink_prev_ ABSL_GUARDED_BY(mu_);  // by device index
 };
 
 // Maps an nvmlReturn_t to a Status: "<what>: <error string> (nvml N)". `error_string` may be null

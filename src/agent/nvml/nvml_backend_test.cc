@@ -71,6 +71,12 @@ TEST_F(NvmlBackendTest, DiscoversEightGpuNvSwitchNode) {
   EXPECT_EQ(m->mem_copy_util_percent, 10u);
   EXPECT_EQ(m->pcie_tx_bytes_per_s, 1002u * 1024);  // NVML's KB/s, as bytes/s
   EXPECT_EQ(m->pcie_rx_bytes_per_s, 2002u * 1024);
+  // NVLink: a rate needs two readings of the cumulative counters.
+  EXPECT_FALSE(m->nvlink_tx_bytes_per_s.has_value());
+  absl::StatusOr<GpuMetrics> again = nvml.GetMetrics(2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->nvlink_tx_bytes_per_s, 3000u * 1024);  // 3,000 KiB in one NVML second
+  EXPECT_EQ(again->nvlink_rx_bytes_per_s, 6000u * 1024);
   EXPECT_EQ(m->temperature_c, 42u);  // nvmlDeviceGetTemperatureV
   EXPECT_EQ(m->fb_used_bytes, 2048 * kMiB);
   EXPECT_DOUBLE_EQ(*m->power_watts, 302.0);

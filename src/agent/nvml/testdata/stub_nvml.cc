@@ -18,6 +18,7 @@
 //  TESSERA_STUB_NVML_LOST_GPU=i        queries on GPU i return NVML_ERROR_GPU_IS_LOST
 //  TESSERA_STUB_NVML_NO_HANDLE=i       nvmlDeviceGetHandleByIndex(i) returns NVML_ERROR_GPU_IS_LOST
 // Test-only code: the process-wide state below is what a real driver library has too.
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -413,6 +414,32 @@ STUB_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, nvmlPcieUti
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   *kbps = (c == NVML_PCIE_UTIL_TX_BYTES ? 1000u : 2000u) + d->gpu;  // KB/s
+  return NVML_SUCCESS;
+}
+// NVLink data counters (cumulative KiB) that grow by 1,000 KiB TX / 2,000 KiB RX per GPU index + 1
+// with each call, one simulated second apart.
+STUB_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count,
+                                                  nvmlFieldValue_t* values) {
+  if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  if (count < 0 || (count > 0 && values == nullptr)) return NVML_ERROR_INVALID_ARGUMENT;
+  static unsigned long long calls[kMaxGpus] = {};
+  const unsigned long long n = ++calls[d->gpu];
+  for (int i = 0; i < count; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.timestamp = static_cast<long long>(n) * 1000000;
+    v.latencyUsec = 0;
+    v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    const unsigned long long step = static_cast<unsigned long long>(d->gpu + 1);
+    if (v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX && v.scopeId == UINT_MAX) {
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value.ullVal = n * 1000 * step;
+    } else if (v.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX && v.scopeId == UINT_MAX) {
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value.ullVal = n * 2000 * step;
+    } else {
+      v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    }
+  }
   return NVML_SUCCESS;
 }
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t sensor,
