@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_process_fixture.h"
@@ -213,6 +214,25 @@ TEST_F(CliKubectlTest, ExplainAndCompletionNeedNoServer) {
     EXPECT_THAT(Run(std::string(cmd) + " --help").out, ::testing::ContainsRegex("Examples?:"))
         << cmd;
   }
+}
+
+TEST_F(CliKubectlTest, ConnectionErrorsAndConfigTyposSayWhatIsWrong) {
+  Result r = Run("get jobs --server htp://foo");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_THAT(r.out, HasSubstr("the scheme must be http:// or https://"));
+  EXPECT_THAT(r.out, Not(HasSubstr("http://htp://")));
+  r = Run("get jobs --server http://127.0.0.1:1");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_THAT(r.out, HasSubstr("could not connect (nothing listening there, or refused)"));
+  // A misspelt key in the config file is an error, not a silently missing token.
+  const std::string home = dir_ + "/home";
+  std::filesystem::create_directories(home + "/.tessera");
+  std::ofstream(home + "/.tessera/config")
+      << "current-context: lab\ncontexts:\n- name: lab\n  server: " << url_ << "\n  tokn: abc\n";
+  r = RunShell("env -u TESSERA_TOKEN -u TESSERA_SERVER HOME=" + home + " " + TesseraBin() +
+               " get jobs");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_THAT(r.out, HasSubstr("contexts[0]: unknown key \"tokn\"; did you mean \"token\"?"));
 }
 
 }  // namespace

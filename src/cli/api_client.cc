@@ -4,11 +4,14 @@
 #include <stdlib.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/suggest.h"
 
 namespace tessera::cli {
 namespace {
@@ -16,6 +19,49 @@ namespace {
 std::string Env(const char* name) {
   const char* v = getenv(name);
   return v ? v : "";
+}
+
+// The keys a config file may have, at the top and in a context: anything else is a typo that
+// would otherwise be ignored silently (a misspelt `token:` sends no token).
+const std::vector<std::string>& ContextKeys() {
+  static const std::vector<std::string> keys = {
+      "name", "server", "token", "namespace", "certificate-authority", "insecure-skip-tls-verify"};
+  return keys;
+}
+
+absl::Status CheckKeys(const YAML::Node& node, const std::vector<std::string>& allowed,
+                       const std::string& where) {
+  if (!node.IsMap()) return absl::OkStatus();
+  std::vector<std::string> unknown;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      unknown.push_back(absl::StrCat("unknown key \"", key, "\"", DidYouMean(key, allowed)));
+    }
+  }
+  if (unknown.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", absl::StrJoin(unknown, "; ")));
+}
+
+// Why a request got no answer, in words (httplib's enum names are terse: "Connection").
+std::string Unreachable(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "could not connect (nothing listening there, or refused)";
+    case httplib::Error::ConnectionTimeout:
+      return "timed out connecting";
+    case httplib::Error::Read:
+      return "the connection broke while reading the answer";
+    case httplib::Error::Write:
+      return "the connection broke while sending the request";
+    case httplib::Error::SSLConnection:
+      return "the TLS handshake failed (an http:// server behind an https:// URL?)";
+    case httplib::Error::SSLServerVerification:
+      return "the server's certificate is not trusted (give its CA with --ca-file or "
+             "certificate-authority in the config)";
+    default:
+      return httplib::to_string(e);
+  }
 }
 
 }  // namespace
@@ -36,6 +82,24 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
     ss << in.rdbuf();
     try {
       YAML::Node root = YAML::Load(ss.str());
+      std::vector<std::string> top = ContextKeys();
+      top.erase(top.begin());  // "name" is a context's
+      top.push_back("current-context");
+      top.push_back("contexts");
+      if (absl::Status s = CheckKeys(root, top, absl::StrCat("config file ", path)); !s.ok()) {
+        return s;
+      }
+      if (root["contexts"] && root["contexts"].IsSequence()) {
+        int i = 0;
+        for (const YAML::Node& n : root["contexts"]) {
+          if (absl::Status s = CheckKeys(n, ContextKeys(),
+                                         absl::StrCat("config file ", path, ": contexts[", i, "]"));
+              !s.ok()) {
+            return s;
+          }
+          ++i;
+        }
+      }
       YAML::Node ctx = root;
       std::string want = flags.context;
       if (want.empty() && root["current-context"]) want = root["current-context"].as<std::string>();
@@ -76,7 +140,16 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
   if (!flags.ca_file.empty()) c.ca_file = flags.ca_file;
   if (flags.insecure_skip_tls_verify) c.insecure_skip_tls_verify = true;
   if (!absl::StartsWith(c.server, "http://") && !absl::StartsWith(c.server, "https://")) {
+    if (absl::StrContains(c.server, "://")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server \"", c.server, "\": the scheme must be http:// or https:// (or none: http)"));
+    }
     c.server = "http://" + c.server;
+  }
+  const absl::string_view host = absl::string_view(c.server).substr(c.server.find("://") + 3);
+  if (host.empty() || host.front() == ':' || host.front() == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server \"", c.server, "\": expected http(s)://HOST[:PORT]"));
   }
   return c;
 }
@@ -123,7 +196,7 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
   }
   if (!res) {
     return absl::UnavailableError(
-        absl::StrCat("cannot reach ", config_.server, ": ", httplib::to_string(res.error())));
+        absl::StrCat("cannot reach ", config_.server, ": ", Unreachable(res.error())));
   }
   Response r;
   r.code = res->status;
@@ -178,7 +251,7 @@ absl::StatusOr<int> ApiClient::Stream(const std::string& path,
   if (stopped || status != 0) return status;
   if (res.error() == httplib::Error::Read && absl::Now() >= deadline) return 200;
   return absl::UnavailableError(
-      absl::StrCat("cannot reach ", config_.server, ": ", httplib::to_string(res.error())));
+      absl::StrCat("cannot reach ", config_.server, ": ", Unreachable(res.error())));
 }
 
 std::string ErrorText(const Response& r) {
