@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent_process.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server_process.h"
@@ -361,6 +362,9 @@ TEST_F(AgentE2eTest, AMemberThatCrashesRestartsTheGangInPlaceWithinMaxRestarts) 
     EXPECT_FALSE(m.value("node", "").empty()) << m.dump();
   }
   // kubectl's habit: RESTARTS in `get`, and the event in `describe`.
+  // top nodes: the agents' measured utilization (the fake GPUs report 0 %) beside allocation.
+  CliResult top = RunTessera("top nodes --server " + url_ + " --token admintoken");
+  EXPECT_THAT(top.out, ::testing::ContainsRegex("[0-9]+% +0% +0 +Ready")) << top.out;
   CliResult get = RunTessera("get job crashy -n e2e --server " + url_ + " --token admintoken");
   EXPECT_NE(get.out.find("RESTARTS"), std::string::npos) << get.out;
   CliResult desc =

@@ -1,6 +1,7 @@
 // The `tessera` CLI against a real `tessera server` process on loopback: the
 // server schedules what the CLI applies (examples/), and the CLI shows it.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -82,7 +83,10 @@ TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   EXPECT_NE(r.out.find("l40s-0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dedicated:NoSchedule"), std::string::npos) << r.out;
   r = Run("top nodes");
-  EXPECT_NE(r.out.find("100%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("100%"), std::string::npos) << r.out;  // ALLOC%
+  // Allocation and measured use apart: no agent reports utilization here.
+  EXPECT_NE(r.out.find("ALLOCATED  ALLOC%  UTIL%"), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("100% +- +0 +Ready")) << r.out;
   r = Run("top queues");
   EXPECT_NE(r.out.find("research"), std::string::npos) << r.out;
 

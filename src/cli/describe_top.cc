@@ -305,8 +305,17 @@ void RunTop(const TopFlags& f) {
       AddPlacedMilli(j, &placed);
       for (auto& [n, m] : placed) used[n] += m;
     }
+    // Measured utilization per GPU, live from the agents' heartbeats (the fleet summary's node
+    // rows end with it, docs/dashboard.md); -1 where none was reported.
+    std::map<std::string, Json> util;
+    if (absl::StatusOr<Response> fleet = client.Do("GET", "/api/v1/fleet");
+        fleet.ok() && fleet->code == 200) {
+      for (const Json& row : fleet->body.value("nodes", Json::array())) {
+        if (row.is_array() && row.size() > 9 && row[0].is_string()) util[row[0]] = row[9];
+      }
+    }
     std::vector<std::vector<std::string>> rows = {
-        {"NAME", "GPUS", "ALLOCATED", "GPU%", "UNHEALTHY", "STATUS"}};
+        {"NAME", "GPUS", "ALLOCATED", "ALLOC%", "UTIL%", "UNHEALTHY", "STATUS"}};
     for (const Json& n : *nodes) {
       const Json& spec = n["spec"];
       int64_t total = spec.contains("gpus") ? static_cast<int64_t>(spec["gpus"].size())
@@ -319,9 +328,19 @@ void RunTop(const TopFlags& f) {
       const int64_t u = used[name];
       std::string status = Phase(n);
       if (spec.value("unschedulable", false)) status += ",SchedulingDisabled";
+      // UTIL%: the mean measured utilization of the GPUs that report one.
+      std::string measured = "-";
+      int64_t sum = 0, n_reported = 0;
+      for (const Json& v : util[name].is_array() ? util[name] : Json::array()) {
+        if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+          sum += v.get<int64_t>();
+          ++n_reported;
+        }
+      }
+      if (n_reported > 0) measured = absl::StrCat(sum / n_reported, "%");
       rows.push_back({name, std::to_string(total), Gpus(u),
-                      total > 0 ? absl::StrCat(u / (10 * total), "%") : "-", std::to_string(bad),
-                      status});
+                      total > 0 ? absl::StrCat(u / (10 * total), "%") : "-", measured,
+                      std::to_string(bad), status});
     }
     PrintTable(std::cout, rows);
     return;
