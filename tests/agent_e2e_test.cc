@@ -272,6 +272,12 @@ TEST_F(AgentE2eTest, GangRunsWhereScheduledAndMovesOffAnXidResumingFromItsCheckp
                    "generation ", gen2, ": resuming from checkpoint at step")) != std::string::npos;
       },
       absl::Seconds(20)));
+  // describe node: each GPU's health, the bad one Unhealthy with the agent's message.
+  CliResult desc =
+      RunTessera("describe node " + bad_node + " --server " + url_ + " --token admintoken");
+  EXPECT_THAT(desc.out, ::testing::ContainsRegex(
+                            absl::StrCat("\n  ", bad_gpu, " +GPU-[^ ]+ +[^\n]*Unhealthy")))
+      << desc.out;
   // The run before the move, from the nodes it ran on (status.logNodes), through the CLI.
   const std::string env = "TESSERA_SERVER=" + url_ + " TESSERA_TOKEN=tok-e2e-user ";
   CliResult before = RunShell(env + TesseraBin() + " logs gang -n e2e --previous");

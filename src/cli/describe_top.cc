@@ -222,6 +222,36 @@ void DescribeNode(ApiClient& client, const Json& o, absl::Time now) {
   head.push_back({"Taints:", taints.empty() ? "<none>" : absl::StrJoin(taints, ", ")});
   PrintTable(std::cout, head);
   PrintConditions(st, now);
+  // Each GPU: its identity (spec, from the agent's registration) and health and measured
+  // utilization (status, from its heartbeats).
+  const int64_t count = spec.contains("gpus") && spec["gpus"].is_array()
+                            ? static_cast<int64_t>(spec["gpus"].size())
+                            : spec.value("gpuCount", int64_t{0});
+  std::map<int64_t, Json> reported;
+  for (const Json& g : st.value("gpus", Json::array())) {
+    if (g.is_object()) reported[g.value("index", int64_t{-1})] = g;
+  }
+  std::cout << "GPUs:\n";
+  std::vector<std::vector<std::string>> gpu_rows = {
+      {"  GPU", "UUID", "MODEL", "HEALTH", "UTIL%", "MESSAGE"}};
+  for (int64_t i = 0; i < count; ++i) {
+    Json id = Json::object();
+    if (spec.contains("gpus") && spec["gpus"].is_array()) {
+      for (const Json& g : spec["gpus"]) {
+        if (g.is_object() && g.value("index", int64_t{-1}) == i) id = g;
+      }
+    }
+    const Json r = reported.count(i) ? reported[i] : Json::object();
+    const int64_t util = r.value("utilization", int64_t{-1});
+    gpu_rows.push_back({absl::StrCat("  ", i), id.value("uuid", "-"),
+                        id.value("model", spec.value("gpuType", "-")), r.value("health", "Unknown"),
+                        util >= 0 ? absl::StrCat(util) : "-", r.value("message", "")});
+  }
+  if (gpu_rows.size() == 1) {
+    std::cout << "  <none>\n";
+  } else {
+    PrintTable(std::cout, gpu_rows);
+  }
   // Which jobs hold GPUs here.
   std::cout << "Allocated:\n";
   std::vector<std::vector<std::string>> rows = {{"  JOB", "PHASE", "GPUS", "GENERATION"}};
