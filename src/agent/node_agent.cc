@@ -329,8 +329,15 @@ void NodeAgent::SyncBindings(const std::vector<Binding>& bindings, bool fence) {
       checkpoint_stop(m, "stopping member: unbound");
     }
   }
+  for (auto it = start_failures_.begin(); it != start_failures_.end();) {
+    auto b = bound.find(it->first);
+    const bool same = b != bound.end() && b->second->generation == it->second.spec.generation;
+    it = same ? std::next(it) : start_failures_.erase(it);  // a new binding may start
+  }
   for (const auto& [id, b] : bound) {
-    if (!tracked.contains(id)) (void)StartMember(*b, "started member");
+    if (!tracked.contains(id) && !start_failures_.contains(id)) {
+      (void)StartMember(*b, "started member");
+    }
   }
   for (auto it = replica_restarts_.begin(); it != replica_restarts_.end();) {
     it = bound.contains(it->first) ? std::next(it) : replica_restarts_.erase(it);
@@ -358,6 +365,11 @@ bool NodeAgent::StartMember(const Binding& b, const char* why) {
                                                {"namespace", spec.namespace_name},
                                                {"member", id},
                                                {"error", std::string(s.status().message())}});
+    // A spec the launcher refuses will not start on a retry: the member failed, and its job
+    // hears so (instead of holding its GPUs in Scheduled, silently).
+    if (absl::IsInvalidArgument(s.status())) {
+      start_failures_[id] = StartFailure{spec, std::string(s.status().message()), false};
+    }
     return false;
   }
   ++stats_.started;
@@ -490,6 +502,25 @@ void NodeAgent::Report() {
     reports.push_back(r);
     sent.emplace_back(m.spec.Id(), key);
   }
+  std::vector<std::string> failed_starts;
+  for (const auto& [id, f] : start_failures_) {
+    if (f.reported) continue;
+    MemberReport r;
+    r.kind = f.spec.kind;
+    r.namespace_name = f.spec.namespace_name;
+    r.job = f.spec.job;
+    r.group = f.spec.group;
+    r.index = f.spec.index;
+    r.generation = f.spec.generation;
+    r.state = api::MemberState::kFailed;
+    r.exit_code = -1;
+    r.reason = "could not start";
+    r.message = f.error;
+    r.time = now;
+    reports.push_back(r);
+    sent.emplace_back(id, "");  // not in reported_: keyed by start_failures_
+    failed_starts.push_back(id);
+  }
   if (reports.empty()) return;
   absl::Status s = client_.ReportMembers(options_.node_name, reports);
   if (!s.ok()) {
@@ -497,7 +528,10 @@ void NodeAgent::Report() {
                       {{"node", options_.node_name}, {"error", std::string(s.message())}});
     return;  // retried next step
   }
-  for (auto& [id, key] : sent) reported_[id] = key;
+  for (auto& [id, key] : sent) {
+    if (!key.empty()) reported_[id] = key;
+  }
+  for (const std::string& id : failed_starts) start_failures_[id].reported = true;
   for (size_t i = 0; i < reports.size(); ++i) {
     if (!reports[i].metrics) continue;
     metrics_sent_[sent[i].first].time = reports[i].metrics->time;

@@ -174,6 +174,14 @@ class NodeAgent {
     std::string error;                          // the last malformed-file error logged
   };
   std::map<std::string, MetricsSent> metrics_sent_;  // member id ->
+  // Members of a binding that cannot start (an empty command, a spec the launcher refuses): not
+  // tried again for that binding, reported Failed "could not start" until the binding goes.
+  struct StartFailure {
+    MemberSpec spec;
+    std::string error;
+    bool reported = false;
+  };
+  std::map<std::string, StartFailure> start_failures_;  // member id ->
   NodeAgentStats stats_;
 
   mutable absl::Mutex mu_;

@@ -193,6 +193,28 @@ TEST_F(NodeAgentTest, StartsOnlyBoundMembersWithTheirGpus) {
   EXPECT_EQ(a.stats().started, 1);
 }
 
+TEST_F(NodeAgentTest, AMemberThatCannotStartIsReportedFailedOnceAndNotRetried) {
+  NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
+  ASSERT_TRUE(a.Init().ok());
+  Binding b = Bind("", 1, {0});
+  b.command.clear();  // a job with no command: the launcher refuses it
+  cp_.bindings = {b};
+  ASSERT_TRUE(StepUntil(a, [&] { return !cp_.reports.empty(); }));
+  EXPECT_EQ(cp_.reports.back().state, api::MemberState::kFailed);
+  EXPECT_EQ(cp_.reports.back().reason, "could not start");
+  EXPECT_THAT(cp_.reports.back().message, ::testing::HasSubstr("command: must not be empty"));
+  EXPECT_EQ(cp_.reports.back().generation, 1);
+  const size_t n = cp_.reports.size();
+  a.Step();
+  a.Step();
+  EXPECT_EQ(cp_.reports.size(), n) << "said once";
+  EXPECT_TRUE(launcher_->List().empty());
+  // A new binding of the member (a fixed spec) starts.
+  Binding fixed = Bind("exit 0", 2, {0});
+  cp_.bindings = {fixed};
+  ASSERT_TRUE(StepUntil(a, [&] { return a.stats().started == 1; }));
+}
+
 TEST_F(NodeAgentTest, DoesNotStartAMemberOnAnUnhealthyGpu) {
   NodeAgent a(*backend_, tracker_, *launcher_, cp_, clock_, options_);
   ASSERT_TRUE(a.Init().ok());

@@ -253,6 +253,9 @@ std::vector<KindInfo> BuildKinds() {
                        S::Object(std::move(training)), JobStatusFields()));
   std::vector<Schema::Field> inference = {
       Required("modelVersion", S::String().DnsLabel()),
+      // What each replica runs (the agent's command line), as a TrainingJob's members.
+      Optional("image", S::String().MaxLength(1024)),
+      Optional("command", S::Array(S::String().MaxLength(65536)).MaxItems(kMaxCommandArgs)),
       Optional("queue", S::String().DnsLabel()),
       Optional("priorityClassName", S::String().DnsLabel()),
       Required("replicas", S::Object({
