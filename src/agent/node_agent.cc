@@ -57,6 +57,18 @@ std::string LinkCode(const TopologyMatrix& m, const std::vector<GpuInfo>& gpus, 
   return "SYS";
 }
 
+// A report about `spec`'s member, its state still to fill in.
+MemberReport ReportAbout(const MemberSpec& spec) {
+  MemberReport r;
+  r.kind = spec.kind;
+  r.namespace_name = spec.namespace_name;
+  r.job = spec.job;
+  r.group = spec.group;
+  r.index = spec.index;
+  r.generation = spec.generation;
+  return r;
+}
+
 MemberSpec SpecFromBinding(const Binding& b, const NodeRegistration& reg) {
   MemberSpec s;
   s.namespace_name = b.namespace_name;
@@ -478,13 +490,7 @@ void NodeAgent::Report() {
   const absl::Time now = clock_.Now();
   for (const MemberStatus& m : launcher_.List()) {
     if (m.state == MemberState::kStopping) continue;  // being taken away: nothing to say
-    MemberReport r;
-    r.kind = m.spec.kind;
-    r.namespace_name = m.spec.namespace_name;
-    r.job = m.spec.job;
-    r.group = m.spec.group;
-    r.index = m.spec.index;
-    r.generation = m.spec.generation;
+    MemberReport r = ReportAbout(m.spec);
     r.exit_code = m.exit_code;
     if (m.state == MemberState::kRunning) {
       r.state = api::MemberState::kRunning;
@@ -505,13 +511,7 @@ void NodeAgent::Report() {
   std::vector<std::string> failed_starts;
   for (const auto& [id, f] : start_failures_) {
     if (f.reported) continue;
-    MemberReport r;
-    r.kind = f.spec.kind;
-    r.namespace_name = f.spec.namespace_name;
-    r.job = f.spec.job;
-    r.group = f.spec.group;
-    r.index = f.spec.index;
-    r.generation = f.spec.generation;
+    MemberReport r = ReportAbout(f.spec);
     r.state = api::MemberState::kFailed;
     r.exit_code = -1;
     r.reason = "could not start";

@@ -439,4 +439,19 @@ const KindInfo* KindByPlural(std::string_view plural) {
   return nullptr;
 }
 
+bool IsJobKind(const KindInfo& kind) {
+  return kind.kind == "TrainingJob" || kind.kind == "InferenceService";
+}
+
+int64_t NodeGpuCount(const nlohmann::json& spec) {
+  if (!spec.is_object()) return 0;
+  if (auto g = spec.find("gpus"); g != spec.end() && g->is_array()) {
+    return static_cast<int64_t>(g->size());
+  }
+  if (auto c = spec.find("gpuCount"); c != spec.end() && c->is_number_integer()) {
+    return c->get<int64_t>();
+  }
+  return 0;
+}
+
 }  // namespace tessera::api

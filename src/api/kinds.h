@@ -34,4 +34,10 @@ const std::vector<KindInfo>& AllKinds();
 // The kind whose plural is `plural`, or null.
 const KindInfo* KindByPlural(std::string_view plural);
 
+// TrainingJob or InferenceService: the kinds that are scheduled as gangs of members.
+bool IsJobKind(const KindInfo& kind);
+
+// The GPUs a Node's spec declares: len(gpus) where listed, else gpuCount, else 0.
+int64_t NodeGpuCount(const nlohmann::json& spec);
+
 }  // namespace tessera::api

@@ -125,6 +125,15 @@ std::vector<MemberStatus> MembersOf(const Json& status) {
   return out;
 }
 
+std::optional<int64_t> JobExitCode(const std::vector<MemberStatus>& members) {
+  std::optional<int64_t> code;
+  for (const MemberStatus& m : members) {
+    if (m.state == MemberState::kFailed) return m.exit_code.value_or(-1);
+    if (m.state == MemberState::kExited) code = 0;
+  }
+  return code;
+}
+
 const MemberStatus* FindMember(const std::vector<MemberStatus>& members, absl::string_view member) {
   for (const MemberStatus& m : members) {
     if (m.member == member) return &m;

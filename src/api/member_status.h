@@ -71,6 +71,9 @@ absl::StatusOr<MemberStatus> MemberStatusFromJson(const nlohmann::json& j);
 // Every well-formed entry of status.members (malformed ones are skipped: the schema keeps them
 // out of the store, so there are none but in a corrupted record).
 std::vector<MemberStatus> MembersOf(const nlohmann::json& status);
+// The exit code that speaks for a job's members (sacct's EXIT, the dashboard's "exit 3"): the
+// first Failed member's, else 0 when one Exited; nullopt while none has finished.
+std::optional<int64_t> JobExitCode(const std::vector<MemberStatus>& members);
 // The entry for `member`, or null.
 const MemberStatus* FindMember(const std::vector<MemberStatus>& members, absl::string_view member);
 

@@ -36,6 +36,13 @@ ApiClient MakeClient(const ConfigFlags& flags) {
   return ApiClient(*std::move(c));
 }
 
+std::string SelectorQuery(const std::string& labels, const std::string& fields) {
+  std::string q;
+  if (!labels.empty()) absl::StrAppend(&q, "&labelSelector=", QueryEscape(labels));
+  if (!fields.empty()) absl::StrAppend(&q, "&fieldSelector=", QueryEscape(fields));
+  return q;
+}
+
 absl::StatusOr<std::vector<Json>> ListAll(ApiClient& client, const ResourceInfo& r,
                                           const std::string& ns, bool all_namespaces,
                                           const std::string& selector,
@@ -45,10 +52,7 @@ absl::StatusOr<std::vector<Json>> ListAll(ApiClient& client, const ResourceInfo&
   std::string cont;
   while (true) {
     std::string path = absl::StrCat(CollectionPath(r, ns, all_namespaces), "?limit=500");
-    if (!selector.empty()) absl::StrAppend(&path, "&labelSelector=", QueryEscape(selector));
-    if (!field_selector.empty()) {
-      absl::StrAppend(&path, "&fieldSelector=", QueryEscape(field_selector));
-    }
+    absl::StrAppend(&path, SelectorQuery(selector, field_selector));
     if (!cont.empty()) absl::StrAppend(&path, "&continue=", QueryEscape(cont));
     absl::StatusOr<Response> res = client.Do("GET", path);
     if (!res.ok()) return res.status();
@@ -100,6 +104,19 @@ std::string Phase(const Json& obj) {
     return obj["status"].value("phase", "");
   }
   return "";
+}
+
+Response GetJob(ApiClient& client, const std::string& ns, const std::string& name,
+                const std::string& kind) {
+  Response last;
+  for (const char* k : {"TrainingJob", "InferenceService"}) {
+    if (!kind.empty() && kind != k) continue;
+    absl::StatusOr<Response> r = client.Do("GET", ItemPath(*ResourceForKind(k), ns, name));
+    if (!r.ok()) Die(absl::StrCat("error: ", r.status().message()));
+    last = *std::move(r);
+    if (last.code != 404) break;
+  }
+  return last;
 }
 
 std::string SubmittedBy(const Json& obj) {

@@ -13,6 +13,8 @@
 
 namespace tessera::cli {
 
+// "&labelSelector=...&fieldSelector=..." for the non-empty ones, escaped.
+std::string SelectorQuery(const std::string& labels, const std::string& fields);
 // Every item of a collection (following `continue`), with optional label and
 // field selectors; `revision`, when given, receives the list's resourceVersion
 // (to watch from). On an HTTP error, returns Internal with the server's message.
@@ -35,6 +37,11 @@ int64_t HeldGpus(const Json& job);
 // Sum of milli-GPU per node name in a job's status.placement.
 void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>>* out);
 std::string Phase(const Json& obj);
+// GET the job `name` of namespace `ns`: a TrainingJob, else an InferenceService (only `kind`
+// when given). The first answer that is not a 404 (or the last 404); dies when the server
+// cannot be reached.
+Response GetJob(ApiClient& client, const std::string& ns, const std::string& name,
+                const std::string& kind = "");
 // Who submitted a job (metadata.annotations["tessera.dev/submitted-by"], stamped by the
 // server); "-" when unknown.
 std::string SubmittedBy(const Json& obj);

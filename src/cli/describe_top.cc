@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "api/kinds.h"
 #include "cli/cli_internal.h"
 #include "cli/yaml_json.h"
 #include "common/clock.h"
@@ -224,9 +225,7 @@ void DescribeNode(ApiClient& client, const Json& o, absl::Time now) {
   PrintConditions(st, now);
   // Each GPU: its identity (spec, from the agent's registration) and health and measured
   // utilization (status, from its heartbeats).
-  const int64_t count = spec.contains("gpus") && spec["gpus"].is_array()
-                            ? static_cast<int64_t>(spec["gpus"].size())
-                            : spec.value("gpuCount", int64_t{0});
+  const int64_t count = api::NodeGpuCount(spec);
   std::map<int64_t, Json> reported;
   for (const Json& g : st.value("gpus", Json::array())) {
     if (g.is_object()) reported[g.value("index", int64_t{-1})] = g;
@@ -348,8 +347,7 @@ void RunTop(const TopFlags& f) {
         {"NAME", "GPUS", "ALLOCATED", "ALLOC%", "UTIL%", "UNHEALTHY", "STATUS"}};
     for (const Json& n : *nodes) {
       const Json& spec = n["spec"];
-      int64_t total = spec.contains("gpus") ? static_cast<int64_t>(spec["gpus"].size())
-                                            : spec.value("gpuCount", 0);
+      const int64_t total = api::NodeGpuCount(spec);
       int64_t bad = 0;
       if (n.contains("status") && n["status"].contains("gpus")) {
         for (const Json& g : n["status"]["gpus"]) bad += g.value("health", "") == "Unhealthy";

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "api/kinds.h"
 #include "cli/cli_internal.h"
 #include "cli/jsonpath.h"
 #include "cli/yaml_json.h"
@@ -129,8 +130,7 @@ std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, ab
   if (r.kind == "Node") {
     std::string status = Phase(o);
     if (spec.value("unschedulable", false)) status += ",SchedulingDisabled";
-    int64_t gpus = spec.contains("gpus") ? static_cast<int64_t>(spec["gpus"].size())
-                                         : spec.value("gpuCount", 0);
+    const int64_t gpus = api::NodeGpuCount(spec);
     std::string model = spec.value("gpuType", "");
     if (model.empty() && spec.contains("gpus") && !spec["gpus"].empty()) {
       model = spec["gpus"][0].value("model", "");
@@ -311,10 +311,7 @@ void Watch(ApiClient& client, const ResourceInfo& r, const Printer& p, const Get
     std::string path =
         absl::StrCat(CollectionPath(r, ns, f.all_namespaces),
                      "?watch=true&allowWatchBookmarks=true&resourceVersion=", revision);
-    if (!f.selector.empty()) absl::StrAppend(&path, "&labelSelector=", QueryEscape(f.selector));
-    if (!field_selector.empty()) {
-      absl::StrAppend(&path, "&fieldSelector=", QueryEscape(field_selector));
-    }
+    absl::StrAppend(&path, SelectorQuery(f.selector, field_selector));
     std::string error;
     absl::StatusOr<int> code = client.Stream(
         path,

@@ -43,19 +43,12 @@ struct LogsFlags {
 
 // The job object: of `kind`, or when none is given a TrainingJob, else an InferenceService.
 Json FindJob(ApiClient& api, const LogsFlags& f, const std::string& ns, std::string* kind) {
-  std::vector<std::string> kinds = {"TrainingJob", "InferenceService"};
-  if (!f.kind.empty()) kinds = {f.kind};
-  for (const std::string& k : kinds) {
-    const char* plural = k == "InferenceService" ? "inferenceservices" : "trainingjobs";
-    absl::StatusOr<Response> r =
-        api.Do("GET", absl::StrCat("/api/v1/namespaces/", ns, "/", plural, "/", f.job));
-    if (!r.ok()) Die(absl::StrCat("error: ", r.status().message()));
-    if (r->code == 200) {
-      *kind = k;
-      return r->body;
-    }
-    if (r->code != 404) Die(absl::StrCat("error: ", ErrorText(*r)));
+  Response r = GetJob(api, ns, f.job, f.kind);
+  if (r.code == 200) {
+    *kind = r.body.value("kind", f.kind.empty() ? "TrainingJob" : f.kind);
+    return r.body;
   }
+  if (r.code != 404) Die(absl::StrCat("error: ", ErrorText(r)));
   Die(absl::StrCat("error: no TrainingJob or InferenceService \"", f.job, "\" in namespace ", ns));
 }
 

@@ -95,11 +95,9 @@ bool Bindings(ApiClient& client, const std::string& node, const std::string& sin
 
 // Where a job that left the drained node stands now: "Scheduled on n3,n4", "Queued", "gone".
 std::string NowAt(ApiClient& client, const Json& job) {
-  const ResourceInfo* r = ResourceForKind(job.value("kind", ""));
-  if (r == nullptr) return "";
-  absl::StatusOr<Response> res = client.Do(
-      "GET",
-      ItemPath(*r, job["metadata"].value("namespace", ""), job["metadata"].value("name", "")));
+  const std::string path = ObjectPath(job);
+  if (path.empty()) return "";
+  absl::StatusOr<Response> res = client.Do("GET", path);
   if (!res.ok() || res->code == 404) return "deleted";
   if (res->code != 200) return "";
   std::vector<std::string> nodes;

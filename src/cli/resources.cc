@@ -49,6 +49,13 @@ std::string ItemPath(const ResourceInfo& r, const std::string& ns, const std::st
   return absl::StrCat(CollectionPath(r, ns, false), "/", name);
 }
 
+std::string ObjectPath(const nlohmann::json& obj) {
+  const ResourceInfo* r = ResourceForKind(obj.value("kind", ""));
+  if (r == nullptr || !obj.contains("metadata")) return "";
+  const nlohmann::json& meta = obj["metadata"];
+  return ItemPath(*r, meta.value("namespace", ""), meta.value("name", ""));
+}
+
 std::string QueryEscape(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {

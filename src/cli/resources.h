@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "nlohmann/json.hpp"
+
 namespace tessera::cli {
 
 struct ResourceInfo {
@@ -23,6 +25,9 @@ const ResourceInfo* ResourceForKind(const std::string& kind);
 // namespaces when `all_namespaces`).
 std::string CollectionPath(const ResourceInfo& r, const std::string& ns, bool all_namespaces);
 std::string ItemPath(const ResourceInfo& r, const std::string& ns, const std::string& name);
+// ItemPath of an object as the API returns it (kind, metadata.namespace, metadata.name); empty
+// for an unknown kind.
+std::string ObjectPath(const nlohmann::json& obj);
 // Percent-encodes a query parameter value.
 std::string QueryEscape(const std::string& s);
 

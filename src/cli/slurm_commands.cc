@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "api/job_accounting.h"
+#include "api/member_status.h"
 #include "api/store_layout.h"
 #include "cli/cli_internal.h"
 #include "common/clock.h"
@@ -89,11 +90,6 @@ std::string What(const Json& job) {
                       job["metadata"].value("name", ""));
 }
 
-std::string PathOf(const Json& job) {
-  const ResourceInfo* r = ResourceForKind(job.value("kind", ""));
-  return ItemPath(*r, job["metadata"].value("namespace", ""), job["metadata"].value("name", ""));
-}
-
 // --- cancel -------------------------------------------------------------------
 
 struct CancelFlags {
@@ -125,7 +121,7 @@ void RunCancel(const CancelFlags& f) {
     }
     Json body = {{"status", {{"phase", "Failed"}}}};
     if (!f.reason.empty()) body["status"]["message"] = f.reason;
-    absl::StatusOr<Response> res = client.Do("PUT", PathOf(job) + "/status", &body);
+    absl::StatusOr<Response> res = client.Do("PUT", ObjectPath(job) + "/status", &body);
     if (!res.ok()) Die(std::string(res.status().message()));
     if (res->code == 200) {
       std::cout << What(job) << " cancelled\n";
@@ -154,14 +150,7 @@ void SetHeld(const HoldFlags& f, bool hold) {
   for (const std::string& name : f.names) {
     bool done = false;
     for (int attempt = 0; attempt < 10 && !done; ++attempt) {
-      Response cur;
-      for (const char* res : {"trainingjobs", "inferenceservices"}) {
-        absl::StatusOr<Response> r =
-            client.Do("GET", ItemPath(*FindResource(res), client.config().ns, name));
-        if (!r.ok()) Die(std::string(r.status().message()));
-        cur = *std::move(r);
-        if (cur.code != 404) break;
-      }
+      Response cur = GetJob(client, client.config().ns, name);
       if (cur.code != 200) {
         std::cerr << ErrorText(cur) << "\n";
         failed = true;
@@ -176,7 +165,7 @@ void SetHeld(const HoldFlags& f, bool hold) {
       }
       job["spec"]["suspend"] = hold;
       job.erase("status");
-      absl::StatusOr<Response> res = client.Do("PUT", PathOf(job), &job);
+      absl::StatusOr<Response> res = client.Do("PUT", ObjectPath(job), &job);
       if (!res.ok()) Die(std::string(res.status().message()));
       if (res->code == 409) continue;
       if (res->code != 200) {
@@ -202,14 +191,9 @@ struct HistoryFlags {
 // The exit code sacct shows: the first failed member's (0 when every member exited 0), "-"
 // while nothing finished.
 std::string ExitCode(const Json& job) {
-  const Json members = job.value("status", Json::object()).value("members", Json::array());
-  std::string code = "-";
-  for (const Json& m : members) {
-    const std::string state = m.value("state", "");
-    if (state == "Failed") return std::to_string(m.value("exitCode", -1));
-    if (state == "Exited") code = "0";
-  }
-  return code;
+  const std::optional<int64_t> code =
+      api::JobExitCode(api::MembersOf(job.value("status", Json::object())));
+  return code ? std::to_string(*code) : "-";
 }
 
 std::optional<absl::Time> TimeOf(const Json& obj, const char* key) {

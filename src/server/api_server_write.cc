@@ -52,11 +52,11 @@ std::vector<api::FieldError> RestrictNodeSelfUpdate(const Json& old_spec, Json& 
       spec.erase(owned);
     }
   }
-  if (NodeGpuCount(spec) > NodeGpuCount(old_spec)) {
+  if (api::NodeGpuCount(spec) > api::NodeGpuCount(old_spec)) {
     errors.push_back(
-        {"spec.gpus",
-         absl::StrCat("a node may not register more GPUs (", NodeGpuCount(spec), ") than it has (",
-                      NodeGpuCount(old_spec), "); an admin changes a node's capacity")});
+        {"spec.gpus", absl::StrCat("a node may not register more GPUs (", api::NodeGpuCount(spec),
+                                   ") than it has (", api::NodeGpuCount(old_spec),
+                                   "); an admin changes a node's capacity")});
   }
   for (const char* cap : {"cpuMilli", "memoryMiB", "gpuMemoryMiB"}) {
     if (!spec.contains(cap) || !old_spec.contains(cap)) continue;
@@ -67,10 +67,6 @@ std::vector<api::FieldError> RestrictNodeSelfUpdate(const Json& old_spec, Json& 
     }
   }
   return errors;
-}
-
-bool IsJobKind(const KindInfo& kind) {
-  return kind.kind == "TrainingJob" || kind.kind == "InferenceService";
 }
 
 // Sets (or, for `user` null, removes) a job's submitted-by annotation: the server's record of who
@@ -145,7 +141,7 @@ void ApiServer::HandleCreate(const Principal& who, const Route& r, const httplib
   meta["uid"] = NewUid();
   meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
   meta.erase("resourceVersion");
-  if (IsJobKind(*r.kind)) SetSubmittedBy(obj, &who.user);
+  if (api::IsJobKind(*r.kind)) SetSubmittedBy(obj, &who.user);
   obj["status"] = InitialStatus(*r.kind);
   const std::string what = Describe(*r.kind, r.ns, name);
   std::string stored = api::ToStored(obj);
@@ -205,7 +201,7 @@ void ApiServer::HandleUpdate(const Principal& who, const Route& r, const httplib
   obj["metadata"]["uid"] = (*old)["metadata"]["uid"];
   obj["metadata"]["creationTimestamp"] = (*old)["metadata"]["creationTimestamp"];
   if (r.kind->namespaced) obj["metadata"]["namespace"] = r.ns;
-  if (IsJobKind(*r.kind)) {
+  if (api::IsJobKind(*r.kind)) {
     const Json& old_meta = (*old)["metadata"];
     const Json* ann = old_meta.contains("annotations") ? &old_meta["annotations"] : nullptr;
     const bool had = ann != nullptr && ann->is_object() &&
@@ -386,7 +382,7 @@ void ApiServer::HandleBatch(const Principal& p, const httplib::Request& req,
     meta["uid"] = NewUid();
     meta["creationTimestamp"] = api::FormatTimestamp(clock_.Now());
     meta.erase("resourceVersion");
-    if (IsJobKind(*kind)) SetSubmittedBy(obj, &p.user);
+    if (api::IsJobKind(*kind)) SetSubmittedBy(obj, &p.user);
     obj["status"] = InitialStatus(*kind);
     ops.push_back(store::Op::Create(api::StoreKey(*kind, ns, name), api::ToStored(obj)));
     auto d = std::find_if(demands.begin(), demands.end(),

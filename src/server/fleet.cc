@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "api/kinds.h"
+#include "api/member_status.h"
 #include "api/object_codec.h"
 #include "controller/node_codec.h"
 #include "controller/store_layout.h"
@@ -169,13 +170,8 @@ Json JobExtras(const Json& spec, const Json& status, bool training, double bound
     }
     // A failed job: the first failed member's exit code.
     if (Str(status, "phase") == "Failed") {
-      if (const Json& members = Field(status, "members"); members.is_array()) {
-        for (const Json& m : members) {
-          if (m.is_object() && Str(m, "state") == "Failed" && Field(m, "exitCode").is_number()) {
-            extra["exitCode"] = Num(m, "exitCode");
-            break;
-          }
-        }
+      if (std::optional<int64_t> code = api::JobExitCode(api::MembersOf(status)); code) {
+        extra["exitCode"] = *code;
       }
     }
   }

@@ -6,21 +6,10 @@ namespace tessera::server {
 
 using api::Json;
 
-int64_t NodeGpuCount(const Json& spec) {
-  if (!spec.is_object()) return 0;
-  if (auto g = spec.find("gpus"); g != spec.end() && g->is_array()) {
-    return static_cast<int64_t>(g->size());
-  }
-  if (auto c = spec.find("gpuCount"); c != spec.end() && c->is_number_integer()) {
-    return c->get<int64_t>();
-  }
-  return 0;
-}
-
 void LargestNode::NodeWritten(const std::string& name, const Json* spec) {
   absl::MutexLock l(&mu_);
   if (!known_) return;  // the next check reads the fleet, this write included
-  const int64_t gpus = spec == nullptr ? -1 : NodeGpuCount(*spec);
+  const int64_t gpus = spec == nullptr ? -1 : api::NodeGpuCount(*spec);
   if (gpus >= gpus_ && gpus > 0) {
     gpus_ = gpus;
     node_ = name;
@@ -61,7 +50,7 @@ absl::StatusOr<std::vector<api::FieldError>> LargestNode::Check(const api::KindI
       for (const store::KeyValue& kv : page->kvs) {
         Json node = Json::parse(kv.value, nullptr, /*allow_exceptions=*/false);
         if (!node.is_object() || !node.contains("spec")) continue;
-        const int64_t gpus = NodeGpuCount(node["spec"]);
+        const int64_t gpus = api::NodeGpuCount(node["spec"]);
         if (gpus > gpus_) {
           gpus_ = gpus;
           node_ = node["metadata"].value("name", "");

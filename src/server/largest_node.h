@@ -52,7 +52,4 @@ class LargestNode {
   std::string node_ ABSL_GUARDED_BY(mu_);
 };
 
-// The GPUs a Node's spec declares: len(gpus) where listed, else gpuCount, else 0.
-int64_t NodeGpuCount(const api::Json& spec);
-
 }  // namespace tessera::server

@@ -20,6 +20,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "api/kinds.h"
 #include "controller/node_leases.h"
 #include "controller/store_layout.h"
 #include "server/api_server.h"
@@ -44,14 +45,6 @@ Json WithoutSamples(const Json& gpus) {
   std::sort(out.begin(), out.end(),
             [](const Json& a, const Json& b) { return a.value("index", 0) < b.value("index", 0); });
   return out;
-}
-
-int64_t GpuCount(const Json& node) {
-  const Json& spec = node.contains("spec") ? node["spec"] : Json::object();
-  if (spec.contains("gpus") && spec["gpus"].is_array()) {
-    return static_cast<int64_t>(spec["gpus"].size());
-  }
-  return spec.value("gpuCount", int64_t{0});
 }
 
 // Utilization % per GPU index (`count` GPUs), -1 where the heartbeat has none.
@@ -101,7 +94,7 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
     absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
     if (!old.ok()) return FailStore(res, old.status(), what);
     if (errors.empty()) {
-      const int64_t count = GpuCount(*old);
+      const int64_t count = api::NodeGpuCount(old->value("spec", Json::object()));
       std::set<int64_t> seen;
       const Json& gpus = (*body)["gpus"];
       for (size_t i = 0; i < gpus.size(); ++i) {
@@ -121,7 +114,9 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
     const absl::Time now = clock_.Now();
     if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
     if (options_.gpu_samples != nullptr && attempt == 0) {
-      options_.gpu_samples->Report(node, Samples((*body)["gpus"], GpuCount(*old)), now);
+      options_.gpu_samples->Report(
+          node, Samples((*body)["gpus"], api::NodeGpuCount(old->value("spec", Json::object()))),
+          now);
     }
     const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
     absl::Time last = absl::InfinitePast();

@@ -12,10 +12,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-bool IsJobKind(const api::KindInfo& kind) {
-  return kind.kind == "TrainingJob" || kind.kind == "InferenceService";
-}
-
 int64_t IntOr(const Json& obj, const char* key, int64_t def) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_number_integer() ? it->get<int64_t>() : def;
@@ -238,7 +234,7 @@ std::string AuthorizeStatusWrite(const Principal& who, const api::KindInfo& kind
     case Principal::Role::kAdmin:
       return "";
     case Principal::Role::kUser:
-      if (kind.kind == "Checkpoint" || kind.kind == "ModelVersion" || IsJobKind(kind)) {
+      if (kind.kind == "Checkpoint" || kind.kind == "ModelVersion" || api::IsJobKind(kind)) {
         if (name_space != who.name_space) {
           return absl::StrCat("namespace \"", name_space, "\" belongs to another tenant");
         }
@@ -247,7 +243,7 @@ std::string AuthorizeStatusWrite(const Principal& who, const api::KindInfo& kind
       return absl::StrCat("the status of ", kind.plural,
                           " is written by the control plane; users change the spec");
     case Principal::Role::kNode:
-      if (IsJobKind(kind)) return "";  // member-level checks in MergeStatusWrite
+      if (api::IsJobKind(kind)) return "";  // member-level checks in MergeStatusWrite
       if (kind.kind == "Node" && name == who.node) return "";
       return absl::StrCat("node \"", who.node,
                           "\" may only write its own Node's status and its members' reports");
@@ -261,7 +257,7 @@ StatusWriteResult MergeStatusWrite(const api::KindInfo& kind, const Principal& w
   StatusWriteResult r;
   r.status = stored_status.is_object() ? stored_status : Json::object();
   const Json body = body_status.is_object() ? body_status : Json::object();
-  if (IsJobKind(kind)) {
+  if (api::IsJobKind(kind)) {
     MergeJobStatus(kind, who, body, now, r);
   } else if (kind.kind == "Node") {
     MergeNodeStatus(body, r);
