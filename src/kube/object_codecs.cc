@@ -313,6 +313,7 @@ Json EncodePodDisruptionBudget(const PodDisruptionBudget& pdb) {
 Json EncodeBinding(const Binding& b) {
   Json meta = {{"name", b.pod_name}, {"namespace", b.ns}};
   if (!b.pod_uid.empty()) meta["uid"] = b.pod_uid;
+  if (!b.annotations.empty()) meta["annotations"] = b.annotations;
   return {{"apiVersion", "v1"},
           {"kind", "Binding"},
           {"metadata", meta},

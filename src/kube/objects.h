@@ -214,6 +214,8 @@ struct PodDisruptionBudget {
 struct Binding {
   std::string ns, pod_name, pod_uid;  // uid: bind only that incarnation (may be empty)
   std::string node;
+  // Added to the Pod's annotations by the apiserver as it binds (BindingREST does so).
+  std::map<std::string, std::string> annotations;
 };
 
 // POST pods/NAME/eviction (policy/v1 Eviction); the apiserver checks PodDisruptionBudgets.

@@ -16,6 +16,7 @@
 #include "cli/cli_commands.h"
 #include "controller/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
+#include "kubesched/scheduler_command.h"
 #include "server/bench_api.h"
 #include "server/server_command.h"
 #include "sim/pack/commands.h"
@@ -44,6 +45,7 @@ int Run(int argc, char** argv) {
   tessera::bench::RegisterBenchPreemptCommands(*bench);
   tessera::bench::RegisterBenchQueueCycleCommands(*bench);
   tessera::cli::RegisterCliCommands(app);
+  tessera::kubesched::RegisterSchedulerCommand(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);
   // Exit codes (docs/control-plane.md, "Exit codes"): 0 done; 1 the command ran and failed (a

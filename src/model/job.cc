@@ -83,6 +83,9 @@ absl::Status ValidateJob(const Job& j, const absl::flat_hash_set<std::string>* k
       }
     }
   }
+  if (absl::Status s = ValidateNodeAffinity(j.node_affinity, "spec.nodeAffinity"); !s.ok()) {
+    return s;
+  }
   if (j.topology.required && j.topology.level == TopologyLevel::kNone) {
     return absl::InvalidArgumentError("spec.topology.level: a required topology needs a level");
   }

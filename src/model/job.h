@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "model/node_affinity.h"
 #include "model/resources.h"
 #include "model/taint.h"
 
@@ -73,6 +74,8 @@ struct Job {
   PlacementPreference placement = PlacementPreference::kPack;
   TopologyConstraint topology;
   std::map<std::string, std::string> node_selector;
+  // Required node affinity (ORed terms; empty: no rule), as a Kubernetes Pod states it.
+  std::vector<NodeSelectorTerm> node_affinity;
   std::vector<Toleration> tolerations;
   absl::Time creation_time = absl::UnixEpoch();
 

@@ -1,5 +1,7 @@
 #include "sched/plugins/node_selector.h"
 
+#include "model/node_affinity.h"
+
 namespace tessera::sched {
 
 PluginStatus NodeSelector::Filter(CycleState&, const JobContext& ctx, const model::MemberGroup&,
@@ -9,6 +11,9 @@ PluginStatus NodeSelector::Filter(CycleState&, const JobContext& ctx, const mode
     if (it == n.node.labels.end() || it->second != v) {
       return PluginStatus::Unschedulable("node(s) didn't match node selector");
     }
+  }
+  if (!model::MatchesNodeAffinity(ctx.job->node_affinity, n.node.name, n.node.labels)) {
+    return PluginStatus::Unschedulable("node(s) didn't match Pod's node affinity/selector");
   }
   return PluginStatus::Success();
 }

@@ -1,5 +1,6 @@
 // node-selector (Filter): the node's labels include every key=value of the
-// job's node selector.
+// job's node selector, and the node matches the job's required node affinity
+// (model/node_affinity.h).
 #pragma once
 
 #include "sched/framework/plugin.h"

@@ -25,7 +25,8 @@ namespace tessera::sched {
 
 std::string QueueManager::Shape(const Pending& p) const {
   const model::Job& j = *p.job;
-  if (!j.tolerations.empty()) return "";  // not worth keying; always tried
+  // Not worth keying; always tried.
+  if (!j.tolerations.empty() || !j.node_affinity.empty()) return "";
   std::string s =
       absl::StrCat(p.leaf, "|", j.priority, "|", static_cast<int>(j.placement), "|",
                    static_cast<int>(j.topology.level), j.topology.required, "|", j.gang.min_member,

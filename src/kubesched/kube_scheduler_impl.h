@@ -1,0 +1,146 @@
+// KubeScheduler's state and loop (private to kubesched; see kube_scheduler.h for the algorithm).
+// kube_scheduler.cc: start, stop, the loop, Nodes and Pods. kube_scheduler_jobs.cc: gangs, jobs,
+// the cycle, bindings and what waiting Pods are told.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "kube/informer.h"
+#include "kube/objects.h"
+#include "kubesched/api_writer.h"
+#include "kubesched/kube_scheduler.h"
+#include "model/job.h"
+#include "sched/framework/cluster_state.h"
+
+namespace tessera::kubesched {
+
+const kube::ResourceType& QueuesResource();  // tessera.dev/v1 Queue (cluster-scoped)
+
+class KubeScheduler::Impl {
+ public:
+  Impl(kube::RestClient& client, const Clock& clock, metrics::Registry& registry,
+       KubeSchedulerOptions options);
+  ~Impl();
+  absl::Status Init();
+  absl::Status Start();
+  void Stop();
+  KubeSchedulerStats stats() const;
+  bool Settle(absl::Duration timeout);
+
+ private:
+  // --- inbox (informer threads -> loop) ---
+  struct Inbox {
+    std::set<std::string> pods, nodes, groups;  // groups: GangRef::Key()
+    bool queues = false;
+    struct BindDone {
+      std::string job, pod;
+      absl::Status status;
+    };
+    std::vector<BindDone> binds;
+    bool empty() const {
+      return pods.empty() && nodes.empty() && groups.empty() && !queues && binds.empty();
+    }
+  };
+  void Note(const std::function<void(Inbox&)>& f);
+
+  // --- per-Pod and per-job state (loop thread only) ---
+  enum class Role : uint8_t { kIgnored, kPending, kMember, kForeign };
+  struct PodRec {
+    Role role = Role::kIgnored;
+    std::string uid, gang, job, node;
+    bool gone = false;  // kMember: ended (its job keeps the resources until all have)
+  };
+  struct JobRec {
+    std::string gang;               // the gang key ("p:NS/NAME" for a Pod alone)
+    std::vector<std::string> pods;  // member group i = pods[i]
+    std::shared_ptr<const model::Job> job;
+    bool submitted = false, running = false;
+    int ended = 0;
+    std::string reason_written;
+    absl::Time created = absl::InfinitePast();
+  };
+  // A gang or lone Pod that waits before it becomes a job (PodGroup missing, too few Pods,
+  // unknown queue, a request that cannot be placed): the Pods are told why, once per reason.
+  struct Held {
+    std::string reason;
+    bool warning = false;  // a Warning Event (the user must act), not only the condition
+  };
+
+  void Loop();
+  void Process(Inbox in, bool initial);
+  void SyncNode(const std::string& key);
+  void SyncPod(const std::string& key, bool initial);
+  void ReleasePod(const std::string& key, PodRec& rec);
+  bool PlaceForeign(const std::string& key, PodRec& rec, const kube::Pod& pod);
+  void RebuildNode(sched::NodeId id, model::Node node);
+  void RebuildQueues();
+
+  // kube_scheduler_jobs.cc
+  void SyncGang(const std::string& gang);
+  void Withdraw(const std::string& job_key);
+  void MemberEnded(const std::string& job_key, const std::string& pod_key);
+  absl::StatusOr<model::Job> BuildJob(const std::string& gang, const std::string& name,
+                                      const std::vector<const kube::Pod*>& pods,
+                                      const GangSpec& spec);
+  void Submit(const std::string& gang, model::Job job, std::vector<std::string> pods);
+  void RestoreJobs(std::map<std::string, std::vector<std::string>> by_job);
+  void RunCycle();
+  void BindJob(const std::string& job_key, const sched::Placement& p);
+  void TellWaiting();
+  void Hold(const std::string& gang, const std::vector<std::string>& pods, Held why);
+  void WriteUnschedulable(const std::string& pod_key, const std::string& message, bool warning,
+                          const std::string& reason);
+  void OnBindDone(const Inbox::BindDone& b);
+  void PostEvent(const kube::Pod& pod, const std::string& type, const std::string& reason,
+                 const std::string& action, const std::string& note);
+
+  std::optional<kube::Pod> GetPod(const std::string& key) const;
+
+  kube::RestClient& client_;
+  const Clock& clock_;
+  KubeSchedulerOptions opts_;
+  bool has_coscheduling_ = false, has_kep_groups_ = false, has_queues_ = false;
+
+  std::unique_ptr<kube::Informer> pods_inf_, nodes_inf_, cogroups_inf_, kgroups_inf_, queues_inf_;
+  std::unique_ptr<ApiWriter> writer_;
+  std::atomic<int64_t> event_seq_{0};  // keeps Event names unique within a nanosecond
+
+  mutable absl::Mutex mu_;
+  Inbox inbox_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool processing_ ABSL_GUARDED_BY(mu_) = false;  // the loop is applying an inbox
+  KubeSchedulerStats stats_ ABSL_GUARDED_BY(mu_);
+  std::thread loop_;
+
+  // Loop thread only.
+  sched::ClusterState cluster_;
+  std::unique_ptr<sched::QueueManager> qm_;
+  absl::flat_hash_map<std::string, PodRec> pods_;
+  absl::flat_hash_map<std::string, JobRec> jobs_;
+  absl::flat_hash_map<std::string, std::set<std::string>> gang_pods_;  // gang -> Pod keys
+  absl::flat_hash_map<std::string, std::string> gang_job_;             // gang -> job key
+  absl::flat_hash_map<std::string, Held> held_;                        // gang -> why
+  absl::flat_hash_map<std::string, std::string> held_written_;         // Pod key -> reason told
+  std::set<std::string> dirty_gangs_;
+  bool cycle_needed_ = true;
+
+  // Metrics (declared once).
+  metrics::Family<metrics::Counter>& attempts_;
+  metrics::Family<metrics::Histogram>& sli_;
+  metrics::Family<metrics::Histogram>& algorithm_;
+  metrics::Family<metrics::Gauge>& pending_;
+  metrics::Family<metrics::Counter>& binds_;
+};
+
+}  // namespace tessera::kubesched

@@ -1,0 +1,476 @@
+// KubeScheduler: gangs and jobs, the cycle, bindings, and what waiting Pods are told.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "controller/queue_codec.h"
+#include "kube/api_error.h"
+#include "kube/codec.h"
+#include "kube/resource.h"
+#include "kubesched/kube_scheduler_impl.h"
+
+namespace tessera::kubesched {
+namespace {
+
+constexpr char kReportingController[] = "tessera.dev/scheduler";
+
+std::string MicroTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+}
+
+absl::Time CreationTime(const kube::Pod& p) {
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime(absl::RFC3339_full, p.metadata.creation_timestamp, &t, &err)) return t;
+  return absl::InfinitePast();
+}
+
+// A transient failure worth another try: the connection, the API's throttling, a 5xx.
+bool Retryable(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || kube::IsApiTooManyRequests(s) ||
+         absl::IsInternal(s);
+}
+
+}  // namespace
+
+void KubeScheduler::Impl::SyncGang(const std::string& gang) {
+  std::vector<std::string> pending;
+  if (auto it = gang_pods_.find(gang); it != gang_pods_.end()) {
+    for (const std::string& pk : it->second) {
+      auto pr = pods_.find(pk);
+      if (pr != pods_.end() && pr->second.role == Role::kPending) pending.push_back(pk);
+    }
+  }
+  if (auto j = gang_job_.find(gang); j != gang_job_.end()) {
+    JobRec& jr = jobs_[j->second];
+    if (jr.running) {
+      // The gang runs: Pods that join it later are scheduled one by one.
+      for (const std::string& pk : pending) {
+        if (!pods_[pk].job.empty()) continue;
+        std::optional<kube::Pod> p = GetPod(pk);
+        if (!p) continue;
+        absl::StatusOr<model::Job> job = BuildJob("p:" + pk, p->metadata.name, {&*p}, GangSpec{});
+        if (!job.ok()) {
+          Hold("p:" + pk, {pk}, {std::string(job.status().message()), true});
+          continue;
+        }
+        Submit("p:" + pk, *std::move(job), {pk});
+      }
+      return;
+    }
+    if (jr.pods == pending) return;
+    Withdraw(j->second);
+  }
+  if (pending.empty()) {
+    held_.erase(gang);
+    return;
+  }
+  std::vector<std::optional<kube::Pod>> owned;
+  owned.reserve(pending.size());
+  std::vector<const kube::Pod*> pods;
+  for (const std::string& pk : pending) {
+    owned.push_back(GetPod(pk));
+    if (!owned.back()) return;  // deleted meanwhile: its own event follows
+    pods.push_back(&*owned.back());
+  }
+  GangSpec spec;
+  std::string name = pods[0]->metadata.name;
+  if (!absl::StartsWith(gang, "p:")) {
+    const bool x = absl::StartsWith(gang, "x:");
+    const std::string key = gang.substr(2);
+    const std::string api = x ? "scheduling.x-k8s.io/v1alpha1" : "scheduling.k8s.io/v1alpha3";
+    kube::Informer* inf = x ? cogroups_inf_.get() : kgroups_inf_.get();
+    kube::ObjectPtr o = inf ? inf->store().Get(key) : nullptr;
+    if (!o) {
+      Hold(gang, pending,
+           {absl::StrCat("waiting for PodGroup ", key, " (", api, ")",
+                         inf ? "" : ": that API is not served by this cluster"),
+            inf == nullptr});
+      return;
+    }
+    absl::StatusOr<GangSpec> s;
+    if (x) {
+      absl::StatusOr<kube::CoschedulingPodGroup> g = kube::DecodeCoschedulingPodGroup(*o);
+      s = g.ok() ? GangSpecOf(*g, opts_.labels) : absl::StatusOr<GangSpec>(g.status());
+    } else {
+      absl::StatusOr<kube::PodGroup> g = kube::DecodePodGroup(*o);
+      s = g.ok() ? GangSpecOf(*g, opts_.labels) : absl::StatusOr<GangSpec>(g.status());
+    }
+    if (!s.ok()) {
+      Hold(gang, pending, {absl::StrCat("PodGroup ", key, ": ", s.status().message()), true});
+      return;
+    }
+    spec = *s;
+    name = absl::StrCat(x ? "podgroup:" : "kep-podgroup:", key.substr(key.find('/') + 1));
+    if (static_cast<int32_t>(pending.size()) < spec.min_member) {
+      Hold(gang, pending,
+           {absl::StrCat("pod group ", key, ": ", pending.size(), " of its minMember ",
+                         spec.min_member, " Pods exist"),
+            false});
+      return;
+    }
+  }
+  absl::StatusOr<model::Job> job = BuildJob(gang, name, pods, spec);
+  if (!job.ok()) {
+    Hold(gang, pending, {std::string(job.status().message()), true});
+    return;
+  }
+  Submit(gang, *std::move(job), std::move(pending));
+}
+
+absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& gang,
+                                                         const std::string& name,
+                                                         const std::vector<const kube::Pod*>& pods,
+                                                         const GangSpec& spec) {
+  (void)gang;
+  model::Job j;
+  j.name = name;
+  j.ns = pods[0]->metadata.ns;
+  std::vector<std::string> errs;
+  std::set<std::string> queues;
+  j.creation_time = absl::InfiniteFuture();
+  j.priority = spec.priority.value_or(0);
+  for (const kube::Pod* p : pods) {
+    auto q = p->metadata.labels.find(kQueueLabel);
+    queues.insert(q == p->metadata.labels.end() ? controller::kDefaultQueue : q->second);
+    j.priority = std::max(j.priority, p->spec.priority.value_or(0));
+    j.creation_time = std::min(j.creation_time, CreationTime(*p));
+    absl::StatusOr<model::ResourceRequest> r = PodRequest(*p);
+    if (!r.ok()) {
+      errs.push_back(absl::StrCat("pod ", p->metadata.name, ": ", r.status().message()));
+      continue;
+    }
+    j.groups.push_back({p->metadata.name, 1, *r});
+  }
+  if (queues.size() > 1) {
+    errs.push_back(absl::StrCat("metadata.labels[", kQueueLabel, "]: the gang's Pods name ",
+                                queues.size(), " queues (", absl::StrJoin(queues, ", "),
+                                "); a gang runs in one"));
+  }
+  j.queue = *queues.begin();
+  if (absl::Status s = ApplyPodConstraints(*pods[0], &j); !s.ok()) {
+    errs.push_back(absl::StrCat("pod ", pods[0]->metadata.name, ": ", s.message()));
+  }
+  if (!errs.empty()) return absl::InvalidArgumentError(absl::StrJoin(errs, "; "));
+  const int32_t n = static_cast<int32_t>(pods.size());
+  j.gang.min_member = n == 1 ? 0 : std::min(spec.min_member, n);
+  j.gang.timeout = spec.timeout;
+  j.topology = spec.topology;
+  if (absl::Status s = model::ValidateJob(j, nullptr); !s.ok()) return s;
+  return j;
+}
+
+void KubeScheduler::Impl::Submit(const std::string& gang, model::Job job,
+                                 std::vector<std::string> pods) {
+  const std::string key = job.key();
+  auto shared = std::make_shared<const model::Job>(job);
+  if (absl::Status s = qm_->Submit(std::move(job), {}, clock_.Now()); !s.ok()) {
+    Hold(gang, pods, {absl::StrCat("queue \"", shared->queue, "\": ", s.message()), true});
+    return;
+  }
+  JobRec& jr = jobs_[key];
+  jr.gang = gang;
+  jr.pods = std::move(pods);
+  jr.job = std::move(shared);
+  jr.submitted = true;
+  jr.created = jr.job->creation_time;
+  gang_job_[gang] = key;
+  for (const std::string& pk : jr.pods) pods_[pk].job = key;
+  held_.erase(gang);
+  cycle_needed_ = true;
+}
+
+void KubeScheduler::Impl::Withdraw(const std::string& job_key) {
+  auto it = jobs_.find(job_key);
+  if (it == jobs_.end()) return;
+  if (it->second.submitted) (void)qm_->Finish(job_key, clock_.Now());
+  for (const std::string& pk : it->second.pods) {
+    if (auto p = pods_.find(pk); p != pods_.end() && p->second.job == job_key)
+      p->second.job.clear();
+  }
+  if (auto g = gang_job_.find(it->second.gang); g != gang_job_.end() && g->second == job_key) {
+    gang_job_.erase(g);
+  }
+  dirty_gangs_.insert(it->second.gang);
+  jobs_.erase(it);
+  cycle_needed_ = true;
+}
+
+void KubeScheduler::Impl::MemberEnded(const std::string& job_key, const std::string& pod_key) {
+  auto it = jobs_.find(job_key);
+  if (it == jobs_.end()) return;
+  JobRec& jr = it->second;
+  if (!jr.running) {
+    Withdraw(job_key);  // the gang is formed again without it
+    return;
+  }
+  (void)pod_key;
+  if (++jr.ended < static_cast<int>(jr.pods.size())) return;
+  Withdraw(job_key);  // the last member: the gang's resources return
+}
+
+void KubeScheduler::Impl::RestoreJobs(std::map<std::string, std::vector<std::string>> by_job) {
+  for (auto& [key, pks] : by_job) {
+    std::sort(pks.begin(), pks.end());
+    std::vector<std::optional<kube::Pod>> owned;
+    std::vector<const kube::Pod*> pods;
+    for (const std::string& pk : pks) {
+      owned.push_back(GetPod(pk));
+      if (owned.back()) pods.push_back(&*owned.back());
+    }
+    if (pods.size() != pks.size()) continue;
+    std::optional<GangRef> g = GangOf(*pods[0]);
+    const std::string gang = g ? g->Key() : "p:" + pks[0];
+    absl::StatusOr<model::Job> job = BuildJob(gang, key.substr(key.find('/') + 1), pods, {});
+    sched::Placement placement;
+    placement.job_key = key;
+    bool ok = job.ok() && job->key() == key;
+    std::vector<sched::MemberPlacement> assumed;
+    for (size_t i = 0; ok && i < pods.size(); ++i) {
+      std::optional<sched::NodeId> id = cluster_.FindNode(pods[i]->spec.node_name);
+      if (!id) {
+        ok = false;
+        break;
+      }
+      sched::MemberPlacement m;
+      m.group = static_cast<int32_t>(i);
+      m.node = *id;
+      m.cpu_milli = job->groups[i].resources.cpu_milli;
+      m.memory_mib = job->groups[i].resources.memory_mib;
+      auto a = pods[i]->metadata.annotations.find(kGpusAnnotation);
+      if (a != pods[i]->metadata.annotations.end()) {
+        for (absl::string_view s : absl::StrSplit(a->second, ',', absl::SkipEmpty())) {
+          int gi = 0;
+          if (absl::SimpleAtoi(s, &gi)) m.gpus.push_back({static_cast<int8_t>(gi), 1000});
+        }
+      }
+      ok = static_cast<int>(m.gpus.size()) == job->groups[i].resources.gpus &&
+           cluster_.Assume(m).ok();
+      if (ok) {
+        assumed.push_back(m);
+        placement.members.push_back(m);
+      }
+    }
+    if (ok) {
+      job->gang.min_member = 0;
+      ok = cluster_.Bind(placement).ok();
+      if (ok && !qm_->Restore(*job, placement, {}, clock_.Now()).ok()) {
+        (void)cluster_.Release(key);
+        ok = false;
+        assumed.clear();  // Release forgot them
+      }
+    }
+    if (!ok) {
+      for (const sched::MemberPlacement& m : assumed) cluster_.Forget(m);
+      opts_.log.Warn(
+          "a job bound before this scheduler started could not be rebuilt; its Pods "
+          "are counted one by one",
+          {{"job", key}});
+      for (size_t i = 0; i < pods.size(); ++i) PlaceForeign(pks[i], pods_[pks[i]], *pods[i]);
+      continue;
+    }
+    JobRec& jr = jobs_[key];
+    jr.gang = gang;
+    jr.pods = pks;
+    jr.job = std::make_shared<const model::Job>(*std::move(job));
+    jr.submitted = jr.running = true;
+    gang_job_[gang] = key;
+    for (size_t i = 0; i < pks.size(); ++i) {
+      PodRec& rec = pods_[pks[i]];
+      rec.role = Role::kMember;
+      rec.uid = pods[i]->metadata.uid;
+      rec.gang = gang;
+      rec.job = key;
+      rec.node = pods[i]->spec.node_name;
+      gang_pods_[gang].insert(pks[i]);
+    }
+  }
+}
+
+void KubeScheduler::Impl::RunCycle() {
+  cycle_needed_ = false;
+  const absl::Time t0 = absl::Now();
+  sched::CycleReport rep = qm_->Cycle(clock_.Now());
+  algorithm_.With({}).Observe(absl::ToDoubleSeconds(absl::Now() - t0));
+  int64_t placed_pods = 0;
+  for (const sched::QueueEvent& e : rep.events) {
+    if (e.kind != sched::QueueEvent::Kind::kStarted) continue;
+    const sched::Placement* p = cluster_.FindPlacement(e.job);
+    if (p == nullptr || !jobs_.contains(e.job)) continue;
+    placed_pods += static_cast<int64_t>(p->members.size());
+    BindJob(e.job, *p);
+  }
+  const std::string profile = opts_.queues.profile.name;
+  if (placed_pods > 0) attempts_.With({"scheduled", profile}).Inc(static_cast<double>(placed_pods));
+  if (rep.attempts > rep.started) {
+    attempts_.With({"unschedulable", profile}).Inc(rep.attempts - rep.started);
+  }
+  absl::MutexLock l(&mu_);
+  ++stats_.cycles;
+}
+
+void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Placement& p) {
+  JobRec& jr = jobs_[job_key];
+  jr.running = true;
+  std::vector<bool> placed(jr.pods.size(), false);
+  for (const sched::MemberPlacement& m : p.members) {
+    const std::string& pk = jr.pods[m.group];
+    placed[m.group] = true;
+    PodRec& rec = pods_[pk];
+    rec.role = Role::kMember;
+    rec.node = cluster_.node(m.node).name;
+    held_written_.erase(pk);
+    std::optional<kube::Pod> pod = GetPod(pk);
+    if (!pod) continue;  // deleted: its event ends the member
+    kube::Binding b;
+    b.ns = pod->metadata.ns;
+    b.pod_name = pod->metadata.name;
+    b.pod_uid = pod->metadata.uid;
+    b.node = rec.node;
+    b.annotations[kJobAnnotation] = job_key;
+    std::vector<int> gpus;
+    for (const sched::GpuGrant& g : m.gpus) gpus.push_back(g.gpu);
+    if (!gpus.empty()) b.annotations[kGpusAnnotation] = absl::StrJoin(gpus, ",");
+    const absl::Time created = CreationTime(*pod);
+    writer_->Post([this, b = std::move(b), job_key, pk, created, pod = *std::move(pod)] {
+      absl::Status s;
+      for (int attempt = 0; attempt < 4; ++attempt) {
+        if (attempt > 0) absl::SleepFor(absl::Milliseconds(100 << attempt));
+        s = client_.Bind(b);
+        if (!Retryable(s)) break;
+      }
+      binds_.With({s.ok() ? "ok" : "error"}).Inc();
+      if (s.ok()) {
+        if (created != absl::InfinitePast()) {
+          sli_.With({"1"}).Observe(absl::ToDoubleSeconds(absl::Now() - created));
+        }
+        PostEvent(pod, "Normal", "Scheduled", "Binding",
+                  absl::StrCat("Successfully assigned ", b.ns, "/", b.pod_name, " to ", b.node));
+      }
+      Note([&](Inbox& in) { in.binds.push_back({job_key, pk, s}); });
+    });
+  }
+  // Members beyond what a gang needed that found no room wait on as Pods of their own.
+  for (size_t i = 0; i < placed.size(); ++i) {
+    if (placed[i]) continue;
+    ++jr.ended;
+    pods_[jr.pods[i]].job.clear();
+    dirty_gangs_.insert(jr.gang);
+  }
+}
+
+void KubeScheduler::Impl::OnBindDone(const Inbox::BindDone& b) {
+  {
+    absl::MutexLock l(&mu_);
+    ++(b.status.ok() ? stats_.bound : stats_.bind_errors);
+  }
+  if (b.status.ok() || kube::IsApiNotFound(b.status)) return;  // a deleted Pod ends by its event
+  opts_.log.Warn("binding refused", {{"pod", b.pod}, {"error", b.status.ToString()}});
+  auto it = pods_.find(b.pod);
+  if (it == pods_.end() || it->second.job != b.job) return;
+  if (std::optional<kube::Pod> pod = GetPod(b.pod)) {
+    writer_->Post([this, pod = *std::move(pod), msg = std::string(b.status.message())] {
+      PostEvent(pod, "Warning", "FailedScheduling", "Binding",
+                absl::StrCat("Binding rejected: ", msg));
+    });
+  }
+  ReleasePod(b.pod, it->second);
+  SyncPod(b.pod, false);  // pending again (or bound by another, as the API said)
+}
+
+void KubeScheduler::Impl::Hold(const std::string& gang, const std::vector<std::string>& pods,
+                               Held why) {
+  (void)pods;
+  held_[gang] = std::move(why);
+}
+
+void KubeScheduler::Impl::TellWaiting() {
+  int64_t active = 0, gated = 0;
+  const std::string nodes = absl::StrCat(cluster_.num_nodes());
+  for (auto& [key, jr] : jobs_) {
+    if (jr.running) continue;
+    active += static_cast<int64_t>(jr.pods.size());
+    std::string why = qm_->WaitingReason(key);
+    if (why.empty() || why == jr.reason_written) continue;
+    jr.reason_written = why;
+    const std::string msg = absl::StrCat("0/", nodes, " nodes are available: ", why);
+    for (const std::string& pk : jr.pods) WriteUnschedulable(pk, msg, false, "Unschedulable");
+  }
+  for (const auto& [gang, h] : held_) {
+    auto it = gang_pods_.find(gang);
+    if (it == gang_pods_.end()) continue;
+    for (const std::string& pk : it->second) {
+      auto pr = pods_.find(pk);
+      if (pr == pods_.end() || pr->second.role != Role::kPending || !pr->second.job.empty()) {
+        continue;
+      }
+      ++gated;
+      std::string& told = held_written_[pk];
+      if (told == h.reason) continue;
+      told = h.reason;
+      WriteUnschedulable(pk, h.reason, h.warning, "Unschedulable");
+    }
+  }
+  pending_.With({"active"}).Set(static_cast<double>(active));
+  pending_.With({"gated"}).Set(static_cast<double>(gated));
+}
+
+void KubeScheduler::Impl::WriteUnschedulable(const std::string& pod_key, const std::string& message,
+                                             bool warning, const std::string& reason) {
+  (void)warning;
+  std::optional<kube::Pod> pod = GetPod(pod_key);
+  if (!pod) return;
+  const absl::Time now = clock_.Now();
+  writer_->Post([this, pod = *std::move(pod), message, reason, now] {
+    // A strategic merge patch: the PodScheduled condition replaced by type, the others kept.
+    kube::Json patch = {
+        {"status",
+         {{"conditions",
+           kube::Json::array({{{"type", "PodScheduled"},
+                               {"status", "False"},
+                               {"reason", reason},
+                               {"message", message},
+                               {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now,
+                                                                       absl::UTCTimeZone())}}})}}}};
+    absl::StatusOr<kube::HttpResult> r = client_.Raw(
+        "PATCH",
+        kube::ResourcePath(kube::PodsResource(), pod.metadata.ns, pod.metadata.name, "status"),
+        patch.dump(), "application/strategic-merge-patch+json");
+    if (!r.ok() || r->status >= 300) {
+      opts_.log.Debug("PodScheduled condition not written",
+                      {{"pod", pod.metadata.name},
+                       {"error", r.ok() ? absl::StrCat(r->status) : r.status().ToString()}});
+    }
+    PostEvent(pod, "Warning", "FailedScheduling", "Scheduling", message);
+  });
+}
+
+void KubeScheduler::Impl::PostEvent(const kube::Pod& pod, const std::string& type,
+                                    const std::string& reason, const std::string& action,
+                                    const std::string& note) {
+  kube::Event e;
+  // As client-go's recorder names them: the object's name and a unique hexadecimal suffix.
+  e.metadata.name = absl::StrCat(
+      pod.metadata.name, ".", absl::Hex(absl::ToUnixNanos(absl::Now()) + event_seq_.fetch_add(1)));
+  e.metadata.ns = pod.metadata.ns;
+  e.event_time = MicroTime(absl::Now());
+  e.reporting_controller = kReportingController;
+  e.reporting_instance = opts_.identity;
+  e.action = action;
+  e.reason = reason;
+  e.type = type;
+  e.note = note.size() > 1024 ? note.substr(0, 1021) + "..." : note;
+  e.regarding.api_version = "v1";
+  e.regarding.kind = "Pod";
+  e.regarding.ns = pod.metadata.ns;
+  e.regarding.name = pod.metadata.name;
+  e.regarding.uid = pod.metadata.uid;
+  absl::StatusOr<kube::Json> r =
+      client_.Create(kube::EventsResource(), pod.metadata.ns, kube::EncodeEvent(e));
+  if (!r.ok()) opts_.log.Debug("event not written", {{"error", r.status().ToString()}});
+}
+
+}  // namespace tessera::kubesched
