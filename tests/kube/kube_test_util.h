@@ -12,7 +12,7 @@
 #include "absl/time/time.h"
 #include "kube/kubeconfig.h"
 #include "kube/rest_client.h"
-#include "kube_bed.h"
+#include "kube/testing/kube_bed.h"
 
 namespace tessera::testing {
 
@@ -29,6 +29,13 @@ class KubeBedStopper : public ::testing::Environment {
   KubeBed* bed_;
 };
 
+// `opts` with the bed's binaries looked up from this source tree (TESSERA_SOURCE_DIR, defined by
+// tests/kube/CMakeLists.txt) unless it names another.
+inline KubeBedOptions TestBedOptions(KubeBedOptions opts = {}) {
+  if (opts.source_dir.empty()) opts.source_dir = TESSERA_SOURCE_DIR;
+  return opts;
+}
+
 // The shared bed, or null with `why` set (the test then skips). Started once per process.
 inline KubeBed* SharedBed(std::string* why, const KubeBedOptions& opts = {}) {
   static KubeBed* bed = nullptr;
@@ -37,7 +44,7 @@ inline KubeBed* SharedBed(std::string* why, const KubeBedOptions& opts = {}) {
   if (!tried) {
     tried = true;
     auto* b = new KubeBed();
-    error = b->Start(opts);
+    error = b->Start(TestBedOptions(opts));
     if (error.empty()) {
       bed = b;
       ::testing::AddGlobalTestEnvironment(new KubeBedStopper(b));
@@ -57,7 +64,8 @@ inline KubeBed* SharedBed(std::string* why, const KubeBedOptions& opts = {}) {
   ::tessera::testing::KubeBed* bed_var = ::tessera::testing::SharedBed(&bed_why_, ##__VA_ARGS__); \
   if (bed_var == nullptr) {                                                                       \
     std::string bin_why_;                                                                         \
-    if (::tessera::testing::KubeBed::FindBin(&bin_why_).empty()) {                                \
+    if (::tessera::testing::KubeBed::FindBin(&bin_why_, ::tessera::testing::TestBedOptions())     \
+            .empty()) {                                                                           \
       GTEST_SKIP() << "kube bed unavailable: " << bin_why_;                                       \
     }                                                                                             \
     FAIL() << "the kube bed did not start: " << bed_why_;                                         \
