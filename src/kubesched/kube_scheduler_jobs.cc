@@ -69,7 +69,7 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
     return;
   }
   std::vector<std::optional<kube::Pod>> owned;
-  owned.reserve(pending.size());
+  owned.reserve(pending.size());  // `pods` points into it
   std::vector<const kube::Pod*> pods;
   for (const std::string& pk : pending) {
     owned.push_back(GetPod(pk));
@@ -216,6 +216,7 @@ void KubeScheduler::Impl::RestoreJobs(std::map<std::string, std::vector<std::str
   for (auto& [key, pks] : by_job) {
     std::sort(pks.begin(), pks.end());
     std::vector<std::optional<kube::Pod>> owned;
+    owned.reserve(pks.size());  // `pods` points into it
     std::vector<const kube::Pod*> pods;
     for (const std::string& pk : pks) {
       owned.push_back(GetPod(pk));

@@ -7,10 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "cli/yaml_json.h"
 #include "kube/api_error.h"
 #include "kube/codec.h"
 #include "kube/informer.h"
@@ -48,6 +52,11 @@ Json NodeJson(const std::string& name, const std::string& suite, int gpus,
               {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
   if (!islands.empty()) n["metadata"]["annotations"] = {{"tessera.dev/nvlink-domains", islands}};
   return n;
+}
+
+const kube::ResourceType& QueuesType() {
+  static const kube::ResourceType t{"tessera.dev", "v1", "queues", "Queue", false};
+  return t;
 }
 
 Json PodJson(const std::string& name, const std::string& suite, int gpus,
@@ -124,6 +133,37 @@ class PodWatch {
   absl::Mutex mu_;
   int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+// Installs the CRDs of deploy/kubernetes/crds (once per bed) and waits until they are served.
+void InstallCrds(kube::RestClient& c) {
+  static bool done = false;
+  if (done) return;
+  const kube::ResourceType crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                "CustomResourceDefinition", false};
+  for (const auto& e : std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) +
+                                                           "/deploy/kubernetes/crds")) {
+    std::ifstream f(e.path());
+    std::stringstream text;
+    text << f.rdbuf();
+    absl::StatusOr<std::vector<Json>> objs = cli::ParseManifests(text.str());
+    ASSERT_TRUE(objs.ok()) << objs.status();
+    for (const Json& o : *objs) {
+      absl::StatusOr<Json> r = c.Create(crds, "", o);
+      ASSERT_TRUE(r.ok() || kube::IsApiAlreadyExists(r.status())) << r.status();
+    }
+  }
+  // Established: discovery lists them (a bounded wait on the apiserver's own progress).
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (const char* gv : {"/apis/tessera.dev/v1", "/apis/scheduling.x-k8s.io/v1alpha1"}) {
+    while (true) {
+      absl::StatusOr<kube::HttpResult> r = c.Raw("GET", gv);
+      if (r.ok() && r->status == 200) break;
+      ASSERT_LT(absl::Now(), deadline) << gv << " not served";
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+  done = true;
+}
 
 class KubeSchedulerTest : public ::testing::Test {
  protected:
@@ -251,6 +291,154 @@ TEST_F(KubeSchedulerTest, APodLargerThanAnyNodeIsToldOnceNotRetried) {
   }
   EXPECT_EQ(failed, 1) << ev->dump();
   EXPECT_EQ(scheduled, 1);
+}
+
+Json CoschedulingGroup(const std::string& name, int min_member) {
+  return {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+          {"kind", "PodGroup"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"minMember", min_member}}}};
+}
+
+Json GangPod(const std::string& name, const std::string& suite, int gpus,
+             const std::string& group) {
+  Json p = PodJson(name, suite, gpus);
+  p["metadata"]["labels"] = {{"scheduling.x-k8s.io/pod-group", group}};
+  return p;
+}
+
+TEST_F(KubeSchedulerTest, CoschedulingGangsAreAllOrNothing) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  InstallCrds(*client_);
+  for (const char* n : {"a", "b", "c"}) AddNode(n, 4);
+  ASSERT_TRUE(
+      client_->Create(kube::CoschedulingPodGroupsResource(), ns_, CoschedulingGroup("g", 3)).ok());
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  AddPod(GangPod("g-0", suite_, 4, "g"));
+  AddPod(GangPod("g-1", suite_, 4, "g"));
+  // Two of three: the gang waits for its Pods, and says so.
+  ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("g-1").empty(); }));
+  EXPECT_NE(w.Unschedulable("g-1").find("2 of its minMember 3 Pods exist"), std::string::npos)
+      << w.Unschedulable("g-1");
+  AddPod(GangPod("g-2", suite_, 4, "g"));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 3; }));
+  std::set<std::string> nodes;
+  for (const auto& [p, n] : w.Nodes()) nodes.insert(n);
+  EXPECT_EQ(nodes.size(), 3u);
+
+  // Two gangs of two full nodes each contend for three free nodes: one runs whole, the other
+  // binds nothing.
+  for (const char* n : {"d", "e", "f"}) AddNode(n, 4);
+  for (const char* g : {"h", "k"}) {
+    ASSERT_TRUE(
+        client_->Create(kube::CoschedulingPodGroupsResource(), ns_, CoschedulingGroup(g, 2)).ok());
+  }
+  for (const char* g : {"h", "k"}) {
+    for (int i = 0; i < 2; ++i) AddPod(GangPod(absl::StrCat(g, "-", i), suite_, 4, g));
+  }
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 5; }));
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  std::map<std::string, std::string> bound = w.Nodes();
+  const bool h = !bound["h-0"].empty(), k = !bound["k-0"].empty();
+  EXPECT_NE(h, k);
+  EXPECT_EQ(!bound["h-1"].empty(), h);  // never a partial gang
+  EXPECT_EQ(!bound["k-1"].empty(), k);
+  const std::string waiting = h ? "k-1" : "h-1";
+  EXPECT_NE(w.Unschedulable(waiting).find("nodes are available"), std::string::npos);
+}
+
+TEST_F(KubeSchedulerTest, Kep4671GangKeepsToOneRackAndWaitsForOne) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  AddNode("a1", 8, "r1");
+  AddNode("a2", 8, "r1");
+  for (const char* n : {"b1", "b2", "b3"}) AddNode(n, 8, "r2");
+  // Another scheduler's Pod on b1: no rack has three free nodes.
+  AddPod(PodJson("other", suite_, 4, "default-scheduler"));
+  ASSERT_TRUE(client_->Bind({ns_, "other", "", NodeName("b1")}).ok());
+  Json pg = {{"apiVersion", "scheduling.k8s.io/v1alpha3"},
+             {"kind", "PodGroup"},
+             {"metadata", {{"name", "train"}, {"annotations", {{"tessera.dev/topology", "rack"}}}}},
+             {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 3}}}}}}}};
+  ASSERT_TRUE(client_->Create(kube::PodGroupsResource(), ns_, pg).ok());
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  for (int i = 0; i < 3; ++i) {
+    Json p = PodJson(absl::StrCat("train-", i), suite_, 8);
+    p["spec"]["schedulingGroup"] = {{"podGroupName", "train"}};
+    AddPod(p);
+  }
+  ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("train-0").empty(); }));
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  EXPECT_EQ(w.Bound(), 1);  // only the foreign Pod
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  ASSERT_TRUE(client_->Delete(kube::PodsResource(), ns_, "other", now).ok());
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 3; }));
+  std::map<std::string, std::string> nodes = w.Nodes();
+  std::set<std::string> used = {nodes["train-0"], nodes["train-1"], nodes["train-2"]};
+  EXPECT_EQ(used, std::set<std::string>({NodeName("b1"), NodeName("b2"), NodeName("b3")}));
+}
+
+TEST_F(KubeSchedulerTest, QueuesHoldWhatTheirQuotaDoesNotAdmitAndUnknownQueuesHoldAll) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  InstallCrds(*client_);
+  AddNode("a", 8);
+  const std::string queue = "q-" + ns_;
+  Json q = {{"apiVersion", "tessera.dev/v1"},
+            {"kind", "Queue"},
+            {"metadata", {{"name", queue}}},
+            {"spec", {{"gpuQuota", {{"NVIDIA-H100-80GB-HBM3", 4}}}}}};
+  absl::StatusOr<Json> created = client_->Create(QueuesType(), "", q);
+  ASSERT_TRUE(created.ok()) << created.status();
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  for (const char* name : {"q-1", "q-2"}) {
+    Json p = PodJson(name, suite_, 4);
+    p["metadata"]["labels"] = {{"tessera.dev/queue", queue}};
+    AddPod(p);
+  }
+  Json lost = PodJson("lost", suite_, 1);
+  lost["metadata"]["labels"] = {{"tessera.dev/queue", "no-such-queue"}};
+  AddPod(lost);
+  ASSERT_TRUE(w.Until([&] {
+    return w.Bound() == 1 && !w.Unschedulable("lost").empty() &&
+           (!w.Unschedulable("q-1").empty() || !w.Unschedulable("q-2").empty());
+  })) << w.Unschedulable("lost");
+  EXPECT_NE(w.Unschedulable("lost").find("no-such-queue"), std::string::npos)
+      << w.Unschedulable("lost");
+  const std::string waiting = w.Nodes()["q-1"].empty() ? "q-1" : "q-2";
+  EXPECT_NE(w.Unschedulable(waiting).find(queue), std::string::npos) << w.Unschedulable(waiting);
+  (void)client_->Delete(QueuesType(), "", queue);
+}
+
+TEST_F(KubeSchedulerTest, ARestartedSchedulerRebuildsWhatItBound) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  AddNode("a", 4, "r1", "0,0,1,1");
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  AddPod(PodJson("first", suite_, 2));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 1; }));
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  sched_->Stop();
+  sched_.reset();
+  StartScheduler();  // a new one: what is bound comes from the Pods' annotations
+  AddPod(PodJson("second", suite_, 2));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 2; }));
+  // (Had "three" come first, the head of the line would hold the node for it: no backfill.)
+  AddPod(PodJson("three", suite_, 3));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 2 && !w.Unschedulable("three").empty(); }))
+      << "bound " << w.Bound() << ", three: " << w.Unschedulable("three")
+      << ", second: " << w.Unschedulable("second") << " on " << w.Nodes()["second"];
+  std::set<int> a = GpusOf(w.Get("first")), b = GpusOf(w.Get("second"));
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (int g : a) EXPECT_FALSE(b.contains(g)) << "GPU " << g << " given twice";
+  EXPECT_EQ(w.Nodes()["three"], "");
 }
 
 }  // namespace
