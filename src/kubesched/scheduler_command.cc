@@ -29,6 +29,7 @@ struct Flags {
   std::string profile, queue_config;
   bool leader_elect = true;
   std::string lease_namespace = "tessera-system", lease_name = "tessera-scheduler";
+  double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   std::string metrics_addr = "127.0.0.1:10259";
   std::string rack_label = "tessera.dev/rack", block_label = "tessera.dev/block";
   int api_writers = 16;
@@ -113,6 +114,19 @@ int Run(const Flags& f) {
     return 2;
   }
 
+  // Reach the apiserver once before anything else: a wrong CA, address or credential is then one
+  // clear error at start, not informers backing off until the sync timeout.
+  {
+    absl::StatusOr<kube::HttpResult> v = (*client)->Raw("GET", "/version");
+    if (!v.ok() || v->status != 200) {
+      std::cerr << "tessera scheduler: cannot use the Kubernetes API at " << kc->server << " ("
+                << kc->source << "): "
+                << (v.ok() ? absl::StrCat("GET /version answered HTTP ", v->status)
+                           : std::string(v.status().message()))
+                << "\n";
+      return 1;
+    }
+  }
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
@@ -143,12 +157,22 @@ int Run(const Flags& f) {
     metrics->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok", "text/plain");
     });
-    if (!metrics->bind_to_port(host, port)) {
+    if (port == 0) {
+      port = metrics->bind_to_any_port(host);
+    } else if (!metrics->bind_to_port(host, port)) {
+      port = -1;
+    }
+    if (port <= 0) {
       std::cerr << "tessera scheduler: --metrics-addr " << f.metrics_addr << ": cannot listen\n";
       return 1;
     }
     metrics_thread = std::thread([&] { metrics->listen_after_bind(); });
   }
+  // One line on stdout once the process is up (tests and scripts read the metrics address).
+  std::cout << "tessera scheduler " << opts.identity << ": metrics "
+            << (f.metrics_addr.empty() ? std::string("off")
+                                       : absl::StrCat("http://", host, ":", port))
+            << std::endl;
 
   std::atomic<bool> lost{false};
   int rc = 0;
@@ -166,6 +190,9 @@ int Run(const Flags& f) {
     lc.lease_namespace = f.lease_namespace;
     lc.lease_name = f.lease_name;
     lc.identity = opts.identity;
+    lc.lease_duration = absl::Seconds(f.lease_duration_s);
+    lc.renew_deadline = absl::Seconds(f.renew_deadline_s);
+    lc.retry_period = absl::Seconds(f.retry_period_s);
     lc.seed = rd();
     lc.log = log;
     std::atomic<bool> leading{false};
@@ -232,6 +259,15 @@ void RegisterSchedulerCommand(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--lease-namespace", f->lease_namespace)->capture_default_str();
   c->add_option("--lease-name", f->lease_name)->capture_default_str();
+  c->add_option("--leader-elect-lease-duration", f->lease_duration_s,
+                "seconds a standby waits after the leader's last renewal")
+      ->capture_default_str();
+  c->add_option("--leader-elect-renew-deadline", f->renew_deadline_s,
+                "seconds the leader tries to renew before it gives up leading")
+      ->capture_default_str();
+  c->add_option("--leader-elect-retry-period", f->retry_period_s,
+                "seconds between attempts to acquire or renew")
+      ->capture_default_str();
   c->add_option("--metrics-addr", f->metrics_addr,
                 "HOST:PORT for /metrics and /healthz (plain HTTP; \"\" for none)")
       ->capture_default_str();

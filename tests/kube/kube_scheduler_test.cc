@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../server_process.h"
 #include "cli/yaml_json.h"
 #include "kube/api_error.h"
 #include "kube/codec.h"
@@ -439,6 +440,86 @@ TEST_F(KubeSchedulerTest, ARestartedSchedulerRebuildsWhatItBound) {
   ASSERT_EQ(b.size(), 2u);
   for (int g : a) EXPECT_FALSE(b.contains(g)) << "GPU " << g << " given twice";
   EXPECT_EQ(w.Nodes()["three"], "");
+}
+
+// `tessera scheduler` processes: two replicas on one Lease; the leader is killed while Pods keep
+// coming; the standby takes over within the lease duration; every Pod is bound exactly once, no
+// GPU is given twice, and the metrics say what was done.
+TEST_F(KubeSchedulerTest, StandbyTakesOverWhenTheLeaderIsKilledMidStream) {
+  KUBE_BED_OR_SKIP(bed);
+  if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set (run through ctest)";
+  SetUpClient(bed);
+  for (const char* n : {"a", "b", "c", "d"}) AddNode(n, 8);
+  PodWatch w(*client_, ns_);
+  const std::string dir = MakeTempDir("kube_failover");
+  auto start = [&](const std::string& tag) {
+    FirstLine f = SpawnForFirstLine(
+        {TesseraBin(), "scheduler", "--kubeconfig", bed->admin_kubeconfig(), "--lease-namespace",
+         ns_, "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
+         "--leader-elect-retry-period", "1", "--metrics-addr", "127.0.0.1:0"},
+        dir + "/" + tag + ".log", 30000);
+    EXPECT_NE(f.out.find("metrics http://127.0.0.1:"), std::string::npos) << f.out;
+    return f;
+  };
+  FirstLine a = start("a");
+  ASSERT_GT(a.pid, 0);
+  for (int i = 0; i < 12; ++i) AddPod(PodJson(absl::StrCat("p-", i), suite_, 1));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 12; })) << Slurp(dir + "/a.log");
+  FirstLine b = start("b");
+  ASSERT_GT(b.pid, 0);
+  // Pods keep coming while the leader dies.
+  std::thread more([&] {
+    for (int i = 12; i < 32; ++i) AddPod(PodJson(absl::StrCat("p-", i), suite_, 1));
+  });
+  ASSERT_TRUE(w.Until([&] { return w.Bound() >= 14; }));
+  kill(a.pid, SIGKILL);
+  waitpid(a.pid, nullptr, 0);
+  more.join();
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 32; }, absl::Seconds(60)))
+      << w.Bound() << " bound\n"
+      << Slurp(dir + "/b.log");
+  std::map<std::string, std::set<int>> gpus_on;
+  for (const auto& [pod, node] : w.Nodes()) {
+    for (int g : GpusOf(w.Get(pod))) {
+      EXPECT_TRUE(gpus_on[node].insert(g).second) << "GPU " << g << " of " << node << " twice";
+    }
+  }
+  // The new leader's metrics.
+  const size_t at = b.out.find("http://");
+  const std::string url = b.out.substr(at, b.out.find_first_of(" \n", at) - at);
+  CliResult m = RunShell("curl -sf " + url + "/metrics");
+  EXPECT_EQ(m.rc, 0);
+  EXPECT_NE(m.out.find("scheduler_schedule_attempts_total{result=\"scheduled\""), std::string::npos)
+      << m.out;
+  EXPECT_NE(m.out.find("scheduler_pod_scheduling_sli_duration_seconds_bucket"), std::string::npos);
+  EXPECT_NE(m.out.find("tessera_kube_bindings_total{result=\"ok\"}"), std::string::npos);
+  kill(b.pid, SIGTERM);
+  int st = 0;
+  waitpid(b.pid, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+}
+
+TEST(KubeSchedulerCommandTest, AKubeconfigWithAWrongCaIsAClearError) {
+  KUBE_BED_OR_SKIP(bed);
+  if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set (run through ctest)";
+  const std::string dir = MakeTempDir("kube_wrong_ca");
+  // A CA of its own, not the one that signed the apiserver's certificate.
+  ASSERT_EQ(
+      RunShell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " +
+               dir + "/k.pem -out " + dir + "/ca.crt -days 1 -subj /CN=other-ca")
+          .rc,
+      0);
+  std::string kc = Slurp(bed->admin_kubeconfig());
+  const std::string ca = bed->ca_file();
+  for (size_t at = kc.find(ca); at != std::string::npos; at = kc.find(ca)) {
+    kc.replace(at, ca.size(), dir + "/ca.crt");
+  }
+  { std::ofstream(dir + "/wrong.kubeconfig") << kc; }
+  CliResult r = RunShell(TesseraBin() + " scheduler --leader-elect=false --metrics-addr '' " +
+                         "--kubeconfig " + dir + "/wrong.kubeconfig");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("certificate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrong.kubeconfig"), std::string::npos) << r.out;
 }
 
 }  // namespace
