@@ -102,6 +102,9 @@ class KubeScheduler::Impl {
   void WriteUnschedulable(const std::string& pod_key, const std::string& message, bool warning,
                           const std::string& reason);
   void OnBindDone(const Inbox::BindDone& b);
+  // A gang's PodGroup status: scheduler-plugins' phase (Pending, Scheduled), KEP-4671's
+  // PodGroupScheduled condition with `why`; written when it changes.
+  void WriteGroupStatus(const std::string& gang, bool scheduled, const std::string& why);
   void PostEvent(const kube::Pod& pod, const std::string& type, const std::string& reason,
                  const std::string& action, const std::string& note);
 
@@ -133,6 +136,7 @@ class KubeScheduler::Impl {
   absl::flat_hash_map<std::string, Held> held_;                        // gang -> why
   absl::flat_hash_map<std::string, std::string> held_written_;         // Pod key -> reason told
   std::set<std::string> dirty_gangs_;
+  absl::flat_hash_map<std::string, std::string> group_status_;  // gang -> status last written
   bool cycle_needed_ = true;
 
   // Metrics (declared once).

@@ -354,6 +354,10 @@ void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Place
       Note([&](Inbox& in) { in.binds.push_back({job_key, pk, s}); });
     });
   }
+  WriteGroupStatus(jr.gang, true,
+                   absl::StrCat(p.members.size(), " Pods placed on ",
+                                p.members.empty() ? "" : cluster_.node(p.members[0].node).name,
+                                p.members.size() > 1 ? " and others" : ""));
   // Members beyond what a gang needed that found no room wait on as Pods of their own.
   for (size_t i = 0; i < placed.size(); ++i) {
     if (placed[i]) continue;
@@ -382,6 +386,40 @@ void KubeScheduler::Impl::OnBindDone(const Inbox::BindDone& b) {
   SyncPod(b.pod, false);  // pending again (or bound by another, as the API said)
 }
 
+void KubeScheduler::Impl::WriteGroupStatus(const std::string& gang, bool scheduled,
+                                           const std::string& why) {
+  const bool x = absl::StartsWith(gang, "x:");
+  if (!x && !absl::StartsWith(gang, "k:")) return;  // a Pod of its own
+  std::string& last = group_status_[gang];
+  const std::string now_written = absl::StrCat(scheduled ? "1" : "0", why);
+  if (last == now_written) return;
+  last = now_written;
+  const std::string key = gang.substr(2);
+  const std::string ns = key.substr(0, key.find('/')), name = key.substr(key.find('/') + 1);
+  const absl::Time now = clock_.Now();
+  kube::Json patch;
+  if (x) {
+    patch = {{"status", {{"phase", scheduled ? "Scheduled" : "Pending"}}}};
+    if (scheduled) patch["status"]["scheduleStartTime"] = kube::FormatMicroTime(now);
+  } else {
+    patch = {
+        {"status",
+         {{"conditions",
+           kube::Json::array({{{"type", "PodGroupScheduled"},
+                               {"status", scheduled ? "True" : "False"},
+                               {"reason", scheduled ? "Scheduled" : "Unschedulable"},
+                               {"message", why},
+                               {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now,
+                                                                       absl::UTCTimeZone())}}})}}}};
+  }
+  writer_->Post([this, x, ns, name, patch] {
+    absl::StatusOr<kube::Json> r =
+        client_.MergePatch(x ? kube::CoschedulingPodGroupsResource() : kube::PodGroupsResource(),
+                           ns, name, patch, "status");
+    if (!r.ok()) opts_.log.Debug("PodGroup status not written", {{"error", r.status().ToString()}});
+  });
+}
+
 void KubeScheduler::Impl::Hold(const std::string& gang, const std::vector<std::string>& pods,
                                Held why) {
   (void)pods;
@@ -398,11 +436,13 @@ void KubeScheduler::Impl::TellWaiting() {
     if (why.empty() || why == jr.reason_written) continue;
     jr.reason_written = why;
     const std::string msg = absl::StrCat("0/", nodes, " nodes are available: ", why);
+    WriteGroupStatus(jr.gang, false, msg);
     for (const std::string& pk : jr.pods) WriteUnschedulable(pk, msg, false, "Unschedulable");
   }
   for (const auto& [gang, h] : held_) {
     auto it = gang_pods_.find(gang);
     if (it == gang_pods_.end()) continue;
+    WriteGroupStatus(gang, false, h.reason);
     for (const std::string& pk : it->second) {
       auto pr = pods_.find(pk);
       if (pr == pods_.end() || pr->second.role != Role::kPending || !pr->second.job.empty()) {

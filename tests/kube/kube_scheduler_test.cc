@@ -328,6 +328,10 @@ TEST_F(KubeSchedulerTest, CoschedulingGangsAreAllOrNothing) {
   std::set<std::string> nodes;
   for (const auto& [p, n] : w.Nodes()) nodes.insert(n);
   EXPECT_EQ(nodes.size(), 3u);
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  absl::StatusOr<Json> group = client_->Get(kube::CoschedulingPodGroupsResource(), ns_, "g");
+  ASSERT_TRUE(group.ok());
+  EXPECT_EQ((*group)["status"].value("phase", ""), "Scheduled") << group->dump();
 
   // Two gangs of two full nodes each contend for three free nodes: one runs whole, the other
   // binds nothing.
@@ -374,6 +378,15 @@ TEST_F(KubeSchedulerTest, Kep4671GangKeepsToOneRackAndWaitsForOne) {
   ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("train-0").empty(); }));
   ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
   EXPECT_EQ(w.Bound(), 1);  // only the foreign Pod
+  // The PodGroup says why its gang waits.
+  absl::StatusOr<Json> group = client_->Get(kube::PodGroupsResource(), ns_, "train");
+  ASSERT_TRUE(group.ok());
+  const Json conds = (*group)["status"].value("conditions", Json::array());
+  ASSERT_EQ(conds.size(), 1u) << group->dump();
+  EXPECT_EQ(conds[0].value("type", ""), "PodGroupScheduled");
+  EXPECT_EQ(conds[0].value("status", ""), "False");
+  EXPECT_NE(conds[0].value("message", "").find("nodes are available"), std::string::npos)
+      << conds[0].dump();
   kube::DeleteOptions now;
   now.grace_period_seconds = 0;
   ASSERT_TRUE(client_->Delete(kube::PodsResource(), ns_, "other", now).ok());
