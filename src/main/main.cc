@@ -10,6 +10,7 @@
 #include "agent/node_command.h"
 #include "bench/agents/bench_agents.h"
 #include "bench/control_plane/control_plane_bench.h"
+#include "bench/kube/kube_bench.h"
 #include "bench/sched_bench.h"
 #include "bench_preempt/bench_preempt.h"
 #include "bench_preempt/bench_queue_cycle.h"
@@ -38,6 +39,7 @@ int Run(int argc, char** argv) {
   tessera::server::RegisterApiBenchCommand(*bench);
   tessera::bench::RegisterAgentsBenchCommand(*bench);
   tessera::bench::RegisterControlPlaneBenchCommand(*bench);
+  tessera::bench::RegisterKubeBenchCommand(*bench);
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
