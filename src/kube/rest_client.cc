@@ -397,9 +397,12 @@ absl::StatusOr<HttpResult> RestClient::Send(const std::string& method, const std
     HttpResult out{res->status, std::move(res->body)};
     const std::string retry_after = res->get_header_value("Retry-After");
     Release(std::move(http));
-    // API priority and fairness sheds load with 429 + Retry-After: honour it a few times.
+    // API priority and fairness sheds load with 429 + Retry-After: honour it a few times. Not for
+    // an eviction: there 429 is a PodDisruptionBudget's answer, which the caller acts on (a
+    // scheduler calls its preemption off rather than wait).
     int seconds = 0;
-    if (out.status == 429 && attempt < 3 && absl::SimpleAtoi(retry_after, &seconds)) {
+    if (out.status == 429 && attempt < 3 && !absl::EndsWith(path, "/eviction") &&
+        absl::SimpleAtoi(retry_after, &seconds)) {
       clock_->Sleep(absl::Seconds(std::min(std::max(seconds, 1), 10)));
       continue;
     }

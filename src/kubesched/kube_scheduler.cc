@@ -73,11 +73,13 @@ KubeScheduler::Impl::Impl(kube::RestClient& client, const Clock& clock, metrics:
 KubeScheduler::Impl::~Impl() { Stop(); }
 
 absl::Status KubeScheduler::Impl::Init() {
-  sched::QueueManagerConfig c = opts_.queues;
-  c.preemption.within_queue = false;
-  c.preemption.reclaim = false;
-  c.preemption.cross_queue_lower_priority = false;
-  opts_.queues = c;
+  // Victims get the configured grace period through the Eviction API; the queue manager's own
+  // deadline is pushed out of reach, so that only the victims' Pods being gone (VictimExited)
+  // releases their capacity to the preemptor: an eviction that is refused never lets two jobs
+  // hold the same GPUs.
+  eviction_grace_ = opts_.queues.preemption.grace_period;
+  opts_.queues.preemption.grace_period = absl::Hours(24 * 365);
+  const sched::QueueManagerConfig& c = opts_.queues;
   std::vector<std::string> problems;
   absl::StatusOr<std::unique_ptr<sched::QueueManager>> qm = sched::QueueManager::Create(
       controller::BuildQueueConfig(c, {}, {controller::kDefaultQueue}, &problems), &cluster_);
@@ -235,6 +237,17 @@ void KubeScheduler::Impl::Process(Inbox in, bool initial) {
   }
   if (!restore.empty()) RestoreJobs(std::move(restore));
   for (const Inbox::BindDone& b : in.binds) OnBindDone(b);
+  for (const Inbox::EvictDone& e : in.evictions) {
+    {
+      absl::MutexLock l(&mu_);
+      ++(e.status.ok() ? stats_.evictions : stats_.evictions_refused);
+    }
+    if (!e.status.ok()) EvictionRefused(e.job, e.status);
+  }
+  // Preemptors held after a refused eviction try again once their backoff has passed.
+  for (const auto& [gang, b] : blocked_) {
+    if (clock_.Now() >= b.until && held_.contains(gang)) dirty_gangs_.insert(gang);
+  }
   for (const std::string& g : in.groups) dirty_gangs_.insert(g);
   std::set<std::string> gangs = std::move(dirty_gangs_);
   dirty_gangs_.clear();
@@ -433,7 +446,19 @@ void KubeScheduler::Impl::SyncPod(const std::string& key, bool initial) {
   rec.uid = pod->metadata.uid;
   const std::string& node = pod->spec.node_name;
   if (!node.empty()) {
-    if (rec.role == Role::kMember && rec.node == node) return;  // our binding, seen
+    if (rec.role == Role::kMember && rec.node == node) {  // our binding, seen
+      auto a = pod->metadata.annotations.find(kLastCheckpointAnnotation);
+      auto j = jobs_.find(rec.job);
+      absl::Time t;
+      std::string err;
+      if (a != pod->metadata.annotations.end() && j != jobs_.end() &&
+          absl::ParseTime(absl::RFC3339_full, a->second, &t, &err) &&
+          t > j->second.last_checkpoint) {
+        j->second.last_checkpoint = t;
+        (void)qm_->ReportCheckpoint(rec.job, t);
+      }
+      return;
+    }
     if (rec.role == Role::kForeign && rec.node == node) return;
     if (rec.role == Role::kMember || rec.role == Role::kPending) {
       // Bound by someone else, or bound elsewhere than we asked.

@@ -20,8 +20,15 @@
 //     through pods/binding on the ApiWriter pool (many in flight), with its job and GPU indices
 //     as annotations. A job that waits gets PodScheduled=False (reason Unschedulable, message
 //     "0/N nodes are available: <why>") and one FailedScheduling Event per reason change.
+//  4. Preemption (the queue manager's plan: lower priority in the queue, reclaim of borrowed
+//     capacity; gang-aware, preferring victims whose last checkpoint is recent, from the Pod
+//     annotation tessera.dev/last-checkpoint): each victim Pod is evicted through the Eviction
+//     API (PodDisruptionBudgets apply) with the plan's grace period, and gets a Preempted Event.
+//     The preemptor runs once every victim Pod is gone. A victim whose eviction is refused keeps
+//     running: at the plan's deadline its Pods are counted as bound Pods of nobody's, so the
+//     preemptor never runs on capacity that is still in use; it waits and may plan again.
 // A Pod that ends (Succeeded, Failed, deleted) returns its resources; a gang's return when its
-// last member ends. Preemption is off in Kubernetes mode for now (docs/kubernetes.md).
+// last member ends.
 // Thread safety: Start and Stop from one thread; stats() from any.
 #pragma once
 
@@ -42,8 +49,8 @@ namespace tessera::kubesched {
 struct KubeSchedulerOptions {
   std::string scheduler_name = "tessera";
   TopologyLabels labels;
-  // The base queue configuration: profile, priority classes, queues of no Queue object.
-  // Preemption settings are ignored (off).
+  // The base queue configuration: profile, priority classes, preemption policy, queues of no
+  // Queue object.
   sched::QueueManagerConfig queues;
   int api_writers = 16;                        // concurrent API writes (bindings, status, Events)
   std::string identity = "tessera-scheduler";  // Events' reportingInstance
@@ -57,8 +64,10 @@ struct KubeSchedulerStats {
   int64_t bind_errors = 0;  // bindings it refused (after retries)
   int64_t pending_jobs = 0;
   int64_t nodes = 0;
-  int64_t foreign_pods = 0;      // Pods bound by others, occupying nodes
-  int64_t unaccounted_pods = 0;  // bound Pods that did not fit the model (overcommitted nodes)
+  int64_t foreign_pods = 0;       // Pods bound by others, occupying nodes
+  int64_t unaccounted_pods = 0;   // bound Pods that did not fit the model (overcommitted nodes)
+  int64_t evictions = 0;          // victim Pods the Eviction API accepted
+  int64_t evictions_refused = 0;  // ... and refused (a PodDisruptionBudget, say)
 };
 
 class KubeScheduler {

@@ -48,8 +48,14 @@ class KubeScheduler::Impl {
       absl::Status status;
     };
     std::vector<BindDone> binds;
+    struct EvictDone {
+      std::string job, pod;
+      absl::Status status;
+    };
+    std::vector<EvictDone> evictions;
     bool empty() const {
-      return pods.empty() && nodes.empty() && groups.empty() && !queues && binds.empty();
+      return pods.empty() && nodes.empty() && groups.empty() && !queues && binds.empty() &&
+             evictions.empty();
     }
   };
   void Note(const std::function<void(Inbox&)>& f);
@@ -69,6 +75,9 @@ class KubeScheduler::Impl {
     int ended = 0;
     std::string reason_written;
     absl::Time created = absl::InfinitePast();
+    absl::Time last_checkpoint = absl::InfinitePast();
+    bool victim = false;    // signalled: its Pods are being evicted
+    std::string preemptor;  // while victim
   };
   // A gang or lone Pod that waits before it becomes a job (PodGroup missing, too few Pods,
   // unknown queue, a request that cannot be placed): the Pods are told why, once per reason.
@@ -102,6 +111,19 @@ class KubeScheduler::Impl {
   void WriteUnschedulable(const std::string& pod_key, const std::string& message, bool warning,
                           const std::string& reason);
   void OnBindDone(const Inbox::BindDone& b);
+  // Preemption (kube_scheduler_jobs.cc): evict a victim's Pods; at its deadline what is left of
+  // it is counted as foreign Pods.
+  void EvictJob(const std::string& job_key, const std::string& preemptor, absl::Time deadline);
+  void VictimKilled(const std::string& job_key);
+  void EvictionRefused(const std::string& victim, const absl::Status& why);
+  // A preemptor whose plan an eviction refused waits before it is submitted again.
+  struct Blocked {
+    absl::Time until;
+    absl::Duration backoff;
+    std::string reason;
+  };
+  absl::flat_hash_map<std::string, Blocked> blocked_;  // gang -> (loop thread only)
+  absl::Duration eviction_grace_;
   // A gang's PodGroup status: scheduler-plugins' phase (Pending, Scheduled), KEP-4671's
   // PodGroupScheduled condition with `why`; written when it changes.
   void WriteGroupStatus(const std::string& gang, bool scheduled, const std::string& why);

@@ -37,6 +37,9 @@ bool Retryable(const absl::Status& s) {
 }  // namespace
 
 void KubeScheduler::Impl::SyncGang(const std::string& gang) {
+  if (auto b = blocked_.find(gang); b != blocked_.end() && clock_.Now() < b->second.until) {
+    return;  // held until its preemption may be tried again (EvictionRefused)
+  }
   std::vector<std::string> pending;
   if (auto it = gang_pods_.find(gang); it != gang_pods_.end()) {
     for (const std::string& pk : it->second) {
@@ -66,6 +69,7 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
   }
   if (pending.empty()) {
     held_.erase(gang);
+    blocked_.erase(gang);
     return;
   }
   std::vector<std::optional<kube::Pod>> owned;
@@ -209,6 +213,12 @@ void KubeScheduler::Impl::MemberEnded(const std::string& job_key, const std::str
   }
   (void)pod_key;
   if (++jr.ended < static_cast<int>(jr.pods.size())) return;
+  if (jr.victim) {
+    // Evicted whole: the preemptor may start now (the next cycle releases the victim: kKilled).
+    (void)qm_->VictimExited(job_key, clock_.Now());
+    cycle_needed_ = true;
+    return;
+  }
   Withdraw(job_key);  // the last member: the gang's resources return
 }
 
@@ -298,11 +308,25 @@ void KubeScheduler::Impl::RunCycle() {
   algorithm_.With({}).Observe(absl::ToDoubleSeconds(absl::Now() - t0));
   int64_t placed_pods = 0;
   for (const sched::QueueEvent& e : rep.events) {
-    if (e.kind != sched::QueueEvent::Kind::kStarted) continue;
-    const sched::Placement* p = cluster_.FindPlacement(e.job);
-    if (p == nullptr || !jobs_.contains(e.job)) continue;
-    placed_pods += static_cast<int64_t>(p->members.size());
-    BindJob(e.job, *p);
+    if (!jobs_.contains(e.job)) continue;
+    switch (e.kind) {
+      case sched::QueueEvent::Kind::kStarted: {
+        const sched::Placement* p = cluster_.FindPlacement(e.job);
+        if (p == nullptr) break;
+        placed_pods += static_cast<int64_t>(p->members.size());
+        BindJob(e.job, *p);
+        break;
+      }
+      case sched::QueueEvent::Kind::kCheckpointSignal:
+        EvictJob(e.job, e.other, e.deadline);
+        break;
+      case sched::QueueEvent::Kind::kKilled:
+        VictimKilled(e.job);
+        break;
+      case sched::QueueEvent::Kind::kNominated:
+      case sched::QueueEvent::Kind::kShrunk:  // no elastic jobs in Kubernetes mode
+        break;
+    }
   }
   const std::string profile = opts_.queues.profile.name;
   if (placed_pods > 0) attempts_.With({"scheduled", profile}).Inc(static_cast<double>(placed_pods));
@@ -316,6 +340,7 @@ void KubeScheduler::Impl::RunCycle() {
 void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Placement& p) {
   JobRec& jr = jobs_[job_key];
   jr.running = true;
+  blocked_.erase(jr.gang);
   std::vector<bool> placed(jr.pods.size(), false);
   for (const sched::MemberPlacement& m : p.members) {
     const std::string& pk = jr.pods[m.group];
@@ -384,6 +409,86 @@ void KubeScheduler::Impl::OnBindDone(const Inbox::BindDone& b) {
   }
   ReleasePod(b.pod, it->second);
   SyncPod(b.pod, false);  // pending again (or bound by another, as the API said)
+}
+
+void KubeScheduler::Impl::EvictJob(const std::string& job_key, const std::string& preemptor,
+                                   absl::Time deadline) {
+  (void)deadline;  // the queue manager's deadline is far off on purpose (Init)
+  JobRec& jr = jobs_[job_key];
+  jr.victim = true;
+  jr.preemptor = preemptor;
+  const int64_t grace = absl::ToInt64Seconds(eviction_grace_);
+  for (const std::string& pk : jr.pods) {
+    auto it = pods_.find(pk);
+    if (it == pods_.end() || it->second.role != Role::kMember) continue;
+    std::optional<kube::Pod> pod = GetPod(pk);
+    if (!pod) continue;
+    kube::Eviction ev;
+    ev.ns = pod->metadata.ns;
+    ev.pod_name = pod->metadata.name;
+    ev.pod_uid = pod->metadata.uid;
+    ev.grace_period_seconds = grace;
+    writer_->Post([this, ev, job_key, pk, preemptor, pod = *std::move(pod)] {
+      absl::Status s = client_.Evict(ev);
+      if (s.ok()) {
+        PostEvent(pod, "Normal", "Preempted", "Preempting",
+                  absl::StrCat("Preempted by ", preemptor, "; checkpoint now"));
+      }
+      if (kube::IsApiNotFound(s)) s = absl::OkStatus();  // already gone
+      Note([&](Inbox& in) { in.evictions.push_back({job_key, pk, s}); });
+    });
+  }
+}
+
+void KubeScheduler::Impl::EvictionRefused(const std::string& victim, const absl::Status& why) {
+  auto v = jobs_.find(victim);
+  if (v == jobs_.end() || !v->second.victim) return;
+  const std::string preemptor = v->second.preemptor;
+  opts_.log.Warn("eviction refused; the preemption is called off",
+                 {{"victim", victim}, {"preemptor", preemptor}, {"error", why.ToString()}});
+  for (auto& [key, jr] : jobs_) {
+    if (jr.victim && jr.preemptor == preemptor) {
+      jr.victim = false;
+      jr.preemptor.clear();
+    }
+  }
+  auto p = jobs_.find(preemptor);
+  if (p == jobs_.end() || p->second.running) return;
+  // Withdrawing the preemptor spares its other victims (QueueManager::Finish); it is held, then
+  // tries again after a backoff that doubles with each refusal (10 s up to 5 min).
+  const std::string gang = p->second.gang;
+  const std::vector<std::string> pods = p->second.pods;
+  Blocked& b = blocked_[gang];
+  b.backoff = b.backoff == absl::ZeroDuration() ? absl::Seconds(10)
+                                                : std::min(b.backoff * 2, absl::Minutes(5));
+  b.until = clock_.Now() + b.backoff;
+  b.reason = absl::StrCat("preemption blocked: the eviction of a Pod of ", victim, " was refused (",
+                          why.message(), "); tries again at ",
+                          absl::FormatTime("%H:%M:%SZ", b.until, absl::UTCTimeZone()));
+  Withdraw(preemptor);
+  Hold(gang, pods, {b.reason, true});
+}
+
+void KubeScheduler::Impl::VictimKilled(const std::string& job_key) {
+  // The queue manager took the victim's resources back and holds it as pending: it is no longer
+  // a job of ours (its Pods are gone, or their eviction was refused). Pods still bound keep
+  // their nodes' capacity as anyone's bound Pods do.
+  auto it = jobs_.find(job_key);
+  if (it == jobs_.end()) return;
+  std::vector<std::string> pods = it->second.pods;
+  it->second.running = false;
+  Withdraw(job_key);
+  for (const std::string& pk : pods) {
+    auto pr = pods_.find(pk);
+    if (pr == pods_.end() || pr->second.role != Role::kMember) continue;
+    pr->second.job.clear();
+    if (std::optional<kube::Pod> pod = GetPod(pk);
+        pod && !pod->spec.node_name.empty() && !PodTerminal(*pod)) {
+      PlaceForeign(pk, pr->second, *pod);
+    } else {
+      pr->second.role = Role::kIgnored;
+    }
+  }
 }
 
 void KubeScheduler::Impl::WriteGroupStatus(const std::string& gang, bool scheduled,

@@ -37,6 +37,9 @@ inline constexpr char kQueueLabel[] = "tessera.dev/queue";
 // and a device plugin may honour the choice.
 inline constexpr char kJobAnnotation[] = "tessera.dev/job";
 inline constexpr char kGpusAnnotation[] = "tessera.dev/gpus";
+// Set by a workload (or its operator) on its Pods: when it last wrote a checkpoint (RFC 3339).
+// Preemption prefers victims that lose the least work.
+inline constexpr char kLastCheckpointAnnotation[] = "tessera.dev/last-checkpoint";
 // On a gang's PodGroup (either API): the topology level its Pods must share ("rack", "block",
 // "node") and whether it is "required" (default) or "preferred".
 inline constexpr char kTopologyAnnotation[] = "tessera.dev/topology";

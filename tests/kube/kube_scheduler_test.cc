@@ -189,8 +189,9 @@ class KubeSchedulerTest : public ::testing::Test {
     absl::StatusOr<Json> r = client_->Create(kube::PodsResource(), ns_, pod);
     ASSERT_TRUE(r.ok()) << r.status();
   }
-  void StartScheduler() {
+  void StartScheduler(std::function<void(kubesched::KubeSchedulerOptions&)> tweak = nullptr) {
     kubesched::KubeSchedulerOptions o;
+    if (tweak) tweak(o);
     o.sync_timeout = absl::Seconds(30);
     absl::StatusOr<std::unique_ptr<kubesched::KubeScheduler>> s =
         kubesched::KubeScheduler::Create(*client_, clock_, registry_, o);
@@ -453,6 +454,95 @@ TEST_F(KubeSchedulerTest, ARestartedSchedulerRebuildsWhatItBound) {
   ASSERT_EQ(b.size(), 2u);
   for (int g : a) EXPECT_FALSE(b.contains(g)) << "GPU " << g << " given twice";
   EXPECT_EQ(w.Nodes()["three"], "");
+}
+
+TEST_F(KubeSchedulerTest, PreemptsLowerPriorityThroughTheEvictionApiAndHonoursBudgets) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  const kube::ResourceType classes{"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
+                                   false};
+  for (auto [name, value] : {std::pair{"low", 100}, std::pair{"high", 1000}}) {
+    const std::string n = std::string(name) + "-" + ns_;
+    ASSERT_TRUE(client_
+                    ->Create(classes, "",
+                             {{"apiVersion", "scheduling.k8s.io/v1"},
+                              {"kind", "PriorityClass"},
+                              {"metadata", {{"name", n}}},
+                              {"value", value}})
+                    .ok());
+  }
+  auto with_class = [&](Json p, const char* cls) {
+    p["spec"]["priorityClassName"] = std::string(cls) + "-" + ns_;
+    return p;
+  };
+  AddNode("a", 4);
+  PodWatch w(*client_, ns_);
+  StartScheduler([](kubesched::KubeSchedulerOptions& o) {
+    o.queues.preemption.min_runtime = absl::ZeroDuration();
+    o.queues.preemption.grace_period = absl::ZeroDuration();
+  });
+  AddPod(with_class(PodJson("low-0", suite_, 2), "low"));
+  AddPod(with_class(PodJson("low-1", suite_, 2), "low"));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 2; }));
+  // A checkpoint reported on a victim's Pod reaches the queue manager (it prefers such victims).
+  ASSERT_TRUE(client_
+                  ->MergePatch(
+                      kube::PodsResource(), ns_, "low-0",
+                      {{"metadata",
+                        {{"annotations",
+                          {{"tessera.dev/last-checkpoint", kube::FormatMicroTime(absl::Now())}}}}}})
+                  .ok());
+  AddPod(with_class(PodJson("high", suite_, 4), "high"));
+  ASSERT_TRUE(w.Until([&] {
+    std::map<std::string, std::string> n = w.Nodes();
+    return n["high"] == NodeName("a") && !n.contains("low-0") && !n.contains("low-1");
+  })) << w.Unschedulable("high");
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  EXPECT_EQ(sched_->stats().evictions, 2);
+
+  // Victims a PodDisruptionBudget guards are not evicted, and the preemptor does not run on
+  // their capacity.
+  AddNode("b", 4);
+  for (const char* name : {"guarded-0", "guarded-1"}) {
+    Json p = with_class(PodJson(name, suite_, 2), "low");
+    p["metadata"]["labels"] = {{"app", "guarded"}};
+    AddPod(p);
+  }
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 3; }));
+  // Running and Ready, as their kubelet would report (the Eviction API lets Pending Pods go
+  // whatever the budget says).
+  for (const char* name : {"guarded-0", "guarded-1"}) {
+    absl::StatusOr<Json> pod = client_->Get(kube::PodsResource(), ns_, name);
+    ASSERT_TRUE(pod.ok());
+    (*pod)["status"]["phase"] = "Running";
+    (*pod)["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}},
+                                      {{"type", "PodScheduled"}, {"status", "True"}}};
+    absl::StatusOr<Json> r = client_->Update(kube::PodsResource(), ns_, name, *pod, "status");
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  ASSERT_TRUE(
+      client_
+          ->Create(kube::PodDisruptionBudgetsResource(), ns_,
+                   {{"apiVersion", "policy/v1"},
+                    {"kind", "PodDisruptionBudget"},
+                    {"metadata", {{"name", "guard"}}},
+                    {"spec",
+                     {{"minAvailable", 2}, {"selector", {{"matchLabels", {{"app", "guarded"}}}}}}}})
+          .ok());
+  AddPod(with_class(PodJson("high-2", suite_, 4), "high"));
+  ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("high-2").empty(); }));
+  // The refusals come back and nothing moved.
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  EXPECT_EQ(sched_->stats().evictions_refused, 2) << "evictions " << sched_->stats().evictions;
+  std::map<std::string, std::string> n = w.Nodes();
+  EXPECT_EQ(n["guarded-0"], NodeName("b"));
+  EXPECT_EQ(n["guarded-1"], NodeName("b"));
+  EXPECT_EQ(n["high-2"], "");
+  EXPECT_EQ(sched_->stats().unaccounted_pods, 0);
+  // The preemptor says why it waits, and will try again after a backoff.
+  EXPECT_TRUE(w.Until([&] {
+    return w.Unschedulable("high-2").find("preemption blocked") != std::string::npos;
+  })) << w.Unschedulable("high-2");
 }
 
 // `tessera scheduler` processes: two replicas on one Lease; the leader is killed while Pods keep
