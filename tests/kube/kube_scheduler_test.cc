@@ -545,6 +545,69 @@ TEST_F(KubeSchedulerTest, PreemptsLowerPriorityThroughTheEvictionApiAndHonoursBu
   })) << w.Unschedulable("high-2");
 }
 
+TEST_F(KubeSchedulerTest, AMalformedPodGroupHoldsItsPodsNamingTheField) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  InstallCrds(*client_);
+  AddNode("a", 4);
+  // The CRD leaves minMember unbounded (as upstream's); the scheduler's decoder refuses 0.
+  ASSERT_TRUE(
+      client_->Create(kube::CoschedulingPodGroupsResource(), ns_, CoschedulingGroup("bad", 0))
+          .ok());
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  AddPod(GangPod("bad-0", suite_, 1, "bad"));
+  ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("bad-0").empty(); }));
+  EXPECT_NE(w.Unschedulable("bad-0").find("spec.minMember"), std::string::npos)
+      << w.Unschedulable("bad-0");
+  ASSERT_TRUE(sched_->Settle(absl::Seconds(30)));
+  EXPECT_EQ(w.Bound(), 0);
+}
+
+TEST_F(KubeSchedulerTest, AQueueBorrowsIdleCapacityWhenItsQueueMayBorrow) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  InstallCrds(*client_);
+  AddNode("a", 8);
+  const std::string queue = "b-" + ns_;
+  Json q = {{"apiVersion", "tessera.dev/v1"},
+            {"kind", "Queue"},
+            {"metadata", {{"name", queue}}},
+            {"spec", {{"gpuQuota", {{"NVIDIA-H100-80GB-HBM3", 4}}}, {"borrowing", true}}}};
+  ASSERT_TRUE(client_->Create(QueuesType(), "", q).ok());
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  for (const char* name : {"b-1", "b-2"}) {
+    Json p = PodJson(name, suite_, 4);
+    p["metadata"]["labels"] = {{"tessera.dev/queue", queue}};
+    AddPod(p);
+  }
+  // 8 GPUs for a queue guaranteed 4: the second half is borrowed from the idle fleet.
+  EXPECT_TRUE(w.Until([&] { return w.Bound() == 2; })) << w.Unschedulable("b-2");
+  (void)client_->Delete(QueuesType(), "", queue);
+}
+
+// Last (it restarts the shared apiserver): the scheduler's watches end, its informers resume or
+// relist, and Pods created after the restart are scheduled.
+TEST_F(KubeSchedulerTest, KeepsSchedulingAcrossAnApiserverRestart) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  AddNode("a", 8);
+  StartScheduler();
+  AddPod(PodJson("before", suite_, 1));
+  {
+    PodWatch w(*client_, ns_);
+    ASSERT_TRUE(w.Until([&] { return w.Bound() == 1; }));
+  }
+  ASSERT_EQ(bed->RestartApiserver(), "");
+  AddPod(PodJson("after", suite_, 1));
+  PodWatch w(*client_, ns_);
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 2; }, absl::Seconds(60)));
+  std::set<int> a = GpusOf(w.Get("before")), b = GpusOf(w.Get("after"));
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_FALSE(a.contains(*b.begin()));
+}
+
 // `tessera scheduler` processes: two replicas on one Lease; the leader is killed while Pods keep
 // coming; the standby takes over within the lease duration; every Pod is bound exactly once, no
 // GPU is given twice, and the metrics say what was done.
