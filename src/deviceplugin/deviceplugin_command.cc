@@ -11,9 +11,39 @@
 #include "agent/fake/fake_backend.h"
 #include "agent/nvml/nvml_backend.h"
 #include "common/clock.h"
+#include "deviceplugin/node_annotator.h"
 #include "deviceplugin/plugin_manager.h"
 
 namespace tessera::deviceplugin {
+namespace {
+
+// The Node annotator, or null when --node-name is empty or no API config can be had: the
+// plugin's kubelet role does not depend on the API.
+std::unique_ptr<NodeAnnotator> MakeAnnotator(const DevicePluginFlags& flags, Clock& clock) {
+  if (flags.node_name.empty()) {
+    if (!flags.kubeconfig.empty()) {
+      std::cerr << "device-plugin: warning: --kubeconfig without --node-name (or $NODE_NAME): "
+                   "not writing "
+                << kNvlinkDomainsAnnotation << "\n";
+    }
+    return nullptr;
+  }
+  absl::StatusOr<std::shared_ptr<kube::RestClient>> client = NodeApiClient(flags.kubeconfig);
+  if (!client.ok()) {
+    std::cerr << "device-plugin: warning: "
+              << (flags.kubeconfig.empty() ? "in-cluster config"
+                                           : "--kubeconfig " + flags.kubeconfig)
+              << ": " << client.status().message() << "; not writing " << kNvlinkDomainsAnnotation
+              << " on node " << flags.node_name << "\n";
+    return nullptr;
+  }
+  NodeAnnotatorOptions opts;
+  opts.node_name = flags.node_name;
+  return std::make_unique<NodeAnnotator>(KubeNodePatcher(*std::move(client), flags.node_name),
+                                         clock, opts);
+}
+
+}  // namespace
 
 int RunDevicePlugin(const DevicePluginFlags& flags) {
   absl::StatusOr<MigStrategy> strategy = ParseMigStrategy(flags.mig_strategy);
@@ -87,6 +117,15 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
   options.health.ignored_xids.insert(flags.ignore_xids.begin(), flags.ignore_xids.end());
   options.metrics_every = flags.metrics_interval;
   options.rescan_every = flags.rescan_interval;
+  // Outlives the manager, which calls it from its threads.
+  std::unique_ptr<NodeAnnotator> annotator = MakeAnnotator(flags, clock);
+  if (annotator) {
+    options.on_inventory = [a = annotator.get()](const agent::NodeSnapshot& node,
+                                                 const std::vector<Resource>& resources) {
+      a->Set(NvLinkDomainsOf(node, resources));
+    };
+    annotator->Start();
+  }
   int code = 0;
   {
     DevicePluginManager manager(*backend, clock, options);
@@ -100,6 +139,7 @@ int RunDevicePlugin(const DevicePluginFlags& flags) {
       manager.Stop();
     }
   }
+  if (annotator) annotator->Stop();
   backend->Shutdown().IgnoreError();
   return code;
 }
@@ -136,11 +176,19 @@ void RegisterDevicePluginCommands(CLI::App& app) {
                   "How often metrics are read for health (temperature, ECC), e.g. 10s");
   cmd->add_option("--rescan-interval", *rescan,
                   "How often GPUs and MIG layout are rediscovered, e.g. 30s; 0 never");
+  cmd->add_option("--node-name", flags->node_name,
+                  "This node's Kubernetes name: write its NVLink islands onto the Node as "
+                  "tessera.dev/nvlink-domains (empty: do not)")
+      ->envname("NODE_NAME");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig for writing the Node annotation (default: the in-cluster config)");
   cmd->footer(
       "Examples:\n"
       "  tessera device-plugin                            # kubelet's "
       "/var/lib/kubelet/device-plugins\n"
-      "  tessera device-plugin --mig-strategy mixed --device-list-strategy cdi-cri");
+      "  tessera device-plugin --mig-strategy mixed --device-list-strategy cdi-cri\n"
+      "  tessera device-plugin --node-name gpu-1 --kubeconfig ~/.kube/config  # and annotate Node "
+      "gpu-1");
   cmd->callback([flags, interval, rescan]() {
     if (!interval->empty() && !absl::ParseDuration(*interval, &flags->metrics_interval)) {
       throw CLI::ValidationError("--metrics-interval",

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,38 @@ TEST_F(DevicePluginCommandTest, NvmlBackendWithStubDriver) {
   ASSERT_EQ(cr.cdi_devices_size(), 1);
   EXPECT_EQ(cr.cdi_devices(0).name(), "nvidia.com/gpu=" + list->devices(0).id());
 
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  EXPECT_EQ(Wait(), 0) << Output();
+}
+
+// --node-name without a usable API config: a warning, and kubelet is served all the same (the
+// annotation itself is tested on a real apiserver, tests/kube/kube_device_plugin_test.cc).
+TEST_F(DevicePluginCommandTest, NodeNameWithoutApiConfigWarnsAndServesKubelet) {
+  testing::TestKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  const std::string missing = dir_ + "/missing.kubeconfig";
+  Spawn({"device-plugin", "--backend", "fake", "--fake-config", dir_ + "/node.yaml", "--plugin-dir",
+         dir_, "--metrics-interval", "200ms", "--node-name", "gpu-1", "--kubeconfig", missing});
+  ASSERT_TRUE(kubelet.WaitForRegistrations(1, absl::Seconds(20))) << Output();
+  EXPECT_NE(Output().find("warning: --kubeconfig " + missing), std::string::npos) << Output();
+  EXPECT_NE(Output().find("not writing tessera.dev/nvlink-domains on node gpu-1"),
+            std::string::npos)
+      << Output();
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  EXPECT_EQ(Wait(), 0) << Output();
+
+  // $NODE_NAME is --node-name's default; outside a Pod there is no in-cluster config.
+  std::optional<std::string> host;
+  if (const char* h = getenv("KUBERNETES_SERVICE_HOST")) host = h;
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  setenv("NODE_NAME", "gpu-2", 1);
+  Spawn({"device-plugin", "--backend", "fake", "--fake-config", dir_ + "/node.yaml", "--plugin-dir",
+         dir_, "--metrics-interval", "200ms"});
+  unsetenv("NODE_NAME");
+  if (host) setenv("KUBERNETES_SERVICE_HOST", host->c_str(), 1);
+  ASSERT_TRUE(kubelet.WaitForRegistrations(2, absl::Seconds(20))) << Output();
+  EXPECT_NE(Output().find("warning: in-cluster config: "), std::string::npos) << Output();
+  EXPECT_NE(Output().find("on node gpu-2"), std::string::npos) << Output();
   ASSERT_EQ(kill(pid_, SIGTERM), 0);
   EXPECT_EQ(Wait(), 0) << Output();
 }

@@ -91,6 +91,7 @@ absl::Status DevicePluginManager::Start() {
     if (!g.info.uuid.empty()) health_.AddGpu(g.info.uuid);
   }
   const std::vector<Resource> resources = BuildInventory(node, options_.mig_strategy);
+  if (options_.on_inventory) options_.on_inventory(node, resources);
   std::vector<std::unique_ptr<ResourceServer>> servers;
   for (const Resource& r : resources) servers.push_back(MakeServer(r, node.topology));
   health_.AddListener([this](const agent::HealthTransition& t) {
@@ -231,6 +232,7 @@ std::vector<std::string> DevicePluginManager::Rescan() {
     if (!g.info.uuid.empty()) health_.AddGpu(g.info.uuid);
   }
   const std::vector<Resource> next = BuildInventory(*node, options_.mig_strategy);
+  if (options_.on_inventory) options_.on_inventory(*node, next);
 
   absl::MutexLock l(&lifecycle_mu_);
   if (!started_) return uuids;

@@ -62,6 +62,10 @@ struct PluginOptions {
   absl::Duration register_retry_max = absl::Seconds(30);
   // Diagnostics, one line per call, from any thread (must be thread-safe); default: stderr.
   std::function<void(absl::string_view)> log;
+  // Each discovery's node and the resources built from it: at Start and at every rescan that
+  // succeeds, changed or not; from Start's thread, then the event thread. Must not block (the
+  // node annotator only records the value; its own thread talks to the API).
+  std::function<void(const agent::NodeSnapshot&, const std::vector<Resource>&)> on_inventory;
 };
 
 class DevicePluginManager {
