@@ -29,9 +29,12 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -83,6 +86,42 @@ absl::StatusOr<std::unique_ptr<kube::RestClient>> AdminClient(const KubeBed& bed
   return kube::RestClient::Create(*kc, ro);
 }
 
+// apiserver_request_total from the apiserver's /metrics, summed by "VERB resource[/subresource]".
+std::map<std::string, double> ApiRequests(kube::RestClient& c) {
+  std::map<std::string, double> out;
+  absl::StatusOr<kube::HttpResult> r = c.Raw("GET", "/metrics");
+  if (!r.ok() || r->status != 200) return out;
+  constexpr absl::string_view kName = "apiserver_request_total{";
+  for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
+    if (!absl::StartsWith(line, kName)) continue;
+    const size_t close = line.rfind('}');
+    double v = 0;
+    if (close == absl::string_view::npos || !absl::SimpleAtod(line.substr(close + 1), &v)) continue;
+    std::map<std::string, std::string> labels;
+    for (absl::string_view kv :
+         absl::StrSplit(line.substr(kName.size(), close - kName.size()), ',')) {
+      std::pair<std::string, std::string> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      if (p.second.size() >= 2) labels[p.first] = p.second.substr(1, p.second.size() - 2);
+    }
+    std::string key = absl::StrCat(labels["verb"], " ", labels["resource"]);
+    if (!labels["subresource"].empty()) absl::StrAppend(&key, "/", labels["subresource"]);
+    out[key] += v;
+  }
+  return out;
+}
+
+// `after` - `before`, the keys that changed.
+Json RequestDelta(const std::map<std::string, double>& before,
+                  const std::map<std::string, double>& after) {
+  Json out = Json::object();
+  for (const auto& [k, v] : after) {
+    auto it = before.find(k);
+    const double d = v - (it == before.end() ? 0 : it->second);
+    if (d > 0) out[k] = d;
+  }
+  return out;
+}
+
 // A scheduler under test on one bed.
 class Contender {
  public:
@@ -129,11 +168,23 @@ class TesseraContender : public Contender {
   Json Stats() const override {
     if (!sched_) return Json::object();
     const kubesched::KubeSchedulerStats st = sched_->stats();
-    return {{"cycles", st.cycles},
-            {"bound", st.bound},
-            {"bind_errors", st.bind_errors},
-            {"pending_jobs", st.pending_jobs},
-            {"unaccounted_pods", st.unaccounted_pods}};
+    Json out = {{"cycles", st.cycles},
+                {"bound", st.bound},
+                {"bind_errors", st.bind_errors},
+                {"pending_jobs", st.pending_jobs},
+                {"unaccounted_pods", st.unaccounted_pods}};
+    // The cycles' own time (scheduler_scheduling_algorithm_duration_seconds), from /metrics.
+    for (absl::string_view line : absl::StrSplit(registry_.Render(), '\n')) {
+      for (const char* what : {"_sum", "_count"}) {
+        const std::string prefix =
+            absl::StrCat("scheduler_scheduling_algorithm_duration_seconds", what, " ");
+        double v = 0;
+        if (absl::StartsWith(line, prefix) && absl::SimpleAtod(line.substr(prefix.size()), &v)) {
+          out[absl::StrCat("algorithm_seconds", what)] = v;
+        }
+      }
+    }
+    return out;
   }
   void Stop() override {
     if (sched_) sched_->Stop();
@@ -225,6 +276,43 @@ Json Quantiles(const std::vector<double>& ms) {
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
+// User + system CPU seconds of process `pid` (0: this one) so far; 0 when it cannot be read.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(pid == 0 ? std::string("/proc/self/stat")
+                            : absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  std::getline(in, line);
+  // Fields after the command (which may hold spaces), from its closing parenthesis: state is
+  // field 3, utime 14, stime 15.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::vector<std::string> f = absl::StrSplit(line.substr(close + 2), ' ');
+  if (f.size() < 13) return 0;
+  int64_t utime = 0, stime = 0;
+  if (!absl::SimpleAtoi(f[11], &utime) || !absl::SimpleAtoi(f[12], &stime)) return 0;
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds of the bed's processes and of this one (which runs Tessera when it is the
+// contender, and always the creators and the Pod watch).
+struct CpuSample {
+  double apiserver = 0, etcd = 0, kube_scheduler = 0, self = 0;
+  static CpuSample Of(const KubeBed& bed) {
+    CpuSample c;
+    c.apiserver = CpuSeconds(bed.apiserver_pid());
+    c.etcd = CpuSeconds(bed.etcd_pid());
+    if (bed.kube_scheduler_pid() > 0) c.kube_scheduler = CpuSeconds(bed.kube_scheduler_pid());
+    c.self = CpuSeconds(0);
+    return c;
+  }
+  Json Since(const CpuSample& before) const {
+    return {{"kube_apiserver", apiserver - before.apiserver},
+            {"etcd", etcd - before.etcd},
+            {"kube_scheduler", kube_scheduler - before.kube_scheduler},
+            {"bench_process", self - before.self}};
+  }
+};
+
 // What the watch saw of the work `w`.
 Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& watch) {
   std::vector<double> single, gang_all, gang_last;
@@ -258,6 +346,8 @@ Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& 
       w.first == absl::InfiniteFuture() ? 0 : std::max(1e-9, absl::ToDoubleSeconds(end - w.first));
   const double create_s =
       w.first == absl::InfiniteFuture() ? 0 : absl::ToDoubleSeconds(w.last - w.first);
+  std::string stale;
+  const int stale_n = watch.BoundButUnschedulable(&stale);
   return {{"pods_bound_per_s", wall_s > 0 ? bound / wall_s : 0.0},
           {"single", Quantiles(single)},
           {"gang_all_bound", Quantiles(gang_all)},
@@ -270,7 +360,8 @@ Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& 
           {"pods_created_per_s", create_s > 0 ? s.pods() / create_s : 0.0},
           {"create_errors", w.errors},
           {"first_create_error", w.first_error},
-          {"bound_but_podscheduled_false", watch.BoundButUnschedulable()}};
+          {"bound_but_podscheduled_false", stale_n},
+          {"bound_but_podscheduled_false_example", stale}};
 }
 
 // One contender on `bed`; with `raw`, the raw binding rate afterwards. Errors end the bench.
@@ -307,6 +398,8 @@ absl::StatusOr<Json> RunOne(const Flags& f, const std::string& which, KubeBed& b
   }
   const double ready_s = absl::ToDoubleSeconds(absl::Now() - t0);
 
+  const CpuSample cpu_before = CpuSample::Of(bed);
+  const std::map<std::string, double> requests_before = ApiRequests(c);
   std::atomic<bool> created{false};
   CreatedWork work;
   std::thread creator([&] {
@@ -316,8 +409,13 @@ absl::StatusOr<Json> RunOne(const Flags& f, const std::string& which, KubeBed& b
   watch.WaitBound(f.shape.pods(), absl::Now() + absl::Seconds(f.timeout_s), absl::Seconds(f.idle_s),
                   [&] { return created.load(); });
   creator.join();
+  const CpuSample cpu_after = CpuSample::Of(bed);
   absl::Status alive = sched->Alive();
   Json out = Measure(f.shape, work, watch);
+  out["cpu_s"] = cpu_after.Since(cpu_before);
+  // What the work cost the apiserver, by verb and resource (the bench's own creates and watch
+  // included).
+  out["apiserver_requests"] = RequestDelta(requests_before, ApiRequests(c));
   out["ready_s"] = ready_s;
   out["node_create_s"] = node_create_s;
   out["scheduler_stats"] = sched->Stats();

@@ -214,13 +214,17 @@ absl::Time BindingWatch::last_bound() const {
   return last_;
 }
 
-int BindingWatch::BoundButUnschedulable() const {
+int BindingWatch::BoundButUnschedulable(std::string* example) const {
   int n = 0;
   for (const kube::ObjectPtr& o : inf_->store().List()) {
     if (!o->contains("spec") || (*o)["spec"].value("nodeName", "").empty()) continue;
     if (!o->contains("status") || !(*o)["status"].contains("conditions")) continue;
     for (const Json& cond : (*o)["status"]["conditions"]) {
-      if (cond.value("type", "") == "PodScheduled" && cond.value("status", "") == "False") ++n;
+      if (cond.value("type", "") != "PodScheduled" || cond.value("status", "") != "False") continue;
+      if (n++ == 0) {
+        *example =
+            absl::StrCat((*o)["metadata"].value("name", ""), ": ", cond.value("message", ""));
+      }
     }
   }
   return n;

@@ -98,8 +98,8 @@ class BindingWatch {
   absl::Time BoundAt(const std::string& pod) const;
   absl::Time last_bound() const;
   // Bound Pods whose PodScheduled condition says False (a stale "unschedulable" written after
-  // the binding).
-  int BoundButUnschedulable() const;
+  // the binding); `example` gets one of them, "pod: message".
+  int BoundButUnschedulable(std::string* example) const;
 
  private:
   void Saw(const kube::ObjectPtr& o);

@@ -98,6 +98,10 @@ class KubeBed {
   std::string cert_kubeconfig() const { return dir_ + "/cert.kubeconfig"; }
   std::string apiserver_log() const { return dir_ + "/kube-apiserver.log"; }
   std::string kube_scheduler_log() const { return dir_ + "/kube-scheduler.log"; }
+  // The children's process ids (-1 when not running), e.g. to read their CPU time in /proc.
+  pid_t etcd_pid() const { return etcd_pid_; }
+  pid_t apiserver_pid() const { return apiserver_pid_; }
+  pid_t kube_scheduler_pid() const { return scheduler_pid_; }
 
   // Writes a kubeconfig for this server with `user_lines` under users[0].user (indent 4) and
   // `cluster_lines` replacing the default certificate-authority line.
