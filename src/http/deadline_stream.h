@@ -41,7 +41,7 @@ namespace tessera::http {
 // "no limit" for that bound, which only tests use.
 struct ConnectionLimits {
   absl::Duration header_timeout = absl::Seconds(10);
-  int64_t max_header_bytes = 64 * 1024;
+  int64_t max_header_bytes = int64_t{64} * 1024;
   absl::Duration body_timeout = absl::Seconds(60);
   int64_t max_body_wire_bytes = 16 << 20;
   absl::Duration io_timeout = absl::Seconds(5);

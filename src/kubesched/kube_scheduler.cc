@@ -154,7 +154,7 @@ absl::Status KubeScheduler::Impl::Start() {
   first.queues = has_queues_;
   for (const std::string& k : nodes_inf_->store().ListKeys()) first.nodes.insert(k);
   for (const std::string& k : pods_inf_->store().ListKeys()) first.pods.insert(k);
-  Process(std::move(first), /*initial=*/true);
+  Process(first, /*initial=*/true);
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -191,7 +191,7 @@ void KubeScheduler::Impl::Loop() {
       processing_ = true;
     }
     if (in.empty()) cycle_needed_ = true;  // the tick
-    Process(std::move(in), /*initial=*/false);
+    Process(in, /*initial=*/false);
     absl::MutexLock l(&mu_);
     processing_ = false;
   }
@@ -217,7 +217,7 @@ bool KubeScheduler::Impl::Settle(absl::Duration timeout) {
   }
 }
 
-void KubeScheduler::Impl::Process(Inbox in, bool initial) {
+void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
   if (in.queues) RebuildQueues();
   for (const std::string& k : in.nodes) SyncNode(k);
   std::map<std::string, std::vector<std::string>> restore;  // job -> its bound Pods
@@ -338,6 +338,14 @@ void KubeScheduler::Impl::SyncNode(const std::string& key) {
   }
   const model::Node& have = cluster_.node(*id);
   if (SameShape(have, *want)) {
+    // GPU health (allocatable shrank or grew back): the work on it stays, new work avoids it.
+    for (size_t g = 0; g < want->gpus.size(); ++g) {
+      const bool healthy = want->gpus[g].health == model::GpuHealth::kHealthy;
+      if (cluster_.state(*id).healthy(static_cast<int>(g)) != healthy) {
+        std::vector<std::string> affected;
+        (void)cluster_.SetGpuHealth(*id, static_cast<int>(g), healthy, &affected);
+      }
+    }
     if (have.unschedulable != want->unschedulable ||
         cluster_.state(*id).schedulable == want->unschedulable) {
       (void)cluster_.SetSchedulable(*id, !want->unschedulable);

@@ -87,7 +87,7 @@ class KubeScheduler::Impl {
   };
 
   void Loop();
-  void Process(Inbox in, bool initial);
+  void Process(const Inbox& in, bool initial);
   void SyncNode(const std::string& key);
   void SyncPod(const std::string& key, bool initial);
   void ReleasePod(const std::string& key, PodRec& rec);
@@ -103,7 +103,7 @@ class KubeScheduler::Impl {
                                       const std::vector<const kube::Pod*>& pods,
                                       const GangSpec& spec);
   void Submit(const std::string& gang, model::Job job, std::vector<std::string> pods);
-  void RestoreJobs(std::map<std::string, std::vector<std::string>> by_job);
+  void RestoreJobs(const std::map<std::string, std::vector<std::string>>& by_job);
   void RunCycle();
   void BindJob(const std::string& job_key, const sched::Placement& p);
   void TellWaiting();

@@ -222,8 +222,10 @@ void KubeScheduler::Impl::MemberEnded(const std::string& job_key, const std::str
   Withdraw(job_key);  // the last member: the gang's resources return
 }
 
-void KubeScheduler::Impl::RestoreJobs(std::map<std::string, std::vector<std::string>> by_job) {
-  for (auto& [key, pks] : by_job) {
+void KubeScheduler::Impl::RestoreJobs(
+    const std::map<std::string, std::vector<std::string>>& by_job) {
+  for (const auto& [key, unsorted] : by_job) {
+    std::vector<std::string> pks = unsorted;
     std::sort(pks.begin(), pks.end());
     std::vector<std::optional<kube::Pod>> owned;
     owned.reserve(pks.size());  // `pods` points into it

@@ -40,7 +40,7 @@ struct Flags {
 
 // Stops with the first SIGINT/SIGTERM, or when `lost` is set (leadership lost).
 int WaitForStop(const sigset_t& sigs, const std::atomic<bool>& lost) {
-  const timespec tick{0, 200 * 1000 * 1000};
+  const timespec tick{0, 200L * 1000 * 1000};
   while (!lost.load()) {
     if (sigtimedwait(&sigs, nullptr, &tick) > 0) return 0;
   }
@@ -207,7 +207,7 @@ int Run(const Flags& f) {
     }
     std::thread elect([&] { (*le)->Run(); });
     log.Info("waiting for the lease", {{"lease", f.lease_namespace + "/" + f.lease_name}});
-    const timespec tick{0, 100 * 1000 * 1000};
+    const timespec tick{0, 100L * 1000 * 1000};
     bool stop = false;
     while (!leading.load() && !lost.load()) {
       if (sigtimedwait(&sigs, nullptr, &tick) > 0) {

@@ -97,9 +97,14 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
   model::Node out;
   out.name = n.metadata.name;
   out.labels = n.metadata.labels;
-  const int64_t gpus = Milli(n.allocatable, kGpuResource) / 1000;
+  // Capacity counts every GPU the device plugin advertises, allocatable only the healthy ones
+  // (kubelet does not say which are not). The node keeps all of them, so the islands annotation
+  // (one id per advertised GPU) still lines up, and as many as are missing from allocatable are
+  // marked unhealthy: the highest indices, for want of better knowledge.
+  const int64_t allocatable = Milli(n.allocatable, kGpuResource) / 1000;
+  const int64_t gpus = std::max(allocatable, Milli(n.capacity, kGpuResource) / 1000);
   if (gpus > model::kMaxGpusPerNode) {
-    return absl::InvalidArgumentError(absl::StrCat("status.allocatable[", kGpuResource, "]: ", gpus,
+    return absl::InvalidArgumentError(absl::StrCat("status.capacity[", kGpuResource, "]: ", gpus,
                                                    " GPUs; the scheduler places at most ",
                                                    model::kMaxGpusPerNode, " per node"));
   }
@@ -117,6 +122,7 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
     g.uuid = absl::StrCat(out.name, "/gpu", i);
     g.model = product;
     g.memory_mib = mem;
+    if (i >= allocatable) g.health = model::GpuHealth::kUnhealthy;
     out.gpus.push_back(std::move(g));
   }
   std::vector<int> domains(gpus, -1);

@@ -3,7 +3,8 @@
 // model::Job, and the gang a Pod belongs to.
 //
 // Conventions read from the objects (docs/kubernetes.md, "tessera scheduler"):
-// - GPUs: allocatable `nvidia.com/gpu`; model from the label `nvidia.com/gpu.product` (GPU feature
+// - GPUs: capacity `nvidia.com/gpu`, those beyond allocatable marked unhealthy; model from the
+// label `nvidia.com/gpu.product` (GPU feature
 //   discovery; "gpu" without it), memory per GPU in MiB from `nvidia.com/gpu.memory`;
 //   NVLink islands from the annotation `tessera.dev/nvlink-domains` that `tessera device-plugin`
 //   writes ("0,0,0,0,1,1,1,1": an island id per GPU index, -1 for none). Without it each GPU is

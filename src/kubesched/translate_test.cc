@@ -73,7 +73,19 @@ TEST(TranslateTest, NotReadyNodeIsUnschedulableAndBadIslandsAreNamed) {
   j = GpuNode("n1", 32);
   n = NodeFromKube(DecodeNodeJson(j), {});
   ASSERT_FALSE(n.ok());
-  EXPECT_NE(n.status().message().find("status.allocatable[nvidia.com/gpu]"), std::string::npos);
+  EXPECT_NE(n.status().message().find("status.capacity[nvidia.com/gpu]"), std::string::npos);
+}
+
+TEST(TranslateTest, GpusOutsideAllocatableAreUnhealthyAndKeepTheirIslands) {
+  // An XID took one GPU out of allocatable; capacity and the islands annotation still count 4.
+  kube::Json j = GpuNode("n1", 3);
+  j["status"]["capacity"] = {{"nvidia.com/gpu", "4"}};
+  absl::StatusOr<model::Node> n = NodeFromKube(DecodeNodeJson(j), {});
+  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_EQ(n->gpus.size(), 4u);
+  EXPECT_EQ(n->gpus[3].health, model::GpuHealth::kUnhealthy);
+  EXPECT_EQ(n->gpus[2].health, model::GpuHealth::kHealthy);
+  EXPECT_EQ(n->topology.num_domains(), 2);
 }
 
 kube::Json Pod(const kube::Json& resources) {
