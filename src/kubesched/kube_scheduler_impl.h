@@ -76,6 +76,7 @@ class KubeScheduler::Impl {
     std::string reason_written;
     absl::Time created = absl::InfinitePast();
     absl::Time last_checkpoint = absl::InfinitePast();
+    absl::Time submitted_at = absl::InfinitePast();
     bool victim = false;    // signalled: its Pods are being evicted
     std::string preemptor;  // while victim
   };

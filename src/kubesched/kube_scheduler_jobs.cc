@@ -180,6 +180,7 @@ void KubeScheduler::Impl::Submit(const std::string& gang, model::Job job,
   jr.pods = std::move(pods);
   jr.job = std::move(shared);
   jr.submitted = true;
+  jr.submitted_at = clock_.Now();
   jr.created = jr.job->creation_time;
   gang_job_[gang] = key;
   for (const std::string& pk : jr.pods) pods_[pk].job = key;
@@ -536,6 +537,32 @@ void KubeScheduler::Impl::Hold(const std::string& gang, const std::vector<std::s
 void KubeScheduler::Impl::TellWaiting() {
   int64_t active = 0, gated = 0;
   const std::string nodes = absl::StrCat(cluster_.num_nodes());
+  // A gang not placed within its PodGroup's scheduleTimeoutSeconds steps out of the queue for a
+  // backoff (as coscheduling backs a timed-out group off), saying so; then it queues again.
+  std::vector<std::string> timed_out;
+  const absl::Time now = clock_.Now();
+  for (const auto& [key, jr] : jobs_) {
+    if (!jr.running && jr.job && jr.job->gang.timeout > absl::ZeroDuration() &&
+        now - jr.submitted_at > jr.job->gang.timeout &&
+        qm_->Phase(key) == sched::JobPhase::kPending) {
+      timed_out.push_back(key);
+    }
+  }
+  for (const std::string& key : timed_out) {
+    JobRec& jr = jobs_[key];
+    const std::string gang = jr.gang;
+    const std::vector<std::string> pods = jr.pods;
+    Blocked& b = blocked_[gang];
+    b.backoff = b.backoff == absl::ZeroDuration() ? absl::Seconds(10)
+                                                  : std::min(b.backoff * 2, absl::Minutes(5));
+    b.until = now + b.backoff;
+    b.reason = absl::StrCat("gang not placed within its scheduleTimeoutSeconds (",
+                            absl::FormatDuration(jr.job->gang.timeout),
+                            "): ", qm_->WaitingReason(key), "; queues again at ",
+                            absl::FormatTime("%H:%M:%SZ", b.until, absl::UTCTimeZone()));
+    Withdraw(key);
+    Hold(gang, pods, {b.reason, true});
+  }
   for (auto& [key, jr] : jobs_) {
     if (jr.running) continue;
     active += static_cast<int64_t>(jr.pods.size());

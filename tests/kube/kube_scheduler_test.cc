@@ -564,6 +564,24 @@ TEST_F(KubeSchedulerTest, AMalformedPodGroupHoldsItsPodsNamingTheField) {
   EXPECT_EQ(w.Bound(), 0);
 }
 
+TEST_F(KubeSchedulerTest, AGangPastItsScheduleTimeoutStepsOutAndSaysSo) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  InstallCrds(*client_);
+  AddNode("a", 8);
+  Json g = CoschedulingGroup("slow", 2);
+  g["spec"]["scheduleTimeoutSeconds"] = 1;
+  ASSERT_TRUE(client_->Create(kube::CoschedulingPodGroupsResource(), ns_, g).ok());
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  AddPod(GangPod("slow-0", suite_, 8, "slow"));
+  AddPod(GangPod("slow-1", suite_, 8, "slow"));  // two full nodes' worth on one node
+  ASSERT_TRUE(w.Until([&] {
+    return w.Unschedulable("slow-0").find("scheduleTimeoutSeconds") != std::string::npos;
+  })) << w.Unschedulable("slow-0");
+  EXPECT_EQ(w.Bound(), 0);
+}
+
 TEST_F(KubeSchedulerTest, AQueueBorrowsIdleCapacityWhenItsQueueMayBorrow) {
   KUBE_BED_OR_SKIP(bed);
   SetUpClient(bed);
