@@ -237,6 +237,12 @@ void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
   }
   if (!restore.empty()) RestoreJobs(std::move(restore));
   for (const Inbox::BindDone& b : in.binds) OnBindDone(b);
+  for (const std::string& pk : in.retell) {
+    held_written_.erase(pk);
+    if (auto p = pods_.find(pk); p != pods_.end() && !p->second.job.empty()) {
+      if (auto j = jobs_.find(p->second.job); j != jobs_.end()) j->second.reason_written.clear();
+    }
+  }
   for (const Inbox::EvictDone& e : in.evictions) {
     {
       absl::MutexLock l(&mu_);

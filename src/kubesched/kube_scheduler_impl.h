@@ -53,9 +53,11 @@ class KubeScheduler::Impl {
       absl::Status status;
     };
     std::vector<EvictDone> evictions;
+    // Pods whose PodScheduled write lost a race (the Pod changed since it was read): told again.
+    std::vector<std::string> retell;
     bool empty() const {
       return pods.empty() && nodes.empty() && groups.empty() && !queues && binds.empty() &&
-             evictions.empty();
+             evictions.empty() && retell.empty();
     }
   };
   void Note(const std::function<void(Inbox&)>& f);
@@ -85,7 +87,12 @@ class KubeScheduler::Impl {
   struct Held {
     std::string reason;
     bool warning = false;  // a Warning Event (the user must act), not only the condition
+    absl::Time since = absl::InfinitePast();  // held without a break since (Hold keeps it)
   };
+  // How long a job or gang waits before its Pods are told why (PodScheduled=False, an Event,
+  // the PodGroup's status): Pods of a gang arrive one by one and a burst of work is placed
+  // within moments, and telling each transient state would multiply the API writes.
+  static constexpr absl::Duration kTellAfter = absl::Seconds(1);
 
   void Loop();
   void Process(const Inbox& in, bool initial);

@@ -531,7 +531,10 @@ void KubeScheduler::Impl::WriteGroupStatus(const std::string& gang, bool schedul
 void KubeScheduler::Impl::Hold(const std::string& gang, const std::vector<std::string>& pods,
                                Held why) {
   (void)pods;
-  held_[gang] = std::move(why);
+  auto [it, added] = held_.try_emplace(gang);
+  const absl::Time since = added ? clock_.Now() : it->second.since;
+  it->second = std::move(why);
+  it->second.since = since;
 }
 
 void KubeScheduler::Impl::TellWaiting() {
@@ -566,6 +569,7 @@ void KubeScheduler::Impl::TellWaiting() {
   for (auto& [key, jr] : jobs_) {
     if (jr.running) continue;
     active += static_cast<int64_t>(jr.pods.size());
+    if (now - jr.submitted_at < kTellAfter) continue;
     std::string why = qm_->WaitingReason(key);
     if (why.empty() || why == jr.reason_written) continue;
     jr.reason_written = why;
@@ -576,6 +580,10 @@ void KubeScheduler::Impl::TellWaiting() {
   for (const auto& [gang, h] : held_) {
     auto it = gang_pods_.find(gang);
     if (it == gang_pods_.end()) continue;
+    if (!h.warning && now - h.since < kTellAfter) {
+      gated += static_cast<int64_t>(it->second.size());
+      continue;
+    }
     WriteGroupStatus(gang, false, h.reason);
     for (const std::string& pk : it->second) {
       auto pr = pods_.find(pk);
@@ -600,8 +608,11 @@ void KubeScheduler::Impl::WriteUnschedulable(const std::string& pod_key, const s
   if (!pod) return;
   const absl::Time now = clock_.Now();
   writer_->Post([this, pod = *std::move(pod), message, reason, now] {
-    // A strategic merge patch: the PodScheduled condition replaced by type, the others kept.
+    // A strategic merge patch: the PodScheduled condition replaced by type, the others kept. It
+    // holds only if the Pod is as it was read (its resourceVersion): a Pod bound meanwhile keeps
+    // the PodScheduled=True its binding wrote.
     kube::Json patch = {
+        {"metadata", {{"resourceVersion", pod.metadata.resource_version}}},
         {"status",
          {{"conditions",
            kube::Json::array({{{"type", "PodScheduled"},
@@ -614,6 +625,11 @@ void KubeScheduler::Impl::WriteUnschedulable(const std::string& pod_key, const s
         "PATCH",
         kube::ResourcePath(kube::PodsResource(), pod.metadata.ns, pod.metadata.name, "status"),
         patch.dump(), "application/strategic-merge-patch+json");
+    if (r.ok() && r->status == 409) {
+      // Changed since read: if it still waits, the loop tells it again from its newer state.
+      Note([&](Inbox& in) { in.retell.push_back(kube::ObjectKey(pod.metadata)); });
+      return;
+    }
     if (!r.ok() || r->status >= 300) {
       opts_.log.Debug("PodScheduled condition not written",
                       {{"pod", pod.metadata.name},

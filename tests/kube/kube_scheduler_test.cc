@@ -352,7 +352,9 @@ TEST_F(KubeSchedulerTest, CoschedulingGangsAreAllOrNothing) {
   EXPECT_EQ(!bound["h-1"].empty(), h);  // never a partial gang
   EXPECT_EQ(!bound["k-1"].empty(), k);
   const std::string waiting = h ? "k-1" : "h-1";
-  EXPECT_NE(w.Unschedulable(waiting).find("nodes are available"), std::string::npos);
+  // Told once it has waited a moment (kTellAfter).
+  EXPECT_TRUE(w.Until(
+      [&] { return w.Unschedulable(waiting).find("nodes are available") != std::string::npos; }));
 }
 
 TEST_F(KubeSchedulerTest, Kep4671GangKeepsToOneRackAndWaitsForOne) {
