@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -83,7 +84,7 @@ absl::StatusOr<std::unique_ptr<kube::RestClient>> AdminClient(const KubeBed& bed
                                                               kube::RestOptions ro) {
   absl::StatusOr<kube::KubeConfig> kc = kube::LoadKubeconfig({bed.admin_kubeconfig(), "", nullptr});
   if (!kc.ok()) return kc.status();
-  return kube::RestClient::Create(*kc, ro);
+  return kube::RestClient::Create(*std::move(kc), std::move(ro));
 }
 
 // apiserver_request_total from the apiserver's /metrics, summed by "VERB resource[/subresource]".

@@ -227,6 +227,7 @@ pid_t KubeBed::Spawn(const std::vector<std::string>& argv, const std::string& lo
   // Everything the child needs is prepared before fork: a multi-threaded process must not
   // allocate in the child.
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
