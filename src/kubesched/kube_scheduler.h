@@ -52,7 +52,10 @@ struct KubeSchedulerOptions {
   // The base queue configuration: profile, priority classes, preemption policy, queues of no
   // Queue object.
   sched::QueueManagerConfig queues;
-  int api_writers = 16;                        // concurrent API writes (bindings, status, Events)
+  // Concurrent API writes (bindings, status, Events). Each write waits on the apiserver and
+  // etcd, so throughput follows concurrency until the apiserver's CPU is spent: on the 2-core VM,
+  // 5,000 nodes and 12,000 Pods, 16 writers left Pods waiting 25 s (p50), 64 writers 6 s.
+  int api_writers = 64;
   std::string identity = "tessera-scheduler";  // Events' reportingInstance
   absl::Duration sync_timeout = absl::Seconds(60);
   obs::Logger log;

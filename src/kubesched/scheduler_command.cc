@@ -32,7 +32,7 @@ struct Flags {
   double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   std::string metrics_addr = "127.0.0.1:10259";
   std::string rack_label = "tessera.dev/rack", block_label = "tessera.dev/block";
-  int api_writers = 16;
+  int api_writers = KubeSchedulerOptions{}.api_writers;
   double qps = 0;
   int burst = 100;
   std::string log_format = "text";
