@@ -95,10 +95,17 @@ void KubeScheduler::Impl::Note(const std::function<void(Inbox&)>& f) {
 
 absl::Status KubeScheduler::Impl::Start() {
   has_coscheduling_ = Served(client_, "scheduling.x-k8s.io/v1alpha1", "podgroups");
-  has_kep_groups_ = Served(client_, "scheduling.k8s.io/v1alpha3", "podgroups");
+  kep_groups_ = kube::PodGroupsResource();
+  for (const char* v : {"v1beta1", "v1alpha3"}) {
+    if (Served(client_, absl::StrCat("scheduling.k8s.io/", v), "podgroups")) {
+      has_kep_groups_ = true;
+      kep_groups_.version = v;
+      break;
+    }
+  }
   has_queues_ = Served(client_, "tessera.dev/v1", "queues");
   opts_.log.Info("scheduler APIs", {{"coschedulingPodGroups", has_coscheduling_ ? "yes" : "no"},
-                                    {"kepPodGroups", has_kep_groups_ ? "yes" : "no"},
+                                    {"kepPodGroups", has_kep_groups_ ? kep_groups_.version : "no"},
                                     {"queues", has_queues_ ? "yes" : "no"}});
   auto make = [&](const kube::ResourceType& t, std::function<void(Inbox&, const std::string&)> f) {
     kube::ReflectorOptions ro;
@@ -123,8 +130,8 @@ absl::Status KubeScheduler::Impl::Start() {
                          [](Inbox& in, const std::string& k) { in.groups.insert("x:" + k); });
   }
   if (has_kep_groups_) {
-    kgroups_inf_ = make(kube::PodGroupsResource(),
-                        [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
+    kgroups_inf_ =
+        make(kep_groups_, [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
   }
   if (has_queues_) {
     queues_inf_ = make(QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
@@ -237,6 +244,12 @@ void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
   }
   if (!restore.empty()) RestoreJobs(std::move(restore));
   for (const Inbox::BindDone& b : in.binds) OnBindDone(b);
+  for (const std::string& g : in.regroup) {
+    group_status_.erase(g);
+    if (auto j = gang_job_.find(g); j != gang_job_.end()) {
+      if (auto r = jobs_.find(j->second); r != jobs_.end()) r->second.reason_written.clear();
+    }
+  }
   for (const std::string& pk : in.retell) {
     held_written_.erase(pk);
     if (auto p = pods_.find(pk); p != pods_.end() && !p->second.job.empty()) {
@@ -496,6 +509,7 @@ void KubeScheduler::Impl::SyncPod(const std::string& key, bool initial) {
   if (rec.role != Role::kIgnored) ReleasePod(key, rec);
   rec.role = Role::kPending;
   rec.gang = gang;
+  if (rec.first_seen == absl::InfinitePast()) rec.first_seen = clock_.Now();
   gang_pods_[gang].insert(key);
   dirty_gangs_.insert(gang);
 }

@@ -55,9 +55,10 @@ class KubeScheduler::Impl {
     std::vector<EvictDone> evictions;
     // Pods whose PodScheduled write lost a race (the Pod changed since it was read): told again.
     std::vector<std::string> retell;
+    std::vector<std::string> regroup;  // gangs whose PodGroup status write lost a race
     bool empty() const {
       return pods.empty() && nodes.empty() && groups.empty() && !queues && binds.empty() &&
-             evictions.empty() && retell.empty();
+             evictions.empty() && retell.empty() && regroup.empty();
     }
   };
   void Note(const std::function<void(Inbox&)>& f);
@@ -68,6 +69,7 @@ class KubeScheduler::Impl {
     Role role = Role::kIgnored;
     std::string uid, gang, job, node;
     bool gone = false;  // kMember: ended (its job keeps the resources until all have)
+    absl::Time first_seen = absl::InfinitePast();  // when this scheduler first saw it pending
   };
   struct JobRec {
     std::string gang;               // the gang key ("p:NS/NAME" for a Pod alone)
@@ -144,6 +146,9 @@ class KubeScheduler::Impl {
   const Clock& clock_;
   KubeSchedulerOptions opts_;
   bool has_coscheduling_ = false, has_kep_groups_ = false, has_queues_ = false;
+  // KEP-4671 PodGroups at the newest version served (v1beta1 where the apiserver serves it, as
+  // kube-scheduler 1.37 reads them; else v1alpha3).
+  kube::ResourceType kep_groups_;
 
   std::unique_ptr<kube::Informer> pods_inf_, nodes_inf_, cogroups_inf_, kgroups_inf_, queues_inf_;
   std::unique_ptr<ApiWriter> writer_;

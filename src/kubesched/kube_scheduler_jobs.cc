@@ -147,6 +147,9 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& gang
       errs.push_back(absl::StrCat("pod ", p->metadata.name, ": ", r.status().message()));
       continue;
     }
+    // A Pod that asks nothing (BestEffort) fits anywhere, as in kube-scheduler; the core's
+    // members always ask something, so it asks one milli-CPU.
+    if (r->gpus == 0 && r->cpu_milli == 0 && r->memory_mib == 0) r->cpu_milli = 1;
     j.groups.push_back({p->metadata.name, 1, *r});
   }
   if (queues.size() > 1) {
@@ -363,7 +366,9 @@ void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Place
     std::vector<int> gpus;
     for (const sched::GpuGrant& g : m.gpus) gpus.push_back(g.gpu);
     if (!gpus.empty()) b.annotations[kGpusAnnotation] = absl::StrJoin(gpus, ",");
-    const absl::Time created = CreationTime(*pod);
+    // From when this scheduler first saw it pending (creationTimestamp has 1 s resolution).
+    const absl::Time created =
+        rec.first_seen != absl::InfinitePast() ? rec.first_seen : CreationTime(*pod);
     writer_->Post([this, b = std::move(b), job_key, pk, created, pod = *std::move(pod)] {
       absl::Status s;
       for (int attempt = 0; attempt < 4; ++attempt) {
@@ -374,10 +379,13 @@ void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Place
       binds_.With({s.ok() ? "ok" : "error"}).Inc();
       if (s.ok()) {
         if (created != absl::InfinitePast()) {
-          sli_.With({"1"}).Observe(absl::ToDoubleSeconds(absl::Now() - created));
+          sli_.With({"1"}).Observe(absl::ToDoubleSeconds(clock_.Now() - created));
         }
-        PostEvent(pod, "Normal", "Scheduled", "Binding",
-                  absl::StrCat("Successfully assigned ", b.ns, "/", b.pod_name, " to ", b.node));
+        // Its own task: a writer binds again instead of waiting on the Event's round trip.
+        writer_->Post([this, pod, b] {
+          PostEvent(pod, "Normal", "Scheduled", "Binding",
+                    absl::StrCat("Successfully assigned ", b.ns, "/", b.pod_name, " to ", b.node));
+        });
       }
       Note([&](Inbox& in) { in.binds.push_back({job_key, pk, s}); });
     });
@@ -520,11 +528,22 @@ void KubeScheduler::Impl::WriteGroupStatus(const std::string& gang, bool schedul
                                {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now,
                                                                        absl::UTCTimeZone())}}})}}}};
   }
-  writer_->Post([this, x, ns, name, patch] {
-    absl::StatusOr<kube::Json> r =
-        client_.MergePatch(x ? kube::CoschedulingPodGroupsResource() : kube::PodGroupsResource(),
-                           ns, name, patch, "status");
-    if (!r.ok()) opts_.log.Debug("PodGroup status not written", {{"error", r.status().ToString()}});
+  // "Waiting" holds only on the resourceVersion read, so that it never lands after the
+  // "Scheduled" a later binding wrote; a lost race is told again.
+  kube::Informer* inf = x ? cogroups_inf_.get() : kgroups_inf_.get();
+  if (!scheduled && inf != nullptr) {
+    if (kube::ObjectPtr o = inf->store().Get(key)) {
+      patch["metadata"]["resourceVersion"] = (*o)["metadata"].value("resourceVersion", "");
+    }
+  }
+  writer_->Post([this, x, ns, name, patch, gang] {
+    absl::StatusOr<kube::Json> r = client_.MergePatch(
+        x ? kube::CoschedulingPodGroupsResource() : kep_groups_, ns, name, patch, "status");
+    if (kube::IsApiConflict(r.status())) {
+      Note([&](Inbox& in) { in.regroup.push_back(gang); });
+    } else if (!r.ok()) {
+      opts_.log.Debug("PodGroup status not written", {{"error", r.status().ToString()}});
+    }
   });
 }
 
