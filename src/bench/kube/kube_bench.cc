@@ -74,7 +74,7 @@ struct Flags {
   double timeout_s = 600;
   double idle_s = 60;
   int threads = 32;
-  int api_writers = 16;
+  int api_writers = kubesched::KubeSchedulerOptions{}.api_writers;
   std::string kube_scoring = "MostAllocated";
   uint64_t seed = 1;
   std::vector<std::string> apiserver_args;
