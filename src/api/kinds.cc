@@ -306,13 +306,15 @@ std::vector<KindInfo> BuildKinds() {
           Optional("weight", S::Number().Positive()),
           Optional("gpuQuota", S::Map(S::Int().Min(0).Max(kMaxQuotaGpus))),
           Optional("borrowing", S::Bool()),
-          // Full form, in GPUs / CPU cores / GiB; keys "gpu/<model>",
-          // "cpu", "memory" (controller/queue_codec.h checks them).
-          Optional("quotas", S::Map(S::Object({
-                                 Optional("guaranteed", S::Number().Min(0).Max(kMaxQuotaGpus)),
-                                 Optional("borrowingLimit", S::Number().Min(0).Max(kMaxQuotaGpus)),
-                                 Optional("lendingLimit", S::Number().Min(0).Max(kMaxQuotaGpus)),
-                             }))),
+          // Full form, in GPUs / CPU cores / GiB; keys "gpu/<model>", "cpu", "memory" (also
+          // checked by controller/queue_codec.h, which decodes them).
+          Optional("quotas",
+                   S::Map(S::Object({
+                              Optional("guaranteed", S::Number().Min(0).Max(kMaxQuotaGpus)),
+                              Optional("borrowingLimit", S::Number().Min(0).Max(kMaxQuotaGpus)),
+                              Optional("lendingLimit", S::Number().Min(0).Max(kMaxQuotaGpus)),
+                          }))
+                       .Keys({"cpu", "memory", "gpu/*"})),
           Optional("namespaces", S::Array(S::String().DnsLabel())),
       }),
       {

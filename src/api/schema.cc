@@ -57,6 +57,11 @@ Schema Schema::MaxItems(size_t n) && {
   return std::move(*this);
 }
 
+Schema Schema::Keys(std::vector<std::string> keys) && {
+  keys_ = std::move(keys);
+  return std::move(*this);
+}
+
 const Schema* Schema::FieldSchema(const std::string& name) const {
   for (const Field& f : fields_) {
     if (f.name == name) return &f.schema;
@@ -97,6 +102,7 @@ std::string Schema::Constraints() const {
   if (!one_of_.empty()) parts.push_back(absl::StrCat("one of: ", absl::StrJoin(one_of_, ", ")));
   if (min_items_ > 0) parts.push_back(absl::StrCat("at least ", min_items_, " items"));
   if (max_items_ > 0) parts.push_back(absl::StrCat("at most ", max_items_, " items"));
+  if (!keys_.empty()) parts.push_back(absl::StrCat("keys: ", absl::StrJoin(keys_, ", ")));
   return absl::StrJoin(parts, ", ");
 }
 
@@ -129,6 +135,17 @@ const char* TypeWords(Schema::Type t) {
       return "any value";
   }
   return "?";
+}
+
+bool KeyAllowed(const std::vector<std::string>& keys, const std::string& key) {
+  if (keys.empty()) return true;
+  for (const std::string& k : keys) {
+    if (!k.empty() && k.back() == '*' ? key.compare(0, k.size() - 1, k, 0, k.size() - 1) == 0
+                                      : key == k) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::string Join(const std::string& path, const std::string& field) {
@@ -203,8 +220,13 @@ void Schema::Validate(const nlohmann::json& v, const std::string& path,
           errors.push_back({path, "keys must not contain a NUL character"});
           continue;
         }
-        element_->Validate(it.value(),
-                           absl::StrCat(path, "[", nlohmann::json(it.key()).dump(), "]"), errors);
+        const std::string entry = absl::StrCat(path, "[", nlohmann::json(it.key()).dump(), "]");
+        if (!KeyAllowed(keys_, it.key())) {
+          errors.push_back(
+              {entry, absl::StrCat("unknown key; expected one of: ", absl::StrJoin(keys_, ", "))});
+          continue;
+        }
+        element_->Validate(it.value(), entry, errors);
       }
       return;
     }

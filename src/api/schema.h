@@ -52,6 +52,9 @@ class Schema {
   Schema DnsLabel() &&;                              // kString: lower-case RFC 1123 label, <= 63
   Schema MinItems(size_t n) &&;                      // kArray
   Schema MaxItems(size_t n) &&;                      // kArray, kMap: at most n entries
+  // kMap: every key is one of `keys`, where an entry ending in '*' admits any key that starts
+  // with what precedes it ({"cpu", "memory", "gpu/*"}).
+  Schema Keys(std::vector<std::string> keys) &&;
 
   // Appends an error per violation found in `value` at `path`.
   void Validate(const nlohmann::json &value, const std::string &path,
@@ -64,6 +67,16 @@ class Schema {
   // declaration order; kArray and kMap: the element's (values') schema, else null.
   const std::vector<Field> &fields() const { return fields_; }
   const Schema *element() const { return element_.get(); }
+  // The constraints one by one, for generated schemas (api/crd_gen.h).
+  const std::optional<int64_t> &minimum() const { return min_; }
+  const std::optional<int64_t> &maximum() const { return max_; }
+  bool positive() const { return positive_; }
+  size_t max_length() const { return max_length_; }  // 0: no limit
+  const std::vector<std::string> &one_of() const { return one_of_; }
+  bool dns_label() const { return dns_label_; }
+  size_t min_items() const { return min_items_; }
+  size_t max_items() const { return max_items_; }                 // 0: no limit
+  const std::vector<std::string> &keys() const { return keys_; }  // empty: any key
   // The type as `explain` writes it: "string", "integer", "[]object", "map[string]integer".
   std::string TypeName() const;
   // The constraints in words: "> 0, <= 16", "one of: Never, OnFailure", "DNS label"; empty
@@ -84,6 +97,7 @@ class Schema {
   bool dns_label_ = false;
   size_t min_items_ = 0;
   size_t max_items_ = 0;  // 0: no limit
+  std::vector<std::string> keys_;
 };
 
 struct Schema::Field {

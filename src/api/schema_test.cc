@@ -116,6 +116,32 @@ TEST(SchemaTest, KindAndNamespaceMustMatch) {
       ElementsAre("metadata.namespace: does not match the namespace \"team-a\" in the URL"));
 }
 
+TEST(SchemaTest, AMapsKeysMayBeRestrictedToNamesAndPrefixes) {
+  const Schema s = Schema::Map(Schema::Int()).Keys({"cpu", "memory", "gpu/*"});
+  std::vector<FieldError> errors;
+  s.Validate(Json::parse(R"({"cpu": 1, "memory": 2, "gpu/H100": 3, "gpu/": 4})"), "q", errors);
+  EXPECT_TRUE(errors.empty());
+  s.Validate(Json::parse(R"({"disk": 1, "gpu": 2, "cpus": "x"})"), "q", errors);
+  std::vector<std::string> got;
+  for (const FieldError& e : errors) got.push_back(e.ToString());
+  // A refused key's value is not judged: "cpus" is named once.
+  EXPECT_THAT(got, ElementsAre("q[\"cpus\"]: unknown key; expected one of: cpu, memory, gpu/*",
+                               "q[\"disk\"]: unknown key; expected one of: cpu, memory, gpu/*",
+                               "q[\"gpu\"]: unknown key; expected one of: cpu, memory, gpu/*"));
+  EXPECT_EQ(s.Constraints(), "keys: cpu, memory, gpu/*");
+  // A Queue's full-form quotas.
+  Json q = {{"apiVersion", "tessera.dev/v1"},
+            {"kind", "Queue"},
+            {"metadata", {{"name", "org"}}},
+            {"spec", {{"quotas", {{"tpu", {{"guaranteed", 1}}}}}}}};
+  std::vector<std::string> queue_errors;
+  for (const FieldError& e : ValidateObject(*KindByPlural("queues"), q, "", "")) {
+    queue_errors.push_back(e.ToString());
+  }
+  EXPECT_THAT(queue_errors, ElementsAre("spec.quotas[\"tpu\"]: unknown key; expected one of: cpu, "
+                                        "memory, gpu/*"));
+}
+
 TEST(SchemaTest, EveryKindHasASchemaAndPhases) {
   EXPECT_EQ(AllKinds().size(), 11u);  // + Event, Cluster, ResourceQuota
   for (const KindInfo& k : AllKinds()) {

@@ -15,6 +15,7 @@
 #include "bench_preempt/bench_preempt.h"
 #include "bench_preempt/bench_queue_cycle.h"
 #include "cli/cli_commands.h"
+#include "cli/crds_command.h"
 #include "controller/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
 #include "kubesched/scheduler_command.h"
@@ -47,6 +48,7 @@ int Run(int argc, char** argv) {
   tessera::bench::RegisterBenchPreemptCommands(*bench);
   tessera::bench::RegisterBenchQueueCycleCommands(*bench);
   tessera::cli::RegisterCliCommands(app);
+  tessera::cli::RegisterCrdsCommand(app);
   tessera::kubesched::RegisterSchedulerCommand(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);
