@@ -155,10 +155,11 @@ void InstallCrds(kube::RestClient& c) {
   }
   // Established: discovery lists them (a bounded wait on the apiserver's own progress).
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  for (const char* gv : {"/apis/tessera.dev/v1", "/apis/scheduling.x-k8s.io/v1alpha1"}) {
+  for (auto [gv, plural] : {std::pair{"/apis/tessera.dev/v1", "\"queues\""},
+                            std::pair{"/apis/scheduling.x-k8s.io/v1alpha1", "\"podgroups\""}}) {
     while (true) {
       absl::StatusOr<kube::HttpResult> r = c.Raw("GET", gv);
-      if (r.ok() && r->status == 200) break;
+      if (r.ok() && r->status == 200 && r->body.find(plural) != std::string::npos) break;
       ASSERT_LT(absl::Now(), deadline) << gv << " not served";
       absl::SleepFor(absl::Milliseconds(100));
     }
