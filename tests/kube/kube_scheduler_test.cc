@@ -6,6 +6,7 @@
 #include "kubesched/kube_scheduler.h"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -674,8 +675,11 @@ TEST_F(KubeSchedulerTest, StandbyTakesOverWhenTheLeaderIsKilledMidStream) {
   // The new leader's metrics.
   const size_t at = b.out.find("http://");
   const std::string url = b.out.substr(at, b.out.find_first_of(" \n", at) - at);
-  CliResult m = RunShell("curl -sf " + url + "/metrics");
-  EXPECT_EQ(m.rc, 0);
+  httplib::Client http(url);
+  httplib::Result res = http.Get("/metrics");
+  ASSERT_TRUE(res) << url;
+  EXPECT_EQ(res->status, 200);
+  CliResult m{0, res->body};
   EXPECT_NE(m.out.find("scheduler_schedule_attempts_total{result=\"scheduled\""), std::string::npos)
       << m.out;
   EXPECT_NE(m.out.find("scheduler_pod_scheduling_sli_duration_seconds_bucket"), std::string::npos);
