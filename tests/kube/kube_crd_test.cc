@@ -56,15 +56,6 @@ ResourceType ResourceOf(const std::string& kind) {
   return {api::kCrdGroup, "v1", k.plural, k.kind, k.namespaced};
 }
 
-bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return true;
-}
-
 // Creates every generated CRD (strictly: a CRD field the apiserver does not know fails) once per
 // process and waits until each is Established and its resource served; "" or what failed.
 std::string InstallCrds(RestClient& c) {

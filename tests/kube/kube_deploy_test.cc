@@ -43,7 +43,6 @@ using kube::ResourceType;
 using kube::RestClient;
 
 constexpr char kNamespace[] = "tessera-system";
-constexpr char kSchedulerUser[] = "system:serviceaccount:tessera-system:tessera-scheduler";
 
 const ResourceType& QueuesResource() {
   static const ResourceType t{"tessera.dev", "v1", "queues", "Queue", false};
@@ -241,17 +240,6 @@ absl::StatusOr<kube::HttpResult> CreateStrict(RestClient& c, const ResourceType&
   const std::string ns =
       t.namespaced ? obj.value("metadata", Json::object()).value("namespace", "default") : "";
   return c.Raw("POST", kube::ResourcePath(t, ns) + "?fieldValidation=Strict", obj.dump());
-}
-
-// Polls `done` every 100 ms until it holds or `timeout` passes (for what the apiserver does in the
-// background and announces by no event a test can wait on, such as a CRD becoming served).
-bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return true;
 }
 
 // Creates every object of the manifests on the bed once per process and waits until the CRDs
@@ -507,35 +495,9 @@ TEST(KubeDeployTest, CoschedulingPodGroupIsAcceptedAndDecodesForTheScheduler) {
   }
 }
 
-// One request the scheduler might make.
-struct Access {
-  std::string verb, group, resource, subresource, ns, name;
-  std::string ToString() const {
-    return absl::StrCat(verb, " ", group.empty() ? "" : group + "/", resource,
-                        subresource.empty() ? "" : "/" + subresource, " ",
-                        ns.empty() ? "(cluster)" : ns, "/", name);
-  }
-};
-
-// Would the scheduler's ServiceAccount (with the groups its token carries) be allowed `a`?
+// Would the scheduler's ServiceAccount be allowed `a`?
 absl::StatusOr<bool> SchedulerMay(RestClient& admin, const Access& a) {
-  Json attrs = {{"verb", a.verb}, {"group", a.group}, {"resource", a.resource}};
-  if (!a.subresource.empty()) attrs["subresource"] = a.subresource;
-  if (!a.ns.empty()) attrs["namespace"] = a.ns;
-  if (!a.name.empty()) attrs["name"] = a.name;
-  const Json review = {{"apiVersion", "authorization.k8s.io/v1"},
-                       {"kind", "SubjectAccessReview"},
-                       {"spec",
-                        {{"user", kSchedulerUser},
-                         {"groups",
-                          {"system:serviceaccounts", "system:serviceaccounts:tessera-system",
-                           "system:authenticated"}},
-                         {"resourceAttributes", attrs}}}};
-  absl::StatusOr<Json> r = admin.Create(
-      {"authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false}, "",
-      review);
-  if (!r.ok()) return r.status();
-  return (*r)["status"].value("allowed", false);
+  return ServiceAccountMay(admin, "tessera-system", "tessera-scheduler", a);
 }
 
 TEST(KubeDeployTest, SchedulerServiceAccountMayDoWhatTheSchedulerDoesAndNothingElse) {

@@ -47,7 +47,6 @@ using kube::ResourceType;
 using kube::RestClient;
 
 constexpr char kNamespace[] = "tessera-system";
-constexpr char kPluginUser[] = "system:serviceaccount:tessera-system:tessera-device-plugin";
 
 std::string SourcePath(const std::string& rel) {
   return (std::filesystem::path(TESSERA_SOURCE_DIR) / rel).string();
@@ -285,23 +284,8 @@ std::string DeployDevicePlugin(RestClient& c) {
 absl::StatusOr<bool> PluginMay(RestClient& admin, const std::string& verb,
                                const std::string& resource, const std::string& subresource = "",
                                const std::string& ns = "", const std::string& name = "") {
-  Json attrs = {{"verb", verb}, {"group", ""}, {"resource", resource}};
-  if (!subresource.empty()) attrs["subresource"] = subresource;
-  if (!ns.empty()) attrs["namespace"] = ns;
-  if (!name.empty()) attrs["name"] = name;
-  const Json review = {{"apiVersion", "authorization.k8s.io/v1"},
-                       {"kind", "SubjectAccessReview"},
-                       {"spec",
-                        {{"user", kPluginUser},
-                         {"groups",
-                          {"system:serviceaccounts", "system:serviceaccounts:tessera-system",
-                           "system:authenticated"}},
-                         {"resourceAttributes", attrs}}}};
-  absl::StatusOr<Json> r = admin.Create(
-      {"authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false}, "",
-      review);
-  if (!r.ok()) return r.status();
-  return (*r)["status"].value("allowed", false);
+  return ServiceAccountMay(admin, "tessera-system", "tessera-device-plugin",
+                           {verb, "", resource, subresource, ns, name});
 }
 
 TEST(KubeDevicePluginTest, ServiceAccountMayGetAndPatchNodesAndNothingElse) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "kube/kubeconfig.h"
@@ -98,6 +99,52 @@ inline std::string MakeNamespace(kube::RestClient& c, const std::string& base) {
                {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
   EXPECT_TRUE(r.ok()) << r.status();
   return name;
+}
+
+// Polls `done` every 100 ms until it holds or `timeout` passes (for what the apiserver does in the
+// background and announces by no event a test can wait on, such as a CRD becoming served).
+inline bool PollUntil(const std::function<bool()>& done, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return true;
+}
+
+// One request a component might make, as a SubjectAccessReview's resourceAttributes.
+struct Access {
+  std::string verb, group, resource, subresource, ns, name;
+  std::string ToString() const {
+    return absl::StrCat(verb, " ", group.empty() ? "" : group + "/", resource,
+                        subresource.empty() ? "" : "/" + subresource, " ",
+                        ns.empty() ? "(cluster)" : ns, "/", name);
+  }
+};
+
+// Would ServiceAccount `sa_namespace`/`sa_name` (with the groups its token carries) be allowed
+// `a`? Asked by `admin` with a SubjectAccessReview.
+inline absl::StatusOr<bool> ServiceAccountMay(kube::RestClient& admin,
+                                              const std::string& sa_namespace,
+                                              const std::string& sa_name, const Access& a) {
+  nlohmann::json attrs = {{"verb", a.verb}, {"group", a.group}, {"resource", a.resource}};
+  if (!a.subresource.empty()) attrs["subresource"] = a.subresource;
+  if (!a.ns.empty()) attrs["namespace"] = a.ns;
+  if (!a.name.empty()) attrs["name"] = a.name;
+  const nlohmann::json review = {
+      {"apiVersion", "authorization.k8s.io/v1"},
+      {"kind", "SubjectAccessReview"},
+      {"spec",
+       {{"user", "system:serviceaccount:" + sa_namespace + ":" + sa_name},
+        {"groups",
+         {"system:serviceaccounts", "system:serviceaccounts:" + sa_namespace,
+          "system:authenticated"}},
+        {"resourceAttributes", attrs}}}};
+  absl::StatusOr<nlohmann::json> r = admin.Create(
+      {"authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false}, "",
+      review);
+  if (!r.ok()) return r.status();
+  return (*r)["status"].value("allowed", false);
 }
 
 }  // namespace tessera::testing
