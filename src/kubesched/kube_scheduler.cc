@@ -242,7 +242,7 @@ void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
     }
     SyncPod(k, initial);
   }
-  if (!restore.empty()) RestoreJobs(std::move(restore));
+  if (!restore.empty()) RestoreJobs(restore);
   for (const Inbox::BindDone& b : in.binds) OnBindDone(b);
   for (const std::string& g : in.regroup) {
     group_status_.erase(g);
