@@ -161,6 +161,21 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& gang
   if (absl::Status s = ApplyPodConstraints(*pods[0], &j); !s.ok()) {
     errs.push_back(absl::StrCat("pod ", pods[0]->metadata.name, ": ", s.message()));
   }
+  // The core places a gang under one set of constraints: its Pods must agree on them rather than
+  // have the first Pod's apply to all silently.
+  for (size_t i = 1; i < pods.size(); ++i) {
+    model::Job other;
+    if (!ApplyPodConstraints(*pods[i], &other).ok()) continue;  // named above when it is the first
+    if (other.node_selector != j.node_selector || other.node_affinity != j.node_affinity ||
+        other.tolerations != j.tolerations) {
+      errs.push_back(absl::StrCat("pod ", pods[i]->metadata.name,
+                                  ": spec.nodeSelector, spec.affinity.nodeAffinity and "
+                                  "spec.tolerations must be the same on every Pod of a gang (they "
+                                  "differ from pod ",
+                                  pods[0]->metadata.name, "'s)"));
+      break;
+    }
+  }
   if (!errs.empty()) return absl::InvalidArgumentError(absl::StrJoin(errs, "; "));
   const int32_t n = static_cast<int32_t>(pods.size());
   j.gang.min_member = n == 1 ? 0 : std::min(spec.min_member, n);

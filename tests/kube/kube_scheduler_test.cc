@@ -568,6 +568,27 @@ TEST_F(KubeSchedulerTest, AMalformedPodGroupHoldsItsPodsNamingTheField) {
   EXPECT_EQ(w.Bound(), 0);
 }
 
+TEST_F(KubeSchedulerTest, AGangWhosePodsDisagreeOnConstraintsIsHeldNamingThem) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  InstallCrds(*client_);
+  AddNode("a", 8);
+  ASSERT_TRUE(
+      client_->Create(kube::CoschedulingPodGroupsResource(), ns_, CoschedulingGroup("mixed", 2))
+          .ok());
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  AddPod(GangPod("mixed-0", suite_, 1, "mixed"));
+  Json odd = GangPod("mixed-1", suite_, 1, "mixed");
+  odd["spec"]["tolerations"] = {{{"key", "gpu"}, {"operator", "Exists"}}};
+  AddPod(odd);
+  ASSERT_TRUE(w.Until([&] {
+    return w.Unschedulable("mixed-0").find("must be the same on every Pod of a gang") !=
+           std::string::npos;
+  })) << w.Unschedulable("mixed-0");
+  EXPECT_EQ(w.Bound(), 0);
+}
+
 TEST_F(KubeSchedulerTest, AGangPastItsScheduleTimeoutStepsOutAndSaysSo) {
   KUBE_BED_OR_SKIP(bed);
   SetUpClient(bed);
