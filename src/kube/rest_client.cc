@@ -360,7 +360,7 @@ absl::Status RestClient::TransportError(const httplib::ClientImpl& http, int err
 
 absl::StatusOr<HttpResult> RestClient::Send(const std::string& method, const std::string& path,
                                             const std::string& body,
-                                            const std::string& content_type) {
+                                            const std::string& content_type, On429 on_429) {
   if (bucket_) {
     const absl::Duration wait = bucket_->Reserve();
     if (wait > absl::ZeroDuration()) clock_->Sleep(wait);
@@ -397,11 +397,9 @@ absl::StatusOr<HttpResult> RestClient::Send(const std::string& method, const std
     HttpResult out{res->status, std::move(res->body)};
     const std::string retry_after = res->get_header_value("Retry-After");
     Release(std::move(http));
-    // API priority and fairness sheds load with 429 + Retry-After: honour it a few times. Not for
-    // an eviction: there 429 is a PodDisruptionBudget's answer, which the caller acts on (a
-    // scheduler calls its preemption off rather than wait).
+    // API priority and fairness sheds load with 429 + Retry-After: honour it a few times.
     int seconds = 0;
-    if (out.status == 429 && attempt < 3 && !absl::EndsWith(path, "/eviction") &&
+    if (out.status == 429 && on_429 == On429::kRetryAfter && attempt < 3 &&
         absl::SimpleAtoi(retry_after, &seconds)) {
       clock_->Sleep(absl::Seconds(std::min(std::max(seconds, 1), 10)));
       continue;
@@ -418,8 +416,8 @@ absl::StatusOr<HttpResult> RestClient::Raw(const std::string& method, const std:
 
 absl::StatusOr<Json> RestClient::Call(const std::string& what, const std::string& method,
                                       const std::string& path, const std::string& body,
-                                      const std::string& content_type) {
-  absl::StatusOr<HttpResult> r = Send(method, path, body, content_type);
+                                      const std::string& content_type, On429 on_429) {
+  absl::StatusOr<HttpResult> r = Send(method, path, body, content_type, on_429);
   if (!r.ok())
     return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
   if (r->status < 200 || r->status >= 300) return ApiError(what, r->status, r->body);
@@ -517,7 +515,7 @@ absl::Status RestClient::Bind(const Binding& b) {
 absl::Status RestClient::Evict(const Eviction& e) {
   return Call(absl::StrCat("evict ", DescribeObject(PodsResource(), e.ns, e.pod_name)), "POST",
               ResourcePath(PodsResource(), e.ns, e.pod_name, "eviction"), EncodeEviction(e).dump(),
-              "application/json")
+              "application/json", On429::kReturn)
       .status();
 }
 

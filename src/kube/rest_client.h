@@ -123,7 +123,8 @@ class RestClient {
                                        const std::string& name, const std::string& subresource,
                                        const Json& body);
   absl::Status Bind(const Binding& b);
-  // ResourceExhausted (IsTooManyRequests) when a PodDisruptionBudget refuses the eviction.
+  // ResourceExhausted (IsTooManyRequests) when a PodDisruptionBudget refuses the eviction: returned
+  // at once, never waited out as a load-shedding 429 is.
   absl::Status Evict(const Eviction& e);
 
   // Streams events of `t` from opts.resource_version to `on_event` until the server ends the
@@ -149,12 +150,17 @@ class RestClient {
   void Release(std::unique_ptr<httplib::ClientImpl> c);
   std::string BearerToken();
   absl::Status TransportError(const httplib::ClientImpl& http, int error) const;
+  // What a 429 answer means for the request: the API shedding load (wait as Retry-After says,
+  // a few times) or the request's own refusal, which the caller acts on (an eviction that a
+  // PodDisruptionBudget forbids).
+  enum class On429 : uint8_t { kRetryAfter, kReturn };
   // One request through the pool; `what` names it in errors. HTTP errors become ApiError.
   absl::StatusOr<Json> Call(const std::string& what, const std::string& method,
                             const std::string& path, const std::string& body,
-                            const std::string& content_type);
+                            const std::string& content_type, On429 on_429 = On429::kRetryAfter);
   absl::StatusOr<HttpResult> Send(const std::string& method, const std::string& path,
-                                  const std::string& body, const std::string& content_type);
+                                  const std::string& body, const std::string& content_type,
+                                  On429 on_429 = On429::kRetryAfter);
 
   const KubeConfig config_;
   const RestOptions options_;

@@ -240,7 +240,7 @@ void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
         }
       }
     }
-    SyncPod(k, initial);
+    SyncPod(k);
   }
   if (!restore.empty()) RestoreJobs(restore);
   for (const Inbox::BindDone& b : in.binds) OnBindDone(b);
@@ -452,8 +452,7 @@ void KubeScheduler::Impl::RebuildQueues() {
 
 // --- Pods --------------------------------------------------------------------------------------
 
-void KubeScheduler::Impl::SyncPod(const std::string& key, bool initial) {
-  (void)initial;
+void KubeScheduler::Impl::SyncPod(const std::string& key) {
   std::optional<kube::Pod> pod = GetPod(key);
   PodRec& rec = pods_[key];
   const bool live = pod && !PodTerminal(*pod);
@@ -529,7 +528,7 @@ void KubeScheduler::Impl::ReleasePod(const std::string& key, PodRec& rec) {
       break;
     case Role::kPending:
     case Role::kMember:
-      if (!rec.job.empty()) MemberEnded(rec.job, key);
+      if (!rec.job.empty()) MemberEnded(rec.job);
       break;
   }
   if (!rec.gang.empty()) {
@@ -558,14 +557,7 @@ bool KubeScheduler::Impl::PlaceForeign(const std::string& key, PodRec& rec, cons
   m.cpu_milli = req->cpu_milli;
   m.memory_mib = req->memory_mib;
   const sched::NodeState& st = cluster_.state(*id);
-  std::vector<int> gpus;
-  if (auto it = pod.metadata.annotations.find(kGpusAnnotation);
-      it != pod.metadata.annotations.end()) {
-    for (absl::string_view s : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
-      int g = 0;
-      if (absl::SimpleAtoi(s, &g)) gpus.push_back(g);
-    }
-  }
+  std::vector<int> gpus = AnnotatedGpus(pod);
   if (static_cast<int>(gpus.size()) != req->gpus) {
     gpus.clear();
     for (int g = 0; g < st.num_gpus && static_cast<int>(gpus.size()) < req->gpus; ++g) {

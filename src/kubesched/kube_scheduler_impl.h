@@ -68,17 +68,15 @@ class KubeScheduler::Impl {
   struct PodRec {
     Role role = Role::kIgnored;
     std::string uid, gang, job, node;
-    bool gone = false;  // kMember: ended (its job keeps the resources until all have)
     absl::Time first_seen = absl::InfinitePast();  // when this scheduler first saw it pending
   };
   struct JobRec {
     std::string gang;               // the gang key ("p:NS/NAME" for a Pod alone)
     std::vector<std::string> pods;  // member group i = pods[i]
     std::shared_ptr<const model::Job> job;
-    bool submitted = false, running = false;
+    bool running = false;  // bound (else pending in the queue manager)
     int ended = 0;
     std::string reason_written;
-    absl::Time created = absl::InfinitePast();
     absl::Time last_checkpoint = absl::InfinitePast();
     absl::Time submitted_at = absl::InfinitePast();
     bool victim = false;    // signalled: its Pods are being evicted
@@ -99,7 +97,7 @@ class KubeScheduler::Impl {
   void Loop();
   void Process(const Inbox& in, bool initial);
   void SyncNode(const std::string& key);
-  void SyncPod(const std::string& key, bool initial);
+  void SyncPod(const std::string& key);
   void ReleasePod(const std::string& key, PodRec& rec);
   bool PlaceForeign(const std::string& key, PodRec& rec, const kube::Pod& pod);
   void RebuildNode(sched::NodeId id, model::Node node);
@@ -108,8 +106,8 @@ class KubeScheduler::Impl {
   // kube_scheduler_jobs.cc
   void SyncGang(const std::string& gang);
   void Withdraw(const std::string& job_key);
-  void MemberEnded(const std::string& job_key, const std::string& pod_key);
-  absl::StatusOr<model::Job> BuildJob(const std::string& gang, const std::string& name,
+  void MemberEnded(const std::string& job_key);
+  absl::StatusOr<model::Job> BuildJob(const std::string& name,
                                       const std::vector<const kube::Pod*>& pods,
                                       const GangSpec& spec);
   void Submit(const std::string& gang, model::Job job, std::vector<std::string> pods);
@@ -117,21 +115,24 @@ class KubeScheduler::Impl {
   void RunCycle();
   void BindJob(const std::string& job_key, const sched::Placement& p);
   void TellWaiting();
-  void Hold(const std::string& gang, const std::vector<std::string>& pods, Held why);
-  void WriteUnschedulable(const std::string& pod_key, const std::string& message, bool warning,
-                          const std::string& reason);
+  void Hold(const std::string& gang, Held why);
+  // PodScheduled=False (reason Unschedulable) with `message`, and a FailedScheduling Event.
+  void WriteUnschedulable(const std::string& pod_key, const std::string& message);
   void OnBindDone(const Inbox::BindDone& b);
   // Preemption (kube_scheduler_jobs.cc): evict a victim's Pods; at its deadline what is left of
   // it is counted as foreign Pods.
-  void EvictJob(const std::string& job_key, const std::string& preemptor, absl::Time deadline);
+  void EvictJob(const std::string& job_key, const std::string& preemptor);
   void VictimKilled(const std::string& job_key);
   void EvictionRefused(const std::string& victim, const absl::Status& why);
-  // A preemptor whose plan an eviction refused waits before it is submitted again.
+  // A job stepped out of the queue (its preemption refused, its gang timed out) waits before it
+  // is submitted again.
   struct Blocked {
     absl::Time until;
     absl::Duration backoff;
-    std::string reason;
   };
+  // Withdraws pending job `key` and holds its gang for a backoff doubling from 10 s to 5 min with
+  // each step-out, saying `why` and when it tries again.
+  void BackOff(const std::string& key, const std::string& why);
   absl::flat_hash_map<std::string, Blocked> blocked_;  // gang -> (loop thread only)
   absl::Duration eviction_grace_;
   // A gang's PodGroup status: scheduler-plugins' phase (Pending, Scheduled), KEP-4671's

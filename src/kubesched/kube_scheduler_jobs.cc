@@ -17,8 +17,9 @@ namespace {
 
 constexpr char kReportingController[] = "tessera.dev/scheduler";
 
-std::string MicroTime(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+// metav1.Time (seconds), as conditions carry it; Events' MicroTime is kube::FormatMicroTime.
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
 }
 
 absl::Time CreationTime(const kube::Pod& p) {
@@ -55,9 +56,9 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
         if (!pods_[pk].job.empty()) continue;
         std::optional<kube::Pod> p = GetPod(pk);
         if (!p) continue;
-        absl::StatusOr<model::Job> job = BuildJob("p:" + pk, p->metadata.name, {&*p}, GangSpec{});
+        absl::StatusOr<model::Job> job = BuildJob(p->metadata.name, {&*p}, GangSpec{});
         if (!job.ok()) {
-          Hold("p:" + pk, {pk}, {std::string(job.status().message()), true});
+          Hold("p:" + pk, {std::string(job.status().message()), true});
           continue;
         }
         Submit("p:" + pk, *std::move(job), {pk});
@@ -89,10 +90,9 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
     kube::Informer* inf = x ? cogroups_inf_.get() : kgroups_inf_.get();
     kube::ObjectPtr o = inf ? inf->store().Get(key) : nullptr;
     if (!o) {
-      Hold(gang, pending,
-           {absl::StrCat("waiting for PodGroup ", key, " (", api, ")",
-                         inf ? "" : ": that API is not served by this cluster"),
-            inf == nullptr});
+      Hold(gang, {absl::StrCat("waiting for PodGroup ", key, " (", api, ")",
+                               inf ? "" : ": that API is not served by this cluster"),
+                  inf == nullptr});
       return;
     }
     absl::StatusOr<GangSpec> s;
@@ -104,32 +104,29 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
       s = g.ok() ? GangSpecOf(*g, opts_.labels) : absl::StatusOr<GangSpec>(g.status());
     }
     if (!s.ok()) {
-      Hold(gang, pending, {absl::StrCat("PodGroup ", key, ": ", s.status().message()), true});
+      Hold(gang, {absl::StrCat("PodGroup ", key, ": ", s.status().message()), true});
       return;
     }
     spec = *s;
     name = absl::StrCat(x ? "podgroup:" : "kep-podgroup:", key.substr(key.find('/') + 1));
     if (static_cast<int32_t>(pending.size()) < spec.min_member) {
-      Hold(gang, pending,
-           {absl::StrCat("pod group ", key, ": ", pending.size(), " of its minMember ",
-                         spec.min_member, " Pods exist"),
-            false});
+      Hold(gang, {absl::StrCat("pod group ", key, ": ", pending.size(), " of its minMember ",
+                               spec.min_member, " Pods exist"),
+                  false});
       return;
     }
   }
-  absl::StatusOr<model::Job> job = BuildJob(gang, name, pods, spec);
+  absl::StatusOr<model::Job> job = BuildJob(name, pods, spec);
   if (!job.ok()) {
-    Hold(gang, pending, {std::string(job.status().message()), true});
+    Hold(gang, {std::string(job.status().message()), true});
     return;
   }
   Submit(gang, *std::move(job), std::move(pending));
 }
 
-absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& gang,
-                                                         const std::string& name,
+absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& name,
                                                          const std::vector<const kube::Pod*>& pods,
                                                          const GangSpec& spec) {
-  (void)gang;
   model::Job j;
   j.name = name;
   j.ns = pods[0]->metadata.ns;
@@ -190,16 +187,14 @@ void KubeScheduler::Impl::Submit(const std::string& gang, model::Job job,
   const std::string key = job.key();
   auto shared = std::make_shared<const model::Job>(job);
   if (absl::Status s = qm_->Submit(std::move(job), {}, clock_.Now()); !s.ok()) {
-    Hold(gang, pods, {absl::StrCat("queue \"", shared->queue, "\": ", s.message()), true});
+    Hold(gang, {absl::StrCat("queue \"", shared->queue, "\": ", s.message()), true});
     return;
   }
   JobRec& jr = jobs_[key];
   jr.gang = gang;
   jr.pods = std::move(pods);
   jr.job = std::move(shared);
-  jr.submitted = true;
   jr.submitted_at = clock_.Now();
-  jr.created = jr.job->creation_time;
   gang_job_[gang] = key;
   for (const std::string& pk : jr.pods) pods_[pk].job = key;
   held_.erase(gang);
@@ -209,7 +204,7 @@ void KubeScheduler::Impl::Submit(const std::string& gang, model::Job job,
 void KubeScheduler::Impl::Withdraw(const std::string& job_key) {
   auto it = jobs_.find(job_key);
   if (it == jobs_.end()) return;
-  if (it->second.submitted) (void)qm_->Finish(job_key, clock_.Now());
+  (void)qm_->Finish(job_key, clock_.Now());
   for (const std::string& pk : it->second.pods) {
     if (auto p = pods_.find(pk); p != pods_.end() && p->second.job == job_key)
       p->second.job.clear();
@@ -222,7 +217,7 @@ void KubeScheduler::Impl::Withdraw(const std::string& job_key) {
   cycle_needed_ = true;
 }
 
-void KubeScheduler::Impl::MemberEnded(const std::string& job_key, const std::string& pod_key) {
+void KubeScheduler::Impl::MemberEnded(const std::string& job_key) {
   auto it = jobs_.find(job_key);
   if (it == jobs_.end()) return;
   JobRec& jr = it->second;
@@ -230,7 +225,6 @@ void KubeScheduler::Impl::MemberEnded(const std::string& job_key, const std::str
     Withdraw(job_key);  // the gang is formed again without it
     return;
   }
-  (void)pod_key;
   if (++jr.ended < static_cast<int>(jr.pods.size())) return;
   if (jr.victim) {
     // Evicted whole: the preemptor may start now (the next cycle releases the victim: kKilled).
@@ -256,7 +250,7 @@ void KubeScheduler::Impl::RestoreJobs(
     if (pods.size() != pks.size()) continue;
     std::optional<GangRef> g = GangOf(*pods[0]);
     const std::string gang = g ? g->Key() : "p:" + pks[0];
-    absl::StatusOr<model::Job> job = BuildJob(gang, key.substr(key.find('/') + 1), pods, {});
+    absl::StatusOr<model::Job> job = BuildJob(key.substr(key.find('/') + 1), pods, {});
     sched::Placement placement;
     placement.job_key = key;
     bool ok = job.ok() && job->key() == key;
@@ -272,12 +266,8 @@ void KubeScheduler::Impl::RestoreJobs(
       m.node = *id;
       m.cpu_milli = job->groups[i].resources.cpu_milli;
       m.memory_mib = job->groups[i].resources.memory_mib;
-      auto a = pods[i]->metadata.annotations.find(kGpusAnnotation);
-      if (a != pods[i]->metadata.annotations.end()) {
-        for (absl::string_view s : absl::StrSplit(a->second, ',', absl::SkipEmpty())) {
-          int gi = 0;
-          if (absl::SimpleAtoi(s, &gi)) m.gpus.push_back({static_cast<int8_t>(gi), 1000});
-        }
+      for (int g : AnnotatedGpus(*pods[i])) {
+        m.gpus.push_back({static_cast<int8_t>(g), model::kMilliPerGpu});
       }
       ok = static_cast<int>(m.gpus.size()) == job->groups[i].resources.gpus &&
            cluster_.Assume(m).ok();
@@ -308,7 +298,7 @@ void KubeScheduler::Impl::RestoreJobs(
     jr.gang = gang;
     jr.pods = pks;
     jr.job = std::make_shared<const model::Job>(*std::move(job));
-    jr.submitted = jr.running = true;
+    jr.running = true;
     gang_job_[gang] = key;
     for (size_t i = 0; i < pks.size(); ++i) {
       PodRec& rec = pods_[pks[i]];
@@ -324,9 +314,9 @@ void KubeScheduler::Impl::RestoreJobs(
 
 void KubeScheduler::Impl::RunCycle() {
   cycle_needed_ = false;
-  const absl::Time t0 = absl::Now();
-  sched::CycleReport rep = qm_->Cycle(clock_.Now());
-  algorithm_.With({}).Observe(absl::ToDoubleSeconds(absl::Now() - t0));
+  const absl::Time t0 = clock_.Now();
+  sched::CycleReport rep = qm_->Cycle(t0);
+  algorithm_.With({}).Observe(absl::ToDoubleSeconds(clock_.Now() - t0));
   int64_t placed_pods = 0;
   for (const sched::QueueEvent& e : rep.events) {
     if (!jobs_.contains(e.job)) continue;
@@ -339,7 +329,7 @@ void KubeScheduler::Impl::RunCycle() {
         break;
       }
       case sched::QueueEvent::Kind::kCheckpointSignal:
-        EvictJob(e.job, e.other, e.deadline);
+        EvictJob(e.job, e.other);
         break;
       case sched::QueueEvent::Kind::kKilled:
         VictimKilled(e.job);
@@ -434,12 +424,12 @@ void KubeScheduler::Impl::OnBindDone(const Inbox::BindDone& b) {
     });
   }
   ReleasePod(b.pod, it->second);
-  SyncPod(b.pod, false);  // pending again (or bound by another, as the API said)
+  SyncPod(b.pod);  // pending again (or bound by another, as the API said)
 }
 
-void KubeScheduler::Impl::EvictJob(const std::string& job_key, const std::string& preemptor,
-                                   absl::Time deadline) {
-  (void)deadline;  // the queue manager's deadline is far off on purpose (Init)
+// The queue manager's own deadline is far off on purpose (Init): the victims' Pods going is what
+// releases their capacity.
+void KubeScheduler::Impl::EvictJob(const std::string& job_key, const std::string& preemptor) {
   JobRec& jr = jobs_[job_key];
   jr.victim = true;
   jr.preemptor = preemptor;
@@ -480,19 +470,21 @@ void KubeScheduler::Impl::EvictionRefused(const std::string& victim, const absl:
   }
   auto p = jobs_.find(preemptor);
   if (p == jobs_.end() || p->second.running) return;
-  // Withdrawing the preemptor spares its other victims (QueueManager::Finish); it is held, then
-  // tries again after a backoff that doubles with each refusal (10 s up to 5 min).
-  const std::string gang = p->second.gang;
-  const std::vector<std::string> pods = p->second.pods;
+  // Withdrawing the preemptor spares its other victims (QueueManager::Finish).
+  BackOff(preemptor, absl::StrCat("preemption blocked: the eviction of a Pod of ", victim,
+                                  " was refused (", why.message(), ")"));
+}
+
+void KubeScheduler::Impl::BackOff(const std::string& key, const std::string& why) {
+  const std::string gang = jobs_[key].gang;
   Blocked& b = blocked_[gang];
   b.backoff = b.backoff == absl::ZeroDuration() ? absl::Seconds(10)
                                                 : std::min(b.backoff * 2, absl::Minutes(5));
   b.until = clock_.Now() + b.backoff;
-  b.reason = absl::StrCat("preemption blocked: the eviction of a Pod of ", victim, " was refused (",
-                          why.message(), "); tries again at ",
-                          absl::FormatTime("%H:%M:%SZ", b.until, absl::UTCTimeZone()));
-  Withdraw(preemptor);
-  Hold(gang, pods, {b.reason, true});
+  Withdraw(key);
+  Hold(gang, {absl::StrCat(why, "; tries again at ",
+                           absl::FormatTime("%H:%M:%SZ", b.until, absl::UTCTimeZone())),
+              true});
 }
 
 void KubeScheduler::Impl::VictimKilled(const std::string& job_key) {
@@ -535,13 +527,11 @@ void KubeScheduler::Impl::WriteGroupStatus(const std::string& gang, bool schedul
   } else {
     patch = {
         {"status",
-         {{"conditions",
-           kube::Json::array({{{"type", "PodGroupScheduled"},
-                               {"status", scheduled ? "True" : "False"},
-                               {"reason", scheduled ? "Scheduled" : "Unschedulable"},
-                               {"message", why},
-                               {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now,
-                                                                       absl::UTCTimeZone())}}})}}}};
+         {{"conditions", kube::Json::array({{{"type", "PodGroupScheduled"},
+                                             {"status", scheduled ? "True" : "False"},
+                                             {"reason", scheduled ? "Scheduled" : "Unschedulable"},
+                                             {"message", why},
+                                             {"lastTransitionTime", Rfc3339(now)}}})}}}};
   }
   // "Waiting" holds only on the resourceVersion read, so that it never lands after the
   // "Scheduled" a later binding wrote; a lost race is told again.
@@ -562,9 +552,7 @@ void KubeScheduler::Impl::WriteGroupStatus(const std::string& gang, bool schedul
   });
 }
 
-void KubeScheduler::Impl::Hold(const std::string& gang, const std::vector<std::string>& pods,
-                               Held why) {
-  (void)pods;
+void KubeScheduler::Impl::Hold(const std::string& gang, Held why) {
   auto [it, added] = held_.try_emplace(gang);
   const absl::Time since = added ? clock_.Now() : it->second.since;
   it->second = std::move(why);
@@ -586,19 +574,9 @@ void KubeScheduler::Impl::TellWaiting() {
     }
   }
   for (const std::string& key : timed_out) {
-    JobRec& jr = jobs_[key];
-    const std::string gang = jr.gang;
-    const std::vector<std::string> pods = jr.pods;
-    Blocked& b = blocked_[gang];
-    b.backoff = b.backoff == absl::ZeroDuration() ? absl::Seconds(10)
-                                                  : std::min(b.backoff * 2, absl::Minutes(5));
-    b.until = now + b.backoff;
-    b.reason = absl::StrCat("gang not placed within its scheduleTimeoutSeconds (",
-                            absl::FormatDuration(jr.job->gang.timeout),
-                            "): ", qm_->WaitingReason(key), "; queues again at ",
-                            absl::FormatTime("%H:%M:%SZ", b.until, absl::UTCTimeZone()));
-    Withdraw(key);
-    Hold(gang, pods, {b.reason, true});
+    BackOff(key, absl::StrCat("gang not placed within its scheduleTimeoutSeconds (",
+                              absl::FormatDuration(jobs_[key].job->gang.timeout),
+                              "): ", qm_->WaitingReason(key)));
   }
   for (auto& [key, jr] : jobs_) {
     if (jr.running) continue;
@@ -609,7 +587,7 @@ void KubeScheduler::Impl::TellWaiting() {
     jr.reason_written = why;
     const std::string msg = absl::StrCat("0/", nodes, " nodes are available: ", why);
     WriteGroupStatus(jr.gang, false, msg);
-    for (const std::string& pk : jr.pods) WriteUnschedulable(pk, msg, false, "Unschedulable");
+    for (const std::string& pk : jr.pods) WriteUnschedulable(pk, msg);
   }
   for (const auto& [gang, h] : held_) {
     auto it = gang_pods_.find(gang);
@@ -628,33 +606,30 @@ void KubeScheduler::Impl::TellWaiting() {
       std::string& told = held_written_[pk];
       if (told == h.reason) continue;
       told = h.reason;
-      WriteUnschedulable(pk, h.reason, h.warning, "Unschedulable");
+      WriteUnschedulable(pk, h.reason);
     }
   }
   pending_.With({"active"}).Set(static_cast<double>(active));
   pending_.With({"gated"}).Set(static_cast<double>(gated));
 }
 
-void KubeScheduler::Impl::WriteUnschedulable(const std::string& pod_key, const std::string& message,
-                                             bool warning, const std::string& reason) {
-  (void)warning;
+void KubeScheduler::Impl::WriteUnschedulable(const std::string& pod_key,
+                                             const std::string& message) {
   std::optional<kube::Pod> pod = GetPod(pod_key);
   if (!pod) return;
   const absl::Time now = clock_.Now();
-  writer_->Post([this, pod = *std::move(pod), message, reason, now] {
+  writer_->Post([this, pod = *std::move(pod), message, now] {
     // A strategic merge patch: the PodScheduled condition replaced by type, the others kept. It
     // holds only if the Pod is as it was read (its resourceVersion): a Pod bound meanwhile keeps
     // the PodScheduled=True its binding wrote.
     kube::Json patch = {
         {"metadata", {{"resourceVersion", pod.metadata.resource_version}}},
         {"status",
-         {{"conditions",
-           kube::Json::array({{{"type", "PodScheduled"},
-                               {"status", "False"},
-                               {"reason", reason},
-                               {"message", message},
-                               {"lastTransitionTime", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now,
-                                                                       absl::UTCTimeZone())}}})}}}};
+         {{"conditions", kube::Json::array({{{"type", "PodScheduled"},
+                                             {"status", "False"},
+                                             {"reason", "Unschedulable"},
+                                             {"message", message},
+                                             {"lastTransitionTime", Rfc3339(now)}}})}}}};
     absl::StatusOr<kube::HttpResult> r = client_.Raw(
         "PATCH",
         kube::ResourcePath(kube::PodsResource(), pod.metadata.ns, pod.metadata.name, "status"),
@@ -679,9 +654,9 @@ void KubeScheduler::Impl::PostEvent(const kube::Pod& pod, const std::string& typ
   kube::Event e;
   // As client-go's recorder names them: the object's name and a unique hexadecimal suffix.
   e.metadata.name = absl::StrCat(
-      pod.metadata.name, ".", absl::Hex(absl::ToUnixNanos(absl::Now()) + event_seq_.fetch_add(1)));
+      pod.metadata.name, ".", absl::Hex(absl::ToUnixNanos(clock_.Now()) + event_seq_.fetch_add(1)));
   e.metadata.ns = pod.metadata.ns;
-  e.event_time = MicroTime(absl::Now());
+  e.event_time = kube::FormatMicroTime(clock_.Now());
   e.reporting_controller = kReportingController;
   e.reporting_instance = opts_.identity;
   e.action = action;

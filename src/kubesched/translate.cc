@@ -265,6 +265,17 @@ absl::Status ApplyPodConstraints(const kube::Pod& p, model::Job* job) {
       "nodeSelectorTerms");
 }
 
+std::vector<int> AnnotatedGpus(const kube::Pod& p) {
+  std::vector<int> out;
+  auto it = p.metadata.annotations.find(kGpusAnnotation);
+  if (it == p.metadata.annotations.end()) return out;
+  for (absl::string_view s : absl::StrSplit(it->second, ',', absl::SkipEmpty())) {
+    int g = 0;
+    if (absl::SimpleAtoi(s, &g)) out.push_back(g);
+  }
+  return out;
+}
+
 bool PodTerminal(const kube::Pod& p) {
   return p.status.phase == "Succeeded" || p.status.phase == "Failed";
 }

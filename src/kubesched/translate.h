@@ -68,6 +68,10 @@ absl::StatusOr<model::ResourceRequest> PodRequest(const kube::Pod& p);
 // names the field of a rule that cannot be evaluated.
 absl::Status ApplyPodConstraints(const kube::Pod& p, model::Job* job);
 
+// The GPU indices of the Pod's tessera.dev/gpus annotation (empty without one); entries that are
+// not numbers are skipped (the caller checks the count against the request).
+std::vector<int> AnnotatedGpus(const kube::Pod& p);
+
 // Terminal (Succeeded or Failed) Pods hold no resources.
 bool PodTerminal(const kube::Pod& p);
 

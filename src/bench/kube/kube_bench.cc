@@ -277,33 +277,16 @@ Json Quantiles(const std::vector<double>& ms) {
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-// User + system CPU seconds of process `pid` (0: this one) so far; 0 when it cannot be read.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in(pid == 0 ? std::string("/proc/self/stat")
-                            : absl::StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  std::getline(in, line);
-  // Fields after the command (which may hold spaces), from its closing parenthesis: state is
-  // field 3, utime 14, stime 15.
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::vector<std::string> f = absl::StrSplit(line.substr(close + 2), ' ');
-  if (f.size() < 13) return 0;
-  int64_t utime = 0, stime = 0;
-  if (!absl::SimpleAtoi(f[11], &utime) || !absl::SimpleAtoi(f[12], &stime)) return 0;
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 // CPU seconds of the bed's processes and of this one (which runs Tessera when it is the
 // contender, and always the creators and the Pod watch).
 struct CpuSample {
   double apiserver = 0, etcd = 0, kube_scheduler = 0, self = 0;
   static CpuSample Of(const KubeBed& bed) {
     CpuSample c;
-    c.apiserver = CpuSeconds(bed.apiserver_pid());
-    c.etcd = CpuSeconds(bed.etcd_pid());
-    if (bed.kube_scheduler_pid() > 0) c.kube_scheduler = CpuSeconds(bed.kube_scheduler_pid());
-    c.self = CpuSeconds(0);
+    c.apiserver = ProcCpuSeconds(bed.apiserver_pid());
+    c.etcd = ProcCpuSeconds(bed.etcd_pid());
+    if (bed.kube_scheduler_pid() > 0) c.kube_scheduler = ProcCpuSeconds(bed.kube_scheduler_pid());
+    c.self = ProcCpuSeconds(getpid());
     return c;
   }
   Json Since(const CpuSample& before) const {
