@@ -37,5 +37,14 @@ const ResourceType& WorkloadsResource();
 const ResourceType& PodGroupsResource();
 // scheduling.x-k8s.io/v1alpha1 PodGroup of sigs.k8s.io/scheduler-plugins (a CRD).
 const ResourceType& CoschedulingPodGroupsResource();
+const ResourceType& ServicesResource();
+const ResourceType& CustomResourceDefinitionsResource();  // apiextensions.k8s.io/v1
+// tessera.dev/v1, the CRDs of deploy/kubernetes/crds (generated from the API's schema table).
+const ResourceType& TrainingJobsResource();
+const ResourceType& InferenceServicesResource();
+const ResourceType& GpuPoolsResource();
+const ResourceType& CheckpointsResource();
+const ResourceType& ModelVersionsResource();
+const ResourceType& QueuesResource();  // cluster-scoped
 
 }  // namespace tessera::kube

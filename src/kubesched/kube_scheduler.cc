@@ -13,12 +13,6 @@
 
 namespace tessera::kubesched {
 
-const kube::ResourceType& QueuesResource() {
-  static const kube::ResourceType* t =
-      new kube::ResourceType{"tessera.dev", "v1", "queues", "Queue", false};
-  return *t;
-}
-
 namespace {
 
 // Is `group_version` ("scheduling.x-k8s.io/v1alpha1") served, with `plural` in it?
@@ -51,6 +45,7 @@ KubeScheduler::Impl::Impl(kube::RestClient& client, const Clock& clock, metrics:
     : client_(client),
       clock_(clock),
       opts_(std::move(options)),
+      events_(client_, clock_, "tessera.dev/scheduler", opts_.identity, opts_.log),
       attempts_(registry.AddCounter("scheduler_schedule_attempts_total",
                                     "Scheduling attempts of Pods, by result (scheduled, "
                                     "unschedulable, error): one per Pod of a job tried.",
@@ -134,7 +129,7 @@ absl::Status KubeScheduler::Impl::Start() {
         make(kep_groups_, [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
   }
   if (has_queues_) {
-    queues_inf_ = make(QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
+    queues_inf_ = make(kube::QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
   }
   std::vector<kube::Informer*> all;
   for (auto* p : {&nodes_inf_, &pods_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_}) {

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "kube/informer.h"
+#include "kube/event_recorder.h"
 #include "kube/objects.h"
 #include "kubesched/api_writer.h"
 #include "kubesched/kube_scheduler.h"
@@ -25,7 +26,6 @@
 
 namespace tessera::kubesched {
 
-const kube::ResourceType& QueuesResource();  // tessera.dev/v1 Queue (cluster-scoped)
 
 class KubeScheduler::Impl {
  public:
@@ -153,7 +153,7 @@ class KubeScheduler::Impl {
 
   std::unique_ptr<kube::Informer> pods_inf_, nodes_inf_, cogroups_inf_, kgroups_inf_, queues_inf_;
   std::unique_ptr<ApiWriter> writer_;
-  std::atomic<int64_t> event_seq_{0};  // keeps Event names unique within a nanosecond
+  kube::EventRecorder events_;
 
   mutable absl::Mutex mu_;
   Inbox inbox_ ABSL_GUARDED_BY(mu_);

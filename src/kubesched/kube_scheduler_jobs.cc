@@ -15,7 +15,6 @@
 namespace tessera::kubesched {
 namespace {
 
-constexpr char kReportingController[] = "tessera.dev/scheduler";
 
 // metav1.Time (seconds), as conditions carry it; Events' MicroTime is kube::FormatMicroTime.
 std::string Rfc3339(absl::Time t) {
@@ -651,26 +650,13 @@ void KubeScheduler::Impl::WriteUnschedulable(const std::string& pod_key,
 void KubeScheduler::Impl::PostEvent(const kube::Pod& pod, const std::string& type,
                                     const std::string& reason, const std::string& action,
                                     const std::string& note) {
-  kube::Event e;
-  // As client-go's recorder names them: the object's name and a unique hexadecimal suffix.
-  e.metadata.name = absl::StrCat(
-      pod.metadata.name, ".", absl::Hex(absl::ToUnixNanos(clock_.Now()) + event_seq_.fetch_add(1)));
-  e.metadata.ns = pod.metadata.ns;
-  e.event_time = kube::FormatMicroTime(clock_.Now());
-  e.reporting_controller = kReportingController;
-  e.reporting_instance = opts_.identity;
-  e.action = action;
-  e.reason = reason;
-  e.type = type;
-  e.note = note.size() > 1024 ? note.substr(0, 1021) + "..." : note;
-  e.regarding.api_version = "v1";
-  e.regarding.kind = "Pod";
-  e.regarding.ns = pod.metadata.ns;
-  e.regarding.name = pod.metadata.name;
-  e.regarding.uid = pod.metadata.uid;
-  absl::StatusOr<kube::Json> r =
-      client_.Create(kube::EventsResource(), pod.metadata.ns, kube::EncodeEvent(e));
-  if (!r.ok()) opts_.log.Debug("event not written", {{"error", r.status().ToString()}});
+  kube::ObjectReference r;
+  r.api_version = "v1";
+  r.kind = "Pod";
+  r.ns = pod.metadata.ns;
+  r.name = pod.metadata.name;
+  r.uid = pod.metadata.uid;
+  events_.Post(r, type, reason, action, note);
 }
 
 }  // namespace tessera::kubesched

@@ -19,6 +19,7 @@
 #include "controller/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
 #include "kubesched/scheduler_command.h"
+#include "operator/operator_command.h"
 #include "server/bench_api.h"
 #include "server/server_command.h"
 #include "sim/pack/commands.h"
@@ -50,6 +51,7 @@ int Run(int argc, char** argv) {
   tessera::cli::RegisterCliCommands(app);
   tessera::cli::RegisterCrdsCommand(app);
   tessera::kubesched::RegisterSchedulerCommand(app);
+  tessera::op::RegisterOperatorCommand(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);
   // Exit codes (docs/control-plane.md, "Exit codes"): 0 done; 1 the command ran and failed (a

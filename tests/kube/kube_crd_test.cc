@@ -37,11 +37,7 @@ using kube::Json;
 using kube::ResourceType;
 using kube::RestClient;
 
-const ResourceType& CrdsResource() {
-  static const ResourceType t{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                              "CustomResourceDefinition", false};
-  return t;
-}
+const ResourceType& CrdsResource() { return kube::CustomResourceDefinitionsResource(); }
 
 const api::KindInfo& Kind(const std::string& kind) {
   for (const api::KindInfo& k : api::AllKinds()) {

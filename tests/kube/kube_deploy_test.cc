@@ -44,15 +44,8 @@ using kube::RestClient;
 
 constexpr char kNamespace[] = "tessera-system";
 
-const ResourceType& QueuesResource() {
-  static const ResourceType t{"tessera.dev", "v1", "queues", "Queue", false};
-  return t;
-}
-const ResourceType& CrdsResource() {
-  static const ResourceType t{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                              "CustomResourceDefinition", false};
-  return t;
-}
+using kube::QueuesResource;
+const ResourceType& CrdsResource() { return kube::CustomResourceDefinitionsResource(); }
 
 std::string ReadText(const std::string& path) {
   std::ifstream f(path);

@@ -140,8 +140,7 @@ class PodWatch {
 void InstallCrds(kube::RestClient& c) {
   static bool done = false;
   if (done) return;
-  const kube::ResourceType crds{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                "CustomResourceDefinition", false};
+  const kube::ResourceType& crds = kube::CustomResourceDefinitionsResource();
   for (const auto& e : std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) +
                                                            "/deploy/kubernetes/crds")) {
     std::ifstream f(e.path());
