@@ -104,8 +104,8 @@ int RunComponent(const std::string& name, const ComponentFlags& f, RestOptions r
   {
     absl::StatusOr<HttpResult> v = (*client)->Raw("GET", "/version");
     if (!v.ok() || v->status != 200) {
-      std::cerr << prefix << "cannot use the Kubernetes API at " << kc->server << " ("
-                << kc->source << "): "
+      std::cerr << prefix << "cannot use the Kubernetes API at " << kc->server << " (" << kc->source
+                << "): "
                 << (v.ok() ? absl::StrCat("GET /version answered HTTP ", v->status)
                            : std::string(v.status().message()))
                 << "\n";

@@ -20,8 +20,8 @@ void EventRecorder::Post(const ObjectReference& regarding, const std::string& ty
                          const std::string& note) {
   Event e;
   const absl::Time now = clock_.Now();
-  e.metadata.name = absl::StrCat(regarding.name, ".",
-                                 absl::Hex(absl::ToUnixNanos(now) + seq_.fetch_add(1)));
+  e.metadata.name =
+      absl::StrCat(regarding.name, ".", absl::Hex(absl::ToUnixNanos(now) + seq_.fetch_add(1)));
   e.metadata.ns = regarding.ns.empty() ? "default" : regarding.ns;
   e.event_time = FormatMicroTime(now);
   e.reporting_controller = controller_;

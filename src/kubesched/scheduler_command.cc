@@ -36,7 +36,8 @@ int Run(const Flags& f) {
   hooks.configure = [&]() -> absl::Status {
     if (!f.queue_config.empty()) {
       absl::StatusOr<sched::QueueManagerConfig> c = config::LoadQueueConfigFile(f.queue_config);
-      if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("--queue-config ", c.status().message()));
+      if (!c.ok())
+        return absl::InvalidArgumentError(absl::StrCat("--queue-config ", c.status().message()));
       opts.queues = *std::move(c);
     }
     // The profile, validated against every plugin the scheduler can run (the pack policies

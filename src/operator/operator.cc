@@ -101,9 +101,8 @@ class Operator::Impl {
       }
       return inf;
     };
-    jobs_ = make(kube::TrainingJobsResource(), "", [](const Json& o) {
-      return std::vector<std::string>{kube::KeyOf(o)};
-    });
+    jobs_ = make(kube::TrainingJobsResource(), "",
+                 [](const Json& o) { return std::vector<std::string>{kube::KeyOf(o)}; });
     pods_ = make(kube::PodsResource(), kJobLabel, JobOfChild);
     groups_ = make(kube::CoschedulingPodGroupsResource(), kJobLabel, JobOfChild);
     services_ = make(kube::ServicesResource(), kJobLabel, JobOfChild);
@@ -246,8 +245,8 @@ class Operator::Impl {
     if (plan.status) {
       Json body = *job;
       body["status"] = *plan.status;
-      absl::StatusOr<Json> w = client_.Update(kube::TrainingJobsResource(), ns, name, body,
-                                              "status");
+      absl::StatusOr<Json> w =
+          client_.Update(kube::TrainingJobsResource(), ns, name, body, "status");
       if (!w.ok()) return kube::IsApiNotFound(w.status()) ? absl::OkStatus() : w.status();
       absl::MutexLock l(&mu_);
       ++stats_.status_writes;

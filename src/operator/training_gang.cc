@@ -163,7 +163,7 @@ Json DesiredPodGroup(const Json& job, int64_t generation) {
     ann["tessera.dev/topology"] = StrOr(topo, "level", "node");
     ann["tessera.dev/topology-policy"] =
         Field(topo, "required").is_boolean() && !Field(topo, "required").get<bool>() ? "preferred"
-                                                                                      : "required";
+                                                                                     : "required";
   }
   return pg;
 }
@@ -240,10 +240,9 @@ Json DesiredPod(const Json& job, int64_t generation, const Member& m, int world_
   if (const Json& models = Field(spec, "gpuModels"); models.is_array() && !models.empty()) {
     pod_spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = {
         {"nodeSelectorTerms",
-         Json::array({{{"matchExpressions",
-                        Json::array({{{"key", "nvidia.com/gpu.product"},
-                                      {"operator", "In"},
-                                      {"values", models}}})}}})}};
+         Json::array({{{"matchExpressions", Json::array({{{"key", "nvidia.com/gpu.product"},
+                                                          {"operator", "In"},
+                                                          {"values", models}}})}}})}};
   }
   if (const Json& t = Field(spec, "tolerations"); t.is_array() && !t.empty()) {
     pod_spec["tolerations"] = t;

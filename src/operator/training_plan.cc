@@ -200,8 +200,8 @@ TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) 
     StartGeneration(st, gen + 1, in.newest_checkpoint, world);
     SetCondition(st, "Suspended", "False", "Resumed", "spec.suspend is false", in.now);
     set_phase("Queued", "Resumed", absl::StrCat("resumed as generation ", gen + 1));
-    plan.events.push_back({"Normal", "Resumed", "Resuming",
-                           absl::StrCat("starting generation ", gen + 1)});
+    plan.events.push_back(
+        {"Normal", "Resumed", "Resuming", absl::StrCat("starting generation ", gen + 1)});
     DeleteAll(in.pods, &plan.delete_pods);
     DeleteAll(in.pod_groups, &plan.delete_pod_groups);
     return finish();
@@ -265,8 +265,8 @@ TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) 
     }
     set_phase("Queued", reason, full);
     SetCondition(st, "Running", "False", reason, full, in.now);
-    plan.events.push_back({reason == "Restarting" ? "Warning" : "Normal", reason, "Restarting",
-                           full});
+    plan.events.push_back(
+        {reason == "Restarting" ? "Warning" : "Normal", reason, "Restarting", full});
     DeleteAll(current, &plan.delete_pods);
     for (const Json* g : in.pod_groups) {
       if (Generation(*g) == gen && !Deleting(*g)) plan.delete_pod_groups.push_back(NameOf(*g));
@@ -275,23 +275,22 @@ TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) 
 
   if (failed != nullptr) {
     const Exit e = ExitOf(*failed_pod);
-    const std::string what =
-        absl::StrCat("member ", failed->group, "-", failed->index, " (rank ", failed->rank,
-                     ", pod ", StrOr(Field(*failed_pod, "metadata"), "name"), ") exited with code ",
-                     e.code, e.reason.empty() ? "" : " (" + e.reason + ")",
-                     e.message.empty() ? "" : ": " + e.message);
+    const std::string what = absl::StrCat(
+        "member ", failed->group, "-", failed->index, " (rank ", failed->rank, ", pod ",
+        StrOr(Field(*failed_pod, "metadata"), "name"), ") exited with code ", e.code,
+        e.reason.empty() ? "" : " (" + e.reason + ")", e.message.empty() ? "" : ": " + e.message);
     const int64_t restarts = IntOr(st, "restarts", 0);
     const int64_t max_restarts = IntOr(spec, "maxRestarts", 0);
     if (restarts < max_restarts) {
       st["restarts"] = restarts + 1;
       st["lastRestartTime"] = Timestamp(in.now);
-      next_generation("Restarting", absl::StrCat(what, "; restart ", restarts + 1, " of ",
-                                                 max_restarts));
+      next_generation("Restarting",
+                      absl::StrCat(what, "; restart ", restarts + 1, " of ", max_restarts));
       return finish();
     }
-    const std::string msg =
-        max_restarts > 0 ? absl::StrCat(what, "; no restarts left (", max_restarts, " used)")
-                         : what;
+    const std::string msg = max_restarts > 0
+                                ? absl::StrCat(what, "; no restarts left (", max_restarts, " used)")
+                                : what;
     set_phase("Failed", "MemberFailed", msg);
     st["completionTime"] = Timestamp(in.now);
     Json failure = {{"member", absl::StrCat(failed->group, "-", failed->index)},
@@ -306,8 +305,8 @@ TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) 
     return finish();
   }
   if (resized) {
-    next_generation("Resized", absl::StrCat("the job now has ", world, " members (was ",
-                                            gen_replicas, ")"));
+    next_generation("Resized",
+                    absl::StrCat("the job now has ", world, " members (was ", gen_replicas, ")"));
     return finish();
   }
   if (disrupted) {

@@ -151,11 +151,10 @@ TEST(TrainingPlanTest, AFailedMemberRestartsTheGangFromTheNewestCheckpoint) {
   w.Apply(w.Plan());
   w.SetPods("Running");
   w.Apply(w.Plan());
-  w.pods[1]["status"] = {
-      {"phase", "Failed"},
-      {"containerStatuses",
-       {{{"name", "trainer"},
-         {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}};
+  w.pods[1]["status"] = {{"phase", "Failed"},
+                         {"containerStatuses",
+                          {{{"name", "trainer"},
+                            {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}};
   w.checkpoint = ResumePoint{"llm-step-1200", "/ckpt/llm/1200", 1200};
   TrainingPlan plan = w.Plan();
   ASSERT_TRUE(plan.status);
@@ -223,8 +222,9 @@ TEST(TrainingPlanTest, AnEvictedMemberStartsANewGenerationWithoutCountingARestar
 }
 
 TEST(TrainingPlanTest, WaitsNamingTheFieldOrTheQueue) {
-  World bad{Job({{"image", nullptr}, {"groups", {{{"name", "w"}, {"count", 1},
-                                                  {"gpusPerReplica", 1}, {"gpuMilli", 500}}}}})};
+  World bad{
+      Job({{"image", nullptr},
+           {"groups", {{{"name", "w"}, {"count", 1}, {"gpusPerReplica", 1}, {"gpuMilli", 500}}}}})};
   bad.job["spec"].erase("image");
   TrainingPlan plan = bad.Plan();
   ASSERT_TRUE(plan.status);

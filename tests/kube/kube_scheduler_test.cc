@@ -21,45 +21,13 @@
 #include "kube/codec.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
+#include "kube_fixtures.h"
 #include "kube_test_util.h"
 
 namespace tessera::testing {
 namespace {
 
 using kube::Json;
-
-constexpr char kSuite[] = "tessera.test/suite";
-
-Json NodeJson(const std::string& name, const std::string& suite, int gpus,
-              const std::string& rack = "r1", const std::string& islands = "") {
-  Json n = {{"apiVersion", "v1"},
-            {"kind", "Node"},
-            {"metadata",
-             {{"name", name},
-              {"labels",
-               {{kSuite, suite},
-                {"tessera.dev/rack", rack},
-                {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}},
-            {"status",
-             {{"capacity",
-               {{"nvidia.com/gpu", std::to_string(gpus)},
-                {"cpu", "64"},
-                {"memory", "512Gi"},
-                {"pods", "110"}}},
-              {"allocatable",
-               {{"nvidia.com/gpu", std::to_string(gpus)},
-                {"cpu", "64"},
-                {"memory", "512Gi"},
-                {"pods", "110"}}},
-              {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-  if (!islands.empty()) n["metadata"]["annotations"] = {{"tessera.dev/nvlink-domains", islands}};
-  return n;
-}
-
-const kube::ResourceType& QueuesType() {
-  static const kube::ResourceType t{"tessera.dev", "v1", "queues", "Queue", false};
-  return t;
-}
 
 Json PodJson(const std::string& name, const std::string& suite, int gpus,
              const std::string& scheduler = "tessera") {
@@ -72,99 +40,6 @@ Json PodJson(const std::string& name, const std::string& suite, int gpus,
            {{"schedulerName", scheduler},
             {"nodeSelector", {{kSuite, suite}}},
             {"containers", Json::array({c})}}}};
-}
-
-// Pods of one namespace, watched: waits wake on the watch's events.
-class PodWatch {
- public:
-  PodWatch(kube::RestClient& c, const std::string& ns) {
-    kube::ReflectorOptions o;
-    o.type = kube::PodsResource();
-    o.ns = ns;
-    inf_ = std::make_unique<kube::Informer>(c, o);
-    auto bump = [this] {
-      absl::MutexLock l(&mu_);
-      ++changes_;
-    };
-    inf_->AddEventHandlers({[bump](const kube::ObjectPtr&, bool) { bump(); },
-                            [bump](const kube::ObjectPtr&, const kube::ObjectPtr&) { bump(); },
-                            [bump](const kube::ObjectPtr&) { bump(); }});
-    inf_->Start();
-    EXPECT_TRUE(inf_->WaitForSync(absl::Seconds(30)));
-  }
-  ~PodWatch() { inf_->Stop(); }
-
-  // Pod name -> its node ("" while unbound).
-  std::map<std::string, std::string> Nodes() const {
-    std::map<std::string, std::string> out;
-    for (const kube::ObjectPtr& o : inf_->store().List()) {
-      out[(*o)["metadata"]["name"].get<std::string>()] =
-          o->contains("spec") ? (*o)["spec"].value("nodeName", "") : "";
-    }
-    return out;
-  }
-  int Bound() const {
-    int n = 0;
-    for (const auto& [p, node] : Nodes()) n += !node.empty();
-    return n;
-  }
-  Json Get(const std::string& name) const {
-    for (const kube::ObjectPtr& o : inf_->store().List()) {
-      if ((*o)["metadata"]["name"] == name) return *o;
-    }
-    return Json();
-  }
-  // The PodScheduled=False message, "" when none.
-  std::string Unschedulable(const std::string& name) const {
-    Json p = Get(name);
-    if (p.is_null() || !p.contains("status")) return "";
-    for (const Json& c : p["status"].value("conditions", Json::array())) {
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-        return c.value("message", "");
-      }
-    }
-    return "";
-  }
-  bool Until(const std::function<bool()>& pred, absl::Duration timeout = absl::Seconds(30)) {
-    return AwaitTrue(
-        mu_, [&] { return pred(); }, timeout);
-  }
-
- private:
-  std::unique_ptr<kube::Informer> inf_;
-  absl::Mutex mu_;
-  int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
-// Installs the CRDs of deploy/kubernetes/crds (once per bed) and waits until they are served.
-void InstallCrds(kube::RestClient& c) {
-  static bool done = false;
-  if (done) return;
-  const kube::ResourceType& crds = kube::CustomResourceDefinitionsResource();
-  for (const auto& e : std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) +
-                                                           "/deploy/kubernetes/crds")) {
-    std::ifstream f(e.path());
-    std::stringstream text;
-    text << f.rdbuf();
-    absl::StatusOr<std::vector<Json>> objs = cli::ParseManifests(text.str());
-    ASSERT_TRUE(objs.ok()) << objs.status();
-    for (const Json& o : *objs) {
-      absl::StatusOr<Json> r = c.Create(crds, "", o);
-      ASSERT_TRUE(r.ok() || kube::IsApiAlreadyExists(r.status())) << r.status();
-    }
-  }
-  // Established: discovery lists them (a bounded wait on the apiserver's own progress).
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  for (auto [gv, plural] : {std::pair{"/apis/tessera.dev/v1", "\"queues\""},
-                            std::pair{"/apis/scheduling.x-k8s.io/v1alpha1", "\"podgroups\""}}) {
-    while (true) {
-      absl::StatusOr<kube::HttpResult> r = c.Raw("GET", gv);
-      if (r.ok() && r->status == 200 && r->body.find(plural) != std::string::npos) break;
-      ASSERT_LT(absl::Now(), deadline) << gv << " not served";
-      absl::SleepFor(absl::Milliseconds(100));
-    }
-  }
-  done = true;
 }
 
 class KubeSchedulerTest : public ::testing::Test {
@@ -410,7 +285,7 @@ TEST_F(KubeSchedulerTest, QueuesHoldWhatTheirQuotaDoesNotAdmitAndUnknownQueuesHo
             {"kind", "Queue"},
             {"metadata", {{"name", queue}}},
             {"spec", {{"gpuQuota", {{"NVIDIA-H100-80GB-HBM3", 4}}}}}};
-  absl::StatusOr<Json> created = client_->Create(QueuesType(), "", q);
+  absl::StatusOr<Json> created = client_->Create(kube::QueuesResource(), "", q);
   ASSERT_TRUE(created.ok()) << created.status();
   PodWatch w(*client_, ns_);
   StartScheduler();
@@ -430,7 +305,7 @@ TEST_F(KubeSchedulerTest, QueuesHoldWhatTheirQuotaDoesNotAdmitAndUnknownQueuesHo
       << w.Unschedulable("lost");
   const std::string waiting = w.Nodes()["q-1"].empty() ? "q-1" : "q-2";
   EXPECT_NE(w.Unschedulable(waiting).find(queue), std::string::npos) << w.Unschedulable(waiting);
-  (void)client_->Delete(QueuesType(), "", queue);
+  (void)client_->Delete(kube::QueuesResource(), "", queue);
 }
 
 TEST_F(KubeSchedulerTest, ARestartedSchedulerRebuildsWhatItBound) {
@@ -616,7 +491,7 @@ TEST_F(KubeSchedulerTest, AQueueBorrowsIdleCapacityWhenItsQueueMayBorrow) {
             {"kind", "Queue"},
             {"metadata", {{"name", queue}}},
             {"spec", {{"gpuQuota", {{"NVIDIA-H100-80GB-HBM3", 4}}}, {"borrowing", true}}}};
-  ASSERT_TRUE(client_->Create(QueuesType(), "", q).ok());
+  ASSERT_TRUE(client_->Create(kube::QueuesResource(), "", q).ok());
   PodWatch w(*client_, ns_);
   StartScheduler();
   for (const char* name : {"b-1", "b-2"}) {
@@ -626,7 +501,7 @@ TEST_F(KubeSchedulerTest, AQueueBorrowsIdleCapacityWhenItsQueueMayBorrow) {
   }
   // 8 GPUs for a queue guaranteed 4: the second half is borrowed from the idle fleet.
   EXPECT_TRUE(w.Until([&] { return w.Bound() == 2; })) << w.Unschedulable("b-2");
-  (void)client_->Delete(QueuesType(), "", queue);
+  (void)client_->Delete(kube::QueuesResource(), "", queue);
 }
 
 // Last (it restarts the shared apiserver): the scheduler's watches end, its informers resume or
