@@ -5,9 +5,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "api/store_layout.h"
 
 namespace tessera::controller {
 namespace {
+
+std::optional<double> NumberOf(const nlohmann::json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+int64_t IntOf(const nlohmann::json& o, const char* key, int64_t dflt) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : dflt;
+}
 
 std::string Ms(double v) { return absl::StrFormat("%.0f", v); }
 
@@ -96,6 +108,37 @@ ScaleDecision Autoscaler::Recommend(const ServiceSlo& slo, int32_t current,
   // 7. Clamp.
   desired = std::clamp(desired, lo, hi);
   return {desired, reason};
+}
+
+std::optional<ServiceSlo> ServiceSloOf(const nlohmann::json& spec) {
+  if (!spec.is_object()) return std::nullopt;
+  auto slo_it = spec.find("slo");
+  if (slo_it == spec.end() || !slo_it->is_object()) return std::nullopt;
+  ServiceSlo s;
+  s.p99_latency_ms = NumberOf(*slo_it, "p99LatencyMs");
+  s.min_throughput_rps = NumberOf(*slo_it, "minThroughputRps");
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  auto rep = spec.find("replicas");
+  const nlohmann::json& r = rep != spec.end() && rep->is_object() ? *rep : kEmpty;
+  s.max_replicas = static_cast<int32_t>(IntOf(r, "max", 1));
+  s.min_replicas = static_cast<int32_t>(std::max<int64_t>(1, IntOf(r, "min", s.max_replicas)));
+  if ((s.p99_latency_ms && *s.p99_latency_ms > 0) ||
+      (s.min_throughput_rps && *s.min_throughput_rps > 0)) {
+    return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<ReplicaReading> ReplicaReadingOf(const nlohmann::json& entry) {
+  if (!entry.is_object()) return std::nullopt;
+  auto t = entry.find("time");
+  ReplicaReading r;
+  if (t == entry.end() || !t->is_string() || !api::ParseTimestamp(t->get<std::string>(), &r.time)) {
+    return std::nullopt;
+  }
+  r.p99_latency_ms = NumberOf(entry, "p99LatencyMs");
+  r.rps = NumberOf(entry, "rps");
+  return r;
 }
 
 }  // namespace tessera::controller

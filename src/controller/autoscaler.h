@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera::controller {
 
@@ -75,6 +76,15 @@ struct ScaleDecision {
   // target 150 ms (mean of 3 replicas)".
   std::string reason;
 };
+
+// An InferenceService's spec as the autoscaler reads it: nullopt without a usable spec.slo (no
+// positive p99LatencyMs or minThroughputRps), else the SLO with min = max(1, replicas.min) and
+// max = replicas.max. Both modes (the standalone controller and `tessera operator`) call this.
+std::optional<ServiceSlo> ServiceSloOf(const nlohmann::json& spec);
+// One replica's report, {"p99LatencyMs": N, "rps": N, "time": RFC 3339}: the standalone agent's
+// status.replicaMetrics entry and, on Kubernetes, the Pod annotation tessera.dev/replica-metrics.
+// nullopt without a valid time.
+std::optional<ReplicaReading> ReplicaReadingOf(const nlohmann::json& entry);
 
 class Autoscaler {
  public:

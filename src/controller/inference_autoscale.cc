@@ -34,12 +34,6 @@ using namespace internal;  // NOLINT: the module's own helpers
 
 namespace {
 
-std::optional<double> NumberOr(const Json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
 std::string MemberName(const model::Job& job, const sched::MemberPlacement& m) {
   return model::MemberKey(job.groups[m.group].name, m.member);
 }
@@ -48,24 +42,9 @@ std::string MemberName(const model::Job& job, const sched::MemberPlacement& m) {
 
 void SchedulingController::ObserveService(JobRec& rec, const Json& obj) {
   if (Str(obj, "kind") != "InferenceService") return;
-  static const Json kEmpty = Json::object();
   auto spec_it = obj.find("spec");
-  const Json& spec = spec_it != obj.end() && spec_it->is_object() ? *spec_it : kEmpty;
-  auto slo_it = spec.find("slo");
-  std::optional<ServiceSlo> slo;
-  if (slo_it != spec.end() && slo_it->is_object()) {
-    ServiceSlo s;
-    s.p99_latency_ms = NumberOr(*slo_it, "p99LatencyMs");
-    s.min_throughput_rps = NumberOr(*slo_it, "minThroughputRps");
-    auto rep = spec.find("replicas");
-    const Json& r = rep != spec.end() && rep->is_object() ? *rep : kEmpty;
-    s.max_replicas = static_cast<int32_t>(IntOr(r, "max", 1));
-    s.min_replicas = static_cast<int32_t>(std::max<int64_t>(1, IntOr(r, "min", s.max_replicas)));
-    if ((s.p99_latency_ms && *s.p99_latency_ms > 0) ||
-        (s.min_throughput_rps && *s.min_throughput_rps > 0)) {
-      slo = s;
-    }
-  }
+  const std::optional<ServiceSlo> slo =
+      spec_it != obj.end() ? ServiceSloOf(*spec_it) : std::nullopt;
   rec.slo = slo;
   if (!rec.slo) {
     rec.autoscaler.reset();
@@ -78,12 +57,9 @@ void SchedulingController::ObserveService(JobRec& rec, const Json& obj) {
   auto metrics = st.find("replicaMetrics");
   if (metrics == st.end() || !metrics->is_object()) return;
   for (auto it = metrics->begin(); it != metrics->end(); ++it) {
-    if (!it.value().is_object()) continue;
-    ReplicaReading r;
-    if (!ParseTimestamp(Str(it.value(), "time"), &r.time)) continue;
-    r.p99_latency_ms = NumberOr(it.value(), "p99LatencyMs");
-    r.rps = NumberOr(it.value(), "rps");
-    rec.readings[it.key()] = {Str(it.value(), "node"), r};
+    std::optional<ReplicaReading> r = ReplicaReadingOf(it.value());
+    if (!r) continue;
+    rec.readings[it.key()] = {Str(it.value(), "node"), *r};
   }
 }
 
