@@ -228,10 +228,11 @@ absl::Status EtcdStore::Impl::Connect() {
     creds = grpc::SslCredentials(ssl);
   }
   grpc::ChannelArguments args;
-  // Reconnect promptly once etcd is back (gRPC's default backoff grows to two minutes).
+  // Reconnect promptly once etcd is back (gRPC's default backoff grows to two minutes). The
+  // "min" backoff is also each connection attempt's timeout: keep it generous.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetMaxReceiveMessageSize(-1);  // a List without a limit may be large
   for (const std::string& address : options.endpoints) {
     Endpoint ep;
