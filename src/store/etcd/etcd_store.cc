@@ -493,10 +493,15 @@ absl::StatusOr<EventsResult> EtcdStore::Events(std::string_view prefix, int64_t 
       }
     }
   }
-  ctx.TryCancel();
+  // Cancel only a stream we leave early: one that ended by itself carries the reason (etcd gone:
+  // Unavailable), which our cancel would replace.
+  if (done || !status.ok()) ctx.TryCancel();
   grpc::Status finish = stream->Finish();
   if (!status.ok()) return status;
-  if (!done) return m.Fail(ep, finish, "events");
+  if (!done) {
+    if (finish.ok()) finish = grpc::Status(grpc::StatusCode::UNAVAILABLE, "watch ended early");
+    return m.Fail(ep, finish, "events");
+  }
   return result;
 }
 
@@ -516,7 +521,7 @@ absl::Status EtcdStore::WaitForRevision(int64_t revision, absl::Time deadline) {
     pb::WatchCreateRequest* create = req.mutable_create_request();
     create->set_key(m.meta_key);
     create->set_start_revision(m.base + revision);
-    bool reached = false;
+    bool reached = false, left = false;
     if (stream->Write(req)) {
       pb::WatchResponse resp;
       while (stream->Read(&resp)) {
@@ -524,18 +529,24 @@ absl::Status EtcdStore::WaitForRevision(int64_t revision, absl::Time deadline) {
           reached = true;
           break;
         }
-        if (resp.canceled()) break;
+        if (resp.canceled()) {
+          left = true;
+          break;
+        }
       }
     }
-    ctx.TryCancel();
+    if (reached || left) ctx.TryCancel();
     grpc::Status s = stream->Finish();
     if (reached) {
       Impl::AtLeast(m.last_revision, revision);
       return absl::OkStatus();
     }
+    if (left) {
+      return absl::UnavailableError(
+          absl::StrCat("etcd ", ep.address, ": wait for revision: watch canceled by etcd"));
+    }
     if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) break;
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        s.error_code() != grpc::StatusCode::CANCELLED) {
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE) {
       return m.Fail(ep, s, "wait for revision");
     }
     if (m.endpoints.size() > 1) m.current.fetch_add(1);
