@@ -71,6 +71,8 @@ void FailStore(httplib::Response& res, const absl::Status& s, const std::string&
       return Fail(res, 410, "Expired", std::string(s.message()));
     case absl::StatusCode::kInvalidArgument:
       return Fail(res, 400, "BadRequest", std::string(s.message()));
+    case absl::StatusCode::kUnavailable:  // the store cannot be reached (etcd down): retry later
+      return Fail(res, 503, "ServiceUnavailable", std::string(s.message()));
     case absl::StatusCode::kPermissionDenied:  // a ResourceQuota (resource_quota.h)
       return Fail(res, 403, "Forbidden", absl::StrCat(what, " is forbidden: ", s.message()));
     default:

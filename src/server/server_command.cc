@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "config/profile_yaml.h"
 #include "config/queue_config.h"
@@ -25,6 +26,7 @@
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
+#include "store/etcd/etcd_store.h"
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
 
@@ -33,6 +35,9 @@ namespace {
 
 struct ServerFlags {
   std::string data_dir;
+  // "sqlite" (in --data-dir) or etcd://host:port[,host:port...][/prefix] (etcds:// for TLS).
+  std::string store = "sqlite";
+  std::string etcd_cacert, etcd_cert, etcd_key;
   std::string listen = "127.0.0.1:7420";
   std::string tokens_file;
   bool insecure_no_auth = false;
@@ -78,6 +83,46 @@ absl::Status AdmitQueue(store::Store& store, const sched::QueueManagerConfig& ba
     opts.continue_after = page->next_key;
   }
   return controller::ValidateQueueChange(base, stored, name, obj);
+}
+
+// The store --store names: SQLite in --data-dir (the default) or etcd. Logs what is wrong;
+// InvalidArgument for bad flags (exit 2), other codes when the store does not open (exit 1).
+absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const ServerFlags& f,
+                                                        const obs::Logger& log) {
+  if (f.store == "sqlite") {
+    if (f.data_dir.empty()) {
+      log.Error("--data-dir is required with the SQLite store (or give --store etcd://HOST:PORT)");
+      return absl::InvalidArgumentError("--data-dir");
+    }
+    store::SqliteStoreOptions opts;
+    opts.retain_revisions = f.retain_revisions;
+    absl::StatusOr<std::unique_ptr<store::SqliteStore>> db =
+        store::SqliteStore::Open(f.data_dir, opts);
+    if (!db.ok()) {
+      log.Error(db.status().message(), {{"data_dir", f.data_dir}});
+      return absl::UnavailableError("sqlite");
+    }
+    return std::unique_ptr<store::Store>(std::move(*db));
+  }
+  store::EtcdStoreOptions base;
+  base.retain_revisions = f.retain_revisions;
+  base.ca_file = f.etcd_cacert;
+  base.cert_file = f.etcd_cert;
+  base.key_file = f.etcd_key;
+  absl::StatusOr<store::EtcdStoreOptions> o = store::ParseEtcdUrl(f.store, base);
+  if (!o.ok()) {
+    log.Error(absl::StrCat("--store: ", o.status().message(),
+                           "; or --store sqlite (the default) with --data-dir"));
+    return o.status();
+  }
+  if (!f.etcd_cacert.empty() || !f.etcd_cert.empty() || !f.etcd_key.empty()) o->tls = true;
+  absl::StatusOr<std::unique_ptr<store::EtcdStore>> db = store::EtcdStore::Open(*o);
+  if (!db.ok()) {
+    log.Error(db.status().message(), {{"store", f.store}});
+    return absl::IsInvalidArgument(db.status()) ? db.status() : absl::UnavailableError("etcd");
+  }
+  log.Info("store: etcd", {{"endpoints", absl::StrJoin(o->endpoints, ",")}, {"prefix", o->prefix}});
+  return std::unique_ptr<store::Store>(std::move(*db));
 }
 
 int RunServer(const ServerFlags& f) {
@@ -152,15 +197,16 @@ int RunServer(const ServerFlags& f) {
   }
 
   absl::Time t0 = absl::Now();
-  store::SqliteStoreOptions opts;
-  opts.retain_revisions = f.retain_revisions;
-  absl::StatusOr<std::unique_ptr<store::SqliteStore>> db =
-      store::SqliteStore::Open(f.data_dir, opts);
-  if (!db.ok()) {
-    log.Error(db.status().message(), {{"data_dir", f.data_dir}});
-    return 1;
-  }
+  absl::StatusOr<std::unique_ptr<store::Store>> db = OpenStore(f, log);
+  if (!db.ok()) return absl::IsInvalidArgument(db.status()) ? 2 : 1;
+  // Durable commits (fsyncs) are SQLite's; null for etcd.
+  auto* sqlite = dynamic_cast<store::SqliteStore*>(db->get());
   if (f.tokens_file.empty() && !f.insecure_no_auth) {
+    if (f.data_dir.empty()) {
+      log.Error("--store " + f.store +
+                ": give --tokens-file (or --data-dir, where the server keeps its admin token)");
+      return 2;
+    }
     // After the store opened: the data dir exists and is ours.
     absl::StatusOr<AdminToken> admin = LoadOrCreateAdminToken(f.data_dir);
     if (!admin.ok()) {
@@ -190,8 +236,10 @@ int RunServer(const ServerFlags& f) {
   // Scheduling and fleet metrics (the controller's), rendered with the store's.
   metrics::Registry registry;
   // Durable commits (fsyncs) next to the store's Txn counts: group commit makes them differ.
-  store::SqliteStore* sqlite = db->get();
   so.extra_metrics = [&metered, &registry, sqlite] {
+    if (sqlite == nullptr) {
+      return absl::StrCat(store::FormatPrometheus(metered.Metrics()), registry.Render());
+    }
     return absl::StrCat(store::FormatPrometheus(metered.Metrics()),
                         "# HELP tessera_store_durable_commits_total SQLite transactions committed "
                         "(one WAL fsync each; a group commit holds many store transactions).\n"
@@ -294,7 +342,18 @@ int RunServer(const ServerFlags& f) {
 void RegisterServerCommands(CLI::App& app) {
   auto flags = std::make_shared<ServerFlags>();
   CLI::App* cmd = app.add_subcommand("server", "Run the control-plane API server");
-  cmd->add_option("--data-dir", flags->data_dir, "Directory of the durable store")->required();
+  cmd->add_option("--data-dir", flags->data_dir,
+                  "Directory of the durable SQLite store (and of the admin token); required "
+                  "unless --store is etcd");
+  cmd->add_option("--store", flags->store,
+                  "The store: sqlite (default, in --data-dir) or "
+                  "etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS; keys under PREFIX, "
+                  "default /tessera/)");
+  cmd->add_option("--etcd-cacert", flags->etcd_cacert,
+                  "PEM CA bundle verifying etcd's serving certificate (implies TLS)");
+  cmd->add_option("--etcd-cert", flags->etcd_cert,
+                  "PEM client certificate presented to etcd (with --etcd-key; implies TLS)");
+  cmd->add_option("--etcd-key", flags->etcd_key, "PEM key of --etcd-cert");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
   cmd->add_option("--tokens-file", flags->tokens_file,
                   "Bearer tokens: lines of TOKEN NAMESPACE admin|user|node:NAME. Without it the "

@@ -1,6 +1,8 @@
 // One conformance suite for every Store implementation: the semantics in
-// store.h are checked identically against MemoryStore and SqliteStore (and
-// any future backend: add a row to kBackends).
+// store.h are checked identically against MemoryStore, SqliteStore and
+// EtcdStore (and any future backend: add a row to kBackends). The etcd rows
+// run against one etcd for the binary (EtcdProcess::Shared), each test in a
+// key prefix of its own; they are skipped when the bed's etcd is not built.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "store/etcd/etcd_store.h"
+#include "store/etcd/testing/etcd_process.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 #include "store/store.h"
@@ -30,7 +34,14 @@ struct Backend {
   // Opens the store kept in `dir` (ignored by in-memory backends).
   std::function<std::unique_ptr<Store>(const std::string& dir, int64_t retain)> open;
   bool durable;
+  // Why the backend cannot run here ("" or unset: it can); the test is skipped with the reason.
+  std::function<std::string()> unavailable = nullptr;
 };
+
+std::string EtcdUnavailable() {
+  std::string why;
+  return testing::EtcdProcess::Shared(TESSERA_SOURCE_DIR, &why) ? "" : why;
+}
 
 const Backend kBackends[] = {
     {"Memory",
@@ -57,6 +68,23 @@ const Backend kBackends[] = {
        return s.ok() ? std::move(*s) : nullptr;
      },
      true},
+    {"Etcd",
+     [](const std::string& dir, int64_t retain) -> std::unique_ptr<Store> {
+       std::string why;
+       testing::EtcdProcess* etcd = testing::EtcdProcess::Shared(TESSERA_SOURCE_DIR, &why);
+       if (etcd == nullptr) {
+         ADD_FAILURE() << why;
+         return nullptr;
+       }
+       EtcdStoreOptions o;
+       o.endpoints = {etcd->endpoint()};
+       o.prefix = absl::StrCat("/conformance", dir, "/");  // the same dir reopens the same store
+       o.retain_revisions = retain;
+       auto s = EtcdStore::Open(o);
+       EXPECT_TRUE(s.ok()) << s.status();
+       return s.ok() ? std::move(*s) : nullptr;
+     },
+     true, EtcdUnavailable},
 };
 
 class StoreConformanceTest : public ::testing::TestWithParam<Backend> {
@@ -66,6 +94,9 @@ class StoreConformanceTest : public ::testing::TestWithParam<Backend> {
     std::string tmpl = absl::StrCat(tmp ? tmp : "/tmp", "/tessera_store_XXXXXX");
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl + "/data";
+    if (GetParam().unavailable) {
+      if (std::string why = GetParam().unavailable(); !why.empty()) GTEST_SKIP() << why;
+    }
     Open();
   }
   void TearDown() override {

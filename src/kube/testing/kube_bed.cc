@@ -32,28 +32,7 @@ std::string KubeBed::FindBin(std::string* why, const KubeBedOptions& opts) {
     *why = opts.bin_dir + " has no kube-apiserver";
     return "";
   }
-  if (const char* env = getenv("TESSERA_KUBE_BED_BIN"); env != nullptr && *env != '\0') {
-    if (has_apiserver(env)) return env;
-    *why = std::string("TESSERA_KUBE_BED_BIN=") + env + " has no kube-apiserver";
-    return "";
-  }
-  const std::string script =
-      (opts.source_dir.empty() ? std::string(".") : opts.source_dir) + "/scripts/kube-bed.sh";
-  std::string out;
-  FILE* p = popen((script + " --check 2>&1").c_str(), "r");
-  if (p != nullptr) {
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int st = pclose(p);
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !out.empty()) return out;
-  }
-  *why =
-      "the Kubernetes test bed is not built: run scripts/kube-bed.sh (it needs Go >= 1.26 "
-      "and the Go module proxy; scripts/test.sh runs it)" +
-      (out.empty() ? std::string() : " [" + script + ": " + out + "]");
-  return "";
+  return FindBedBin(opts.source_dir, "kube-apiserver", why);
 }
 
 std::string KubeBed::Start(const KubeBedOptions& opts) {
@@ -74,10 +53,8 @@ std::string KubeBed::Start(const KubeBedOptions& opts) {
     t << kAdminToken << ",bed-admin,uid-bed-admin,\"system:masters\"\n";
     t << kUserToken << "," << kUserName << ",uid-bed-user\n";
   }
-  etcd_client_port_ = FreePort();
-  etcd_peer_port_ = FreePort();
   port_ = FreePort();
-  if (std::string e = StartEtcd(); !e.empty()) return e;
+  if (std::string e = etcd_.Start(bin_, dir_ + "/etcd", dir_ + "/etcd.log"); !e.empty()) return e;
   if (std::string e = StartApiserver(); !e.empty()) return e;
   WriteKubeconfig(admin_kubeconfig(), "token: " + std::string(kAdminToken));
   WriteKubeconfig(user_kubeconfig(), "token: " + std::string(kUserToken));
@@ -91,7 +68,7 @@ void KubeBed::Stop() {
   Kill(kcm_pid_);
   Kill(second_pid_, absl::ZeroDuration());
   Kill(apiserver_pid_);
-  Kill(etcd_pid_);
+  etcd_.Stop();
   if (!dir_.empty() && getenv("TESSERA_KUBE_BED_KEEP") == nullptr) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -151,7 +128,7 @@ bool KubeBed::KubeSchedulerRunning() {
 }
 
 int64_t KubeBed::CompactEtcd() {
-  httplib::Client etcd("127.0.0.1", etcd_client_port_);
+  httplib::Client etcd("127.0.0.1", etcd_.client_port());
   auto r = etcd.Post("/v3/kv/range", R"({"key":"AA=="})", "application/json");
   if (!r || r->status != 200) return -1;
   const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
@@ -182,23 +159,6 @@ std::string KubeBed::OpenSsl(const std::string& args) const {
   return "";
 }
 
-int KubeBed::FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  const int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
 std::string KubeBed::MakeCerts() {
   const char* ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
   std::ofstream(dir_ + "/serving.ext")
@@ -223,88 +183,10 @@ std::string KubeBed::MakeCerts() {
   return "";
 }
 
-pid_t KubeBed::Spawn(const std::vector<std::string>& argv, const std::string& log) {
-  // Everything the child needs is prepared before fork: a multi-threaded process must not
-  // allocate in the child.
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    // Dies with the test (a crashed or timed-out test leaves no apiserver behind). The parent
-    // may already be gone by now: then exit at once.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    dup2(null, 0);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  if (pid > 0) setpgid(pid, pid);  // no race with Kill before the child's own setpgid
-  close(fd);
-  close(null);
-  return pid;
-}
-
-void KubeBed::Kill(pid_t& pid, absl::Duration grace) {
-  if (pid <= 0) return;
-  kill(-pid, grace > absl::ZeroDuration() ? SIGTERM : SIGKILL);
-  int status = 0;
-  for (int i = 0; i < absl::ToInt64Milliseconds(grace) / 50; ++i) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      kill(-pid, SIGKILL);  // anything it left in its group
-      pid = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  kill(-pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  pid = -1;
-}
-
-std::string KubeBed::Tail(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
-}
-
-std::string KubeBed::StartEtcd() {
-  const std::string client = "http://127.0.0.1:" + std::to_string(etcd_client_port_);
-  const std::string peer = "http://127.0.0.1:" + std::to_string(etcd_peer_port_);
-  etcd_pid_ =
-      Spawn({bin_ + "/etcd", "--name", "bed", "--data-dir", dir_ + "/etcd", "--listen-client-urls",
-             client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
-             "--initial-advertise-peer-urls", peer, "--initial-cluster", "bed=" + peer,
-             "--unsafe-no-fsync", "--log-level", "warn"},
-            dir_ + "/etcd.log");
-  httplib::Client c("127.0.0.1", etcd_client_port_);
-  c.set_connection_timeout(1);
-  for (int i = 0; i < 300; ++i) {
-    auto r = c.Get("/health");
-    if (r && r->status == 200 && r->body.find("true") != std::string::npos) return "";
-    int status;
-    if (waitpid(etcd_pid_, &status, WNOHANG) == etcd_pid_) {
-      etcd_pid_ = -1;
-      return "etcd exited: " + Tail(dir_ + "/etcd.log");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return "etcd not healthy within 30 s: " + Tail(dir_ + "/etcd.log");
-}
-
 std::string KubeBed::StartApiserverOn(int port, pid_t* pid, const std::string& log) {
   std::vector<std::string> argv = {
       bin_ + "/kube-apiserver",
-      "--etcd-servers=http://127.0.0.1:" + std::to_string(etcd_client_port_),
+      "--etcd-servers=http://" + etcd_.endpoint(),
       "--bind-address=127.0.0.1",
       "--advertise-address=127.0.0.1",
       // No kubelets and no Service to reconcile; a loopback advertise address needs this.

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/testing/child_process.h"
+#include "store/etcd/testing/etcd_process.h"
 
 namespace tessera::testing {
 
@@ -99,7 +101,7 @@ class KubeBed {
   std::string apiserver_log() const { return dir_ + "/kube-apiserver.log"; }
   std::string kube_scheduler_log() const { return dir_ + "/kube-scheduler.log"; }
   // The children's process ids (-1 when not running), e.g. to read their CPU time in /proc.
-  pid_t etcd_pid() const { return etcd_pid_; }
+  pid_t etcd_pid() const { return etcd_.pid(); }
   pid_t apiserver_pid() const { return apiserver_pid_; }
   pid_t kube_scheduler_pid() const { return scheduler_pid_; }
 
@@ -113,16 +115,15 @@ class KubeBed {
   std::string OpenSsl(const std::string& args) const;
 
   // The last 3000 bytes of a file (a child's log), for error messages.
-  static std::string Tail(const std::string& path);
+  static std::string Tail(const std::string& path) { return TailFile(path); }
 
  private:
-  static int FreePort();
+  static int FreePort() { return FreeLoopbackPort(); }
   std::string MakeCerts();
-  // Forks `argv` in a process group of its own, output appended to `log`.
-  static pid_t Spawn(const std::vector<std::string>& argv, const std::string& log);
-  // SIGTERM to the group, SIGKILL after `grace` (at once when zero); reaps the leader.
-  static void Kill(pid_t& pid, absl::Duration grace = absl::Seconds(2));
-  std::string StartEtcd();
+  static pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+    return SpawnProcess(argv, log);
+  }
+  static void Kill(pid_t& pid, absl::Duration grace = absl::Seconds(2)) { KillProcess(pid, grace); }
   std::string StartApiserver() { return StartApiserverOn(port_, &apiserver_pid_, apiserver_log()); }
   std::string StartApiserverOn(int port, pid_t* pid, const std::string& log);
   // Spawns a helper (controller-manager, scheduler) and checks it is alive 200 ms later.
@@ -130,8 +131,9 @@ class KubeBed {
 
   KubeBedOptions opts_;
   std::string bin_, dir_;
-  int etcd_client_port_ = -1, etcd_peer_port_ = -1, port_ = -1;
-  pid_t etcd_pid_ = -1, apiserver_pid_ = -1, kcm_pid_ = -1, second_pid_ = -1, scheduler_pid_ = -1;
+  EtcdProcess etcd_;
+  int port_ = -1;
+  pid_t apiserver_pid_ = -1, kcm_pid_ = -1, second_pid_ = -1, scheduler_pid_ = -1;
   int second_port_ = -1;
 };
 

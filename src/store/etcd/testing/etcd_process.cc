@@ -1,0 +1,91 @@
+#include "store/etcd/testing/etcd_process.h"
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "common/testing/child_process.h"
+#include "httplib.h"
+
+namespace tessera::testing {
+
+std::string EtcdProcess::FindBin(const std::string& source_dir, std::string* why) {
+  return FindBedBin(source_dir, "etcd", why);
+}
+
+EtcdProcess* EtcdProcess::Shared(const std::string& source_dir, std::string* why) {
+  struct Holder {
+    EtcdProcess etcd;
+    std::string dir, error;
+    ~Holder() {
+      etcd.Stop();
+      if (!dir.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+      }
+    }
+  };
+  static Holder* holder = [&] {
+    auto* h = new Holder;
+    const std::string bin = FindBin(source_dir, &h->error);
+    if (bin.empty()) return h;
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/tessera-etcd-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      h->error = "mkdtemp failed";
+      return h;
+    }
+    h->dir = tmpl;
+    h->error = h->etcd.Start(bin, h->dir + "/data", h->dir + "/etcd.log");
+    static std::unique_ptr<Holder> owner(h);  // stops etcd at exit
+    return h;
+  }();
+  if (holder->error.empty() && !holder->etcd.running()) holder->error = holder->etcd.Restart();
+  if (!holder->error.empty()) {
+    *why = holder->error;
+    return nullptr;
+  }
+  return &holder->etcd;
+}
+
+std::string EtcdProcess::Start(const std::string& bin_dir, const std::string& data_dir,
+                               const std::string& log) {
+  if (pid_ > 0) return "etcd already runs";
+  bin_ = bin_dir;
+  data_dir_ = data_dir;
+  log_ = log;
+  if (client_port_ <= 0) client_port_ = FreeLoopbackPort();
+  if (peer_port_ <= 0) peer_port_ = FreeLoopbackPort();
+  const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+  const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+  pid_ =
+      SpawnProcess({bin_ + "/etcd", "--name", "bed", "--data-dir", data_dir_,
+                    "--listen-client-urls", client, "--advertise-client-urls", client,
+                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster", "bed=" + peer, "--unsafe-no-fsync", "--log-level", "warn"},
+                   log_);
+  httplib::Client c("127.0.0.1", client_port_);
+  c.set_connection_timeout(1);
+  // Polls /health: etcd has no readiness signal a parent can wait on.
+  for (int i = 0; i < 300; ++i) {
+    auto r = c.Get("/health");
+    if (r && r->status == 200 && r->body.find("true") != std::string::npos) return "";
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return "etcd exited: " + TailFile(log_);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "etcd not healthy within 30 s: " + TailFile(log_);
+}
+
+void EtcdProcess::Stop() { KillProcess(pid_); }
+
+void EtcdProcess::Kill() { KillProcess(pid_, absl::ZeroDuration()); }
+
+}  // namespace tessera::testing

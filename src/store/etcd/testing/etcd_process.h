@@ -1,0 +1,56 @@
+// EtcdProcess: one etcd member on loopback (free client and peer ports, a data dir of the
+// caller's, no fsync), for tests and test beds: KubeBed runs kube-apiserver on one, the etcd
+// Store tests run the store against one. The binary comes from the test bed's build
+// (scripts/kube-bed.sh; FindBin).
+// Stop() keeps the data dir, so Start() again is a restart of the same member on the same ports
+// (a lost connection, then a recovered etcd). Kill() is a crash (SIGKILL).
+// The child dies with the thread that started it (child_process.h). Not thread-safe; one owner.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace tessera::testing {
+
+class EtcdProcess {
+ public:
+  EtcdProcess() = default;
+  EtcdProcess(const EtcdProcess&) = delete;
+  EtcdProcess& operator=(const EtcdProcess&) = delete;
+  ~EtcdProcess() { Stop(); }
+
+  // The directory holding the bed's `etcd`, or "" with `why` saying what to run (FindBedBin).
+  static std::string FindBin(const std::string& source_dir, std::string* why);
+
+  // One etcd per test binary, started on the first call in a temp dir and stopped (its dir
+  // removed) at exit; later calls return the same one, restarted when it is not running. null
+  // with `why` when the bed's etcd is not built (the caller skips) or does not start. Call it
+  // from the main thread (the child dies with the thread that started it).
+  static EtcdProcess* Shared(const std::string& source_dir, std::string* why);
+
+  // Starts `<bin_dir>/etcd` with its data in `data_dir` (created by etcd) and its log appended to
+  // `log`, on the ports of the previous Start or on new free ones, and waits (up to 30 s) until
+  // /health says true. "" on success, else why (with the log's tail).
+  std::string Start(const std::string& bin_dir, const std::string& data_dir,
+                    const std::string& log);
+  // Starts it again after Stop/Kill: same binary, data and ports.
+  std::string Restart() { return Start(bin_, data_dir_, log_); }
+  // SIGTERM, then SIGKILL after 2 s. Keeps the data.
+  void Stop();
+  // SIGKILL at once (a crash). Keeps the data.
+  void Kill();
+
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  int client_port() const { return client_port_; }
+  // "127.0.0.1:PORT", the gRPC endpoint.
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(client_port_); }
+
+ private:
+  std::string bin_, data_dir_, log_;
+  int client_port_ = -1, peer_port_ = -1;
+  pid_t pid_ = -1;
+};
+
+}  // namespace tessera::testing
