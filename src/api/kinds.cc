@@ -1,5 +1,6 @@
 #include "api/kinds.h"
 
+#include "api/gpu_pool.h"
 #include "api/limits.h"
 #include "api/member_status.h"
 
@@ -245,6 +246,9 @@ std::vector<KindInfo> BuildKinds() {
                S::Object({
                    Optional("intervalSeconds", S::Int().Positive().Max(kMaxRuntimeSeconds)),
                    Optional("path", S::String().MaxLength(1024)),
+                   // Retention: the newest this many Ready Checkpoints of the job are kept, older
+                   // ones deleted (api/checkpoints.h); 0 or absent keeps all.
+                   Optional("keep", S::Int().Min(0).Max(kMaxCheckpointsKept)),
                })),
       Optional("suspend", S::Bool()),
   };
@@ -278,13 +282,29 @@ std::vector<KindInfo> BuildKinds() {
            {"Pending", "Admitted", "Queued", "Scheduled", "Deploying", "Running", "Ready",
             "Degraded", "Preempted", "NodeLost", "Succeeded", "Failed", "Dispatched"},
            S::Object(std::move(inference)), InferenceStatusFields()));
-  kinds.push_back(Make("GPUPool", "gpupools", true, {"Pending", "Ready", "Draining"},
-                       S::Object({
-                           Required("gpuType", S::String().MaxLength(63)),
-                           Optional("nodeSelector", S::Map(S::String().MaxLength(63))),
-                           Optional("capacity", S::Int().Min(0)),
-                           Optional("queues", S::Array(S::String().DnsLabel())),
-                       })));
+  // Nodes chosen by GPU type ("" or "*": any) and labels; cordoned or drained as a whole; the
+  // queues confined to them (api/gpu_pool.h, docs/queueing.md "GPU pools").
+  kinds.push_back(
+      Make("GPUPool", "gpupools", true, {"Pending", "Ready", "Draining"},
+           S::Object({
+               Required("gpuType", S::String().MaxLength(63)),
+               Optional("nodeSelector", S::Map(S::String().MaxLength(63))),
+               Optional("capacity", S::Int().Min(0)),
+               Optional("queues", S::Array(S::String().DnsLabel())),
+               Optional("cordon", S::Bool()),
+               Optional("drain", S::Bool()),
+           }),
+           {
+               // Written by the controller (api::PoolStatus).
+               Optional("nodes", S::Int().Min(0)),
+               Optional("gpus", S::Int().Min(0)),
+               Optional("allocatable", S::Int().Min(0)),
+               Optional("allocated", S::Int().Min(0)),
+               Optional("unhealthy", S::Int().Min(0)),
+               Optional("cordoned", S::Int().Min(0)),
+               Optional("nodeNames",
+                        S::Array(S::String().MaxLength(253)).MaxItems(kPoolStatusMaxNodeNames)),
+           }));
   kinds.push_back(Make("Checkpoint", "checkpoints", true, {"Pending", "Writing", "Ready", "Failed"},
                        S::Object({
                            Required("jobName", S::String().DnsLabel()),
@@ -298,7 +318,17 @@ std::vector<KindInfo> BuildKinds() {
                            Required("version", S::String().MaxLength(63)),
                            Optional("checkpoint", S::String().DnsLabel()),
                            Optional("artifactPath", S::String().MaxLength(1024)),
-                       })));
+                       }),
+                       {
+                           // Lineage, written by the controller (api::ModelVersionStatus).
+                           Optional("servedBy", S::Array(S::String().DnsLabel())),
+                           Optional("checkpoint", S::Object({
+                                                      Required("name", S::String()),
+                                                      Optional("jobName", S::String()),
+                                                      Optional("step", S::Int().Min(0)),
+                                                      Optional("path", S::String()),
+                                                  })),
+                       }));
   kinds.push_back(Make(
       "Queue", "queues", false, {"Active", "Closed"},
       S::Object({

@@ -20,6 +20,8 @@ inline constexpr int64_t kMaxGpuMemoryMiB = 1 << 22;  // 4 TiB: gpuMemoryMiB, a 
 inline constexpr int64_t kMaxGpuMilli = 1000;         // gpuMilli: a share of one GPU, 1..1000
 inline constexpr int64_t kMaxRuntimeSeconds = 366LL * 24 * 3600;  // maxRuntimeSeconds
 inline constexpr int64_t kMaxRestarts = 1000;
+// A TrainingJob's spec.checkpoint.keep: Ready Checkpoints retention keeps (0: all).
+inline constexpr int64_t kMaxCheckpointsKept = 100000;
 // A member's graceful stop (annotation tessera.dev/grace-seconds): the checkpoint signal, then
 // SIGKILL after at most this long, whatever the job asks.
 inline constexpr int64_t kMaxGraceSeconds = 600;

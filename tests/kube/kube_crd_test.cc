@@ -374,7 +374,7 @@ std::vector<KindVectors> SharedVectors() {
                 "resources": {"cpu": 4}},
                {"name": "ps", "count": 1, "gpusPerReplica": 0}],
     "elastic": {"minReplicas": 2, "maxReplicas": 5}, "maxRuntimeSeconds": 86400,
-    "maxRestarts": 3, "checkpoint": {"intervalSeconds": 600, "path": "/ckpt/llm"},
+    "maxRestarts": 3, "checkpoint": {"intervalSeconds": 600, "path": "/ckpt/llm", "keep": 3},
     "suspend": false, "priority": 100, "gang": {"minMember": 2, "timeoutSeconds": 300},
     "placement": "Pack", "topology": {"level": "rack", "required": true},
     "gpuModels": ["H100", "A100"], "nodeSelector": {"tessera.dev/pool": "a"},
@@ -393,7 +393,7 @@ std::vector<KindVectors> SharedVectors() {
     "tolerations": [{"key": "x", "operator": "Equal", "value": "y", "effect": "NoExecute"}]})");
   const Json gp_min = {{"gpuType", "H100"}};
   const Json gp_full = Json::parse(R"({"gpuType": "H100", "nodeSelector": {"tessera.dev/pool":
-    "a"}, "capacity": 64, "queues": ["team-a", "team-b"]})");
+    "a"}, "capacity": 64, "queues": ["team-a", "team-b"], "cordon": false, "drain": true})");
   const Json ck_min = {{"jobName", "llm-7b"}, {"step", 1000}, {"path", "s3://ckpt/llm/1000"}};
   const Json ck_full = Set(ck_min, "/sizeBytes", 123456789012);
   const Json mv_min = {{"model", "llama-3"}, {"version", "v1"}};
@@ -431,6 +431,7 @@ std::vector<KindVectors> SharedVectors() {
            {"tj-cpu-huge", Set(tj_min, "/groups/0/resources", {{"cpu", 4096.5}}),
             "spec.groups[0].resources.cpu"},
            {"tj-restarts-negative", Set(tj_min, "/maxRestarts", -1), "spec.maxRestarts"},
+           {"tj-keep-negative", Set(tj_min, "/checkpoint", {{"keep", -1}}), "spec.checkpoint.keep"},
            {"tj-image-long", Set(tj_min, "/image", long1025), "spec.image"},
            {"tj-placement-enum", Set(tj_min, "/placement", "Packed"), "spec.placement"},
            {"tj-level-enum", Set(tj_min, "/topology", {{"level", "zone"}}), "spec.topology.level"},
@@ -489,6 +490,8 @@ std::vector<KindVectors> SharedVectors() {
            // GPUPool's spec has no enum: a queue name that is no DNS label instead.
            {"gp-queue-upper", Set(gp_min, "/queues", Json::array({"Team A"})), "spec.queues[0]"},
            {"gp-unknown-field", Set(gp_min, "/selector", Json::object()), "spec.selector"},
+           {"gp-cordon-string", Set(gp_min, "/cordon", "true"), "spec.cordon"},
+           {"gp-drain-int", Set(gp_min, "/drain", 1), "spec.drain"},
        }},
       {"Checkpoint",
        {
