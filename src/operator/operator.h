@@ -8,8 +8,14 @@
 // tessera.dev/checkpoint-step and -path) become Ready Checkpoint objects owned by the job, and the
 // newest Ready one's time goes on the gang's Pods as tessera.dev/last-checkpoint, which the
 // scheduler's preemption reads.
-// Keys: "tj/NS/NAME" (a TrainingJob). Events from Pods, PodGroups, Services and Checkpoints map to
-// their job's key; a Queue change requeues every job that waits for a queue.
+// InferenceService (inference_plan.h): replica Pods and a Service, the replica count from the
+// standalone controller's autoscaler fed by the replicas' reports on their Pods, rollouts to a
+// new ModelVersion with surge 1 and no drop in Ready replicas.
+// ModelVersion: lineage status (Checkpoint, job, step; the services serving it) and, while it is
+// served, a finalizer that keeps it until no service uses it.
+// Keys: "Kind/NS/NAME". Events of children map to their owner's key (by label), Checkpoints to
+// their job and the ModelVersions made from them, InferenceServices to their ModelVersion; a
+// Queue change requeues every workload (one may wait for it).
 // Thread safety: Start and Stop from one thread; Settle and stats from any.
 #pragma once
 

@@ -6,26 +6,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "operator/json_fields.h"
 
 namespace tessera::op {
 namespace {
-
-const Json& Field(const Json& obj, const char* key) {
-  static const Json* const kNull = new Json();
-  if (!obj.is_object()) return *kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? *kNull : *it;
-}
-
-int64_t IntOr(const Json& obj, const char* key, int64_t dflt) {
-  const Json& v = Field(obj, key);
-  return v.is_number_integer() ? v.get<int64_t>() : dflt;
-}
-
-std::string StrOr(const Json& obj, const char* key, const std::string& dflt = "") {
-  const Json& v = Field(obj, key);
-  return v.is_string() ? v.get<std::string>() : dflt;
-}
 
 std::string Name(const Json& obj) { return StrOr(Field(obj, "metadata"), "name"); }
 std::string Namespace(const Json& obj) {

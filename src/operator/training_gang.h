@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "api/checkpoints.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera::op {
@@ -73,10 +74,8 @@ std::string PodGroupName(const std::string& job, int64_t generation);
 // else "tj-" + the name, cut to 63 characters.
 std::string ServiceName(const std::string& job);
 
-struct ResumePoint {
-  std::string checkpoint, path;
-  int64_t step = 0;
-};
+// A job's resume point: its newest Ready Checkpoint (api/checkpoints.h).
+using ResumePoint = api::CheckpointRef;
 
 // `job` is the TrainingJob as read from the API (metadata.uid is needed for owner references).
 Json DesiredService(const Json& job);

@@ -7,30 +7,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "operator/json_fields.h"
 
 namespace tessera::op {
 namespace {
 
-const Json& Field(const Json& obj, const char* key) {
-  static const Json* const kNull = new Json();
-  if (!obj.is_object()) return *kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? *kNull : *it;
-}
-int64_t IntOr(const Json& obj, const char* key, int64_t dflt) {
-  const Json& v = Field(obj, key);
-  return v.is_number_integer() ? v.get<int64_t>() : dflt;
-}
-std::string StrOr(const Json& obj, const char* key, const std::string& dflt = "") {
-  const Json& v = Field(obj, key);
-  return v.is_string() ? v.get<std::string>() : dflt;
-}
-std::string Timestamp(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
-std::string Label(const Json& obj, const char* key) {
-  return StrOr(Field(Field(obj, "metadata"), "labels"), key);
-}
 int64_t Generation(const Json& obj) {
   int64_t g = -1;
   return absl::SimpleAtoi(Label(obj, kGenerationLabel), &g) ? g : -1;
@@ -39,7 +20,6 @@ ObjectName NameOf(const Json& obj) {
   const Json& m = Field(obj, "metadata");
   return {StrOr(m, "name"), StrOr(m, "uid")};
 }
-bool Deleting(const Json& obj) { return Field(obj, "metadata").contains("deletionTimestamp"); }
 bool ConditionTrue(const Json& status, const char* type) {
   for (const Json& c : Field(status, "conditions")) {
     if (StrOr(c, "type") == type && StrOr(c, "status") == "True") return true;
@@ -84,11 +64,7 @@ bool Terminal(const std::string& phase) { return phase == "Succeeded" || phase =
 std::optional<ResumePoint> ResumeOf(const Json& status) {
   const Json& r = Field(status, "resumeFrom");
   if (!r.is_object()) return std::nullopt;
-  return ResumePoint{StrOr(r, "checkpoint"), StrOr(r, "path"), IntOr(r, "step", 0)};
-}
-
-Json ResumeJson(const ResumePoint& r) {
-  return {{"checkpoint", r.checkpoint}, {"step", r.step}, {"path", r.path}};
+  return ResumePoint{StrOr(r, "checkpoint"), IntOr(r, "step", 0), StrOr(r, "path")};
 }
 
 // Starts generation `gen` in `st`: the generation, the resume point, the member count.
@@ -97,7 +73,7 @@ void StartGeneration(Json& st, int64_t gen, const std::optional<ResumePoint>& re
   st["generation"] = gen;
   st["replicas"] = replicas;
   if (resume) {
-    st["resumeFrom"] = ResumeJson(*resume);
+    st["resumeFrom"] = api::ResumePointJson(*resume);
   } else {
     st.erase("resumeFrom");
   }
@@ -260,7 +236,7 @@ TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) 
     StartGeneration(st, gen + 1, in.newest_checkpoint, world);
     std::string full = absl::StrCat(msg, "; starting generation ", gen + 1);
     if (in.newest_checkpoint) {
-      absl::StrAppend(&full, " from checkpoint ", in.newest_checkpoint->checkpoint, " (step ",
+      absl::StrAppend(&full, " from checkpoint ", in.newest_checkpoint->name, " (step ",
                       in.newest_checkpoint->step, ")");
     }
     set_phase("Queued", reason, full);

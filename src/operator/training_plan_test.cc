@@ -155,7 +155,7 @@ TEST(TrainingPlanTest, AFailedMemberRestartsTheGangFromTheNewestCheckpoint) {
                          {"containerStatuses",
                           {{{"name", "trainer"},
                             {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}}}};
-  w.checkpoint = ResumePoint{"llm-step-1200", "/ckpt/llm/1200", 1200};
+  w.checkpoint = ResumePoint{"llm-step-1200", 1200, "/ckpt/llm/1200"};
   TrainingPlan plan = w.Plan();
   ASSERT_TRUE(plan.status);
   EXPECT_EQ((*plan.status)["generation"], 1);

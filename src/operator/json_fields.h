@@ -1,0 +1,28 @@
+// Small readers over JSON objects as the API sends them (fields may be absent or of another
+// type), shared by the operator's plans and controllers. Pure; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::op {
+
+using Json = nlohmann::json;
+
+// obj[key], or null when obj is not an object or has no such key.
+const Json& Field(const Json& obj, const char* key);
+// obj[key] when it is an object, else an empty object.
+const Json& Sub(const Json& obj, const char* key);
+int64_t IntOr(const Json& obj, const char* key, int64_t dflt);
+std::string StrOr(const Json& obj, const char* key, const std::string& dflt = "");
+const Json& Meta(const Json& obj);  // Sub(obj, "metadata")
+std::string Label(const Json& obj, const char* key);
+std::string Annotation(const Json& obj, const char* key);
+bool Deleting(const Json& obj);  // metadata.deletionTimestamp is set
+// RFC 3339 in UTC, whole seconds (metav1.Time).
+std::string Timestamp(absl::Time t);
+
+}  // namespace tessera::op
