@@ -19,6 +19,7 @@
 #include "kube_fixtures.h"
 #include "kube_test_util.h"
 #include "kubesched/kube_scheduler.h"
+#include "operator/inference_plan.h"
 #include "operator/operator.h"
 
 namespace tessera::testing {
@@ -56,10 +57,22 @@ class KubeOperatorTest : public ::testing::Test {
     o.ns = ns_;
     kubelet_ = std::make_unique<kube::Informer>(*client_, o);
     auto finish = [this](const kube::ObjectPtr& p) {
-      if (!(*p)["metadata"].contains("deletionTimestamp")) return;
-      kube::DeleteOptions now;
-      now.grace_period_seconds = 0;
-      (void)client_->Delete(kube::PodsResource(), ns_, (*p)["metadata"]["name"], now);
+      if ((*p)["metadata"].contains("deletionTimestamp")) {
+        kube::DeleteOptions now;
+        now.grace_period_seconds = 0;
+        (void)client_->Delete(kube::PodsResource(), ns_, (*p)["metadata"]["name"], now);
+        return;
+      }
+      // Serving replicas start on their own once bound (training Pods' phases are the test's).
+      if ((*p)["metadata"].value("labels", Json::object()).contains(op::kServiceLabel) &&
+          !(*p)["spec"].value("nodeName", "").empty() &&
+          (*p).value("status", Json::object()).value("phase", "") != "Running") {
+        Json ready = *p;
+        ready["status"] = {{"phase", "Running"},
+                           {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}};
+        (void)client_->Update(kube::PodsResource(), ns_, (*p)["metadata"]["name"], ready,
+                              "status");
+      }
     };
     kubelet_->AddEventHandlers(
         {[finish](const kube::ObjectPtr& p, bool) { finish(p); },
@@ -121,6 +134,14 @@ class KubeOperatorTest : public ::testing::Test {
   }
   Json GetJob(const std::string& name) {
     absl::StatusOr<Json> j = client_->Get(kube::TrainingJobsResource(), ns_, name);
+    return j.ok() ? *j : Json::object();
+  }
+  Json GetSvc(const std::string& name) {
+    absl::StatusOr<Json> j = client_->Get(kube::InferenceServicesResource(), ns_, name);
+    return j.ok() ? *j : Json::object();
+  }
+  Json GetModel(const std::string& name) {
+    absl::StatusOr<Json> j = client_->Get(kube::ModelVersionsResource(), ns_, name);
     return j.ok() ? *j : Json::object();
   }
   // Polls the job (its status is written by the operator, which the test does not watch).
@@ -324,6 +345,181 @@ TEST_F(KubeOperatorTest, TheGarbageCollectorDeletesAJobsChildrenWithIt) {
                    client_->Get(kube::CoschedulingPodGroupsResource(), ns_, "gc-g0").status());
       },
       absl::Seconds(60)));
+}
+
+Json ModelVersion(const std::string& name, const std::string& checkpoint = "") {
+  Json spec = {{"model", "llama"}, {"version", name}, {"artifactPath", "/models/" + name}};
+  if (!checkpoint.empty()) spec["checkpoint"] = checkpoint;
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "ModelVersion"},
+          {"metadata", {{"name", name}}},
+          {"spec", spec}};
+}
+
+Json InferenceService(const std::string& name, const std::string& suite, const std::string& mv) {
+  return {{"apiVersion", "tessera.dev/v1"},
+          {"kind", "InferenceService"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"modelVersion", mv},
+            {"image", "ghcr.io/acme/serve:1"},
+            {"nodeSelector", {{kSuite, suite}}},
+            {"replicas", {{"min", 1}, {"max", 3}}},
+            {"gpusPerReplica", 1},
+            {"slo", {{"p99LatencyMs", 100}}}}}};
+}
+
+bool PodIsReady(const Json& p) {
+  if (p["metadata"].contains("deletionTimestamp")) return false;
+  for (const Json& c : p.value("status", Json::object()).value("conditions", Json::array())) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+TEST_F(KubeOperatorTest, AServiceScalesOnReportedP99AndRollsWithoutDroppingBelowMin) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpBed(bed);
+  AddNode("a", 8);
+  for (const char* mv : {"v1", "v2"}) {
+    ASSERT_TRUE(client_->Create(kube::ModelVersionsResource(), ns_, ModelVersion(mv)).ok());
+  }
+  StartScheduler();
+  StartOperator();
+  ASSERT_TRUE(
+      client_->Create(kube::InferenceServicesResource(), ns_, InferenceService("chat", suite_, "v1"))
+          .ok());
+  auto ready_of = [&](const std::string& mv) {
+    int n = 0;
+    for (const auto& [name, node] : pods_->Nodes()) {
+      const Json p = pods_->Get(name);
+      if (p.is_object() && PodIsReady(p) &&
+          p["metadata"]["labels"].value(op::kModelVersionLabel, "") == mv) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  ASSERT_TRUE(pods_->Until([&] { return ready_of("v1") == 1; }, absl::Seconds(60)))
+      << GetJob("chat").dump();
+  // Each Ready replica reports a p99 2.5x its target: the service grows (2x at most per round)
+  // until replicas.max.
+  auto report = [&] {
+    for (const auto& [name, node] : pods_->Nodes()) {
+      const Json p = pods_->Get(name);
+      if (!p.is_object() || !PodIsReady(p)) continue;
+      const Json m = {{"p99LatencyMs", 250},
+                      {"rps", 40},
+                      {"time", absl::FormatTime(absl::RFC3339_full, absl::Now(),
+                                                absl::UTCTimeZone())}};
+      (void)client_->MergePatch(
+          kube::PodsResource(), ns_, name,
+          {{"metadata", {{"annotations", {{op::kReplicaMetricsAnnotation, m.dump()}}}}}});
+    }
+  };
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        if (ready_of("v1") == 3) return true;
+        report();
+        return false;
+      },
+      absl::Seconds(90)))
+      << ready_of("v1") << " Ready; " << GetSvc("chat").dump();
+  Json st = GetSvc("chat").value("status", Json::object());
+  EXPECT_EQ(st.value("desiredReplicas", 0), 3) << st.dump();
+  bool scaled = false;
+  absl::StatusOr<Json> ev = client_->List(kube::EventsResource(), ns_);
+  ASSERT_TRUE(ev.ok());
+  const Json items = (*ev)["items"];
+  for (const Json& e : items) scaled |= e.value("reason", "") == "ScaledUp";
+  EXPECT_TRUE(scaled);
+
+  // Roll to v2; watch the Ready count at every change of any replica.
+  int min_ready = 1 << 20;
+  absl::Mutex mu;
+  kube::ReflectorOptions o;
+  o.type = kube::PodsResource();
+  o.ns = ns_;
+  kube::Informer watch(*client_, o);
+  auto count = [&](const kube::ObjectPtr&) {
+    int n = 0;
+    for (const kube::ObjectPtr& p : watch.store().List()) n += PodIsReady(*p);
+    absl::MutexLock l(&mu);
+    min_ready = std::min(min_ready, n);
+  };
+  watch.AddEventHandlers({[&](const kube::ObjectPtr& p, bool initial) {
+                            if (!initial) count(p);
+                          },
+                          [&](const kube::ObjectPtr&, const kube::ObjectPtr& p) { count(p); },
+                          [&](const kube::ObjectPtr& p) { count(p); }});
+  watch.Start();
+  ASSERT_TRUE(watch.WaitForSync(absl::Seconds(30)));
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::InferenceServicesResource(), ns_, "chat",
+                               {{"spec", {{"modelVersion", "v2"}}}})
+                  .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return GetSvc("chat").value("status", Json::object()).value("modelVersion", "") == "v2";
+      },
+      absl::Seconds(90)))
+      << GetSvc("chat").dump();
+  ASSERT_TRUE(pods_->Until([&] { return ready_of("v2") == 3 && pods_->Nodes().size() == 3; }));
+  watch.Stop();
+  {
+    absl::MutexLock l(&mu);
+    std::cerr << "fewest Ready replicas during the rollout: " << min_ready << "\n";
+    EXPECT_GE(min_ready, 1);  // replicas.min
+    EXPECT_GE(min_ready, 3);  // and in fact never below desired
+  }
+}
+
+TEST_F(KubeOperatorTest, AModelVersionShowsItsLineageAndStaysWhileServed) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpBed(bed);
+  StartOperator();
+  absl::StatusOr<Json> cp = client_->Create(
+      kube::CheckpointsResource(), ns_,
+      {{"apiVersion", "tessera.dev/v1"},
+       {"kind", "Checkpoint"},
+       {"metadata", {{"name", "llm-step-9000"}}},
+       {"spec", {{"jobName", "llm"}, {"step", 9000}, {"path", "/ckpt/llm/9000"}}}});
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  (*cp)["status"] = {{"phase", "Ready"}};
+  ASSERT_TRUE(client_->Update(kube::CheckpointsResource(), ns_, "llm-step-9000", *cp, "status").ok());
+  ASSERT_TRUE(client_->Create(kube::ModelVersionsResource(), ns_, ModelVersion("mv", "llm-step-9000"))
+                  .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return GetModel("mv").value("status", Json::object()).value("checkpoint", Json::object()).value("step", 0) ==
+               9000;
+      },
+      absl::Seconds(30)))
+      << GetModel("mv").dump();
+  EXPECT_EQ(GetModel("mv")["status"]["checkpoint"].value("jobName", ""), "llm")
+      << GetModel("mv").dump();
+  ASSERT_TRUE(
+      client_->Create(kube::InferenceServicesResource(), ns_, InferenceService("chat", suite_, "mv"))
+          .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        const Json m = GetModel("mv");
+        return m.value("status", Json::object()).value("servedBy", Json::array()) ==
+                   Json::array({"chat"}) &&
+               m["metadata"].value("finalizers", Json::array()).size() == 1;
+      },
+      absl::Seconds(30)))
+      << GetModel("mv").dump();
+  // Deleted while served: it stays (being deleted) until the service lets it go.
+  ASSERT_TRUE(client_->Delete(kube::ModelVersionsResource(), ns_, "mv").ok());
+  EXPECT_TRUE(GetModel("mv")["metadata"].contains("deletionTimestamp"));
+  ASSERT_TRUE(client_->Delete(kube::InferenceServicesResource(), ns_, "chat").ok());
+  EXPECT_TRUE(PollUntil(
+      [&] {
+        return kube::IsApiNotFound(client_->Get(kube::ModelVersionsResource(), ns_, "mv").status());
+      },
+      absl::Seconds(30)))
+      << GetModel("mv").dump();
 }
 
 // Two `tessera operator` processes with leader election: the leader is SIGKILLed while it creates
