@@ -449,3 +449,58 @@ TEST_F(CliProcessTest, TheReadmesXidCommandWorksWithoutAContentLength) {
 
 }  // namespace
 }  // namespace tessera::testing
+
+// Issue 20's standalone behaviours through a real server: a GPUPool's status follows its nodes,
+// a ModelVersion's status shows who serves it, deleting it while served is refused with the
+// shared message, and `describe modelversion` shows the chain.
+namespace tessera::testing {
+namespace {
+
+TEST_F(CliProcessTest, GpuPoolStatusAndServedModelVersionThroughTheServer) {
+  Result r = Run("apply -f " + Example("nodes.yaml"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string manifests = dir_ + "/ai.yaml";
+  {
+    std::ofstream f(manifests);
+    f << "apiVersion: tessera.dev/v1\nkind: GPUPool\nmetadata: {name: training}\n"
+         "spec: {gpuType: H100, nodeSelector: {pool: training}, queues: [research]}\n"
+         "---\n"
+         "apiVersion: tessera.dev/v1\nkind: ModelVersion\nmetadata: {name: llama-v3}\n"
+         "spec: {model: llama, version: '3', checkpoint: llm-step-400}\n"
+         "---\n"
+         "apiVersion: tessera.dev/v1\nkind: InferenceService\nmetadata: {name: chat}\n"
+         "spec: {modelVersion: llama-v3, replicas: {min: 1, max: 1}, gpusPerReplica: 1}\n";
+  }
+  r = Run("apply -f " + manifests);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  Json pool = WaitFor("gpupools", "training",
+                      [](const Json& p) { return p["status"].value("nodes", 0) > 0; });
+  EXPECT_EQ(pool["status"]["phase"], "Ready");
+  EXPECT_EQ(pool["status"]["gpus"], 8 * pool["status"]["nodes"].get<int>());
+  Json mv = WaitFor("modelversions", "llama-v3", [](const Json& m) {
+    return m["status"].value("servedBy", Json::array()) == Json::array({"chat"});
+  });
+  EXPECT_EQ(mv["status"]["phase"], "Pending");  // its checkpoint does not exist
+  EXPECT_EQ(mv["status"]["reason"], "CheckpointMissing");
+
+  r = Run("delete modelversion llama-v3");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("modelversion \"llama-v3\" is served by inferenceservice chat: delete or "
+                       "repoint it first"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(Run("get modelversion llama-v3").rc, 0) << "still there";
+  r = Run("describe modelversion llama-v3");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("modelversion/llama-v3 <- checkpoint/llm-step-400 (not found)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("inferenceservice/chat"), std::string::npos) << r.out;
+
+  ASSERT_EQ(Run("delete inferenceservice chat").rc, 0);
+  r = Run("delete modelversion llama-v3");
+  EXPECT_EQ(r.rc, 0) << r.out;
+}
+
+}  // namespace
+}  // namespace tessera::testing

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "api/kinds.h"
+#include "api/model_lineage.h"
 #include "cli/cli_internal.h"
 #include "cli/yaml_json.h"
 #include "common/clock.h"
@@ -278,6 +279,58 @@ void DescribeNode(ApiClient& client, const Json& o, absl::Time now) {
   PrintEvents(EventsFor(client, "default", "Node", name), now);
 }
 
+// A ModelVersion's chain, read live (not only its status, which the controller writes):
+// ModelVersion -> Checkpoint (step, path, phase) -> TrainingJob (phase); the InferenceServices
+// serving it (api::ServingInferenceServices, the rule that refuses its deletion).
+void DescribeModelVersion(ApiClient& client, const Json& o, absl::Time now) {
+  const Json& meta = o["metadata"];
+  const Json spec = o.value("spec", Json::object());
+  const Json st = o.contains("status") ? o["status"] : Json::object();
+  const std::string ns = meta.value("namespace", "default");
+  const std::string name = meta.value("name", "");
+  PrintTable(std::cout, {{"Name:", name},
+                         {"Namespace:", ns},
+                         {"Model:", spec.value("model", "")},
+                         {"Version:", spec.value("version", "")},
+                         {"Phase:", Phase(o)},
+                         {"Artifact:", spec.value("artifactPath", "<none>")}});
+  std::cout << "Lineage:\n";
+  const std::string ckpt = spec.value("checkpoint", "");
+  if (ckpt.empty()) {
+    std::cout << "  <none> (spec.checkpoint not set)\n";
+  } else {
+    std::string line = absl::StrCat("  modelversion/", name, " <- checkpoint/", ckpt);
+    absl::StatusOr<Response> c = client.Do("GET", ItemPath(*FindResource("checkpoints"), ns, ckpt));
+    if (!c.ok() || c->code != 200 || !c->body.is_object()) {
+      absl::StrAppend(&line, " (not found)");
+    } else {
+      const Json cs = c->body.value("spec", Json::object());
+      const std::string job = cs.value("jobName", "");
+      absl::StrAppend(&line, " (step ", cs.value("step", int64_t{0}), ", path ",
+                      cs.value("path", ""), ", ", Phase(c->body), ") <- trainingjob/", job);
+      absl::StatusOr<Response> j =
+          client.Do("GET", ItemPath(*FindResource("trainingjobs"), ns, job));
+      absl::StrAppend(&line, j.ok() && j->code == 200 ? absl::StrCat(" (", Phase(j->body), ")")
+                                                      : std::string(" (not found)"));
+    }
+    std::cout << line << "\n";
+  }
+  std::vector<std::string> served;
+  absl::StatusOr<std::vector<Json>> svcs =
+      ListAll(client, *FindResource("inferenceservices"), ns, false, "");
+  if (svcs.ok()) {
+    std::vector<const Json*> ptrs;
+    for (const Json& s : *svcs) ptrs.push_back(&s);
+    served = api::ServingInferenceServices(name, ptrs);
+  }
+  std::cout << "Served by:\n  "
+            << (served.empty() ? "<none>"
+                               : "inferenceservice/" + absl::StrJoin(served, ", inferenceservice/"))
+            << "\n";
+  PrintConditions(st, now);
+  PrintEvents(EventsFor(client, ns, "ModelVersion", name, meta.value("uid", "")), now);
+}
+
 void RunDescribe(const DescribeFlags& f) {
   const ResourceInfo* r = FindResource(f.resource);
   if (r == nullptr) Die(absl::StrCat("error: unknown resource type \"", f.resource, "\""));
@@ -291,6 +344,8 @@ void RunDescribe(const DescribeFlags& f) {
     DescribeJob(client, *r, res->body, now);
   } else if (r->kind == "Node") {
     DescribeNode(client, res->body, now);
+  } else if (r->kind == "ModelVersion") {
+    DescribeModelVersion(client, res->body, now);
   } else {
     std::cout << ToYaml(res->body);
     if (r->namespaced) {
@@ -458,7 +513,8 @@ void RegisterDescribeCommands(CLI::App& app) {
   cmd->footer(
       "Examples:\n"
       "  tessera describe job llm-7b          # placement, conditions, events, why it waits\n"
-      "  tessera describe node h100-0 -n ''   # GPUs, health, taints, what runs there");
+      "  tessera describe node h100-0 -n ''   # GPUs, health, taints, what runs there\n"
+      "  tessera describe modelversion llama-v3  # checkpoint -> job lineage, who serves it");
   cmd->callback([f] { RunDescribe(*f); });
 }
 

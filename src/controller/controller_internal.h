@@ -92,7 +92,22 @@ struct SchedulingController::NodeRec {
   bool evicted = false;
   uint32_t unhealthy = 0;
   std::string pool;  // spec.pool, else the `pool` label; for metrics
+  // For GPUPools (pools_lineage.cc): metadata.labels, the GPU type, and what a pool did to the
+  // node (kPoolCordonAnnotation: "cordon" or "drain"; "" none) and whether it has the drain taint.
+  std::map<std::string, std::string> labels;
+  std::string gpu_type;
+  std::string pool_cordon;
+  bool drain_taint = false;
 };
+
+// A Node's annotation saying that a GPUPool cordoned ("cordon") or drained ("drain") it, so that
+// the pool's end undoes exactly that (pools_lineage.cc); "+unschedulable" appended when the node
+// was cordoned by hand before (it stays cordoned).
+inline constexpr char kPoolCordonAnnotation[] = "tessera.dev/pool-cordon";
+// The taint `tessera drain` puts on a node (cli/node_commands.cc), NoExecute: evicts its gangs.
+inline constexpr char kDrainTaintKey[] = "tessera.dev/drain";
+inline constexpr char kGpuPoolsPrefix[] = "/registry/gpupools/";
+inline constexpr char kModelVersionsPrefix[] = "/registry/modelversions/";
 
 namespace internal {
 

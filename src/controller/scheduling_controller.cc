@@ -107,6 +107,12 @@ void SchedulingController::Reset() {
   queue_specs_.clear();
   queue_problem_.clear();
   queues_dirty_ = true;
+  pools_.clear();
+  pools_dirty_ = true;
+  pools_synced_ = absl::InfinitePast();
+  queue_pool_nodes_.clear();
+  service_lineage_.clear();
+  model_versions_dirty_ = true;
   seed_fair_share_ = true;
   capacity_dirty_ = true;
   resync_ = false;
@@ -155,8 +161,16 @@ absl::Status SchedulingController::Start() {
   for (const store::KeyValue& kv : kvs) {
     if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) {
       OnNodePut(kv.key, *obj, kv.mod_revision, /*at_start=*/true);
+      if (auto n = nodes_.find(kv.key); n != nodes_.end()) NotePoolFacts(*n->second, *obj);
     }
   }
+  kvs.clear();
+  // GPUPools before the jobs: the queues they confine are part of each job's admission.
+  RETURN_IF_ERROR(ListPrefix(kGpuPoolsPrefix, &rev, &kvs));
+  for (const store::KeyValue& kv : kvs) {
+    if (absl::StatusOr<Json> obj = ParseStored(kv.value); obj.ok()) OnPool(kv.key, &*obj);
+  }
+  InitPoolConfinement();
   kvs.clear();
   RETURN_IF_ERROR(ListPrefix(kTrainingJobsPrefix, &rev, &kvs));
   RETURN_IF_ERROR(ListPrefix(kInferenceServicesPrefix, &rev, &kvs));
@@ -206,7 +220,9 @@ absl::Status SchedulingController::Step() {
   }
   NodeTimers();
   RuntimeLimits();
+  SyncPools(clock_.Now());
   RunCycles();
+  SyncModelVersions();
   stats_.events_collected += events_gc_.Step(clock_.Now());
   UpdateGauges();
   ++stats_.steps;
@@ -222,13 +238,41 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   const bool is_pc = absl::StartsWith(key, kPriorityClassesPrefix);
   const bool is_queue = absl::StartsWith(key, kQueuesPrefix);
   const bool is_ckpt = absl::StartsWith(key, kCheckpointsPrefix);
+  const bool is_pool = absl::StartsWith(key, kGpuPoolsPrefix);
+  if (absl::StartsWith(key, kModelVersionsPrefix) || is_ckpt) model_versions_dirty_ = true;
+  if (absl::StartsWith(key, kInferenceServicesPrefix)) {
+    // What a ModelVersion's servedBy depends on: the service's modelVersion, phase, deletion.
+    std::string lineage;
+    if (!del) {
+      if (absl::StatusOr<Json> o = ParseStored(e.kv.value); o.ok()) {
+        lineage = absl::StrCat((*o)["spec"].is_object() ? Str((*o)["spec"], "modelVersion") : "",
+                               "|", Str(StatusOf(*o), "phase"), "|",
+                               (*o)["metadata"].contains("deletionTimestamp") ? "d" : "");
+      }
+    }
+    auto [it, added] = service_lineage_.try_emplace(key, lineage);
+    if (added || it->second != lineage) model_versions_dirty_ = true;
+    if (del) {
+      service_lineage_.erase(it);
+    } else {
+      it->second = lineage;
+    }
+  }
+  if (is_pool) {
+    absl::StatusOr<Json> obj = del ? absl::StatusOr<Json>(Json()) : ParseStored(e.kv.value);
+    OnPool(key, del || !obj.ok() ? nullptr : &*obj);
+    return absl::OkStatus();
+  }
   if (!is_job && !is_node && !is_pc && !is_queue && !is_ckpt) return absl::OkStatus();
   // The phases noted so far are written before anything but another job's update is applied:
   // a finished job must be released before a node's loss or a deletion could requeue it.
   if (del || !is_job) WritePhases();
   if (del) {
     if (is_job) OnJobDelete(key);
-    if (is_node) OnNodeDelete(key);
+    if (is_node) {
+      OnNodeDelete(key);
+      pools_dirty_ = true;
+    }
     if (is_pc || is_queue) {
       if (absl::StatusOr<Json> obj = ParseStored(e.kv.value); obj.ok()) {
         if (is_pc) OnPriorityClass(*obj, true);
@@ -244,10 +288,16 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
     return absl::OkStatus();
   }
   if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
-  if (is_node) OnNodePut(key, *obj, e.kv.mod_revision, false);
+  if (is_node) {
+    OnNodePut(key, *obj, e.kv.mod_revision, false);
+    if (auto n = nodes_.find(key); n != nodes_.end()) NotePoolFacts(*n->second, *obj);
+  }
   if (is_pc) OnPriorityClass(*obj, false);
   if (is_queue) OnQueue(*obj, false);
-  if (is_ckpt) OnCheckpoint(*obj);
+  if (is_ckpt) {
+    OnCheckpoint(*obj);
+    ApplyRetention(*obj);
+  }
   return absl::OkStatus();
 }
 
@@ -426,30 +476,6 @@ absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& p
   return absl::OkStatus();
 }
 
-Json SchedulingController::ResumePoint(const JobRec& rec) {
-  int64_t rev = std::numeric_limits<int64_t>::max();
-  std::vector<store::KeyValue> kvs;
-  if (!ListPrefix(absl::StrCat(kCheckpointsPrefix, rec.ns, "/").c_str(), &rev, &kvs).ok()) {
-    return Json();
-  }
-  Json best;
-  int64_t best_step = -1;
-  for (const store::KeyValue& kv : kvs) {
-    absl::StatusOr<Json> cp = ParseStored(kv.value);
-    if (!cp.ok() || !cp->contains("spec")) continue;
-    const Json& spec = (*cp)["spec"];
-    if (Str(spec, "jobName") != rec.name || Str(StatusOf(*cp), "phase") != "Ready") continue;
-    int64_t step = IntOr(spec, "step", 0);
-    if (step > best_step) {
-      best_step = step;
-      best = {{"checkpoint", Str((*cp)["metadata"], "name")},
-              {"step", step},
-              {"path", Str(spec, "path")}};
-    }
-  }
-  return best;
-}
-
 absl::Status SchedulingController::Requeue(JobRec& rec, const std::string& phase,
                                            const Change& why_in) {
   const absl::Time now = clock_.Now();
@@ -562,6 +588,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     return;
   }
   if (rec.job) by_sched_key_.erase(rec.job->key());
+  ConfineToPools(*job);  // a queue some GPUPools name runs only on their nodes
   rec.job = std::make_shared<const model::Job>(*std::move(job));
   by_sched_key_[rec.job->key()] = &rec;
   rec.queued_since = clock_.Now();

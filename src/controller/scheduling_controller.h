@@ -71,6 +71,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/gpu_pool.h"
 #include "common/clock.h"
 #include "controller/autoscaler.h"
 #include "controller/controller_metrics.h"
@@ -312,7 +313,38 @@ class SchedulingController {
   absl::Status Requeue(JobRec& rec, const std::string& phase, const Change& why);
   void EvictNode(sched::NodeId id, const std::string& phase, const Change& why,
                  const std::function<bool(const JobRec&)>& pick = nullptr);
+  // status.resumeFrom of `rec`: api::NewestReadyCheckpoint over its namespace's Checkpoints
+  // (null when there is none).
   Json ResumePoint(const JobRec& rec);
+  // --- GPUPools, Checkpoint retention, ModelVersion lineage (pools_lineage.cc; api/gpu_pool.h,
+  // api/checkpoints.h, api/model_lineage.h) ---
+  // Every stored object under `prefix` (`ns`/ when ns is non-empty) that parses.
+  std::vector<Json> ListObjects(const std::string& prefix);
+  // A Checkpoint turned Ready: when its TrainingJob has spec.checkpoint.keep > 0, the Checkpoints
+  // api::CheckpointsBeyondRetention names (less any a ModelVersion of the namespace names in
+  // spec.checkpoint: its lineage) are deleted in one Txn with an Event CheckpointsPruned on the
+  // job naming them.
+  void ApplyRetention(const Json& checkpoint);
+  void OnPool(const std::string& key, const Json* obj);
+  // Notes the stored facts pools_lineage.cc reads from a Node (labels, GPU type, the pool
+  // cordon annotation, the drain taint) in rec.
+  void NotePoolFacts(NodeRec& rec, const Json& obj);
+  // Recomputes, when pools or nodes changed (or every queue_status_period, as allocations
+  // move): each GPUPool's status (written when it differs), the cordon / drain the pools ask
+  // of their nodes (written to the Node as `tessera cordon` / `tessera drain` do, marked with
+  // kPoolCordonAnnotation so that ending it undoes only what a pool did), and the queues'
+  // confinement (queued jobs of a queue whose node set changed are admitted again).
+  void SyncPools(absl::Time now);
+  // queue_pool_nodes_ from the pools and nodes known (Start, before the jobs are admitted).
+  void InitPoolConfinement();
+  // The pools' nodes as api::PoolNode.
+  std::vector<api::PoolNode> PoolNodes() const;
+  // Adds the required node affinity that confines `job` to the nodes of the pools naming its
+  // queue (api::QueuePoolNodes; memoized in queue_pool_nodes_). No-op for unconfined queues.
+  void ConfineToPools(model::Job& job) const;
+  // Recomputes, when ModelVersions, InferenceServices or Checkpoints changed: each
+  // ModelVersion's lineage status (api::ModelVersionStatus), written when it differs.
+  void SyncModelVersions();
   // --- Elastic TrainingJobs (elastic.cc) ---
   // Drops the members of bound elastic job `rec` for which `lost` is true,
   // when at least spec.elastic.minReplicas remain: the store first (new
@@ -430,6 +462,15 @@ class SchedulingController {
   absl::flat_hash_map<std::string, JobRec*> by_sched_key_;
   absl::flat_hash_map<std::string, std::unique_ptr<NodeRec>> nodes_;  // by store key
   absl::flat_hash_map<std::string, int32_t> priority_classes_;
+  std::map<std::string, Json> pools_;  // GPUPool objects by store key
+  bool pools_dirty_ = true;
+  absl::Time pools_synced_ = absl::InfinitePast();
+  // Queue name -> the nodes its pools select (absent: not confined), as of the last SyncPools.
+  std::map<std::string, std::vector<std::string>> queue_pool_nodes_;
+  // Per InferenceService store key, what its lineage depends on (spec.modelVersion, phase,
+  // deletion); a change marks the ModelVersions dirty.
+  absl::flat_hash_map<std::string, std::string> service_lineage_;
+  bool model_versions_dirty_ = true;
   int64_t revision_ = 0;
   bool started_ = false;
   uint64_t event_seq_ = 0;

@@ -150,6 +150,10 @@ class ApiServer {
   void HandleUpdateStatus(const Principal& who, const Route& r, const httplib::Request& req,
                           httplib::Response& res);
   void HandleDelete(const Route& r, const httplib::Request& req, httplib::Response& res);
+  // The InferenceServices of namespace `ns` serving ModelVersion `name`
+  // (api::ServingInferenceServices): a DELETE of a served one is refused with 409.
+  absl::StatusOr<std::vector<std::string>> ServingModelVersion(const std::string& ns,
+                                                               const std::string& name);
   void HandleBatch(const Principal& p, const httplib::Request& req, httplib::Response& res);
   // Adds to `errors` the fields of `obj` asking more GPUs per member than the fleet's largest
   // node has (largest_node.h), prefixed by `path`. On a store error answers `res` and returns

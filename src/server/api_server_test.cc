@@ -486,6 +486,40 @@ TEST_F(ApiServerTest, BatchCreateIsAllOrNothing) {
   EXPECT_EQ(Do("POST", "/api/v1/batch", {{"items", {c}}}, kTeamB).status, 403);
 }
 
+// A ModelVersion still served by a live InferenceService is not deleted: 409 with the message
+// both modes give (api::ServedDeletionMessage), nothing changed, a dry run refused alike.
+TEST_F(ApiServerTest, DeletingAServedModelVersionIsRefused) {
+  const std::string mvs = "/api/v1/namespaces/team-a/modelversions";
+  const std::string isvcs = "/api/v1/namespaces/team-a/inferenceservices";
+  Json mv = {{"apiVersion", "tessera.dev/v1"},
+             {"kind", "ModelVersion"},
+             {"metadata", {{"name", "llama-v3"}}},
+             {"spec", {{"model", "llama"}, {"version", "3"}}}};
+  ASSERT_EQ(Do("POST", mvs, mv).status, 201);
+  for (const char* name : {"search", "chat"}) {
+    Json is = {{"apiVersion", "tessera.dev/v1"},
+               {"kind", "InferenceService"},
+               {"metadata", {{"name", name}}},
+               {"spec",
+                {{"modelVersion", "llama-v3"},
+                 {"replicas", {{"min", 1}, {"max", 1}}},
+                 {"gpusPerReplica", 1}}}};
+    ASSERT_EQ(Do("POST", isvcs, is).status, 201);
+  }
+  const int64_t rev = store_->CurrentRevision();
+  for (const std::string q : {"", "?dryRun=All"}) {
+    Resp r = Do("DELETE", mvs + "/llama-v3" + q);
+    EXPECT_EQ(r.status, 409) << q;
+    EXPECT_EQ(r.body["message"],
+              "modelversion \"llama-v3\" is served by inferenceservices chat, search: delete or "
+              "repoint them first");
+  }
+  EXPECT_EQ(store_->CurrentRevision(), rev);
+  ASSERT_EQ(Do("DELETE", isvcs + "/chat").status, 200);
+  ASSERT_EQ(Do("DELETE", isvcs + "/search").status, 200);
+  EXPECT_EQ(Do("DELETE", mvs + "/llama-v3").status, 200);
+}
+
 // Node heartbeats renew the in-memory lease on every call and write the Node
 // only when something other than the utilization sample changed or the stored
 // heartbeat is older than node_status_interval.

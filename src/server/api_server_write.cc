@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/kinds.h"
+#include "api/model_lineage.h"
 #include "api/object_codec.h"
 #include "server/api_server.h"
 #include "server/api_server_internal.h"
@@ -299,6 +300,14 @@ void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httpli
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<store::KeyValue> cur = store_.Get(key);
     if (!cur.ok()) return FailStore(res, cur.status(), what);
+    if (r.kind->kind == "ModelVersion") {
+      // A served ModelVersion stays (api/model_lineage.h): 409, nothing changed.
+      absl::StatusOr<std::vector<std::string>> served = ServingModelVersion(r.ns, r.name);
+      if (!served.ok()) return FailStore(res, served.status(), what);
+      if (!served->empty()) {
+        return Fail(res, 409, "Conflict", api::ServedDeletionMessage(r.name, *served));
+      }
+    }
     const int64_t expected = precondition > 0 ? precondition : cur->mod_revision;
     if (dry) {
       if (expected != cur->mod_revision) {
@@ -321,6 +330,26 @@ void ApiServer::HandleDelete(const Route& r, const httplib::Request& req, httpli
       return FailStore(res, rev.status(), what);
     }
   }
+}
+
+absl::StatusOr<std::vector<std::string>> ApiServer::ServingModelVersion(const std::string& ns,
+                                                                        const std::string& name) {
+  const api::KindInfo* kind = api::KindByPlural("inferenceservices");
+  std::vector<Json> services;
+  store::ListOptions opts;
+  while (kind != nullptr) {
+    absl::StatusOr<store::ListResult> page = store_.List(api::StorePrefix(*kind, ns), opts);
+    if (!page.ok()) return page.status();
+    for (const store::KeyValue& kv : page->kvs) {
+      Json obj = Json::parse(kv.value, nullptr, /*allow_exceptions=*/false);
+      if (obj.is_object()) services.push_back(std::move(obj));
+    }
+    if (!page->more) break;
+    opts.continue_after = page->next_key;
+  }
+  std::vector<const Json*> ptrs;
+  for (const Json& s : services) ptrs.push_back(&s);
+  return api::ServingInferenceServices(name, ptrs);
 }
 
 // POST /api/v1/batch {"items": [object, ...]}: creates every object in one
