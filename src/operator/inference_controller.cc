@@ -97,7 +97,10 @@ absl::Status InferenceController::Reconcile(const std::string& ns, const std::st
   if (plan.create_service) {
     RETURN_IF_ERROR(CreateIfAbsent(env_, kube::ServicesResource(), ns, *plan.create_service));
   }
-  for (const Json& p : plan.create_pods) {
+  const std::optional<std::vector<std::string>> confined =
+      plan.create_pods.empty() ? std::nullopt : QueueNodes(env_, queue);
+  for (Json p : plan.create_pods) {
+    if (confined) ConfineToNodes(p, *confined);
     RETURN_IF_ERROR(CreateIfAbsent(env_, kube::PodsResource(), ns, p));
     ++env_.counters.pods_created;
   }

@@ -121,6 +121,7 @@ class Operator::Impl {
       }
     }
     const bool has_queues = r->body.find("\"queues\"") != std::string::npos;
+    const bool has_pools = r->body.find("\"gpupools\"") != std::string::npos;
     absl::StatusOr<kube::HttpResult> pg = client.Raw("GET", "/apis/scheduling.x-k8s.io/v1alpha1");
     if (!pg.ok() || pg->status != 200 || pg->body.find("\"podgroups\"") == std::string::npos) {
       return absl::FailedPreconditionError(
@@ -213,6 +214,27 @@ class Operator::Impl {
         return k;
       });
     }
+    if (has_pools) {
+      // Pools are few: every change of a pool, a Node or a bound Pod requeues the one key that
+      // reconciles them all, after a second (events of a busy cluster coalesce).
+      auto pools_key = [this](const Json&) {
+        queue_.AddAfter("GPUPool/-/-", absl::Seconds(1));
+        return std::vector<std::string>{};
+      };
+      caches_.pools = make(kube::GpuPoolsResource(), "", {}, [](const Json&) {
+        return std::vector<std::string>{"GPUPool/-/-"};
+      });
+      caches_.nodes = make(kube::NodesResource(), "", {}, pools_key);
+      kube::ReflectorOptions ro;
+      ro.type = kube::PodsResource();
+      ro.field_selector = "spec.nodeName!=";
+      ro.log = opts_.log;
+      caches_.bound_pods = std::make_unique<kube::Informer>(client, ro);
+      caches_.bound_pods->AddEventHandlers(
+          {[pools_key](const kube::ObjectPtr& o, bool) { pools_key(*o); },
+           [pools_key](const kube::ObjectPtr&, const kube::ObjectPtr& o) { pools_key(*o); },
+           [pools_key](const kube::ObjectPtr& o) { pools_key(*o); }});
+    }
     std::vector<std::pair<const char*, kube::Informer*>> infs = {
         {"trainingjobs", caches_.jobs.get()},
         {"inferenceservices", caches_.inference.get()},
@@ -223,6 +245,11 @@ class Operator::Impl {
         {"podgroups", caches_.groups.get()},
         {"services", caches_.services.get()}};
     if (caches_.queues) infs.emplace_back("queues", caches_.queues.get());
+    if (caches_.pools) {
+      infs.emplace_back("gpupools", caches_.pools.get());
+      infs.emplace_back("nodes", caches_.nodes.get());
+      infs.emplace_back("bound pods", caches_.bound_pods.get());
+    }
     for (auto& [what, i] : infs) i->Start();
     const absl::Time deadline = absl::Now() + opts_.sync_timeout;
     for (auto& [what, i] : infs) {
@@ -245,7 +272,7 @@ class Operator::Impl {
     workers_.clear();
     for (auto* i : {&caches_.jobs, &caches_.pods, &caches_.replicas, &caches_.groups,
                     &caches_.services, &caches_.checkpoints, &caches_.queues, &caches_.inference,
-                    &caches_.models}) {
+                    &caches_.models, &caches_.pools, &caches_.nodes, &caches_.bound_pods}) {
       if (*i) (*i)->Stop();
     }
   }
@@ -283,6 +310,7 @@ class Operator::Impl {
     if (parts[0] == "TrainingJob") return ReconcileTrainingJob(env_, parts[1], parts[2]);
     if (parts[0] == "InferenceService") return inference_.Reconcile(parts[1], parts[2]);
     if (parts[0] == "ModelVersion") return ReconcileModelVersion(env_, parts[1], parts[2]);
+    if (parts[0] == "GPUPool") return ReconcilePools(env_);
     return absl::OkStatus();
   }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "controller/autoscaler.h"
+#include "api/gpu_pool.h"
 #include "common/clock.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
@@ -41,6 +43,9 @@ struct Caches {
   // Pods of InferenceServices (labelled tessera.dev/inferenceservice), apart from the
   // TrainingJobs' (`pods`): a label selector cannot ask for either label.
   std::unique_ptr<kube::Informer> replicas;
+  // GPUPools (null when the CRD is not served), every Node, and every Pod bound to a node (what
+  // holds GPUs there).
+  std::unique_ptr<kube::Informer> pools, nodes, bound_pods;
 };
 
 struct Counters {
@@ -79,6 +84,14 @@ absl::Status ReconcileTrainingJob(Env& env, const std::string& ns, const std::st
 absl::Status ReconcileModelVersion(Env& env, const std::string& ns, const std::string& name);
 // The InferenceServices serving ModelVersion NS/NAME (api::ServingInferenceServices).
 std::vector<std::string> ServingServices(Env& env, const std::string& ns, const std::string& name);
+
+// GPUPools: every pool's status, cordons and drains, in one pass (pools are few; Node and Pod
+// events requeue the one key "GPUPool/").
+absl::Status ReconcilePools(Env& env);
+// The Nodes a workload of `queue` may use: nullopt when no GPUPool names the queue.
+std::optional<std::vector<std::string>> QueueNodes(Env& env, const std::string& queue);
+// Adds a required node affinity (matchFields metadata.name In `nodes`, ANDed into every term).
+void ConfineToNodes(Json& pod, const std::vector<std::string>& nodes);
 
 // InferenceServices: replicas, rollouts and autoscaling (inference_plan.h). Holds each service's
 // autoscaler (its recommendation history); Reconcile may run on several workers at once.

@@ -108,7 +108,11 @@ absl::Status ReconcileTrainingJob(Env& env, const std::string& ns, const std::st
     RETURN_IF_ERROR(
         CreateIfAbsent(env, kube::CoschedulingPodGroupsResource(), ns, *plan.create_pod_group));
   }
-  for (const Json& p : plan.create_pods) {
+  // A queue some GPUPools name runs only on their Nodes.
+  const std::optional<std::vector<std::string>> confined =
+      plan.create_pods.empty() ? std::nullopt : QueueNodes(env, queue);
+  for (Json p : plan.create_pods) {
+    if (confined) ConfineToNodes(p, *confined);
     RETURN_IF_ERROR(CreateIfAbsent(env, kube::PodsResource(), ns, p));
     ++env.counters.pods_created;
   }

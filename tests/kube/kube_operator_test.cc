@@ -522,6 +522,93 @@ TEST_F(KubeOperatorTest, AModelVersionShowsItsLineageAndStaysWhileServed) {
       << GetModel("mv").dump();
 }
 
+TEST_F(KubeOperatorTest, AGpuPoolCountsItsNodesCordonsThemAndConfinesItsQueues) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpBed(bed);
+  AddNode("a", 8);
+  AddNode("b", 8);
+  // The pool takes the Nodes labelled with this test's suite and pool=x: "a" only, for now.
+  for (const char* n : {"a"}) {
+    ASSERT_TRUE(client_
+                    ->MergePatch(kube::NodesResource(), "", suite_ + "-" + n,
+                                 {{"metadata", {{"labels", {{"pool", "x-" + suite_}}}}}})
+                    .ok());
+  }
+  const std::string queue = "pq-" + ns_;
+  ASSERT_TRUE(client_
+                  ->Create(kube::QueuesResource(), "",
+                           {{"apiVersion", "tessera.dev/v1"},
+                            {"kind", "Queue"},
+                            {"metadata", {{"name", queue}}},
+                            {"spec", {{"gpuQuota", {{"NVIDIA-H100-80GB-HBM3", 16}}}}}})
+                  .ok());
+  ASSERT_TRUE(client_
+                  ->Create(kube::GpuPoolsResource(), ns_,
+                           {{"apiVersion", "tessera.dev/v1"},
+                            {"kind", "GPUPool"},
+                            {"metadata", {{"name", "x"}}},
+                            {"spec",
+                             {{"gpuType", "NVIDIA-H100-80GB-HBM3"},
+                              {"nodeSelector", {{"pool", "x-" + suite_}}},
+                              {"queues", {queue}}}}})
+                  .ok());
+  StartScheduler();
+  StartOperator();
+  auto pool = [&] {
+    absl::StatusOr<Json> p = client_->Get(kube::GpuPoolsResource(), ns_, "x");
+    return p.ok() ? p->value("status", Json::object()) : Json::object();
+  };
+  Json st;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        st = pool();
+        return st.value("nodes", 0) == 1 && st.value("gpus", 0) == 8;
+      },
+      absl::Seconds(30)))
+      << st.dump();
+  // A job of the pool's queue runs only on the pool's Node, and counts as allocated there.
+  CreateJob(TrainingJob("confined", suite_, 1, 2, {{"queue", queue}}));
+  ASSERT_TRUE(pods_->Until([&] { return pods_->Bound() == 1; }, absl::Seconds(60)))
+      << GetJob("confined").dump();
+  EXPECT_EQ(pods_->Nodes()["confined-g0-worker-0"], suite_ + "-a");
+  ASSERT_TRUE(PollUntil([&] { return pool().value("allocated", 0) == 2; }, absl::Seconds(30)))
+      << pool().dump();
+  // A Node joins the pool (labelled), one is cordoned by hand, one goes.
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::NodesResource(), "", suite_ + "-b",
+                               {{"metadata", {{"labels", {{"pool", "x-" + suite_}}}}}})
+                  .ok());
+  ASSERT_TRUE(PollUntil([&] { return pool().value("nodes", 0) == 2; }, absl::Seconds(30)))
+      << pool().dump();
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::NodesResource(), "", suite_ + "-b",
+                               {{"spec", {{"unschedulable", true}}}})
+                  .ok());
+  ASSERT_TRUE(PollUntil(
+      [&] { return pool().value("cordoned", 0) == 1 && pool().value("allocatable", 0) == 8; },
+      absl::Seconds(30)))
+      << pool().dump();
+  ASSERT_TRUE(client_->Delete(kube::NodesResource(), "", suite_ + "-b").ok());
+  ASSERT_TRUE(PollUntil([&] { return pool().value("nodes", 0) == 1; }, absl::Seconds(30)))
+      << pool().dump();
+  // The whole pool cordoned, then not: its Node follows, and only what the pool did is undone.
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::GpuPoolsResource(), ns_, "x", {{"spec", {{"cordon", true}}}})
+                  .ok());
+  auto unschedulable = [&](const std::string& n) {
+    absl::StatusOr<Json> node = client_->Get(kube::NodesResource(), "", suite_ + "-" + n);
+    return node.ok() && (*node)["spec"].value("unschedulable", false);
+  };
+  ASSERT_TRUE(PollUntil([&] { return unschedulable("a"); }, absl::Seconds(30)));
+  EXPECT_TRUE(PollUntil([&] { return pool().value("phase", "") == "Draining"; }, absl::Seconds(30)))
+      << pool().dump();
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::GpuPoolsResource(), ns_, "x", {{"spec", {{"cordon", false}}}})
+                  .ok());
+  ASSERT_TRUE(PollUntil([&] { return !unschedulable("a"); }, absl::Seconds(30)));
+  (void)client_->Delete(kube::QueuesResource(), "", queue);
+}
+
 // Two `tessera operator` processes with leader election: the leader is SIGKILLed while it creates
 // a gang; the standby takes the lease and creates the members that are missing, each once.
 TEST_F(KubeOperatorTest, AReplicaTakingOverMidGangCreatesEachMemberOnce) {
