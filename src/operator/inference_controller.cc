@@ -47,8 +47,8 @@ absl::Status InferenceController::Reconcile(const std::string& ns, const std::st
   Json svc_for_plan = *svc;
   std::optional<EventNote> scaled;
   if (const std::optional<controller::ServiceSlo> slo = controller::ServiceSloOf(spec)) {
-    const auto current = static_cast<int32_t>(IntOr(old_status, "desiredReplicas",
-                                                     slo->min_replicas));
+    const auto current =
+        static_cast<int32_t>(IntOr(old_status, "desiredReplicas", slo->min_replicas));
     std::vector<controller::ReplicaReading> readings;
     for (const auto& p : pods) {
       if (Deleting(*p) || !PodReady(*p)) continue;

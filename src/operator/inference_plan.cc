@@ -54,25 +54,25 @@ Json ReplicaPod(const Json& svc, const Json& mv, int i, const GangOptions& opts)
       resources["requests"]["cpu"] = absl::StrCat(cpu.get<double>());
     }
     if (const Json& mem = Field(r, "memoryGiB"); mem.is_number()) {
-      resources["requests"]["memory"] = absl::StrCat(
-          static_cast<int64_t>(std::ceil(mem.get<double>() * 1024)), "Mi");
+      resources["requests"]["memory"] =
+          absl::StrCat(static_cast<int64_t>(std::ceil(mem.get<double>() * 1024)), "Mi");
     }
   }
-  Json container = {{"name", "server"},
-                    {"image", StrOr(spec, "image")},
-                    {"env", std::move(env)},
-                    {"resources", std::move(resources)},
-                    {"ports", Json::array({{{"name", "http"},
-                                            {"containerPort", kServingPort},
-                                            {"protocol", "TCP"}}})}};
+  Json container = {
+      {"name", "server"},
+      {"image", StrOr(spec, "image")},
+      {"env", std::move(env)},
+      {"resources", std::move(resources)},
+      {"ports",
+       Json::array({{{"name", "http"}, {"containerPort", kServingPort}, {"protocol", "TCP"}}})}};
   if (const Json& cmd = Field(spec, "command"); cmd.is_array() && !cmd.empty()) {
     container["command"] = cmd;
   }
   Json pod_spec = {{"schedulerName", opts.scheduler_name},
                    {"restartPolicy", "Always"},
                    {"containers", Json::array({std::move(container)})}};
-  Json selector = Field(spec, "nodeSelector").is_object() ? Field(spec, "nodeSelector")
-                                                          : Json::object();
+  Json selector =
+      Field(spec, "nodeSelector").is_object() ? Field(spec, "nodeSelector") : Json::object();
   if (std::string t = StrOr(spec, "gpuType"); !t.empty()) selector["nvidia.com/gpu.product"] = t;
   if (!selector.empty()) pod_spec["nodeSelector"] = std::move(selector);
   if (const Json& t = Field(spec, "tolerations"); t.is_array() && !t.empty()) {
@@ -141,9 +141,8 @@ InferencePlan PlanInferenceService(const InferenceInputs& in, const GangOptions&
     (Label(*p, kModelVersionLabel) == version ? cur : old).push_back(p);
   }
   auto ready = [](const std::vector<const Json*>& ps) {
-    return static_cast<int>(std::count_if(ps.begin(), ps.end(), [](const Json* p) {
-      return PodReady(*p);
-    }));
+    return static_cast<int>(
+        std::count_if(ps.begin(), ps.end(), [](const Json* p) { return PodReady(*p); }));
   };
   auto finish = [&](const std::string& phase, const std::string& reason,
                     const std::string& msg) -> InferencePlan {
@@ -190,8 +189,7 @@ InferencePlan PlanInferenceService(const InferenceInputs& in, const GangOptions&
     const std::string msg = absl::StrCat("modelversion \"", version,
                                          "\" does not exist; the replicas already serving stay");
     SetCondition(st, "ModelVersionAvailable", "False", "ModelVersionNotFound", msg, in.now);
-    return finish(cur.empty() && old.empty() ? "Pending" : "Degraded", "ModelVersionNotFound",
-                  msg);
+    return finish(cur.empty() && old.empty() ? "Pending" : "Degraded", "ModelVersionNotFound", msg);
   }
   SetCondition(st, "ModelVersionAvailable", "True", "Found", "modelversion " + version, in.now);
   if (!in.service_object_exists) plan.create_service = ServiceObject(svc);
@@ -220,8 +218,8 @@ InferencePlan PlanInferenceService(const InferenceInputs& in, const GangOptions&
       if (i >= desired || i < 0) plan.delete_pods.push_back(NameOf(*p));
     }
     if (StrOr(st, "rollingTo") == version) {
-      plan.events.push_back({"Normal", "RolledOut", "Rolling",
-                             absl::StrCat("every replica serves ", version)});
+      plan.events.push_back(
+          {"Normal", "RolledOut", "Rolling", absl::StrCat("every replica serves ", version)});
       st.erase("rollingTo");
     }
     const int r = ready(cur);
@@ -236,9 +234,9 @@ InferencePlan PlanInferenceService(const InferenceInputs& in, const GangOptions&
   // 4. Rolling from older versions: surge 1, never fewer than `desired` Ready.
   const std::string from = Label(*old.front(), kModelVersionLabel);
   if (cur.empty() && StrOr(st, "rollingTo") != version) {
-    plan.events.push_back({"Normal", "RollingUpdate", "Rolling",
-                           absl::StrCat("rolling from ", from, " to ", version,
-                                        " one replica at a time")});
+    plan.events.push_back(
+        {"Normal", "RollingUpdate", "Rolling",
+         absl::StrCat("rolling from ", from, " to ", version, " one replica at a time")});
   }
   st["rollingTo"] = version;
   int total = static_cast<int>(cur.size() + old.size());

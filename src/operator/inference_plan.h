@@ -4,9 +4,10 @@
 //
 // Objects: replica Pods `{service}-{modelVersion}-{i}` (schedulerName tessera, restartPolicy
 // Always, the service's image and command, its GPUs as nvidia.com/gpu, env TESSERA_SERVICE,
-// TESSERA_MODEL_VERSION, TESSERA_MODEL_PATH = the ModelVersion's spec.artifactPath, TESSERA_REPLICA,
-// TESSERA_POD_NAME), labelled with the service, model version and replica index, owned by the
-// service; one ClusterIP Service `{service}` on port 8000 (named http) selecting every replica.
+// TESSERA_MODEL_VERSION, TESSERA_MODEL_PATH = the ModelVersion's spec.artifactPath,
+// TESSERA_REPLICA, TESSERA_POD_NAME), labelled with the service, model version and replica index,
+// owned by the service; one ClusterIP Service `{service}` on port 8000 (named http) selecting every
+// replica.
 //
 // Algorithm:
 //  1. A spec that cannot run on Kubernetes, a queue that does not exist: phase Pending with the
@@ -49,7 +50,7 @@ struct InferenceInputs {
   const Json* service = nullptr;
   // Pods labelled tessera.dev/inferenceservice=NAME in its namespace.
   std::vector<const Json*> pods;
-  bool service_object_exists = false;  // the Kubernetes Service
+  bool service_object_exists = false;   // the Kubernetes Service
   const Json* model_version = nullptr;  // the ModelVersion spec.modelVersion names; null: none
   int desired = 1;
   std::string scale_reason;  // why `desired` (the autoscaler's words), for status

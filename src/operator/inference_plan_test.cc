@@ -119,7 +119,8 @@ TEST(InferencePlanTest, RollsOneReplicaAtATimeWithoutDroppingReady) {
     }
     EXPECT_TRUE(told);
     ASSERT_EQ(static_cast<int>(w.pods.size()), desired);
-    for (const Json& p : w.pods) EXPECT_EQ(p["metadata"]["labels"]["tessera.dev/model-version"], "v2");
+    for (const Json& p : w.pods)
+      EXPECT_EQ(p["metadata"]["labels"]["tessera.dev/model-version"], "v2");
     EXPECT_EQ(w.svc["status"]["modelVersion"], "v2");
     EXPECT_FALSE(w.svc["status"].contains("rollingTo"));
   }

@@ -27,9 +27,7 @@ std::string StrOr(const Json& obj, const char* key, const std::string& dflt) {
 
 const Json& Meta(const Json& obj) { return Sub(obj, "metadata"); }
 
-std::string Label(const Json& obj, const char* key) {
-  return StrOr(Sub(Meta(obj), "labels"), key);
-}
+std::string Label(const Json& obj, const char* key) { return StrOr(Sub(Meta(obj), "labels"), key); }
 
 std::string Annotation(const Json& obj, const char* key) {
   return StrOr(Sub(Meta(obj), "annotations"), key);

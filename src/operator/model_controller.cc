@@ -15,8 +15,7 @@
 
 namespace tessera::op::internal {
 
-std::vector<std::string> ServingServices(Env& env, const std::string& ns,
-                                         const std::string& name) {
+std::vector<std::string> ServingServices(Env& env, const std::string& ns, const std::string& name) {
   std::vector<const Json*> services;
   const std::vector<kube::ObjectPtr> objs =
       ByIndex(*env.caches.inference, kModelIndex, ns + "/" + name);
@@ -35,19 +34,18 @@ absl::Status ReconcileModelVersion(Env& env, const std::string& ns, const std::s
   for (const Json& f : Field(Meta(*mv), "finalizers")) {
     if (f.is_string()) finalizers.push_back(f.get<std::string>());
   }
-  const bool has = std::find(finalizers.begin(), finalizers.end(), kServedFinalizer) !=
-                   finalizers.end();
+  const bool has =
+      std::find(finalizers.begin(), finalizers.end(), kServedFinalizer) != finalizers.end();
   if (has != !served.empty()) {
     if (served.empty()) {
       std::erase(finalizers, std::string(kServedFinalizer));
     } else {
       finalizers.emplace_back(kServedFinalizer);
     }
-    Json patch = {{"metadata",
-                   {{"finalizers", finalizers},
-                    {"resourceVersion", StrOr(Meta(*mv), "resourceVersion")}}}};
-    absl::StatusOr<Json> w =
-        env.client.MergePatch(kube::ModelVersionsResource(), ns, name, patch);
+    Json patch = {
+        {"metadata",
+         {{"finalizers", finalizers}, {"resourceVersion", StrOr(Meta(*mv), "resourceVersion")}}}};
+    absl::StatusOr<Json> w = env.client.MergePatch(kube::ModelVersionsResource(), ns, name, patch);
     if (!w.ok()) return kube::IsApiNotFound(w.status()) ? absl::OkStatus() : w.status();
     return absl::OkStatus();  // the change comes back through the informer: reconciled again
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "api/model_lineage.h"
 #include "common/status_macros.h"
 #include "kube/api_error.h"
 #include "kube/event_recorder.h"
@@ -50,8 +51,8 @@ absl::Status WriteStatus(Env& env, const kube::ResourceType& t, const Json& obj,
                          const Json& status) {
   Json body = obj;
   body["status"] = status;
-  absl::StatusOr<Json> w = env.client.Update(t, StrOr(Meta(obj), "namespace"),
-                                             StrOr(Meta(obj), "name"), body, "status");
+  absl::StatusOr<Json> w =
+      env.client.Update(t, StrOr(Meta(obj), "namespace"), StrOr(Meta(obj), "name"), body, "status");
   if (!w.ok()) return kube::IsApiNotFound(w.status()) ? absl::OkStatus() : w.status();
   ++env.counters.status_writes;
   return absl::OkStatus();
@@ -100,7 +101,12 @@ class Operator::Impl {
       : opts_(std::move(options)),
         events_(client, clock, "tessera.dev/operator", opts_.identity, opts_.log),
         queue_(clock),
-        env_{client, clock, opts_, caches_, events_, counters_,
+        env_{client,
+             clock,
+             opts_,
+             caches_,
+             events_,
+             counters_,
              [this](const std::string& key, absl::Duration d) { queue_.AddAfter(key, d); }},
         inference_(env_),
         reconciles_(registry.AddCounter("tessera_operator_reconciles_total",
@@ -112,12 +118,12 @@ class Operator::Impl {
     // The CRDs must be installed: a missing one is one clear error, not a reflector retrying.
     absl::StatusOr<kube::HttpResult> r = client.Raw("GET", "/apis/tessera.dev/v1");
     if (!r.ok()) return r.status();
-    for (const char* plural : {"trainingjobs", "inferenceservices", "checkpoints",
-                               "modelversions"}) {
+    for (const char* plural :
+         {"trainingjobs", "inferenceservices", "checkpoints", "modelversions"}) {
       if (r->status != 200 || r->body.find(absl::StrCat("\"", plural, "\"")) == std::string::npos) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the tessera.dev/v1 CRDs are not installed (", plural,
-            " is not served; kubectl apply -f deploy/kubernetes/crds/)"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("the tessera.dev/v1 CRDs are not installed (", plural,
+                         " is not served; kubectl apply -f deploy/kubernetes/crds/)"));
       }
     }
     const bool has_queues = r->body.find("\"queues\"") != std::string::npos;
@@ -175,16 +181,16 @@ class Operator::Impl {
                               for (std::string& s : service_of_child(o)) k.push_back(s);
                               return k;
                             });
-    caches_.models = make(kube::ModelVersionsResource(), "", {{kCheckpointIndex, CheckpointOfModel}},
-                          [this](const Json& o) {
-                            std::vector<std::string> k = {"ModelVersion/" + kube::KeyOf(o)};
-                            // Services naming it may now start or roll.
-                            for (const auto& s : ByIndex(*caches_.inference, kModelIndex,
-                                                         kube::KeyOf(o))) {
-                              k.push_back("InferenceService/" + kube::KeyOf(*s));
-                            }
-                            return k;
-                          });
+    caches_.models =
+        make(kube::ModelVersionsResource(), "", {{kCheckpointIndex, CheckpointOfModel}},
+             [this](const Json& o) {
+               std::vector<std::string> k = {"ModelVersion/" + kube::KeyOf(o)};
+               // Services naming it may now start or roll.
+               for (const auto& s : ByIndex(*caches_.inference, kModelIndex, kube::KeyOf(o))) {
+                 k.push_back("InferenceService/" + kube::KeyOf(*s));
+               }
+               return k;
+             });
     caches_.inference = make(kube::InferenceServicesResource(), "", {{kModelIndex, ModelOfService}},
                              [](const Json& o) {
                                std::vector<std::string> k = {"InferenceService/" + kube::KeyOf(o)};
@@ -193,21 +199,21 @@ class Operator::Impl {
                                }
                                return k;
                              });
-    caches_.checkpoints =
-        make(kube::CheckpointsResource(), "", {{kJobIndex, JobOfCheckpoint}},
-             [this](const Json& o) {
-               std::vector<std::string> k;
-               for (const std::string& j : JobOfCheckpoint(o)) k.push_back("TrainingJob/" + j);
-               for (const auto& m : ByIndex(*caches_.models, kCheckpointIndex, kube::KeyOf(o))) {
-                 k.push_back("ModelVersion/" + kube::KeyOf(*m));
-               }
-               return k;
-             });
+    caches_.checkpoints = make(
+        kube::CheckpointsResource(), "", {{kJobIndex, JobOfCheckpoint}}, [this](const Json& o) {
+          std::vector<std::string> k;
+          for (const std::string& j : JobOfCheckpoint(o)) k.push_back("TrainingJob/" + j);
+          for (const auto& m : ByIndex(*caches_.models, kCheckpointIndex, kube::KeyOf(o))) {
+            k.push_back("ModelVersion/" + kube::KeyOf(*m));
+          }
+          return k;
+        });
     if (has_queues) {
       // A queue that appears (or goes) changes what waiting workloads may do.
       caches_.queues = make(kube::QueuesResource(), "", {}, [this](const Json&) {
         std::vector<std::string> k;
-        for (const std::string& j : caches_.jobs->store().ListKeys()) k.push_back("TrainingJob/" + j);
+        for (const std::string& j : caches_.jobs->store().ListKeys())
+          k.push_back("TrainingJob/" + j);
         for (const std::string& s : caches_.inference->store().ListKeys()) {
           k.push_back("InferenceService/" + s);
         }
@@ -221,9 +227,8 @@ class Operator::Impl {
         queue_.AddAfter("GPUPool/-/-", absl::Seconds(1));
         return std::vector<std::string>{};
       };
-      caches_.pools = make(kube::GpuPoolsResource(), "", {}, [](const Json&) {
-        return std::vector<std::string>{"GPUPool/-/-"};
-      });
+      caches_.pools = make(kube::GpuPoolsResource(), "", {},
+                           [](const Json&) { return std::vector<std::string>{"GPUPool/-/-"}; });
       caches_.nodes = make(kube::NodesResource(), "", {}, pools_key);
       kube::ReflectorOptions ro;
       ro.type = kube::PodsResource();
@@ -262,11 +267,18 @@ class Operator::Impl {
     for (int i = 0; i < std::max(1, opts_.workers); ++i) {
       workers_.emplace_back([this] { Work(); });
     }
+    if (!opts_.webhook.addr.empty()) {
+      absl::StatusOr<std::unique_ptr<AdmissionWebhook>> w =
+          AdmissionWebhook::Start(opts_.webhook, [this](const Json& req) { return Judge(req); });
+      if (!w.ok()) return w.status();
+      webhook_ = *std::move(w);
+    }
     opts_.log.Info("operator started", {{"workers", opts_.workers}, {"queues", has_queues}});
     return absl::OkStatus();
   }
 
   void Stop() {
+    if (webhook_) webhook_->Stop();
     queue_.ShutDown();
     for (std::thread& t : workers_) t.join();
     workers_.clear();
@@ -301,7 +313,21 @@ class Operator::Impl {
     return s;
   }
 
+  int webhook_port() const { return webhook_ ? webhook_->port() : 0; }
+
  private:
+  // Admission: a ModelVersion that InferenceServices serve may not be deleted.
+  std::optional<std::string> Judge(const Json& req) {
+    if (StrOr(req, "operation") != "DELETE" ||
+        StrOr(Sub(req, "resource"), "resource") != "modelversions") {
+      return std::nullopt;
+    }
+    const std::string ns = StrOr(req, "namespace"), name = StrOr(req, "name");
+    const std::vector<std::string> served = ServingServices(env_, ns, name);
+    if (served.empty()) return std::nullopt;
+    return api::ServedDeletionMessage(name, served);
+  }
+
   // "Kind/NS/NAME" -> the kind's controller.
   absl::Status Dispatch(const std::string& key, std::string* kind) {
     std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits('/', 2));
@@ -343,6 +369,7 @@ class Operator::Impl {
   metrics::Family<metrics::Counter>& reconciles_;
   std::vector<std::thread> workers_;
   std::atomic<int> busy_{0};
+  std::unique_ptr<AdmissionWebhook> webhook_;
 };
 
 absl::StatusOr<std::unique_ptr<Operator>> Operator::Create(kube::RestClient& client,
@@ -360,5 +387,6 @@ absl::Status Operator::Start() { return impl_->Start(); }
 void Operator::Stop() { impl_->Stop(); }
 bool Operator::Settle(absl::Duration timeout) { return impl_->Settle(timeout); }
 OperatorStats Operator::stats() const { return impl_->stats(); }
+int Operator::webhook_port() const { return impl_->webhook_port(); }
 
 }  // namespace tessera::op

@@ -28,12 +28,16 @@
 #include "kube/rest_client.h"
 #include "metrics/registry.h"
 #include "obs/log.h"
+#include "operator/admission_webhook.h"
 #include "operator/training_gang.h"
 
 namespace tessera::op {
 
 struct OperatorOptions {
   GangOptions gang;
+  // Serve the validating admission webhook (admission_webhook.h) once the caches are synced;
+  // empty addr: none.
+  WebhookOptions webhook;
   int workers = 4;
   std::string identity = "tessera-operator";  // Events' reportingInstance
   absl::Duration sync_timeout = absl::Seconds(60);
@@ -66,6 +70,8 @@ class Operator {
   void Stop();
   // True once the queue is empty and no worker is busy, within `timeout` (tests).
   bool Settle(absl::Duration timeout);
+  // The webhook's port (0 when it is not served).
+  int webhook_port() const;
   OperatorStats stats() const;
 
   class Impl;

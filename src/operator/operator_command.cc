@@ -12,6 +12,7 @@ struct Flags {
   kube::ComponentFlags component;
   std::string scheduler_name = "tessera";
   int workers = OperatorOptions{}.workers;
+  WebhookOptions webhook;
   Flags() {
     component.lease_name = "tessera-operator";
     component.metrics_addr = "127.0.0.1:10270";
@@ -22,6 +23,7 @@ int Run(const Flags& f) {
   OperatorOptions opts;
   opts.gang.scheduler_name = f.scheduler_name;
   opts.workers = f.workers;
+  opts.webhook = f.webhook;
   std::unique_ptr<Operator> op;
   kube::ComponentHooks hooks;
   hooks.start = [&](const kube::ComponentContext& ctx) -> absl::Status {
@@ -59,6 +61,10 @@ void RegisterOperatorCommand(CLI::App& app) {
   c->add_option("--workers", f->workers, "objects reconciled at once")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  c->add_option("--webhook-addr", f->webhook.addr,
+                "HOST:PORT of the validating admission webhook (HTTPS; \"\" for none)");
+  c->add_option("--webhook-cert", f->webhook.cert_file, "the webhook's serving certificate (PEM)");
+  c->add_option("--webhook-key", f->webhook.key_file, "its private key (PEM)");
   c->callback([f] {
     if (int rc = Run(*f); rc != 0) throw CLI::RuntimeError(rc);
   });

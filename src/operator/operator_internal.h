@@ -5,17 +5,17 @@
 
 #include <atomic>
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/autoscaler.h"
 #include "api/gpu_pool.h"
 #include "common/clock.h"
+#include "controller/autoscaler.h"
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/rest_client.h"
@@ -49,8 +49,8 @@ struct Caches {
 };
 
 struct Counters {
-  std::atomic<int64_t> reconciles{0}, errors{0}, pods_created{0}, pods_deleted{0},
-      status_writes{0}, checkpoints_recorded{0};
+  std::atomic<int64_t> reconciles{0}, errors{0}, pods_created{0}, pods_deleted{0}, status_writes{0},
+      checkpoints_recorded{0};
 };
 
 // Borrowed by the controllers for the operator's life; every member is safe to use from any

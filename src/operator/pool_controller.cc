@@ -75,8 +75,8 @@ std::vector<api::PoolNode> PoolNodes(Env& env, bool with_allocation) {
     for (auto it = Sub(Meta(*n), "labels").begin(); it != Sub(Meta(*n), "labels").end(); ++it) {
       if (it->is_string()) pn.labels[it.key()] = it->get<std::string>();
     }
-    pn.gpu_type = pn.labels.count("nvidia.com/gpu.product") ? pn.labels["nvidia.com/gpu.product"]
-                                                            : "";
+    pn.gpu_type =
+        pn.labels.count("nvidia.com/gpu.product") ? pn.labels["nvidia.com/gpu.product"] : "";
     const Json& st = Sub(*n, "status");
     pn.gpus = GpuCount(Sub(st, "capacity"));
     pn.unhealthy = std::max(0, pn.gpus - GpuCount(Sub(st, "allocatable")));
@@ -101,9 +101,9 @@ std::optional<std::vector<std::string>> QueueNodes(Env& env, const std::string& 
 }
 
 void ConfineToNodes(Json& pod, const std::vector<std::string>& nodes) {
-  const Json field = {
-      {"key", "metadata.name"}, {"operator", "In"}, {"values", nodes.empty() ? Json::array({""})
-                                                                             : Json(nodes)}};
+  const Json field = {{"key", "metadata.name"},
+                      {"operator", "In"},
+                      {"values", nodes.empty() ? Json::array({""}) : Json(nodes)}};
   Json& terms = pod["spec"]["affinity"]["nodeAffinity"]
                    ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
   if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});

@@ -33,17 +33,16 @@ absl::Status RecordCheckpoints(Env& env, const Json& job, const std::vector<kube
       if (StrOr(Meta(*c), "name") == cp_name) ready = StrOr(Sub(*c, "status"), "phase") == "Ready";
     }
     if (ready) continue;
-    Json cp = {{"apiVersion", "tessera.dev/v1"},
-               {"kind", "Checkpoint"},
-               {"metadata",
-                {{"name", cp_name},
-                 {"namespace", ns},
-                 {"labels", {{kJobLabel, name}}},
-                 {"ownerReferences", Json::array({ControllerReference(job)})}}},
-               {"spec",
-                {{"jobName", name},
-                 {"step", step},
-                 {"path", Annotation(*p, kCheckpointPathAnnotation)}}}};
+    Json cp = {
+        {"apiVersion", "tessera.dev/v1"},
+        {"kind", "Checkpoint"},
+        {"metadata",
+         {{"name", cp_name},
+          {"namespace", ns},
+          {"labels", {{kJobLabel, name}}},
+          {"ownerReferences", Json::array({ControllerReference(job)})}}},
+        {"spec",
+         {{"jobName", name}, {"step", step}, {"path", Annotation(*p, kCheckpointPathAnnotation)}}}};
     absl::StatusOr<Json> created = env.client.Create(kube::CheckpointsResource(), ns, cp);
     if (!created.ok() && kube::IsApiAlreadyExists(created.status())) {
       created = env.client.Get(kube::CheckpointsResource(), ns, cp_name);
@@ -84,14 +83,15 @@ absl::Status ReconcileTrainingJob(Env& env, const std::string& ns, const std::st
     }
   }
   const std::string queue = StrOr(Sub(*job, "spec"), "queue", "default");
-  in.queue_known = !env.caches.queues || queue == "default" ||
-                   env.caches.queues->store().Get(queue) != nullptr;
+  in.queue_known =
+      !env.caches.queues || queue == "default" || env.caches.queues->store().Get(queue) != nullptr;
   in.now = env.clock.Now();
   const TrainingPlan plan = PlanTrainingJob(in, env.opts.gang);
 
   // The status first: the decision (a new generation, say) is recorded before it is acted on,
   // and only if nobody changed the job since it was read.
-  if (plan.status) RETURN_IF_ERROR(WriteStatus(env, kube::TrainingJobsResource(), *job, *plan.status));
+  if (plan.status)
+    RETURN_IF_ERROR(WriteStatus(env, kube::TrainingJobsResource(), *job, *plan.status));
   const kube::ObjectReference ref = kube::ReferenceTo(*job);
   for (const EventNote& e : plan.events) env.events.Post(ref, e.type, e.reason, e.action, e.note);
   for (const ObjectName& p : plan.delete_pods) {
@@ -117,8 +117,8 @@ absl::Status ReconcileTrainingJob(Env& env, const std::string& ns, const std::st
     ++env.counters.pods_created;
   }
   // Retention (spec.checkpoint.keep): older Checkpoints go, but not one a ModelVersion names.
-  for (const std::string& c : api::CheckpointsBeyondRetention(
-           name, cp_objs, api::CheckpointKeep(Sub(*job, "spec")))) {
+  for (const std::string& c :
+       api::CheckpointsBeyondRetention(name, cp_objs, api::CheckpointKeep(Sub(*job, "spec")))) {
     if (!ByIndex(*env.caches.models, kCheckpointIndex, ns + "/" + c).empty()) continue;
     RETURN_IF_ERROR(DeleteObject(env, kube::CheckpointsResource(), ns, c, ""));
     env.events.Post(ref, "Normal", "CheckpointPruned", "Pruning",

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../server_process.h"
+#include "absl/strings/escaping.h"
 #include "kube/api_error.h"
 #include "kube/informer.h"
 #include "kube/resource.h"
@@ -70,8 +71,7 @@ class KubeOperatorTest : public ::testing::Test {
         Json ready = *p;
         ready["status"] = {{"phase", "Running"},
                            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}};
-        (void)client_->Update(kube::PodsResource(), ns_, (*p)["metadata"]["name"], ready,
-                              "status");
+        (void)client_->Update(kube::PodsResource(), ns_, (*p)["metadata"]["name"], ready, "status");
       }
     };
     kubelet_->AddEventHandlers(
@@ -97,16 +97,15 @@ class KubeOperatorTest : public ::testing::Test {
     sched_ = *std::move(s);
     ASSERT_TRUE(sched_->Start().ok());
   }
-  std::unique_ptr<op::Operator> NewOperator() {
-    op::OperatorOptions o;
+  std::unique_ptr<op::Operator> NewOperator(op::OperatorOptions o = {}) {
     o.sync_timeout = absl::Seconds(30);
     absl::StatusOr<std::unique_ptr<op::Operator>> r =
         op::Operator::Create(*client_, clock_, op_registry_, o);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *std::move(r) : nullptr;
   }
-  void StartOperator() {
-    op_ = NewOperator();
+  void StartOperator(op::OperatorOptions o = {}) {
+    op_ = NewOperator(std::move(o));
     ASSERT_NE(op_, nullptr);
     absl::Status s = op_->Start();
     ASSERT_TRUE(s.ok()) << s;
@@ -387,7 +386,8 @@ TEST_F(KubeOperatorTest, AServiceScalesOnReportedP99AndRollsWithoutDroppingBelow
   StartScheduler();
   StartOperator();
   ASSERT_TRUE(
-      client_->Create(kube::InferenceServicesResource(), ns_, InferenceService("chat", suite_, "v1"))
+      client_
+          ->Create(kube::InferenceServicesResource(), ns_, InferenceService("chat", suite_, "v1"))
           .ok());
   auto ready_of = [&](const std::string& mv) {
     int n = 0;
@@ -408,10 +408,10 @@ TEST_F(KubeOperatorTest, AServiceScalesOnReportedP99AndRollsWithoutDroppingBelow
     for (const auto& [name, node] : pods_->Nodes()) {
       const Json p = pods_->Get(name);
       if (!p.is_object() || !PodIsReady(p)) continue;
-      const Json m = {{"p99LatencyMs", 250},
-                      {"rps", 40},
-                      {"time", absl::FormatTime(absl::RFC3339_full, absl::Now(),
-                                                absl::UTCTimeZone())}};
+      const Json m = {
+          {"p99LatencyMs", 250},
+          {"rps", 40},
+          {"time", absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone())}};
       (void)client_->MergePatch(
           kube::PodsResource(), ns_, name,
           {{"metadata", {{"annotations", {{op::kReplicaMetricsAnnotation, m.dump()}}}}}});
@@ -474,32 +474,67 @@ TEST_F(KubeOperatorTest, AServiceScalesOnReportedP99AndRollsWithoutDroppingBelow
   }
 }
 
-TEST_F(KubeOperatorTest, AModelVersionShowsItsLineageAndStaysWhileServed) {
+// The lineage in status; deleting it while served: refused by the operator's admission webhook
+// with the standalone server's message, and with the webhook gone, kept by the finalizer until
+// the service lets it go.
+TEST_F(KubeOperatorTest, AModelVersionShowsItsLineageAndIsNotDeletedWhileServed) {
   KUBE_BED_OR_SKIP(bed);
   SetUpBed(bed);
-  StartOperator();
-  absl::StatusOr<Json> cp = client_->Create(
-      kube::CheckpointsResource(), ns_,
-      {{"apiVersion", "tessera.dev/v1"},
-       {"kind", "Checkpoint"},
-       {"metadata", {{"name", "llm-step-9000"}}},
-       {"spec", {{"jobName", "llm"}, {"step", 9000}, {"path", "/ckpt/llm/9000"}}}});
+  op::OperatorOptions oo;
+  // The bed's serving certificate (127.0.0.1, signed by its CA) serves the webhook too.
+  oo.webhook = {"127.0.0.1:0", bed->dir() + "/serving.crt", bed->dir() + "/serving.key"};
+  StartOperator(oo);
+  ASSERT_GT(op_->webhook_port(), 0);
+  const std::string hook = "tessera-" + ns_;
+  const Json vwc = {
+      {"apiVersion", "admissionregistration.k8s.io/v1"},
+      {"kind", "ValidatingWebhookConfiguration"},
+      {"metadata", {{"name", hook}}},
+      {"webhooks",
+       {{{"name", "modelversions.tessera.dev"},
+         {"admissionReviewVersions", {"v1"}},
+         {"sideEffects", "None"},
+         {"failurePolicy", "Fail"},
+         {"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}},
+         {"rules",
+          {{{"apiGroups", {"tessera.dev"}},
+            {"apiVersions", {"v1"}},
+            {"operations", {"DELETE"}},
+            {"resources", {"modelversions"}}}}},
+         {"clientConfig",
+          {{"url", absl::StrCat("https://127.0.0.1:", op_->webhook_port(), "/validate")},
+           {"caBundle", absl::Base64Escape(Slurp(bed->ca_file()))}}}}}}};
+  const kube::ResourceType vwcs{"admissionregistration.k8s.io", "v1",
+                                "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
+                                false};
+  ASSERT_TRUE(client_->Create(vwcs, "", vwc).ok());
+  absl::StatusOr<Json> cp =
+      client_->Create(kube::CheckpointsResource(), ns_,
+                      {{"apiVersion", "tessera.dev/v1"},
+                       {"kind", "Checkpoint"},
+                       {"metadata", {{"name", "llm-step-9000"}}},
+                       {"spec", {{"jobName", "llm"}, {"step", 9000}, {"path", "/ckpt/llm/9000"}}}});
   ASSERT_TRUE(cp.ok()) << cp.status();
   (*cp)["status"] = {{"phase", "Ready"}};
-  ASSERT_TRUE(client_->Update(kube::CheckpointsResource(), ns_, "llm-step-9000", *cp, "status").ok());
-  ASSERT_TRUE(client_->Create(kube::ModelVersionsResource(), ns_, ModelVersion("mv", "llm-step-9000"))
-                  .ok());
+  ASSERT_TRUE(
+      client_->Update(kube::CheckpointsResource(), ns_, "llm-step-9000", *cp, "status").ok());
+  ASSERT_TRUE(
+      client_->Create(kube::ModelVersionsResource(), ns_, ModelVersion("mv", "llm-step-9000"))
+          .ok());
   ASSERT_TRUE(PollUntil(
       [&] {
-        return GetModel("mv").value("status", Json::object()).value("checkpoint", Json::object()).value("step", 0) ==
-               9000;
+        return GetModel("mv")
+                   .value("status", Json::object())
+                   .value("checkpoint", Json::object())
+                   .value("step", 0) == 9000;
       },
       absl::Seconds(30)))
       << GetModel("mv").dump();
   EXPECT_EQ(GetModel("mv")["status"]["checkpoint"].value("jobName", ""), "llm")
       << GetModel("mv").dump();
   ASSERT_TRUE(
-      client_->Create(kube::InferenceServicesResource(), ns_, InferenceService("chat", suite_, "mv"))
+      client_
+          ->Create(kube::InferenceServicesResource(), ns_, InferenceService("chat", suite_, "mv"))
           .ok());
   ASSERT_TRUE(PollUntil(
       [&] {
@@ -510,8 +545,18 @@ TEST_F(KubeOperatorTest, AModelVersionShowsItsLineageAndStaysWhileServed) {
       },
       absl::Seconds(30)))
       << GetModel("mv").dump();
-  // Deleted while served: it stays (being deleted) until the service lets it go.
-  ASSERT_TRUE(client_->Delete(kube::ModelVersionsResource(), ns_, "mv").ok());
+  // Refused, with the message the standalone server gives; nothing changed.
+  absl::Status refused = client_->Delete(kube::ModelVersionsResource(), ns_, "mv");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("modelversion \"mv\" is served by inferenceservice chat"),
+            std::string::npos)
+      << refused;
+  EXPECT_FALSE(GetModel("mv")["metadata"].contains("deletionTimestamp"));
+  // Without the webhook the finalizer holds it until the service goes.
+  ASSERT_TRUE(client_->Delete(vwcs, "", hook).ok());
+  ASSERT_TRUE(
+      PollUntil([&] { return client_->Delete(kube::ModelVersionsResource(), ns_, "mv").ok(); },
+                absl::Seconds(30)));
   EXPECT_TRUE(GetModel("mv")["metadata"].contains("deletionTimestamp"));
   ASSERT_TRUE(client_->Delete(kube::InferenceServicesResource(), ns_, "chat").ok());
   EXPECT_TRUE(PollUntil(
@@ -592,9 +637,8 @@ TEST_F(KubeOperatorTest, AGpuPoolCountsItsNodesCordonsThemAndConfinesItsQueues) 
   ASSERT_TRUE(PollUntil([&] { return pool().value("nodes", 0) == 1; }, absl::Seconds(30)))
       << pool().dump();
   // The whole pool cordoned, then not: its Node follows, and only what the pool did is undone.
-  ASSERT_TRUE(client_
-                  ->MergePatch(kube::GpuPoolsResource(), ns_, "x", {{"spec", {{"cordon", true}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_->MergePatch(kube::GpuPoolsResource(), ns_, "x", {{"spec", {{"cordon", true}}}}).ok());
   auto unschedulable = [&](const std::string& n) {
     absl::StatusOr<Json> node = client_->Get(kube::NodesResource(), "", suite_ + "-" + n);
     return node.ok() && (*node)["spec"].value("unschedulable", false);
@@ -602,9 +646,9 @@ TEST_F(KubeOperatorTest, AGpuPoolCountsItsNodesCordonsThemAndConfinesItsQueues) 
   ASSERT_TRUE(PollUntil([&] { return unschedulable("a"); }, absl::Seconds(30)));
   EXPECT_TRUE(PollUntil([&] { return pool().value("phase", "") == "Draining"; }, absl::Seconds(30)))
       << pool().dump();
-  ASSERT_TRUE(client_
-                  ->MergePatch(kube::GpuPoolsResource(), ns_, "x", {{"spec", {{"cordon", false}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_->MergePatch(kube::GpuPoolsResource(), ns_, "x", {{"spec", {{"cordon", false}}}})
+          .ok());
   ASSERT_TRUE(PollUntil([&] { return !unschedulable("a"); }, absl::Seconds(30)));
   (void)client_->Delete(kube::QueuesResource(), "", queue);
 }
