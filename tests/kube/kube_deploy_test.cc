@@ -60,12 +60,13 @@ struct Manifest {
   Json object;
 };
 
-// namespace.yaml, crds/*.yaml, scheduler/*.yaml, in that order (the order of `kubectl apply`).
+// namespace.yaml, crds/*.yaml, scheduler/*.yaml, operator/*.yaml, in that order (the order of
+// `kubectl apply`).
 std::vector<Manifest> LoadManifests() {
   const std::filesystem::path root =
       std::filesystem::path(TESSERA_SOURCE_DIR) / "deploy/kubernetes";
   std::vector<std::string> files = {"namespace.yaml"};
-  for (const char* dir : {"crds", "scheduler"}) {
+  for (const char* dir : {"crds", "scheduler", "operator"}) {
     std::vector<std::string> in_dir;
     for (const auto& e : std::filesystem::directory_iterator(root / dir)) {
       if (e.path().extension() == ".yaml")
@@ -562,6 +563,70 @@ TEST(KubeDeployTest, SchedulerServiceAccountMayDoWhatTheSchedulerDoesAndNothingE
     ASSERT_TRUE(may.ok()) << may.status();
     EXPECT_FALSE(*may) << "should be denied: " << a.ToString();
   }
+}
+
+TEST(KubeDeployTest, OperatorServiceAccountMayDoWhatTheOperatorDoesAndNothingElse) {
+  DEPLOYED_OR_FAIL(c);
+  const std::string t = "tessera.dev", sx = "scheduling.x-k8s.io";
+  const std::string lease = "coordination.k8s.io";
+  const std::vector<Access> allowed = {
+      {"list", t, "trainingjobs", "", "", ""},
+      {"watch", t, "inferenceservices", "", "", ""},
+      {"list", t, "modelversions", "", "", ""},
+      {"watch", t, "gpupools", "", "", ""},
+      {"list", t, "queues", "", "", ""},
+      {"update", t, "trainingjobs", "status", "team-a", "llm"},
+      {"update", t, "inferenceservices", "status", "team-a", "chat"},
+      {"update", t, "gpupools", "status", "team-a", "x"},
+      {"update", t, "modelversions", "status", "team-a", "mv"},
+      {"create", t, "checkpoints", "", "team-a", ""},
+      {"delete", t, "checkpoints", "", "team-a", "c"},
+      {"update", t, "checkpoints", "status", "team-a", "c"},
+      {"patch", t, "modelversions", "", "team-a", "mv"},
+      {"create", "", "pods", "", "team-a", ""},
+      {"delete", "", "pods", "", "team-a", "p"},
+      {"patch", "", "pods", "", "team-a", "p"},
+      {"watch", "", "pods", "", "", ""},
+      {"create", "", "services", "", "team-a", ""},
+      {"create", sx, "podgroups", "", "team-a", ""},
+      {"delete", sx, "podgroups", "", "team-a", "g"},
+      {"patch", "", "nodes", "", "", "n1"},
+      {"watch", "", "nodes", "", "", ""},
+      {"create", "", "pods", "eviction", "team-a", "p"},
+      {"create", "events.k8s.io", "events", "", "team-a", ""},
+      {"get", lease, "leases", "", kNamespace, "tessera-operator"},
+      {"update", lease, "leases", "", kNamespace, "tessera-operator"},
+  };
+  const std::vector<Access> denied = {
+      {"create", "", "pods", "binding", "team-a", "p"},
+      {"update", "", "pods", "status", "team-a", "p"},
+      {"delete", "", "nodes", "", "", "n1"},
+      {"get", "", "secrets", "", kNamespace, "s"},
+      {"list", "", "secrets", "", "", ""},
+      {"update", t, "trainingjobs", "", "team-a", "llm"},
+      {"delete", t, "trainingjobs", "", "team-a", "llm"},
+      {"delete", t, "modelversions", "", "team-a", "mv"},
+      {"create", t, "queues", "", "", ""},
+      {"update", lease, "leases", "", kNamespace, "tessera-scheduler"},
+      {"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", "tessera-operator"},
+  };
+  for (const Access& a : allowed) {
+    absl::StatusOr<bool> may = ServiceAccountMay(*c, kNamespace, "tessera-operator", a);
+    ASSERT_TRUE(may.ok()) << may.status();
+    EXPECT_TRUE(*may) << "should be allowed: " << a.ToString();
+  }
+  for (const Access& a : denied) {
+    absl::StatusOr<bool> may = ServiceAccountMay(*c, kNamespace, "tessera-operator", a);
+    ASSERT_TRUE(may.ok()) << may.status();
+    EXPECT_FALSE(*may) << "should be denied: " << a.ToString();
+  }
+  // The webhook Service routes to the operator's Pods; its configuration names that Service.
+  absl::StatusOr<Json> vwc = c->Get({"admissionregistration.k8s.io", "v1",
+                                     "validatingwebhookconfigurations",
+                                     "ValidatingWebhookConfiguration", false},
+                                    "", "tessera-operator");
+  ASSERT_TRUE(vwc.ok()) << vwc.status();
+  EXPECT_EQ((*vwc)["webhooks"][0]["clientConfig"]["service"]["name"], "tessera-operator-webhook");
 }
 
 TEST(KubeDeployTest, SchedulerTokenElectsALeaderAndIsRefusedWhatItMayNotDo) {
