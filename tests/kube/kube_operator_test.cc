@@ -301,6 +301,42 @@ TEST_F(KubeOperatorTest, AGangRunsFailsRestartsFromTheNewestCheckpointAndSucceed
   EXPECT_TRUE(told) << ev->dump();
 }
 
+TEST_F(KubeOperatorTest, CheckpointRetentionKeepsTheNewestReadyOnes) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpBed(bed);
+  StartOperator();
+  CreateJob(TrainingJob("keep", suite_, 1, 0, {{"checkpoint", {{"path", "/ckpt"}, {"keep", 2}}}}));
+  ASSERT_TRUE(pods_->Until([&] { return pods_->Nodes().size() == 1; }, absl::Seconds(60)));
+  auto names = [&] {
+    std::set<std::string> out;
+    absl::StatusOr<Json> l = client_->List(kube::CheckpointsResource(), ns_);
+    if (!l.ok()) return out;
+    const Json items = (*l)["items"];
+    for (const Json& c : items) {
+      if (c.value("status", Json::object()).value("phase", "") == "Ready") {
+        out.insert(c["metadata"]["name"].get<std::string>());
+      }
+    }
+    return out;
+  };
+  for (int step : {100, 200, 300}) {
+    ASSERT_TRUE(client_
+                    ->MergePatch(kube::PodsResource(), ns_, "keep-g0-worker-0",
+                                 {{"metadata",
+                                   {{"annotations",
+                                     {{"tessera.dev/checkpoint-step", std::to_string(step)},
+                                      {"tessera.dev/checkpoint-path",
+                                       "/ckpt/" + std::to_string(step)}}}}}})
+                    .ok());
+    ASSERT_TRUE(PollUntil([&] { return names().count("keep-step-" + std::to_string(step)) == 1; },
+                          absl::Seconds(30)));
+  }
+  EXPECT_TRUE(PollUntil(
+      [&] { return names() == std::set<std::string>{"keep-step-200", "keep-step-300"}; },
+      absl::Seconds(30)))
+      << names().size();
+}
+
 TEST_F(KubeOperatorTest, AJobNamingAMissingQueueWaitsForIt) {
   KUBE_BED_OR_SKIP(bed);
   SetUpBed(bed);
