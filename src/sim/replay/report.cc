@@ -97,12 +97,16 @@ std::string Hours(double s) { return absl::StrFormat("%.2fh", s / 3600); }
 // The checkpoint interval of each GPU count (the first job's; under
 // young-daly all jobs of a size with the same cost share it), for at most
 // kMaxWaitSizes sizes; empty otherwise.
-nlohmann::json IntervalsByGpus(const Workload& w) {
+std::map<int32_t, double> IntervalsByGpus(const Workload& w) {
   std::map<int32_t, double> by;
   for (const SimJob& j : w.jobs) by.emplace(j.gpus, j.checkpoint_s);
+  if (by.size() > kMaxWaitSizes) by.clear();
+  return by;
+}
+
+nlohmann::json IntervalsByGpusJson(const Workload& w) {
   nlohmann::json out = nlohmann::json::object();
-  if (by.size() > kMaxWaitSizes) return out;
-  for (const auto& [g, c] : by) out[std::to_string(g)] = c;
+  for (const auto& [g, c] : IntervalsByGpus(w)) out[std::to_string(g)] = c;
   return out;
 }
 
@@ -175,7 +179,7 @@ nlohmann::json ToJson(const ReplayReport& r) {
                    {"node_repair_s", o.failures.node_repair_s}};
   j["seed"] = o.seed;
   j["checkpoints"] = {{"cadence", r.cadence.name},
-                      {"interval_s_by_gpus", IntervalsByGpus(w)},
+                      {"interval_s_by_gpus", IntervalsByGpusJson(w)},
                       {"cost_s_mean", MeanCheckpointCost(w)}};
   if (r.cadence.name != "fixed") {
     j["checkpoints"]["gpu_mtbf_hours"] = r.cadence.gpu_mtbf_s / 3600;
@@ -200,10 +204,9 @@ std::string TextSummary(const ReplayReport& r) {
   {
     absl::StrAppendFormat(&s, "checkpoints: %s cadence, mean write cost %.0f s; interval by GPUs:",
                           r.cadence.name, MeanCheckpointCost(w));
-    const nlohmann::json by = IntervalsByGpus(w);
-    for (auto it = by.begin(); it != by.end(); ++it) {
-      absl::StrAppendFormat(&s, " %s: %.0f s", it.key(), it.value().get<double>());
-    }
+    const std::map<int32_t, double> by = IntervalsByGpus(w);
+    for (const auto& [g, c] : by) absl::StrAppendFormat(&s, " %d: %.0f s;", g, c);
+    if (!by.empty()) s.pop_back();
     if (by.empty()) s += " (many sizes)";
     if (r.cadence.name != "fixed") {
       absl::StrAppendFormat(&s, " (per-GPU MTBF %.0f h, %d jobs chosen)",
