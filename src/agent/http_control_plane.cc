@@ -245,6 +245,11 @@ absl::StatusOr<BindingSet> HttpControlPlaneClient::WatchBindings(const std::stri
     if (std::string p = Str(Sub(spec, "checkpoint"), "path"); !p.empty()) {
       base.env["TESSERA_CHECKPOINT_PATH"] = p;
     }
+    // The interval the controller chose (Young/Daly, for a job that declared its checkpoint
+    // cost), else the one the job set itself.
+    int64_t every = Int(st, "checkpointIntervalSeconds", 0);
+    if (every <= 0) every = Int(Sub(spec, "checkpoint"), "intervalSeconds", 0);
+    if (every > 0) base.env["TESSERA_CHECKPOINT_INTERVAL_SECONDS"] = absl::StrCat(every);
     if (std::string p = Str(Sub(st, "resumeFrom"), "path"); !p.empty()) {
       base.env["TESSERA_RESUME_FROM"] = p;
     }

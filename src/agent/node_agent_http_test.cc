@@ -230,5 +230,30 @@ TEST_F(NodeAgentHttpTest, AnExitedReplicaIsReportedAndStartedAgain) {
   EXPECT_EQ(agent_->stats().replica_restarts, 1);
 }
 
+// The checkpoint interval reaches the member through its environment: the one the controller
+// chose (status.checkpointIntervalSeconds, Young/Daly) over the job's own spec.checkpoint.
+TEST_F(NodeAgentHttpTest, MembersGetTheCheckpointIntervalInTheirEnvironment) {
+  Json chosen =
+      BoundJob("chosen", "n1", 1,
+               absl::StrCat("echo \"$TESSERA_CHECKPOINT_INTERVAL_SECONDS\" > ", dir_,
+                            "/chosen.tmp; mv ", dir_, "/chosen.tmp ", dir_, "/chosen; sleep 100"),
+               1);
+  chosen["spec"]["checkpoint"] = {{"costSeconds", 60}};
+  chosen["status"]["checkpointIntervalSeconds"] = 2567;
+  Json own = BoundJob("own", "n1", 1,
+                      absl::StrCat("echo \"$TESSERA_CHECKPOINT_INTERVAL_SECONDS\" > ", dir_,
+                                   "/own.tmp; mv ", dir_, "/own.tmp ", dir_, "/own; sleep 100"),
+                      2);
+  own["spec"]["checkpoint"] = {{"intervalSeconds", 600}};
+  ASSERT_NO_FATAL_FAILURE(WriteBound(chosen));
+  ASSERT_NO_FATAL_FAILURE(WriteBound(own));
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  ASSERT_TRUE(
+      WaitFor([&] { return std::filesystem::exists(dir_ + "/chosen"); }, absl::Seconds(20)));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(dir_ + "/own"); }, absl::Seconds(20)));
+  EXPECT_EQ(Slurp(dir_ + "/chosen"), "2567\n");
+  EXPECT_EQ(Slurp(dir_ + "/own"), "600\n");
+}
+
 }  // namespace
 }  // namespace tessera::agent

@@ -242,9 +242,15 @@ std::vector<KindInfo> BuildKinds() {
       // A member exiting non-zero restarts the whole gang from its last
       // checkpoint this many times before the job is Failed (default 0).
       Optional("maxRestarts", S::Int().Min(0).Max(kMaxRestarts)),
+      // intervalSeconds: the job checkpoints this often. Omitted with costSeconds (what one
+      // checkpoint takes to write) given, Tessera chooses the interval from the failure
+      // rate of the job's GPUs (Young/Daly, sched/framework/checkpoint_cadence.h) and
+      // writes it in status.checkpointIntervalSeconds; members read it from env
+      // TESSERA_CHECKPOINT_INTERVAL_SECONDS.
       Optional("checkpoint",
                S::Object({
                    Optional("intervalSeconds", S::Int().Positive().Max(kMaxRuntimeSeconds)),
+                   Optional("costSeconds", S::Number().Positive().Max(kMaxRuntimeSeconds)),
                    Optional("path", S::String().MaxLength(1024)),
                    // Retention: the newest this many Ready Checkpoints of the job are kept, older
                    // ones deleted (api/checkpoints.h); 0 or absent keeps all.
@@ -253,8 +259,13 @@ std::vector<KindInfo> BuildKinds() {
       Optional("suspend", S::Bool()),
   };
   AddSchedulingFields(training);
+  std::vector<Schema::Field> training_status = JobStatusFields();
+  // Written by the controller for a job that declares spec.checkpoint.costSeconds and no
+  // intervalSeconds: the Young/Daly interval for its GPUs.
+  training_status.push_back(
+      Optional("checkpointIntervalSeconds", S::Int().Positive().Max(kMaxRuntimeSeconds)));
   kinds.push_back(Make("TrainingJob", "trainingjobs", true, job_phases,
-                       S::Object(std::move(training)), JobStatusFields()));
+                       S::Object(std::move(training)), std::move(training_status)));
   std::vector<Schema::Field> inference = {
       Required("modelVersion", S::String().DnsLabel()),
       // What each replica runs (the agent's command line), as a TrainingJob's members.

@@ -6,10 +6,39 @@
 #include "controller/controller_internal.h"
 #include "controller/job_codec.h"
 #include "controller/scheduling_controller.h"
+#include "sched/framework/checkpoint_cadence.h"
 
 namespace tessera::controller {
 
 using namespace internal;  // NOLINT: the module's own helpers
+
+namespace {
+
+// The interval Tessera chooses for a TrainingJob that declares what a
+// checkpoint costs (spec.checkpoint.costSeconds) and leaves intervalSeconds
+// out: Young/Daly for its `gpus`; 0 for every other job.
+int64_t ChosenCheckpointInterval(const Json& obj, double gpu_mtbf_s, int64_t gpus) {
+  if (Str(obj, "kind", "TrainingJob") != "TrainingJob") return 0;
+  auto spec = obj.find("spec");
+  if (spec == obj.end() || !spec->is_object()) return 0;
+  auto c = spec->find("checkpoint");
+  if (c == spec->end() || !c->is_object()) return 0;
+  const Json& ckpt = *c;
+  if (ckpt.contains("intervalSeconds")) return 0;
+  auto cost = ckpt.find("costSeconds");
+  if (cost == ckpt.end() || !cost->is_number()) return 0;
+  return sched::CheckpointIntervalSeconds(cost->get<double>(), gpu_mtbf_s, gpus);
+}
+
+}  // namespace
+
+double SchedulingController::CheckpointGpuMtbfSeconds() const {
+  if (options_.checkpoint_gpu_mtbf > absl::ZeroDuration()) {
+    return absl::ToDoubleSeconds(options_.checkpoint_gpu_mtbf);
+  }
+  return sched::GpuMtbfSeconds(gpu_failures_seen_, gpu_seconds_seen_,
+                               sched::kDefaultGpuMtbfSeconds);
+}
 
 std::optional<SchedulingController::BindingChange> SchedulingController::PlanBinding(
     const JobRec& rec, const std::string& explanation, absl::Time now) const {
@@ -33,11 +62,20 @@ std::optional<SchedulingController::BindingChange> SchedulingController::PlanBin
               {{"nodes", absl::StrJoin(nodes, ",")},
                {"generation", b.generation},
                {"members", static_cast<int64_t>(b.members)}}};
+  int64_t gpus = 0;
+  for (const sched::MemberPlacement& m : pl->members) gpus += static_cast<int64_t>(m.gpus.size());
   b.mutate = [placement = PlacementToJson(*pl, job, *cluster_, b.generation), nodes,
               gen = b.generation, members = static_cast<int64_t>(b.members), msg = b.message,
-              attempts = rec.attempts + 1, priority = job.priority, now](Json& obj) {
+              attempts = rec.attempts + 1, priority = job.priority, now, gpus,
+              mtbf = CheckpointGpuMtbfSeconds()](Json& obj) {
     Json& st = StatusOf(obj);
     if (Terminal(Str(st, "phase"))) return false;
+    // Chosen at each binding, for the GPUs this placement holds.
+    if (const int64_t every = ChosenCheckpointInterval(obj, mtbf, gpus); every > 0) {
+      st["checkpointIntervalSeconds"] = every;
+    } else {
+      st.erase("checkpointIntervalSeconds");
+    }
     // A binding made while one is open (not the controller's, say): that one ends here.
     api::ReleasePlacement(st, now);
     st["phase"] = "Scheduled";

@@ -172,6 +172,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       const bool now_bad = ((mask >> g) & 1u) != 0;
       (void)cluster_->SetGpuHealth(rec.id, g, !now_bad, now_bad ? &affected : nullptr);
       if (now_bad) {
+        ++gpu_failures_seen_;
         RecordEvent(obj, rev,
                     {"GpuUnhealthy",
                      absl::StrCat("GPU ", g, " turned unhealthy"),

@@ -218,6 +218,15 @@ absl::Status SchedulingController::Step() {
     revision_ = evs->revision;
     if (evs->events.empty()) break;
   }
+  {
+    // GPU-time the fleet was watched, for the observed failure rate.
+    const absl::Time now = clock_.Now();
+    if (gpu_time_mark_ != absl::InfinitePast() && now > gpu_time_mark_) {
+      gpu_seconds_seen_ +=
+          static_cast<double>(cluster_->total_gpus()) * absl::ToDoubleSeconds(now - gpu_time_mark_);
+    }
+    gpu_time_mark_ = now;
+  }
   NodeTimers();
   RuntimeLimits();
   SyncPools(clock_.Now());

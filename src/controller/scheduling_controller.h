@@ -126,6 +126,13 @@ struct ControllerOptions {
   // The autoscaling policy of InferenceServices with spec.slo (freshness of
   // readings, tolerance, scale-down stabilization window; autoscaler.h).
   AutoscalerOptions autoscaler;
+  // Per-GPU mean time between failures for the checkpoint interval Tessera
+  // chooses (status.checkpointIntervalSeconds, Young/Daly) for TrainingJobs
+  // that declare spec.checkpoint.costSeconds without intervalSeconds. Zero:
+  // the rate observed since Start() (GPUs turning unhealthy over GPU-time)
+  // once it has seen sched::kMinObservedGpuFailures failures, else
+  // sched::kDefaultGpuMtbfSeconds (50,000 GPU-hours).
+  absl::Duration checkpoint_gpu_mtbf = absl::ZeroDuration();
   // Where to export scheduling and fleet metrics (borrowed; null: none).
   metrics::Registry* metrics = nullptr;
   // One structured line per transition (binding, preemption, requeue, node
@@ -454,6 +461,13 @@ class SchedulingController {
   std::set<std::pair<absl::Time, std::string>> runtime_deadlines_;
   EventCollector events_gc_;  // Event objects older than options_.event_ttl
   absl::Time last_cycle_ = absl::InfinitePast();
+  // The fleet's observed GPU failure rate (ControllerOptions::checkpoint_gpu_mtbf):
+  // GPUs that turned unhealthy, and GPU-seconds of fleet seen, since the first Start().
+  int64_t gpu_failures_seen_ = 0;
+  double gpu_seconds_seen_ = 0;
+  absl::Time gpu_time_mark_ = absl::InfinitePast();
+  // Per-GPU MTBF in seconds for Young/Daly intervals (see the option).
+  double CheckpointGpuMtbfSeconds() const;
   std::unique_ptr<ControllerMetrics> metrics_;
   uint64_t gauges_generation_ = ~uint64_t{0};
   absl::flat_hash_map<std::string, bool> exported_ready_;           // node -> value last exported

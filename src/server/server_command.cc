@@ -50,6 +50,7 @@ struct ServerFlags {
   double event_ttl_s = 3600;
   double eviction_s = 300;
   double elastic_grow_s = 60;
+  double checkpoint_gpu_mtbf_h = 0;  // 0: observed failure rate, else 50,000 h
   // InferenceService autoscaling (controller/autoscaler.h).
   double autoscale_window_s = 300;
   double autoscale_tolerance = 0.1;
@@ -302,6 +303,7 @@ int RunServer(const ServerFlags& f) {
     co.event_ttl = absl::Seconds(f.event_ttl_s);
     co.eviction_delay = absl::Seconds(f.eviction_s);
     co.elastic_grow_interval = absl::Seconds(f.elastic_grow_s);
+    co.checkpoint_gpu_mtbf = absl::Hours(f.checkpoint_gpu_mtbf_h);
     co.autoscaler.stabilization = absl::Seconds(f.autoscale_window_s);
     co.autoscaler.tolerance = f.autoscale_tolerance;
     co.autoscaler.freshness = absl::Seconds(f.autoscale_freshness_s);
@@ -393,6 +395,12 @@ void RegisterServerCommands(CLI::App& app) {
                   "Event objects older than this are deleted (0: kept forever)");
   cmd->add_option("--eviction-seconds", flags->eviction_s,
                   "A NotReady node loses its gangs after this long");
+  cmd->add_option("--checkpoint-gpu-mtbf-hours", flags->checkpoint_gpu_mtbf_h,
+                  "per-GPU mean time between failures for the checkpoint interval chosen for "
+                  "TrainingJobs with spec.checkpoint.costSeconds (Young/Daly); 0: the fleet's "
+                  "observed rate once 3 GPUs failed, else 50,000 h")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--elastic-grow-seconds", flags->elastic_grow_s,
                   "An elastic TrainingJob below maxReplicas grows back at most this often "
                   "(each resize restarts its members from the last checkpoint)");

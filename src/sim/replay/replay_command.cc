@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "config/cluster_yaml.h"
 #include "config/profile_yaml.h"
+#include "sched/framework/checkpoint_cadence.h"
 #include "sched/pack/plugin_set.h"
 #include "sched/plugins/default_registry.h"
 #include "sim/replay/report.h"
@@ -81,7 +82,10 @@ struct Flags {
   std::string checkpoint = "30m";
   std::string checkpoint_mix;  // synthetic: per-job intervals
   std::string restart = "5m";
-  std::string reserve_after;  // empty: each policy's own
+  std::string checkpoint_cost = "0";  // write time of each periodic checkpoint
+  std::string cadence = "fixed";      // fixed | young-daly
+  std::string gpu_mtbf;               // young-daly: per-GPU MTBF (default: from the failure flags)
+  std::string reserve_after;          // empty: each policy's own
   std::string las_thresholds = "3600,36000";
   std::string sample_interval = "0";
   bool no_preempt_checkpoint = false;
@@ -141,7 +145,7 @@ absl::Status Run(const Flags& f) {
     *out = *s;
     return absl::OkStatus();
   };
-  double checkpoint = 0, restart = 0;
+  double checkpoint = 0, restart = 0, checkpoint_cost = 0;
   struct {
     const char* flag;
     const std::string* value;
@@ -153,6 +157,7 @@ absl::Status Run(const Flags& f) {
       {"--node-repair", &f.node_repair, &opt.failures.node_repair_s},
       {"--checkpoint", &f.checkpoint, &checkpoint},
       {"--restart", &f.restart, &restart},
+      {"--checkpoint-cost", &f.checkpoint_cost, &checkpoint_cost},
       {"--sample-interval", &f.sample_interval, &opt.sample_interval_s},
       {"--preempt-exit", &f.preempt_exit, &opt.preempt_exit_s},
   };
@@ -217,6 +222,25 @@ absl::Status Run(const Flags& f) {
         absl::StrCat("--workload: \"", f.workload, "\" is not philly, openb or synthetic"));
   }
   if (f.max_jobs > 0 && static_cast<int64_t>(w.jobs.size()) > f.max_jobs) w.jobs.resize(f.max_jobs);
+  for (SimJob& j : w.jobs) j.checkpoint_cost_s = checkpoint_cost;
+  CadenceInfo cadence;
+  cadence.name = f.cadence;
+  if (f.cadence == "young-daly") {
+    if (!(checkpoint_cost > 0)) {
+      return absl::InvalidArgumentError(
+          "--cadence young-daly: needs --checkpoint-cost > 0 (the interval is "
+          "sqrt(2 x cost x MTBF of the job's GPUs))");
+    }
+    cadence.gpu_mtbf_s = FleetGpuMtbfSeconds(opt);
+    if (!f.gpu_mtbf.empty()) {
+      if (auto s = sec("--gpu-mtbf", f.gpu_mtbf, &cadence.gpu_mtbf_s); !s.ok()) return s;
+    }
+    if (!(cadence.gpu_mtbf_s > 0)) cadence.gpu_mtbf_s = sched::kDefaultGpuMtbfSeconds;
+    cadence.jobs_chosen = ApplyYoungDalyCadence(cadence.gpu_mtbf_s, &w);
+  } else if (f.cadence != "fixed") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cadence: \"", f.cadence, "\" is not fixed or young-daly"));
+  }
 
   PolicyRegistry policies = PolicyRegistry::Builtin();
   std::vector<PolicySpec> specs;
@@ -280,6 +304,7 @@ absl::Status Run(const Flags& f) {
   ReplayReport report;
   report.workload = &w;
   report.options = &opt;
+  report.cadence = cadence;
   for (auto& r : results) {
     if (!r.ok()) return r.status();
     report.results.push_back(std::move(*r));
@@ -341,6 +366,17 @@ void RegisterSimReplayCommands(CLI::App& sim) {
       "0: never); replaces --checkpoint");
   c->add_option("--restart", f.restart, "restart overhead after a failure or preemption")
       ->capture_default_str();
+  c->add_option("--checkpoint-cost", f.checkpoint_cost,
+                "run time each periodic checkpoint takes to write (no progress meanwhile)")
+      ->capture_default_str();
+  c->add_option("--cadence", f.cadence,
+                "checkpoint intervals: fixed (--checkpoint / --checkpoint-mix) or young-daly "
+                "(Tessera chooses sqrt(2 x --checkpoint-cost x MTBF of the job's GPUs), as the "
+                "server does for jobs declaring spec.checkpoint.costSeconds)")
+      ->capture_default_str();
+  c->add_option("--gpu-mtbf", f.gpu_mtbf,
+                "young-daly: per-GPU mean time between failures (default: the fleet's rate from "
+                "--gpu-failure-interval and --node-failure-interval, else 50,000 h)");
   c->add_option("--reserve-after", f.reserve_after,
                 "for every policy: a blocked head waiting this long stops backfill "
                 "(default: each policy's own; sjf 6h, default never)");

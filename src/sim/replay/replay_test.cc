@@ -108,6 +108,96 @@ TEST(ReplayFailure, GangRestartsFromLastCheckpoint) {
   }
 }
 
+TEST(ReplayCheckpointCost, SplitRunAndRunTime) {
+  SimJob j = J(0, 10000, 8);
+  j.checkpoint_s = 1800;
+  j.checkpoint_cost_s = 100;
+  // 4000 s of run: two cycles of 1800 + 100, then 200 s of work.
+  RunSplit s = SplitRun(j, 4000);
+  EXPECT_DOUBLE_EQ(s.saved, 3600);
+  EXPECT_DOUBLE_EQ(s.done, 3800);
+  EXPECT_DOUBLE_EQ(s.writing, 200);
+  // Inside a write: the work is done, the checkpoint not yet saved.
+  s = SplitRun(j, 1850);
+  EXPECT_DOUBLE_EQ(s.saved, 0);
+  EXPECT_DOUBLE_EQ(s.done, 1800);
+  EXPECT_DOUBLE_EQ(s.writing, 50);
+  // No write after the last piece of work.
+  EXPECT_DOUBLE_EQ(RunTimeFor(j, 3600), 3600 + 100);
+  EXPECT_DOUBLE_EQ(RunTimeFor(j, 3601), 3601 + 200);
+  j.checkpoint_cost_s = 0;
+  EXPECT_DOUBLE_EQ(SplitRun(j, 4000).done, 4000);
+  EXPECT_DOUBLE_EQ(SplitRun(j, 4000).saved, 3600);
+  EXPECT_DOUBLE_EQ(RunTimeFor(j, 4000), 4000);
+}
+
+TEST(ReplayCheckpointCost, WritesCostRunTimeAndCountInGoodput) {
+  // As GangRestartsFromLastCheckpoint, with each checkpoint taking 100 s to
+  // write. The failure at 4000 finds two checkpoints saved (3600 s of work)
+  // and 200 s of work since; the restart at 4000 pays 300 s, then 6400 s of
+  // work with three writes: done at 4000 + 300 + 6700 = 11000.
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 10000, 8)};
+  w.jobs[0].checkpoint_s = 1800;
+  w.jobs[0].checkpoint_cost_s = 100;
+  w.jobs[0].restart_s = 300;
+  SimOptions o = Fleet(2, 8);
+  o.scripted_failures = {{.t_s = 4000, .node = 0, .gpu = 3}};
+  for (std::string p : {"fifo", "sjf", "las", "default", "queues"}) {
+    PolicyResult r = RunOne(w, o, p);
+    ASSERT_EQ(r.completed, 1) << p;
+    EXPECT_DOUBLE_EQ(r.jct_by_job[0], 11000) << p;
+    EXPECT_DOUBLE_EQ(r.failure_lost_gpu_s, 8 * 200.0) << p;
+    EXPECT_DOUBLE_EQ(r.failure_restart_gpu_s, 8 * 300.0) << p;
+    EXPECT_DOUBLE_EQ(r.checkpoint_write_gpu_s, 8 * 500.0) << p;
+    EXPECT_DOUBLE_EQ(r.allocated_gpu_s, 8 * 11000.0) << p;
+    EXPECT_DOUBLE_EQ(r.useful_gpu_s, 8 * 10000.0) << p;
+  }
+  // Without failures the bound is what the five writes cost: 1 - 500 / 10000.
+  o.scripted_failures.clear();
+  EXPECT_DOUBLE_EQ(GoodputBound(w, o), 0.95);
+}
+
+TEST(ReplayCheckpointCost, YoungDalyCadenceFromTheFleetsFailureRate) {
+  SimOptions o = Fleet(3125, 8);
+  o.failures.gpu_failure_interval_s = 2.5 * 3600;
+  // 25,000 GPUs, one failure per 2.5 h: 62,500 h per GPU.
+  EXPECT_DOUBLE_EQ(FleetGpuMtbfSeconds(o), 25000 * 2.5 * 3600);
+  EXPECT_DOUBLE_EQ(FleetGpuMtbfSeconds(Fleet(4, 8)), 0);
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 100, 4096), J(0, 100, 8), J(0, 100, 8)};
+  for (SimJob& j : w.jobs) j.checkpoint_s = 1800;
+  w.jobs[0].checkpoint_cost_s = 60;
+  w.jobs[1].checkpoint_cost_s = 60;
+  EXPECT_EQ(ApplyYoungDalyCadence(FleetGpuMtbfSeconds(o), &w), 2);
+  EXPECT_DOUBLE_EQ(w.jobs[0].checkpoint_s, 2567);  // sqrt(2 x 60 x 54,932 s)
+  EXPECT_DOUBLE_EQ(w.jobs[1].checkpoint_s, 58095);
+  EXPECT_DOUBLE_EQ(w.jobs[2].checkpoint_s, 1800);  // no cost declared: its own
+}
+
+TEST(ReplayReporting, UtilizationWhileWorkWaitsAndWaitBySize) {
+  // One node of 8 GPUs: a 4-GPU job runs 0-100; an 8-GPU job submitted at 10
+  // waits until 100 at 50% utilization, then runs 100-200 with nothing waiting.
+  Workload w;
+  w.queues = {"a"};
+  w.jobs = {J(0, 100, 4), J(10, 100, 8)};
+  for (std::string p : {"fifo", "default", "queues"}) {
+    PolicyResult r = RunOne(w, Fleet(1, 8), p);
+    EXPECT_DOUBLE_EQ(r.util_waiting_mean, 0.5) << p;
+    EXPECT_DOUBLE_EQ(r.util_waiting_p5, 0.5) << p;
+    EXPECT_DOUBLE_EQ(r.util_waiting_min, 0.5) << p;
+    EXPECT_DOUBLE_EQ(r.waiting_fraction, 0.45) << p;
+    ASSERT_EQ(r.wait_by_gpus.size(), 2u) << p;
+    EXPECT_EQ(r.wait_by_gpus[0].gpus, "4");
+    EXPECT_DOUBLE_EQ(r.wait_by_gpus[0].max_s, 0) << p;
+    EXPECT_EQ(r.wait_by_gpus[1].gpus, "8");
+    EXPECT_DOUBLE_EQ(r.wait_by_gpus[1].max_s, 90) << p;
+    EXPECT_EQ(r.wait_by_gpus[1].never_started, 0) << p;
+  }
+}
+
 TEST(ReplayFailure, FailureDuringRestartLosesOnlyOverhead) {
   Workload w;
   w.queues = {"a"};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -53,10 +54,25 @@ nlohmann::json PolicyJson(const PolicyResult& p) {
                     {"restart_overhead_failures", p.failure_restart_gpu_s / 3600},
                     {"lost_work_preemption", p.preempt_lost_gpu_s / 3600},
                     {"restart_overhead_preemption", p.preempt_restart_gpu_s / 3600}};
+  j["gpu_hours"]["checkpoint_writes"] = p.checkpoint_write_gpu_s / 3600;
   j["goodput"] = {{"achieved", p.goodput},
                   {"bound_from_checkpoint_and_restart", p.goodput_bound},
                   {"gap_points", 100 * (p.goodput_bound - p.goodput)}};
   j["utilization"] = p.utilization;
+  j["utilization_while_waiting"] = {{"mean", p.util_waiting_mean},
+                                    {"p5", p.util_waiting_p5},
+                                    {"p50", p.util_waiting_p50},
+                                    {"min", p.util_waiting_min},
+                                    {"waiting_fraction_of_run", p.waiting_fraction}};
+  nlohmann::json waits = nlohmann::json::object();
+  for (const WaitBySize& b : p.wait_by_gpus) {
+    waits[b.gpus] = {{"jobs", b.jobs},
+                     {"never_started", b.never_started},
+                     {"mean_s", b.mean_s},
+                     {"p99_s", b.p99_s},
+                     {"max_s", b.max_s}};
+  }
+  j["wait_by_gpus"] = waits;
   j["effective_utilization"] = p.effective_utilization;
   j["failures"] = {{"gpu_failures", p.gpu_failures},
                    {"node_failures", p.node_failures},
@@ -77,6 +93,28 @@ nlohmann::json PolicyJson(const PolicyResult& p) {
 }
 
 std::string Hours(double s) { return absl::StrFormat("%.2fh", s / 3600); }
+
+// The checkpoint interval of each GPU count (the first job's; under
+// young-daly all jobs of a size with the same cost share it), for at most
+// kMaxWaitSizes sizes; empty otherwise.
+std::map<int32_t, double> IntervalsByGpus(const Workload& w) {
+  std::map<int32_t, double> by;
+  for (const SimJob& j : w.jobs) by.emplace(j.gpus, j.checkpoint_s);
+  if (by.size() > kMaxWaitSizes) by.clear();
+  return by;
+}
+
+nlohmann::json IntervalsByGpusJson(const Workload& w) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [g, c] : IntervalsByGpus(w)) out[std::to_string(g)] = c;
+  return out;
+}
+
+double MeanCheckpointCost(const Workload& w) {
+  double sum = 0;
+  for (const SimJob& j : w.jobs) sum += j.checkpoint_cost_s;
+  return w.jobs.empty() ? 0 : sum / w.jobs.size();
+}
 
 std::string XmlEscape(const std::string& s) {
   std::string out;
@@ -140,6 +178,13 @@ nlohmann::json ToJson(const ReplayReport& r) {
                    {"gpu_repair_s", o.failures.gpu_repair_s},
                    {"node_repair_s", o.failures.node_repair_s}};
   j["seed"] = o.seed;
+  j["checkpoints"] = {{"cadence", r.cadence.name},
+                      {"interval_s_by_gpus", IntervalsByGpusJson(w)},
+                      {"cost_s_mean", MeanCheckpointCost(w)}};
+  if (r.cadence.name != "fixed") {
+    j["checkpoints"]["gpu_mtbf_hours"] = r.cadence.gpu_mtbf_s / 3600;
+    j["checkpoints"]["jobs_chosen"] = r.cadence.jobs_chosen;
+  }
   nlohmann::json policies = nlohmann::json::object();
   for (const PolicyResult& p : r.results) policies[p.policy] = PolicyJson(p);
   j["policies"] = policies;
@@ -156,6 +201,19 @@ std::string TextSummary(const ReplayReport& r) {
       w.source, w.jobs.size(), w.queues.size(), w.GpuSeconds() / 3600, o.cluster.nodes,
       o.cluster.gpus_per_node, int64_t{o.cluster.nodes} * o.cluster.gpus_per_node,
       o.hot_spare_nodes);
+  {
+    absl::StrAppendFormat(&s, "checkpoints: %s cadence, mean write cost %.0f s; interval by GPUs:",
+                          r.cadence.name, MeanCheckpointCost(w));
+    const std::map<int32_t, double> by = IntervalsByGpus(w);
+    for (const auto& [g, c] : by) absl::StrAppendFormat(&s, " %d: %.0f s;", g, c);
+    if (!by.empty()) s.pop_back();
+    if (by.empty()) s += " (many sizes)";
+    if (r.cadence.name != "fixed") {
+      absl::StrAppendFormat(&s, " (per-GPU MTBF %.0f h, %d jobs chosen)",
+                            r.cadence.gpu_mtbf_s / 3600, r.cadence.jobs_chosen);
+    }
+    s += "\n";
+  }
   absl::StrAppendFormat(&s, "%-8s %9s %9s %9s %9s %9s %8s %7s %7s %9s %8s %6s %10s %8s\n", "policy",
                         "jct_mean", "jct_p50", "jct_p99", "qd_mean", "qd_p99", "slowdn", "util",
                         "goodput", "makespan", "mk/LB", "jain", "preempt", "wall_s");
@@ -184,6 +242,26 @@ std::string TextSummary(const ReplayReport& r) {
                             100 * (p.goodput_bound - p.goodput), p.mean_restart_wait_s / 60,
                             p.restart_wait_gpu_s / 3600, 100 * p.effective_utilization);
     }
+  }
+  // Utilization while work waits, next to the whole run's, and the wait by
+  // gang size (max and p99 show starvation; never-started jobs count up to the end).
+  for (const PolicyResult& p : r.results) {
+    absl::StrAppendFormat(&s,
+                          "%s: utilization %.2f%% over the run; while work waits (%.1f%% of the "
+                          "run) mean %.2f%%, p5 %.1f%%, median %.1f%%, min %.1f%%; checkpoint "
+                          "writes %.1f GPU-h\n",
+                          p.policy, 100 * p.utilization, 100 * p.waiting_fraction,
+                          100 * p.util_waiting_mean, 100 * p.util_waiting_p5,
+                          100 * p.util_waiting_p50, 100 * p.util_waiting_min,
+                          p.checkpoint_write_gpu_s / 3600);
+    std::string line = absl::StrCat(p.policy, ": wait by GPUs (p99 / max):");
+    for (const WaitBySize& b : p.wait_by_gpus) {
+      absl::StrAppend(&line, " ", b.gpus, ": ", Hours(b.p99_s), " / ", Hours(b.max_s));
+      if (b.never_started > 0) absl::StrAppend(&line, " (", b.never_started, " never started)");
+      absl::StrAppend(&line, ";");
+    }
+    if (!line.empty() && line.back() == ';') line.pop_back();
+    s += line + "\n";
   }
   // Per queue: GPU-hours and share (overall, and while >= 2 queues had
   // work) against the entitlement (equal; under `queues` the manager's).

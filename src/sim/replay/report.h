@@ -13,9 +13,17 @@
 
 namespace tessera::sim::replay {
 
+// How the jobs' checkpoint intervals were chosen (for the header and JSON).
+struct CadenceInfo {
+  std::string name = "fixed";  // "fixed" (the workload's or --checkpoint) or "young-daly"
+  double gpu_mtbf_s = 0;       // young-daly: the per-GPU MTBF it used
+  int64_t jobs_chosen = 0;     // young-daly: jobs whose interval it chose
+};
+
 struct ReplayReport {
   const Workload* workload = nullptr;
   const SimOptions* options = nullptr;
+  CadenceInfo cadence;
   std::vector<PolicyResult> results;
   double total_wall_s = 0;
 };

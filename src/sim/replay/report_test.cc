@@ -44,7 +44,11 @@ TEST(ReplayReport, JsonCsvAndSvg) {
     EXPECT_TRUE(p["fairness"]["queues"][0].contains("contended_share")) << name;
     EXPECT_TRUE(p["fairness"]["queues"][0].contains("preemptions")) << name;
     EXPECT_TRUE(p.contains("makespan")) << name;
+    EXPECT_TRUE(p["utilization_while_waiting"].contains("p5")) << name;
+    EXPECT_EQ(p["wait_by_gpus"].size(), 4u) << name;  // 1, 2, 3 and 4 GPUs
+    EXPECT_TRUE(p["wait_by_gpus"]["4"].contains("p99_s")) << name;
   }
+  EXPECT_EQ(j["checkpoints"]["cadence"], "fixed");
   std::string csv = TimeSeriesCsv(report);
   EXPECT_EQ(csv.rfind("policy,t_hours,", 0), 0u);
   EXPECT_NE(csv.find("\nlas,"), std::string::npos);
@@ -56,6 +60,8 @@ TEST(ReplayReport, JsonCsvAndSvg) {
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(TextSummary(report).find("default"), std::string::npos);
   EXPECT_NE(TextSummary(report).find("contended"), std::string::npos);  // the per-queue table
+  EXPECT_NE(TextSummary(report).find("while work waits"), std::string::npos);
+  EXPECT_NE(TextSummary(report).find("wait by GPUs (p99 / max): 1: "), std::string::npos);
 }
 
 }  // namespace

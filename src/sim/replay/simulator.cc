@@ -67,7 +67,14 @@ bool Sim::MayFitJob(int32_t i) const {
 
 void Sim::Advance(double t) {
   if (t > now_) {
-    alloc_integral_ += static_cast<double>(allocated_milli_) / model::kMilliPerGpu * (t - now_);
+    const double alloc = static_cast<double>(allocated_milli_) / model::kMilliPerGpu;
+    alloc_integral_ += alloc * (t - now_);
+    if (pending_count_ > 0 && capacity_gpus_ > 0) {
+      waiting_s_ += t - now_;
+      waiting_alloc_gpu_s_ += alloc * (t - now_);
+      const double u = std::clamp(alloc / static_cast<double>(capacity_gpus_), 0.0, 1.0);
+      waiting_util_hist_[static_cast<size_t>(std::floor(u * 1000))] += t - now_;
+    }
     int waiting = 0;
     for (int64_t n : q_pending_) waiting += n > 0;
     if (waiting >= 2) {
@@ -232,10 +239,11 @@ void Sim::Start(int32_t i) {
     res_.restart_wait_gpu_s += sj.gpu_units() * (now_ - r.killed_at);
     r.killed_at = -1;
   }
-  double end = now_ + r.seg_overhead + (sj.duration_s - r.progress0);
+  double end = now_ + r.seg_overhead + RunTimeFor(sj, sj.duration_s - r.progress0);
   Push(end, kComplete, i, r.epoch);
   if (qm_ != nullptr && sj.checkpoint_s > 0) {
-    checkpoints_due_.push({now_ + r.seg_overhead + sj.checkpoint_s, i, r.epoch});
+    checkpoints_due_.push(
+        {now_ + r.seg_overhead + sj.checkpoint_s + sj.checkpoint_cost_s, i, r.epoch});
   }
   r.running_pos = static_cast<int32_t>(running_.size());
   running_.push_back(i);
@@ -263,19 +271,22 @@ void Sim::Stop(int32_t i, Cause cause, double checkpoint_at) {
   const double overhead = std::min(seg, r.seg_overhead);
   const double run = seg - overhead;
   double kept = r.progress0;  // progress the next segment starts from
+  double lost = 0, writing = 0;
   if (cause == Cause::kNone) {
     kept = sj.duration_s;
+    writing = std::max(0.0, run - (sj.duration_s - r.progress0));
   } else {
-    if (sj.checkpoint_s > 0) {
-      kept = r.progress0 + std::floor(run / sj.checkpoint_s) * sj.checkpoint_s;
-    }
+    const RunSplit split = SplitRun(sj, run);
+    kept = r.progress0 + split.saved;
+    writing = split.writing;
     if (checkpoint_at >= r.seg_start) {
       const double upto = std::clamp(checkpoint_at - r.seg_start - overhead, 0.0, run);
-      kept = std::max(kept, r.progress0 + upto);
+      kept = std::max(kept, r.progress0 + SplitRun(sj, upto).done);
     }
+    lost = r.progress0 + split.done - kept;
   }
-  const double lost = cause == Cause::kNone ? 0 : r.progress0 + run - kept;
   const double g = sj.gpu_units();
+  res_.checkpoint_write_gpu_s += g * writing;
   res_.allocated_gpu_s += g * seg;
   q_alloc_[sj.queue] += g * seg;
   double* restart_acc = r.restart_cause == Cause::kPreempt ? &res_.preempt_restart_gpu_s
@@ -286,7 +297,7 @@ void Sim::Stop(int32_t i, Cause cause, double checkpoint_at) {
     res_.preempt_lost_gpu_s += g * lost;
     ++q_preemptions_[sj.queue];
   }
-  loss_total_ += g * (overhead + lost);
+  loss_total_ += g * (overhead + lost + writing);
   r.facts.attained_gpu_s += g * seg;
   running_milli_by_band_[r.facts.band] -= sj.milli();
   TrackRunning(i, false);  // before the band moves
@@ -481,6 +492,7 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
   q_contended_.assign(w_.queues.size(), 0);
   q_pending_.assign(w_.queues.size(), 0);
   q_preemptions_.assign(w_.queues.size(), 0);
+  waiting_util_hist_.assign(1001, 0);
   res_.policy = policy_.name;
   res_.description = policy_.description;
   res_.jobs = n;
@@ -613,9 +625,12 @@ absl::StatusOr<PolicyResult> Sim::Run(const sched::PluginRegistry& base, Clock* 
     }
   }
   if (qm_ != nullptr) QueueMetrics();
+  WaitingMetrics();
+  WaitBySizeMetrics();
   res_.jain_mean = jain_n_ > 0 ? jain_sum_ / jain_n_ : 1;
   res_.useful_gpu_s = res_.allocated_gpu_s - res_.failure_lost_gpu_s - res_.failure_restart_gpu_s -
-                      res_.preempt_lost_gpu_s - res_.preempt_restart_gpu_s;
+                      res_.preempt_lost_gpu_s - res_.preempt_restart_gpu_s -
+                      res_.checkpoint_write_gpu_s;
   res_.goodput = res_.allocated_gpu_s > 0 ? res_.useful_gpu_s / res_.allocated_gpu_s : 1;
   res_.goodput_bound = GoodputBound(w_, opt_);
   res_.makespan_s = res_.completed > 0 ? last_finish_ - first : 0;

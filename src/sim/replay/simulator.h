@@ -128,6 +128,18 @@ struct SizeClass {
   Dist jct, queue_delay, slowdown;
 };
 
+// Wait (first start - submit) of the jobs of one gang size: the workload's
+// distinct GPU counts when there are at most kMaxWaitSizes of them (e.g. a
+// --size-mix), else the size classes of SizeClass. A job that never started
+// counts with its wait up to the end of the run, so a starved gang shows.
+struct WaitBySize {
+  std::string gpus;  // "4096", or a class "513+"
+  int64_t jobs = 0;
+  int64_t never_started = 0;
+  double mean_s = 0, p99_s = 0, max_s = 0;
+};
+inline constexpr size_t kMaxWaitSizes = 16;
+
 struct QueueShare {
   std::string queue;
   double gpu_hours = 0;
@@ -158,17 +170,30 @@ struct PolicyResult {
   std::vector<QueueShare> queues;
 
   // GPU-seconds. allocated == useful + failure_lost + failure_restart +
-  // preempt_lost + preempt_restart (conservation).
+  // preempt_lost + preempt_restart + checkpoint_write (conservation).
   double allocated_gpu_s = 0;
   double useful_gpu_s = 0;
   double failure_lost_gpu_s = 0;
   double failure_restart_gpu_s = 0;
   double preempt_lost_gpu_s = 0;
   double preempt_restart_gpu_s = 0;
+  double checkpoint_write_gpu_s =
+      0;                     // periodic checkpoints' write time (SimJob::checkpoint_cost_s)
   double demand_gpu_s = 0;   // sum of gpus * duration over completed jobs
   double goodput = 1;        // useful / allocated
   double goodput_bound = 1;  // what checkpoint interval and restart overhead allow
   double utilization = 0;    // allocated / (capacity * makespan)
+  // Utilization (allocated / capacity) over the time at least one job waited
+  // (pending > 0), time-weighted: mean, 5th percentile, median and minimum
+  // (0.1% resolution), and the share of the run during which work waited.
+  // Capacity that work could use but did not is what these show: a gang
+  // draining room for itself, fragmentation, repairs.
+  double util_waiting_mean = 0;
+  double util_waiting_p5 = 0;
+  double util_waiting_p50 = 0;
+  double util_waiting_min = 0;
+  double waiting_fraction = 0;
+  std::vector<WaitBySize> wait_by_gpus;
 
   int64_t gpu_failures = 0;
   int64_t node_failures = 0;
@@ -234,5 +259,17 @@ double MakespanLowerBound(const Workload& w, int64_t capacity_gpus);
 // sum_j g_j p_j rate_j (C_j/2 + R_j) / sum_j g_j p_j (first order; no wait
 // for capacity after a failure).
 double GoodputBound(const Workload& w, const SimOptions& opt);
+
+// Per-GPU mean time between failures implied by the failure options: GPU
+// failures at 1 / (I_gpu x fleet GPUs) per GPU plus node failures at
+// 1 / (I_node x fleet nodes) per node, shared by its GPUs. 0 without failures.
+double FleetGpuMtbfSeconds(const SimOptions& opt);
+
+// Checkpoint cadence chosen by Tessera (--cadence young-daly): every job
+// with a checkpoint cost gets sched::CheckpointIntervalSeconds(cost,
+// gpu_mtbf_s, gpus), the interval the server's controller writes in
+// status.checkpointIntervalSeconds; jobs without a cost keep theirs.
+// Returns how many jobs were changed. gpu_mtbf_s <= 0 changes nothing.
+int64_t ApplyYoungDalyCadence(double gpu_mtbf_s, Workload* w);
 
 }  // namespace tessera::sim::replay

@@ -1,8 +1,12 @@
 // The replay simulator's GPU and node failures, repairs and periodic samples
-// (see simulator.h, "Failures and checkpoints").
+// (see simulator.h, "Failures and checkpoints"), and the run-level figures
+// taken from its state at the end (utilization while work waits, wait by
+// gang size).
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
+#include <string>
 
 #include "sim/replay/simulator_internal.h"
 
@@ -121,6 +125,74 @@ void Sim::TakeSample() {
     ++jain_n_;
   }
   res_.series.push_back(s);
+}
+
+void Sim::WaitingMetrics() {
+  const double makespan = last_finish_ - w_.FirstSubmit();
+  res_.waiting_fraction = makespan > 0 ? std::min(1.0, waiting_s_ / makespan) : 0;
+  if (!(waiting_s_ > 0)) return;
+  res_.util_waiting_mean =
+      waiting_alloc_gpu_s_ / (waiting_s_ * static_cast<double>(capacity_gpus_));
+  // Percentile q: the lowest utilization step below which (inclusive) q of the waiting time lies.
+  auto pct = [&](double q) {
+    double acc = 0;
+    for (size_t k = 0; k < waiting_util_hist_.size(); ++k) {
+      acc += waiting_util_hist_[k];
+      if (acc >= q * waiting_s_) return static_cast<double>(k) / 1000;
+    }
+    return 1.0;
+  };
+  res_.util_waiting_p5 = pct(0.05);
+  res_.util_waiting_p50 = pct(0.5);
+  for (size_t k = 0; k < waiting_util_hist_.size(); ++k) {
+    if (waiting_util_hist_[k] > 0) {
+      res_.util_waiting_min = static_cast<double>(k) / 1000;
+      break;
+    }
+  }
+}
+
+void Sim::WaitBySizeMetrics() {
+  // Buckets: the distinct GPU counts (whole-GPU jobs; shares count as "<1")
+  // when few, else SizeClass's classes.
+  std::set<int32_t> sizes;
+  for (const SimJob& j : w_.jobs) sizes.insert(j.gpu_milli < model::kMilliPerGpu ? 0 : j.gpus);
+  const bool exact = sizes.size() <= kMaxWaitSizes;
+  struct Bucket {
+    std::string name;
+    int64_t lo, hi;  // GPUs; 0: a share of one
+    std::vector<double> waits;
+    int64_t never = 0;
+  };
+  std::vector<Bucket> buckets;
+  if (exact) {
+    for (int32_t g : sizes) buckets.push_back({g == 0 ? "<1" : std::to_string(g), g, g, {}, 0});
+  } else {
+    buckets = {{"<1", 0, 0, {}, 0},    {"1", 1, 1, {}, 0},         {"2-8", 2, 8, {}, 0},
+               {"9-64", 9, 64, {}, 0}, {"65-512", 65, 512, {}, 0}, {"513+", 513, INT32_MAX, {}, 0}};
+  }
+  const double end = now_;
+  for (size_t i = 0; i < w_.jobs.size(); ++i) {
+    const SimJob& sj = w_.jobs[i];
+    const JobRt& r = rt_[i];
+    if (r.status == Status::kRejected || r.status == Status::kFuture) continue;
+    const int64_t g = sj.gpu_milli < model::kMilliPerGpu ? 0 : sj.gpus;
+    for (Bucket& b : buckets) {
+      if (g < b.lo || g > b.hi) continue;
+      if (r.first_start >= 0) {
+        b.waits.push_back(r.first_start - sj.submit_s);
+      } else {
+        b.waits.push_back(end - sj.submit_s);
+        ++b.never;
+      }
+      break;
+    }
+  }
+  for (Bucket& b : buckets) {
+    if (b.waits.empty()) continue;
+    const Dist d = MakeDist(std::move(b.waits));
+    res_.wait_by_gpus.push_back({b.name, d.n, b.never, d.mean, d.p99, d.max});
+  }
 }
 
 }  // namespace tessera::sim::replay::internal

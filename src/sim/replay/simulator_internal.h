@@ -233,6 +233,14 @@ class Sim final : public JobFactsSource {
   double last_finish_ = 0;
   double restart_wait_sum_ = 0;
   int64_t restart_wait_n_ = 0;
+  // Utilization while work waits (PolicyResult::util_waiting_*): time with
+  // pending jobs, the allocated GPU-seconds in it, and that time by
+  // utilization in steps of 0.1% (index 0..1000).
+  double waiting_s_ = 0;
+  double waiting_alloc_gpu_s_ = 0;
+  std::vector<double> waiting_util_hist_;
+  void WaitingMetrics();
+  void WaitBySizeMetrics();
 };
 
 }  // namespace tessera::sim::replay::internal

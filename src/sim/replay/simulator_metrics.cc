@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sched/framework/checkpoint_cadence.h"
 #include "sim/replay/simulator.h"  // IWYU pragma: associated
 
 namespace tessera::sim::replay {
@@ -129,8 +130,32 @@ double GoodputBound(const Workload& w, const SimOptions& opt) {
     double gp = j.gpu_units() * j.duration_s;
     demand += gp;
     lost += gp * rate * (c / 2 + j.restart_s);
+    // Writing the periodic checkpoints (none after the last piece of work).
+    lost += j.gpu_units() * (RunTimeFor(j, j.duration_s) - j.duration_s);
   }
   return demand > 0 ? std::max(0.0, 1 - lost / demand) : 1;
+}
+
+double FleetGpuMtbfSeconds(const SimOptions& opt) {
+  const double gpn = opt.cluster.gpus_per_node;
+  const double nodes = opt.cluster.nodes + opt.hot_spare_nodes;
+  const FailureSpec& f = opt.failures;
+  double rate = 0;  // failures per GPU-second
+  if (f.gpu_failure_interval_s > 0) rate += 1 / (f.gpu_failure_interval_s * nodes * gpn);
+  if (f.node_failure_interval_s > 0) rate += 1 / (f.node_failure_interval_s * nodes * gpn);
+  return rate > 0 ? 1 / rate : 0;
+}
+
+int64_t ApplyYoungDalyCadence(double gpu_mtbf_s, Workload* w) {
+  int64_t changed = 0;
+  if (!(gpu_mtbf_s > 0)) return 0;
+  for (SimJob& j : w->jobs) {
+    const int64_t t = sched::CheckpointIntervalSeconds(j.checkpoint_cost_s, gpu_mtbf_s, j.gpus);
+    if (t <= 0) continue;
+    j.checkpoint_s = static_cast<double>(t);
+    ++changed;
+  }
+  return changed;
 }
 
 }  // namespace tessera::sim::replay

@@ -170,7 +170,8 @@ void Sim::QueueReportCheckpoints() {
     const JobRt& r = rt_[due.job];
     if (r.status != Status::kRunning || r.epoch != due.epoch) continue;  // stopped since
     // The latest checkpoint up to now (Stop keeps progress up to the same one).
-    const double every = w_.jobs[due.job].checkpoint_s;
+    // A checkpoint is complete checkpoint_s of progress and its write after the last one.
+    const double every = w_.jobs[due.job].checkpoint_s + w_.jobs[due.job].checkpoint_cost_s;
     const double first = r.seg_start + r.seg_overhead;
     const double last = first + std::floor((now_ - first) / every) * every;
     (void)qm_->ReportCheckpoint(r.job->key(), epoch_ + absl::Seconds(last));

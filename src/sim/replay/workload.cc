@@ -37,6 +37,7 @@ absl::Status ValidateWorkload(const Workload& w) {
       return bad("priority_class", "out of range");
     }
     if (j.checkpoint_s < 0) return bad("checkpoint", "must be >= 0");
+    if (!(j.checkpoint_cost_s >= 0)) return bad("checkpoint_cost", "must be >= 0");
     if (j.restart_s < 0) return bad("restart", "must be >= 0");
     if (i > 0 && j.submit_s < w.jobs[i - 1].submit_s) return bad("submit", "not sorted");
   }
@@ -60,7 +61,31 @@ void ApplyDefaults(const JobDefaults& d, Workload* w) {
   for (SimJob& j : w->jobs) {
     j.checkpoint_s = d.checkpoint_s;
     j.restart_s = d.restart_s;
+    j.checkpoint_cost_s = d.checkpoint_cost_s;
   }
+}
+
+RunSplit SplitRun(const SimJob& j, double run) {
+  RunSplit s;
+  run = std::max(0.0, run);
+  if (!(j.checkpoint_s > 0)) {
+    s.done = run;
+    return s;
+  }
+  const double cycle = j.checkpoint_s + j.checkpoint_cost_s;
+  const double k = std::floor(run / cycle);
+  const double rem = run - k * cycle;
+  s.saved = k * j.checkpoint_s;
+  s.done = s.saved + std::min(rem, j.checkpoint_s);
+  s.writing = k * j.checkpoint_cost_s + std::max(0.0, rem - j.checkpoint_s);
+  return s;
+}
+
+double RunTimeFor(const SimJob& j, double work) {
+  if (!(work > 0)) return 0;
+  if (!(j.checkpoint_s > 0) || !(j.checkpoint_cost_s > 0)) return work;
+  const double writes = std::ceil(work / j.checkpoint_s) - 1;
+  return work + std::max(0.0, writes) * j.checkpoint_cost_s;
 }
 
 }  // namespace tessera::sim::replay

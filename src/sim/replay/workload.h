@@ -24,8 +24,12 @@ struct SimJob {
   int32_t gpu_milli = 1000;  // per GPU; < 1000 (a shared GPU) only with gpus == 1
   int32_t priority = 0;
   int32_t queue = 0;        // index into Workload::queues
-  double checkpoint_s = 0;  // a checkpoint every this many seconds of run; 0: never
-  double restart_s = 0;     // restart overhead after a failure or preemption
+  double checkpoint_s = 0;  // a checkpoint every this many seconds of progress; 0: never
+  // Run time each periodic checkpoint takes to write (no progress meanwhile);
+  // 0: free. A job whose cost is known may let Tessera choose checkpoint_s
+  // (ApplyYoungDalyCadence).
+  double checkpoint_cost_s = 0;
+  double restart_s = 0;  // restart overhead after a failure or preemption
   // Index into Workload::priority_classes; -1: none (the job keeps `priority`).
   // Only the `queues` policy reads it (the QueueManager's priority classes).
   int32_t priority_class = -1;
@@ -62,10 +66,26 @@ struct GangShape {
 };
 GangShape ShapeFor(int32_t gpus, int32_t gpus_per_node);
 
+// Periodic checkpoints (checkpoint_s of progress, then checkpoint_cost_s
+// writing it) over `run` seconds of run time from a checkpoint, past the
+// restart overhead: the progress made, the progress saved by complete
+// checkpoints, and the run time spent writing (an interrupted write included).
+// Without checkpoints nothing is saved and all run is progress.
+struct RunSplit {
+  double done = 0;
+  double saved = 0;
+  double writing = 0;
+};
+RunSplit SplitRun(const SimJob& j, double run);
+// Run time to make `work` seconds of progress from a checkpoint: the work
+// plus a write after every checkpoint_s of it but the last (none at the end).
+double RunTimeFor(const SimJob& j, double work);
+
 // Workload-wide overrides applied after reading a trace.
 struct JobDefaults {
   double checkpoint_s = 1800;
   double restart_s = 300;
+  double checkpoint_cost_s = 0;
 };
 void ApplyDefaults(const JobDefaults& d, Workload* w);
 
