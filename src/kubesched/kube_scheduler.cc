@@ -35,7 +35,7 @@ bool SameShape(const model::Node& a, const model::Node& b) {
   }
   return a.topology == b.topology && a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
          a.labels == b.labels && a.taints == b.taints && a.rack == b.rack && a.block == b.block &&
-         a.max_members == b.max_members;
+         a.max_members == b.max_members && a.scalars == b.scalars;
 }
 
 }  // namespace
@@ -129,7 +129,8 @@ absl::Status KubeScheduler::Impl::Start() {
         make(kep_groups_, [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
   }
   if (has_queues_) {
-    queues_inf_ = make(kube::QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
+    queues_inf_ =
+        make(kube::QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
   }
   std::vector<kube::Informer*> all;
   for (auto* p : {&nodes_inf_, &pods_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_}) {
@@ -551,6 +552,7 @@ bool KubeScheduler::Impl::PlaceForeign(const std::string& key, PodRec& rec, cons
   m.node = *id;
   m.cpu_milli = req->cpu_milli;
   m.memory_mib = req->memory_mib;
+  m.scalars = req->scalars;
   const sched::NodeState& st = cluster_.state(*id);
   std::vector<int> gpus = AnnotatedGpus(pod);
   if (static_cast<int>(gpus.size()) != req->gpus) {

@@ -16,8 +16,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-#include "kube/informer.h"
 #include "kube/event_recorder.h"
+#include "kube/informer.h"
 #include "kube/objects.h"
 #include "kubesched/api_writer.h"
 #include "kubesched/kube_scheduler.h"
@@ -25,7 +25,6 @@
 #include "sched/framework/cluster_state.h"
 
 namespace tessera::kubesched {
-
 
 class KubeScheduler::Impl {
  public:

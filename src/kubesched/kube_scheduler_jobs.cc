@@ -15,7 +15,6 @@
 namespace tessera::kubesched {
 namespace {
 
-
 // metav1.Time (seconds), as conditions carry it; Events' MicroTime is kube::FormatMicroTime.
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
@@ -145,7 +144,9 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& name
     }
     // A Pod that asks nothing (BestEffort) fits anywhere, as in kube-scheduler; the core's
     // members always ask something, so it asks one milli-CPU.
-    if (r->gpus == 0 && r->cpu_milli == 0 && r->memory_mib == 0) r->cpu_milli = 1;
+    if (r->gpus == 0 && r->cpu_milli == 0 && r->memory_mib == 0 && r->scalars.empty()) {
+      r->cpu_milli = 1;
+    }
     j.groups.push_back({p->metadata.name, 1, *r});
   }
   if (queues.size() > 1) {
@@ -265,6 +266,7 @@ void KubeScheduler::Impl::RestoreJobs(
       m.node = *id;
       m.cpu_milli = job->groups[i].resources.cpu_milli;
       m.memory_mib = job->groups[i].resources.memory_mib;
+      m.scalars = job->groups[i].resources.scalars;
       for (int g : AnnotatedGpus(*pods[i])) {
         m.gpus.push_back({static_cast<int8_t>(g), model::kMilliPerGpu});
       }

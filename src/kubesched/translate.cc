@@ -1,6 +1,7 @@
 #include "kubesched/translate.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,13 @@ int64_t ContainerMilli(const kube::Container& c, const std::string& name) {
 bool Modelled(const std::string& name) {
   return name == "cpu" || name == "memory" || name == kGpuResource || name == "ephemeral-storage" ||
          absl::StartsWith(name, "hugepages-");
+}
+
+// An extended resource (a MIG profile "nvidia.com/mig-1g.10gb", "rdma/ib"): a domain-prefixed
+// name the scheduler counts as a whole number per node, as kube-scheduler does.
+bool Extended(const std::string& name) {
+  return !Modelled(name) && name.find('/') != std::string::npos &&
+         !absl::StartsWith(name, "kubernetes.io/") && !absl::StartsWith(name, "requests.");
 }
 
 int64_t MibOfMilliBytes(int64_t milli) {
@@ -150,6 +158,9 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
   out.cpu_milli = Milli(n.allocatable, "cpu");
   out.memory_mib = MibOfMilliBytes(Milli(n.allocatable, "memory"));
   out.max_members = static_cast<int32_t>(Milli(n.allocatable, "pods") / 1000);
+  for (const auto& [name, q] : n.allocatable) {  // a std::map: sorted by name
+    if (Extended(name) && q.milli >= 0) out.scalars.emplace_back(name, q.milli / 1000);
+  }
   for (const kube::Taint& t : n.taints) {
     std::optional<model::TaintEffect> e = model::ParseTaintEffect(t.effect);
     if (!e) continue;  // the API admits only the three effects
@@ -186,7 +197,7 @@ absl::StatusOr<model::ResourceRequest> PodRequest(const kube::Pod& p) {
     for (size_t i = 0; i < cs.size(); ++i) {
       for (const kube::ResourceList* l : {&cs[i].resources.requests, &cs[i].resources.limits}) {
         for (const auto& [name, q] : *l) {
-          if (Modelled(name)) continue;
+          if (Modelled(name) || Extended(name)) continue;
           std::string msg = absl::StrCat(field, "[", i, "].resources: ", name,
                                          " is not a resource the tessera scheduler places");
           if (std::find(errs.begin(), errs.end(), msg) == errs.end()) errs.push_back(msg);
@@ -203,6 +214,25 @@ absl::StatusOr<model::ResourceRequest> PodRequest(const kube::Pod& p) {
   } else if (gpu_milli / 1000 > model::kMaxGpusPerNode) {
     errs.push_back(absl::StrCat(kGpuResource, ": ", gpu_milli / 1000,
                                 " GPUs in one Pod; a node has at most ", model::kMaxGpusPerNode));
+  }
+  // Extended resources, each name once (std::set: sorted, as model::ScalarResources wants).
+  std::set<std::string> extended;
+  for (const auto* cs : {&p.spec.containers, &p.spec.init_containers}) {
+    for (const kube::Container& c : *cs) {
+      for (const kube::ResourceList* l : {&c.resources.requests, &c.resources.limits}) {
+        for (const auto& [name, q] : *l) {
+          if (Extended(name)) extended.insert(name);
+        }
+      }
+    }
+  }
+  for (const std::string& name : extended) {
+    const int64_t milli = total(name);
+    if (milli % 1000 != 0) {
+      errs.push_back(absl::StrCat(name, ": an extended resource is counted in whole units"));
+    } else if (milli > 0) {
+      r.scalars.emplace_back(name, milli / 1000);
+    }
   }
   if (!errs.empty()) return Invalid(errs);
   r.gpus = static_cast<int32_t>(gpu_milli / 1000);

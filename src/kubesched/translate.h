@@ -12,6 +12,9 @@
 // - Rack and block from configurable label keys (TopologyLabels). A node that is NotReady or
 //   cordoned is not schedulable; its running Pods still count.
 // - CPU in milli-cores, memory in MiB (rounded up), `pods` as the node's member limit.
+// - Extended resources (domain-prefixed names: MIG profiles such as nvidia.com/mig-1g.10gb as
+//   the device plugin's mixed strategy advertises them, rdma/ib, ...): the node's allocatable
+//   count, the Pod's whole-unit request, as model::ScalarResources.
 // Pure functions; no I/O; thread-compatible.
 #pragma once
 
@@ -60,8 +63,9 @@ bool NodeReady(const kube::Node& n);
 
 // What a Pod asks: per resource, the larger of its containers' sum and its largest init
 // container, plus the Pod overhead; requests, or limits where a container states no request.
-// InvalidArgument names each resource the scheduler cannot place (an extended resource other than
-// nvidia.com/gpu, more than 16 GPUs); ephemeral-storage and hugepages are not modelled.
+// Extended resources become model::ScalarResources. InvalidArgument names each resource the
+// scheduler cannot place (a name without a domain it does not know, a fraction of an extended
+// resource, more than 16 GPUs); ephemeral-storage and hugepages are not modelled.
 absl::StatusOr<model::ResourceRequest> PodRequest(const kube::Pod& p);
 
 // The Pod's node selector, required node affinity and tolerations onto `job`; InvalidArgument

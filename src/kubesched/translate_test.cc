@@ -58,6 +58,19 @@ TEST(TranslateTest, NodeFromKubeReadsGpusIslandsRackAndCapacity) {
   ASSERT_EQ(n->taints.size(), 1u);
   EXPECT_FALSE(n->unschedulable);
   EXPECT_TRUE(model::ValidateNode(*n).ok());
+  EXPECT_TRUE(n->scalars.empty());
+}
+
+TEST(TranslateTest, NodeFromKubeOffersItsMigSlicesAsExtendedResources) {
+  kube::Json j = GpuNode("n1", 0);
+  j["status"]["allocatable"]["nvidia.com/mig-3g.40gb"] = "2";
+  j["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] = "7";
+  absl::StatusOr<model::Node> n = NodeFromKube(DecodeNodeJson(j), {});
+  ASSERT_TRUE(n.ok()) << n.status();
+  ASSERT_EQ(n->scalars.size(), 2u);
+  EXPECT_EQ(n->scalars[0], (std::pair<std::string, int64_t>{"nvidia.com/mig-1g.10gb", 7}));
+  EXPECT_EQ(n->scalars[1], (std::pair<std::string, int64_t>{"nvidia.com/mig-3g.40gb", 2}));
+  EXPECT_TRUE(model::ValidateNode(*n).ok());
 }
 
 TEST(TranslateTest, NotReadyNodeIsUnschedulableAndBadIslandsAreNamed) {
@@ -112,11 +125,27 @@ TEST(TranslateTest, PodRequestSumsContainersAndTakesLimitsForGpus) {
 }
 
 TEST(TranslateTest, PodRequestNamesEveryResourceItCannotPlace) {
-  kube::Json j = Pod({{"limits", {{"nvidia.com/gpu", "20"}, {"example.com/fpga", "1"}}}});
+  kube::Json j = Pod({{"limits", {{"nvidia.com/gpu", "20"}, {"example.com/fpga", "500m"}}}});
   absl::StatusOr<model::ResourceRequest> r = PodRequest(DecodePodJson(j));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("example.com/fpga"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("example.com/fpga: an extended resource is counted in whole"),
+            std::string::npos)
+      << r.status();
   EXPECT_NE(r.status().message().find("20 GPUs"), std::string::npos) << r.status();
+}
+
+TEST(TranslateTest, MigProfilesAndOtherExtendedResourcesAreCounted) {
+  kube::Json j = Pod({{"limits", {{"nvidia.com/mig-1g.10gb", "2"}, {"rdma/ib", "1"}}}});
+  j["spec"]["containers"].push_back(
+      {{"name", "b"},
+       {"image", "x"},
+       {"resources", {{"limits", {{"nvidia.com/mig-1g.10gb", "1"}}}}}});
+  absl::StatusOr<model::ResourceRequest> r = PodRequest(DecodePodJson(j));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->gpus, 0);
+  ASSERT_EQ(r->scalars.size(), 2u);
+  EXPECT_EQ(r->scalars[0], (std::pair<std::string, int64_t>{"nvidia.com/mig-1g.10gb", 3}));
+  EXPECT_EQ(r->scalars[1], (std::pair<std::string, int64_t>{"rdma/ib", 1}));
 }
 
 TEST(TranslateTest, ConstraintsBecomeNodeAffinityAndTolerations) {

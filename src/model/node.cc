@@ -37,6 +37,14 @@ absl::Status ValidateNode(const Node& n) {
   }
   if (n.cpu_milli < 0) return bad("cpuMilli", "must be >= 0");
   if (n.memory_mib < 0) return bad("memoryMiB", "must be >= 0");
+  for (size_t i = 0; i < n.scalars.size(); ++i) {
+    if (n.scalars[i].first.empty() || n.scalars[i].second < 0) {
+      return bad(absl::StrCat("scalars[", i, "]"), "needs a name and an amount >= 0");
+    }
+    if (i > 0 && n.scalars[i - 1].first >= n.scalars[i].first) {
+      return bad(absl::StrCat("scalars[", i, "]"), "must be sorted by name, each name once");
+    }
+  }
   return absl::OkStatus();
 }
 

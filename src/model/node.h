@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "model/gpu.h"
 #include "model/node_topology.h"
+#include "model/resources.h"
 #include "model/taint.h"
 
 namespace tessera::model {
@@ -23,6 +24,8 @@ struct Node {
   NodeTopology topology;  // num_gpus() == gpus.size()
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  // Extended resources it offers (model/resources.h), sorted by name.
+  ScalarResources scalars;
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
   // Cluster topology above the node: node -> rack (leaf switch) -> block (spine).

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -11,6 +14,15 @@ namespace tessera::model {
 // One GPU is 1000 milli-GPU. A member with gpus == 1 and gpu_milli < 1000
 // shares one physical GPU with others (fractional GPU).
 inline constexpr int32_t kMilliPerGpu = 1000;
+
+// Countable resources besides GPUs, CPU and memory, by name, sorted by name with each name once,
+// in whole units: Kubernetes' extended resources (a MIG profile such as
+// "nvidia.com/mig-1g.10gb", "rdma/ib"), which a node offers a number of and a member takes some
+// of. Empty for almost every member and node, so it costs nothing where it is not used.
+using ScalarResources = std::vector<std::pair<std::string, int64_t>>;
+
+// The amount of `name` in `s` (0 when absent).
+int64_t ScalarAmount(const ScalarResources& s, const std::string& name);
 
 // What one member asks for. Plain value; copy freely.
 struct ResourceRequest {
@@ -23,6 +35,7 @@ struct ResourceRequest {
   int64_t gpu_memory_mib = 0;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  ScalarResources scalars;  // sorted by name, amounts > 0
 
   bool fractional() const { return gpus == 1 && gpu_milli < kMilliPerGpu; }
   // GPU demand in milli-GPU (gpus * gpu_milli).

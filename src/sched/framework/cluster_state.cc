@@ -46,6 +46,7 @@ std::string StaticSignature(const model::Node& n, bool* symmetric) {
   std::string s = absl::StrCat(n.gpu_model(), "|", n.gpus.size(), "|", n.cpu_milli, "|",
                                n.memory_mib, "|", n.rack, "|", n.block, "|", n.max_members, "|");
   for (const model::Gpu& g : n.gpus) absl::StrAppend(&s, g.memory_mib, ",", g.mig_capable, ";");
+  for (const auto& [name, amount] : n.scalars) absl::StrAppend(&s, name, "=", amount, ";");
   const int ng = n.topology.num_gpus();
   *symmetric = true;
   for (int a = 0; a < ng; ++a) {
@@ -65,6 +66,13 @@ std::string StaticSignature(const model::Node& n, bool* symmetric) {
 }
 }  // namespace
 
+int ScalarIndex(const model::Node& n, const std::string& name) {
+  for (size_t i = 0; i < n.scalars.size(); ++i) {
+    if (n.scalars[i].first == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 NodeEquivalenceKey ClusterState::KeyOf(NodeId id) const {
   const NodeState& st = states_[id];
   NodeEquivalenceKey k;
@@ -74,6 +82,7 @@ NodeEquivalenceKey ClusterState::KeyOf(NodeId id) const {
   k.healthy_mask = st.healthy_mask;
   k.shape_mask = st.shape_mask();
   k.full = nodes_[id].max_members > 0 && st.members >= nodes_[id].max_members;
+  k.scalar_free = st.scalar_free;
   for (int g = 0; g < st.num_gpus; ++g) k.free_milli[g] = st.healthy(g) ? st.free_milli[g] : -1;
   if (static_symmetric_[k.static_class]) {
     std::sort(k.free_milli.begin(), k.free_milli.begin() + st.num_gpus, std::greater<>());
@@ -225,6 +234,7 @@ absl::StatusOr<NodeId> ClusterState::AddNode(model::Node node) {
   st.num_gpus = static_cast<int8_t>(node.gpus.size());
   st.cpu_free = node.cpu_milli;
   st.memory_free = node.memory_mib;
+  for (const auto& [name, amount] : node.scalars) st.scalar_free.push_back(amount);
   free_cpu_milli_ += st.cpu_free;
   for (int g = 0; g < st.num_gpus; ++g) {
     st.free_milli[g] = model::kMilliPerGpu;
@@ -387,6 +397,14 @@ absl::Status ClusterState::Assume(const MemberPlacement& m) {
                                                       " already runs its maximum of ",
                                                       nodes_[m.node].max_members, " members"));
   }
+  for (const auto& [name, amount] : m.scalars) {
+    const int i = ScalarIndex(nodes_[m.node], name);
+    if (i < 0 || amount > st.scalar_free[i]) {
+      return absl::FailedPreconditionError(absl::StrCat("assume: ", nodes_[m.node].name, " has ",
+                                                        i < 0 ? 0 : st.scalar_free[i], " ", name,
+                                                        " free, asked ", amount));
+    }
+  }
   uint32_t seen = 0;
   for (const GpuGrant& g : m.gpus) {
     if (g.gpu < 0 || g.gpu >= st.num_gpus || (seen >> g.gpu) & 1u) {
@@ -406,6 +424,9 @@ absl::Status ClusterState::Assume(const MemberPlacement& m) {
   st.cpu_free -= m.cpu_milli;
   free_cpu_milli_ -= m.cpu_milli;
   st.memory_free -= m.memory_mib;
+  for (const auto& [name, amount] : m.scalars) {
+    st.scalar_free[ScalarIndex(nodes_[m.node], name)] -= amount;
+  }
   ++st.members;
   if (int shape = GpuShapeOf(m.gpus); shape >= 0) ++st.shape_members[shape];
   Reindex(m.node);
@@ -422,6 +443,9 @@ void ClusterState::Forget(const MemberPlacement& m) {
   st.cpu_free += m.cpu_milli;
   if (st.present) free_cpu_milli_ += m.cpu_milli;
   st.memory_free += m.memory_mib;
+  for (const auto& [name, amount] : m.scalars) {
+    if (int i = ScalarIndex(nodes_[m.node], name); i >= 0) st.scalar_free[i] += amount;
+  }
   --st.members;
   if (int shape = GpuShapeOf(m.gpus); shape >= 0) --st.shape_members[shape];
   if (st.present) Reindex(m.node);

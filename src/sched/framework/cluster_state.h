@@ -46,6 +46,8 @@ struct NodeState {
   int64_t gpu_memory_mib = 0;
   int64_t cpu_free = 0;
   int64_t memory_free = 0;
+  // Free amount of each of the node's extended resources, in the order of Node::scalars.
+  std::vector<int64_t> scalar_free;
   std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
   // Members placed here by GPU shape (see GpuShapeOf): shared GPU, 1, 2, 4,
   // 8 whole GPUs, any other count. CPU-only members are not counted.
@@ -58,6 +60,10 @@ struct NodeState {
   bool indexed() const { return present && schedulable; }
   int64_t free_gpu_milli() const;
 };
+
+// The index of extended resource `name` in n.scalars (and NodeState::scalar_free), -1 if the
+// node has none.
+int ScalarIndex(const model::Node& n, const std::string& name);
 
 // GPU shape class of a member from its grants: 0 shared GPU, 1..4 for 1, 2,
 // 4, 8 whole GPUs, 5 any other count; -1 for a member without GPUs.
@@ -76,12 +82,13 @@ struct NodeEquivalenceKey {
   uint8_t shape_mask = 0;
   bool full = false;  // at the node's max_members: no member more fits, whatever it asks
   std::array<int16_t, model::kMaxGpusPerNode> free_milli{};
+  std::vector<int64_t> scalar_free;  // extended resources free (names: the static class's)
 
   friend bool operator==(const NodeEquivalenceKey&, const NodeEquivalenceKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const NodeEquivalenceKey& k) {
     return H::combine(std::move(h), k.static_class, k.cpu_free, k.memory_free, k.healthy_mask,
-                      k.shape_mask, k.full, k.free_milli);
+                      k.shape_mask, k.full, k.free_milli, k.scalar_free);
   }
 };
 

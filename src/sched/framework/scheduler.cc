@@ -339,6 +339,7 @@ bool Scheduler::PlaceMember(const JobContext& ctx, int group, int member, std::s
     mp.gpus = grants;
     mp.cpu_milli = g.resources.cpu_milli;
     mp.memory_mib = g.resources.memory_mib;
+    mp.scalars = g.resources.scalars;
     absl::Status as = state_->Assume(mp);
     if (!as.ok()) {
       // A Filter/GpuChooser bug: never over-allocate; treat as not fitting.

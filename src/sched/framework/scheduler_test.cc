@@ -287,3 +287,53 @@ TEST(SchedulerTest, MaxMembersCapsAMemberFloodPerNode) {
 
 }  // namespace
 }  // namespace tessera::sched
+
+namespace tessera::sched {
+namespace {
+
+// Extended resources (MIG slices offered per profile): counted per node, never over-allocated,
+// freed on release; nodes whose free slices differ are never treated as one equivalence class.
+TEST(SchedulerScalarTest, MigSlicesAreCountedPerNodeAndNeverOverAllocated) {
+  ClusterState cs;
+  for (int i = 0; i < 3; ++i) {
+    model::Node n;
+    n.name = "mig-" + std::to_string(i);
+    n.cpu_milli = 64000;
+    n.memory_mib = 512 * 1024;
+    n.scalars = {{"nvidia.com/mig-1g.10gb", 7}, {"nvidia.com/mig-3g.40gb", i == 0 ? 2 : 0}};
+    ASSERT_TRUE(cs.AddNode(n).ok());
+  }
+  auto s = testing::MakeScheduler(&cs);
+  auto job = [](const std::string& name, int members, const std::string& profile, int64_t n) {
+    model::Job j;
+    j.name = name;
+    j.groups.push_back({.name = "w",
+                        .count = members,
+                        .resources = {.gpus = 0, .cpu_milli = 100, .scalars = {{profile, n}}}});
+    return j;
+  };
+  // Only mig-0 has 3g slices: both go there, a third does not fit anywhere.
+  ScheduleResult a = s->Schedule(job("a", 2, "nvidia.com/mig-3g.40gb", 1));
+  ASSERT_TRUE(a.placed()) << a.reason;
+  for (const MemberPlacement& m : a.placement.members) EXPECT_EQ(cs.node(m.node).name, "mig-0");
+  ScheduleResult b = s->Schedule(job("b", 1, "nvidia.com/mig-3g.40gb", 1));
+  EXPECT_FALSE(b.placed());
+  EXPECT_THAT(b.reason, HasSubstr("nvidia.com/mig-3g.40gb"));
+  // 21 1g slices in the cluster: 7 members of 3 fit, an eighth does not.
+  int placed = 0;
+  for (int i = 0; i < 8; ++i)
+    placed += s->Schedule(job("c" + std::to_string(i), 1, "nvidia.com/mig-1g.10gb", 3)).placed();
+  EXPECT_EQ(placed, 6);  // 7 per node holds two members of 3 (6 slices): 3 nodes x 2
+  for (NodeId id = 0; id < cs.num_node_slots(); ++id) {
+    EXPECT_GE(cs.state(id).scalar_free[0], 0);
+    EXPECT_EQ(cs.state(id).scalar_free[0], 1);
+  }
+  // Released slices come back.
+  ASSERT_TRUE(s->Release("default/a").ok());
+  EXPECT_EQ(cs.state(0).scalar_free[1], 2);
+  EXPECT_TRUE(s->Schedule(job("b2", 1, "nvidia.com/mig-3g.40gb", 2)).placed());
+  EXPECT_TRUE(cs.CheckConsistency().ok());
+}
+
+}  // namespace
+}  // namespace tessera::sched

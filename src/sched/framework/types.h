@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "model/resources.h"
 
 namespace tessera::sched {
 
@@ -31,6 +32,7 @@ struct MemberPlacement {
   absl::InlinedVector<GpuGrant, 8> gpus;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  model::ScalarResources scalars;  // the extended resources it holds (usually none)
 };
 
 // Where a whole job runs: one entry per placed member.

@@ -50,6 +50,12 @@ PluginStatus ResourceFit::Filter(CycleState&, const JobContext& ctx, const model
   }
   if (r.cpu_milli > st.cpu_free) return PluginStatus::Unschedulable("Insufficient CPU");
   if (r.memory_mib > st.memory_free) return PluginStatus::Unschedulable("Insufficient memory");
+  for (const auto& [name, amount] : r.scalars) {
+    const int i = ScalarIndex(n.node, name);
+    if (i < 0 || st.scalar_free[i] < amount) {
+      return PluginStatus::Unschedulable(absl::StrCat("Insufficient ", name));
+    }
+  }
   return PluginStatus::Success();
 }
 

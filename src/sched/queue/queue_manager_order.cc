@@ -35,6 +35,8 @@ std::string QueueManager::Shape(const Pending& p) const {
     absl::StrAppend(&s, g.count, "x", g.resources.gpus, ":", g.resources.gpu_milli, ":",
                     g.resources.gpu_memory_mib, ":", g.resources.cpu_milli, ":",
                     g.resources.memory_mib, ";");
+    for (const auto& [name, amount] : g.resources.scalars)
+      absl::StrAppend(&s, name, "=", amount, ";");
   }
   for (const auto& [k, v] : j.node_selector) absl::StrAppend(&s, k, "=", v, ",");
   return s;
