@@ -13,6 +13,7 @@ struct Flags {
   std::string scheduler_name = "tessera";
   int workers = OperatorOptions{}.workers;
   WebhookOptions webhook;
+  double gpu_mtbf_hours = GangOptions{}.gpu_mtbf_s / 3600;
   Flags() {
     component.lease_name = "tessera-operator";
     component.metrics_addr = "127.0.0.1:10270";
@@ -24,6 +25,7 @@ int Run(const Flags& f) {
   opts.gang.scheduler_name = f.scheduler_name;
   opts.workers = f.workers;
   opts.webhook = f.webhook;
+  opts.gang.gpu_mtbf_s = f.gpu_mtbf_hours * 3600;
   std::unique_ptr<Operator> op;
   kube::ComponentHooks hooks;
   hooks.start = [&](const kube::ComponentContext& ctx) -> absl::Status {
@@ -60,6 +62,11 @@ void RegisterOperatorCommand(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--workers", f->workers, "objects reconciled at once")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  c->add_option("--checkpoint-gpu-mtbf-hours", f->gpu_mtbf_hours,
+                "per-GPU mean time between failures for Young/Daly checkpoint intervals "
+                "(jobs with spec.checkpoint.costSeconds)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_option("--webhook-addr", f->webhook.addr,
                 "HOST:PORT of the validating admission webhook (HTTPS; \"\" for none)");

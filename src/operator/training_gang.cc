@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "operator/json_fields.h"
+#include "sched/framework/checkpoint_cadence.h"
 
 namespace tessera::op {
 namespace {
@@ -67,6 +68,16 @@ int MinMembers(const Json& spec, int members) {
     return static_cast<int>(std::min<int64_t>(m, members));
   }
   return members;
+}
+
+int64_t CheckpointInterval(const Json& spec, const GangOptions& opts) {
+  const Json& cp = Field(spec, "checkpoint");
+  if (int64_t i = IntOr(cp, "intervalSeconds", 0); i > 0) return i;
+  const Json& cost = Field(cp, "costSeconds");
+  if (!cost.is_number()) return 0;
+  int64_t gpus = 0;
+  for (const Member& m : MembersOf(spec)) gpus += m.gpus;
+  return sched::CheckpointIntervalSeconds(cost.get<double>(), opts.gpu_mtbf_s, gpus);
 }
 
 std::vector<std::string> KubeSpecProblems(const Json& spec) {
@@ -183,6 +194,9 @@ Json DesiredPod(const Json& job, int64_t generation, const Member& m, int world_
   });
   if (std::string p = StrOr(Field(spec, "checkpoint"), "path"); !p.empty()) {
     env.push_back(Env("TESSERA_CHECKPOINT_PATH", p));
+  }
+  if (int64_t interval = CheckpointInterval(spec, opts); interval > 0) {
+    env.push_back(Env("TESSERA_CHECKPOINT_INTERVAL_SECONDS", absl::StrCat(interval)));
   }
   if (resume) {
     env.push_back(Env("TESSERA_RESUME_FROM", resume->path));

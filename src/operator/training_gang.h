@@ -19,7 +19,8 @@
 // GPUs, at least 1), PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT; and Tessera's own, as the
 // standalone agent passes them: TESSERA_JOB, TESSERA_GENERATION, TESSERA_WORLD_SIZE,
 // TESSERA_RANK, TESSERA_CHECKPOINT_PATH (spec.checkpoint.path), TESSERA_RESUME_FROM and
-// TESSERA_RESUME_STEP (the newest Ready Checkpoint when the generation started).
+// TESSERA_RESUME_STEP (the newest Ready Checkpoint when the generation started), and
+// TESSERA_CHECKPOINT_INTERVAL_SECONDS (CheckpointInterval).
 // Pure functions; thread-compatible.
 #pragma once
 
@@ -29,6 +30,7 @@
 
 #include "api/checkpoints.h"
 #include "nlohmann/json.hpp"
+#include "sched/framework/checkpoint_cadence.h"
 
 namespace tessera::op {
 
@@ -49,6 +51,9 @@ inline constexpr int kMasterPort = 29500;
 
 struct GangOptions {
   std::string scheduler_name = "tessera";
+  // Per-GPU mean time between failures for Young/Daly checkpoint intervals
+  // (sched/framework/checkpoint_cadence.h), as `tessera server --checkpoint-gpu-mtbf-hours`.
+  double gpu_mtbf_s = sched::kDefaultGpuMtbfSeconds;
 };
 
 // One member of the gang; rank counts members over the groups in spec order.
@@ -63,6 +68,11 @@ std::vector<Member> MembersOf(const Json& spec);
 // The smallest gang that may run: spec.elastic.minReplicas, else spec.gang.minMember (when > 0),
 // else every member.
 int MinMembers(const Json& spec, int members);
+
+// The job's checkpoint interval in seconds: spec.checkpoint.intervalSeconds, else with
+// spec.checkpoint.costSeconds the Young/Daly interval for all its GPUs (the standalone
+// controller's, sched::CheckpointIntervalSeconds), else 0 (none).
+int64_t CheckpointInterval(const Json& spec, const GangOptions& opts);
 
 // What keeps the job from running on Kubernetes, every field named ("spec.image: required on
 // Kubernetes (the container image of every member)"); empty when it can run.

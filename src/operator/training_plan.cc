@@ -167,6 +167,10 @@ TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) 
     SetCondition(st, "Admitted", "False", "QueueNotFound", msg, in.now);
     return finish();
   }
+  if (int64_t interval = CheckpointInterval(spec, opts);
+      interval > 0 && !Field(Field(spec, "checkpoint"), "intervalSeconds").is_number()) {
+    st["checkpointIntervalSeconds"] = interval;  // chosen by Tessera (Young/Daly)
+  }
   if (!st.contains("generation")) {
     StartGeneration(st, 0, in.newest_checkpoint, world);
     set_phase("Queued", "Admitted", absl::StrCat("admitted to queue ", queue));

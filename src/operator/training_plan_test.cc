@@ -301,6 +301,21 @@ TEST(TrainingPlanTest, PodsOfAnotherGenerationAreDeleted) {
   EXPECT_EQ(plan.delete_pods[0].name, "llm-g7-worker-0");
 }
 
+TEST(TrainingPlanTest, ACheckpointCostLetsTesseraChooseTheInterval) {
+  World w{Job({{"checkpoint", {{"path", "/ckpt"}, {"costSeconds", 60}}}})};
+  TrainingPlan plan = w.Plan();
+  ASSERT_TRUE(plan.status);
+  // 16 GPUs, 60 s per checkpoint, 50,000 GPU-hours each: sqrt(2 x 60 x 50000 x 3600 / 16).
+  const int64_t want = 36742;
+  EXPECT_NEAR((*plan.status)["checkpointIntervalSeconds"].get<int64_t>(), want, 1);
+  EXPECT_NEAR(std::stoll(EnvOf(plan.create_pods[0])["TESSERA_CHECKPOINT_INTERVAL_SECONDS"]), want,
+              1);
+  World fixed{Job({{"checkpoint", {{"intervalSeconds", 600}}}})};
+  plan = fixed.Plan();
+  EXPECT_FALSE((*plan.status).contains("checkpointIntervalSeconds"));
+  EXPECT_EQ(EnvOf(plan.create_pods[0])["TESSERA_CHECKPOINT_INTERVAL_SECONDS"], "600");
+}
+
 TEST(TrainingPlanTest, ServiceNamesAreDns1035Labels) {
   EXPECT_EQ(ServiceName("llm"), "llm");
   EXPECT_EQ(ServiceName("7b-run"), "tj-7b-run");
