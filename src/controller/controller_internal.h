@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "api/conditions.h"
 #include "controller/autoscaler.h"
 #include "controller/scheduling_controller.h"
 #include "controller/store_layout.h"
@@ -154,25 +155,7 @@ inline const Json& StatusOf(const Json& obj) {
   return it != obj.end() && it->is_object() ? *it : *kEmpty;
 }
 
-inline void SetCondition(Json& status, const std::string& type, const std::string& value,
-                         const std::string& reason, const std::string& message, absl::Time now) {
-  Json& conds = status["conditions"];
-  if (!conds.is_array()) conds = Json::array();
-  for (Json& c : conds) {
-    if (c.is_object() && Str(c, "type") == type) {
-      if (Str(c, "status") != value) c["lastTransitionTime"] = Timestamp(now);
-      c["status"] = value;
-      c["reason"] = reason;
-      c["message"] = message.substr(0, 4096);
-      return;
-    }
-  }
-  conds.push_back({{"type", type},
-                   {"status", value},
-                   {"reason", reason},
-                   {"message", message.substr(0, 4096)},
-                   {"lastTransitionTime", Timestamp(now)}});
-}
+using api::SetCondition;
 
 // The condition a job phase sets: (type, status).
 inline std::pair<std::string, std::string> PhaseCondition(absl::string_view phase) {

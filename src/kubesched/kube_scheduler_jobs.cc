@@ -155,6 +155,16 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& name
                                 "); a gang runs in one"));
   }
   j.queue = *queues.begin();
+  if (auto pl = pods[0]->metadata.annotations.find(kPlacementAnnotation);
+      pl != pods[0]->metadata.annotations.end()) {
+    if (pl->second == "Spread") {
+      j.placement = model::PlacementPreference::kSpread;
+    } else if (pl->second != "Pack") {
+      errs.push_back(absl::StrCat("pod ", pods[0]->metadata.name, ": metadata.annotations[",
+                                  kPlacementAnnotation, "]: \"", pl->second,
+                                  "\" is neither Pack nor Spread"));
+    }
+  }
   if (absl::Status s = ApplyPodConstraints(*pods[0], &j); !s.ok()) {
     errs.push_back(absl::StrCat("pod ", pods[0]->metadata.name, ": ", s.message()));
   }

@@ -44,6 +44,10 @@ inline constexpr char kGpusAnnotation[] = "tessera.dev/gpus";
 // Set by a workload (or its operator) on its Pods: when it last wrote a checkpoint (RFC 3339).
 // Preemption prefers victims that lose the least work.
 inline constexpr char kLastCheckpointAnnotation[] = "tessera.dev/last-checkpoint";
+// On a Pod (the first Pod of a gang speaks for it): "Spread" prefers the emptiest nodes, "Pack"
+// (the default) the fullest, as a standalone job's spec.placement. `tessera operator` sets
+// Spread on an InferenceService's replicas and copies a TrainingJob's spec.placement.
+inline constexpr char kPlacementAnnotation[] = "tessera.dev/placement";
 // On a gang's PodGroup (either API): the topology level its Pods must share ("rack", "block",
 // "node") and whether it is "required" (default) or "preferred".
 inline constexpr char kTopologyAnnotation[] = "tessera.dev/topology";

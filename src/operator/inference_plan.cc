@@ -7,9 +7,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/conditions.h"
 #include "operator/json_fields.h"
 
 namespace tessera::op {
+
+using api::SetCondition;
 namespace {
 
 int ReplicaIndex(const Json& pod) {
@@ -91,6 +94,8 @@ Json ReplicaPod(const Json& svc, const Json& mv, int i, const GangOptions& opts)
               {kModelVersionLabel, version},
               {kReplicaLabel, absl::StrCat(i)},
               {"tessera.dev/queue", StrOr(spec, "queue", "default")}}},
+            // Replicas prefer the emptiest nodes, so one node's loss takes few of them.
+            {"annotations", {{"tessera.dev/placement", "Spread"}}},
             {"ownerReferences", Json::array({Owner(svc)})}}},
           {"spec", std::move(pod_spec)}};
 }

@@ -6,7 +6,8 @@
 // Always, the service's image and command, its GPUs as nvidia.com/gpu, env TESSERA_SERVICE,
 // TESSERA_MODEL_VERSION, TESSERA_MODEL_PATH = the ModelVersion's spec.artifactPath,
 // TESSERA_REPLICA, TESSERA_POD_NAME), labelled with the service, model version and replica index,
-// owned by the service; one ClusterIP Service `{service}` on port 8000 (named http) selecting every
+// annotated tessera.dev/placement: Spread (the scheduler puts each on the emptiest fitting node,
+// so one node's loss takes few replicas), owned by the service; one ClusterIP Service `{service}` on port 8000 (named http) selecting every
 // replica.
 //
 // Algorithm:

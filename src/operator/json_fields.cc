@@ -35,8 +35,4 @@ std::string Annotation(const Json& obj, const char* key) {
 
 bool Deleting(const Json& obj) { return Meta(obj).contains("deletionTimestamp"); }
 
-std::string Timestamp(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
-}
-
 }  // namespace tessera::op

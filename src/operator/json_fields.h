@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "api/store_layout.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera::op {
@@ -22,7 +23,7 @@ const Json& Meta(const Json& obj);  // Sub(obj, "metadata")
 std::string Label(const Json& obj, const char* key);
 std::string Annotation(const Json& obj, const char* key);
 bool Deleting(const Json& obj);  // metadata.deletionTimestamp is set
-// RFC 3339 in UTC, whole seconds (metav1.Time).
-std::string Timestamp(absl::Time t);
+// RFC 3339 in UTC, whole seconds (metav1.Time): the API module's.
+using api::Timestamp;
 
 }  // namespace tessera::op

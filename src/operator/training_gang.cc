@@ -254,14 +254,18 @@ Json DesiredPod(const Json& job, int64_t generation, const Member& m, int world_
                  {kRankLabel, absl::StrCat(m.rank)},
                  {kPodGroupLabel, PodGroupName(name, generation)},
                  {kQueueLabel, StrOr(spec, "queue", "default")}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata",
-           {{"name", PodName(name, generation, m)},
-            {"namespace", Namespace(job)},
-            {"labels", std::move(labels)},
-            {"ownerReferences", Json::array({ControllerReference(job)})}}},
-          {"spec", std::move(pod_spec)}};
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", PodName(name, generation, m)},
+                {"namespace", Namespace(job)},
+                {"labels", std::move(labels)},
+                {"ownerReferences", Json::array({ControllerReference(job)})}}},
+              {"spec", std::move(pod_spec)}};
+  if (std::string pl = StrOr(spec, "placement"); !pl.empty()) {
+    pod["metadata"]["annotations"]["tessera.dev/placement"] = pl;  // Pack or Spread
+  }
+  return pod;
 }
 
 }  // namespace tessera::op

@@ -7,9 +7,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/conditions.h"
 #include "operator/json_fields.h"
 
 namespace tessera::op {
+
+using api::SetCondition;
 namespace {
 
 int64_t Generation(const Json& obj) {
@@ -89,25 +92,6 @@ void DeleteAll(const std::vector<const Json*>& objs, std::vector<ObjectName>* ou
 }
 
 }  // namespace
-
-void SetCondition(Json& status, const std::string& type, const std::string& value,
-                  const std::string& reason, const std::string& message, absl::Time now) {
-  Json& conds = status["conditions"];
-  if (!conds.is_array()) conds = Json::array();
-  for (Json& c : conds) {
-    if (StrOr(c, "type") != type) continue;
-    if (StrOr(c, "status") != value) c["lastTransitionTime"] = Timestamp(now);
-    c["status"] = value;
-    c["reason"] = reason;
-    c["message"] = message.substr(0, 4096);
-    return;
-  }
-  conds.push_back({{"type", type},
-                   {"status", value},
-                   {"reason", reason},
-                   {"message", message.substr(0, 4096)},
-                   {"lastTransitionTime", Timestamp(now)}});
-}
 
 TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts) {
   TrainingPlan plan;

@@ -63,9 +63,4 @@ struct TrainingPlan {
 
 TrainingPlan PlanTrainingJob(const TrainingInputs& in, const GangOptions& opts);
 
-// Sets condition `type` in status.conditions (metav1.Condition), keeping lastTransitionTime when
-// the status does not change.
-void SetCondition(Json& status, const std::string& type, const std::string& value,
-                  const std::string& reason, const std::string& message, absl::Time now);
-
 }  // namespace tessera::op

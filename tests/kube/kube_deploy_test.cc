@@ -621,10 +621,10 @@ TEST(KubeDeployTest, OperatorServiceAccountMayDoWhatTheOperatorDoesAndNothingEls
     EXPECT_FALSE(*may) << "should be denied: " << a.ToString();
   }
   // The webhook Service routes to the operator's Pods; its configuration names that Service.
-  absl::StatusOr<Json> vwc = c->Get({"admissionregistration.k8s.io", "v1",
-                                     "validatingwebhookconfigurations",
-                                     "ValidatingWebhookConfiguration", false},
-                                    "", "tessera-operator");
+  absl::StatusOr<Json> vwc =
+      c->Get({"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+              "ValidatingWebhookConfiguration", false},
+             "", "tessera-operator");
   ASSERT_TRUE(vwc.ok()) << vwc.status();
   EXPECT_EQ((*vwc)["webhooks"][0]["clientConfig"]["service"]["name"], "tessera-operator-webhook");
 }

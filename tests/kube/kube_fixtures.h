@@ -54,6 +54,15 @@ inline Json NodeJson(const std::string& name, const std::string& suite, int gpus
   return n;
 }
 
+// Deletes the Nodes labelled with `suite` (a test's own), as its TearDown does.
+inline void DeleteSuiteNodes(kube::RestClient& c, const std::string& suite) {
+  absl::StatusOr<Json> nodes =
+      c.List(kube::NodesResource(), "", {kSuite + std::string("=") + suite});
+  if (!nodes.ok()) return;
+  const Json items = (*nodes)["items"];
+  for (const Json& n : items) (void)c.Delete(kube::NodesResource(), "", n["metadata"]["name"]);
+}
+
 // Pods of one namespace, watched: waits wake on the watch's events.
 class PodWatch {
  public:

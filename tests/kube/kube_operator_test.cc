@@ -115,16 +115,7 @@ class KubeOperatorTest : public ::testing::Test {
     if (sched_) sched_->Stop();
     if (kubelet_) kubelet_->Stop();
     pods_.reset();
-    if (client_) {
-      absl::StatusOr<Json> nodes =
-          client_->List(kube::NodesResource(), "", {kSuite + std::string("=") + suite_});
-      if (nodes.ok()) {
-        const Json items = (*nodes)["items"];
-        for (const Json& n : items) {
-          (void)client_->Delete(kube::NodesResource(), "", n["metadata"]["name"]);
-        }
-      }
-    }
+    if (client_) DeleteSuiteNodes(*client_, suite_);
   }
 
   void CreateJob(const Json& job) {
@@ -320,19 +311,21 @@ TEST_F(KubeOperatorTest, CheckpointRetentionKeepsTheNewestReadyOnes) {
     return out;
   };
   for (int step : {100, 200, 300}) {
-    ASSERT_TRUE(client_
-                    ->MergePatch(kube::PodsResource(), ns_, "keep-g0-worker-0",
-                                 {{"metadata",
-                                   {{"annotations",
-                                     {{"tessera.dev/checkpoint-step", std::to_string(step)},
-                                      {"tessera.dev/checkpoint-path",
-                                       "/ckpt/" + std::to_string(step)}}}}}})
-                    .ok());
+    ASSERT_TRUE(
+        client_
+            ->MergePatch(kube::PodsResource(), ns_, "keep-g0-worker-0",
+                         {{"metadata",
+                           {{"annotations",
+                             {{"tessera.dev/checkpoint-step", std::to_string(step)},
+                              {"tessera.dev/checkpoint-path", "/ckpt/" + std::to_string(step)}}}}}})
+            .ok());
     ASSERT_TRUE(PollUntil([&] { return names().count("keep-step-" + std::to_string(step)) == 1; },
                           absl::Seconds(30)));
   }
   EXPECT_TRUE(PollUntil(
-      [&] { return names() == std::set<std::string>{"keep-step-200", "keep-step-300"}; },
+      [&] {
+        return names() == std::set<std::string>{"keep-step-200", "keep-step-300"};
+      },
       absl::Seconds(30)))
       << names().size();
 }
@@ -416,6 +409,7 @@ TEST_F(KubeOperatorTest, AServiceScalesOnReportedP99AndRollsWithoutDroppingBelow
   KUBE_BED_OR_SKIP(bed);
   SetUpBed(bed);
   AddNode("a", 8);
+  AddNode("b", 8);
   for (const char* mv : {"v1", "v2"}) {
     ASSERT_TRUE(client_->Create(kube::ModelVersionsResource(), ns_, ModelVersion(mv)).ok());
   }
@@ -463,6 +457,10 @@ TEST_F(KubeOperatorTest, AServiceScalesOnReportedP99AndRollsWithoutDroppingBelow
       << ready_of("v1") << " Ready; " << GetSvc("chat").dump();
   Json st = GetSvc("chat").value("status", Json::object());
   EXPECT_EQ(st.value("desiredReplicas", 0), 3) << st.dump();
+  // Spread: the replicas use both nodes (the emptiest first), not the first node thrice.
+  std::set<std::string> used;
+  for (const auto& [pod, node] : pods_->Nodes()) used.insert(node);
+  EXPECT_EQ(used.size(), 2u);
   bool scaled = false;
   absl::StatusOr<Json> ev = client_->List(kube::EventsResource(), ns_);
   ASSERT_TRUE(ev.ok());

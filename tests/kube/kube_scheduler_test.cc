@@ -77,16 +77,7 @@ class KubeSchedulerTest : public ::testing::Test {
   }
   void TearDown() override {
     if (sched_) sched_->Stop();
-    if (client_) {
-      absl::StatusOr<Json> nodes =
-          client_->List(kube::NodesResource(), "", {kSuite + std::string("=") + suite_});
-      if (nodes.ok()) {
-        const Json items = (*nodes)["items"];
-        for (const Json& n : items) {
-          (void)client_->Delete(kube::NodesResource(), "", n["metadata"]["name"]);
-        }
-      }
-    }
+    if (client_) DeleteSuiteNodes(*client_, suite_);
   }
 
   RealClock clock_;
