@@ -64,6 +64,27 @@ std::string TempDir() {
   return mkdtemp(tmpl) == nullptr ? "" : tmpl;
 }
 
+// 4 x L40S without NVLink and without scripted events (deploy/fake-gpus' files script some).
+constexpr char kPcieOnly4[] = R"(
+driver_version: "550.90.07"
+defaults: {model: NVIDIA L40S, memory_mib: 46068}
+gpus:
+  - {uuid: GPU-l40s-0, pci_bus_id: "00000000:17:00.0", numa_node: 0}
+  - {uuid: GPU-l40s-1, pci_bus_id: "00000000:31:00.0", numa_node: 0}
+  - {uuid: GPU-l40s-2, pci_bus_id: "00000000:B1:00.0", numa_node: 1}
+  - {uuid: GPU-l40s-3, pci_bus_id: "00000000:CA:00.0", numa_node: 1}
+topology:
+  - {gpus: [0, 1], level: SINGLE}
+  - {gpus: [2, 3], level: SINGLE}
+)";
+
+// kPcieOnly4 as a file in `dir`.
+std::string FakeConfigFile(const std::string& dir) {
+  const std::string path = dir + "/pcie-only-4.yaml";
+  std::ofstream(path) << kPcieOnly4;
+  return path;
+}
+
 std::shared_ptr<RestClient> SharedClient(const std::string& kubeconfig) {
   return std::shared_ptr<RestClient>(ClientFor(kubeconfig).release());
 }
@@ -88,11 +109,11 @@ TEST(KubeDraTest, SliceFollowsHealthAndIsDeletedOnCleanup) {
   std::shared_ptr<RestClient> admin = SharedClient(bed->admin_kubeconfig());
   ASSERT_NE(admin, nullptr);
   RealClock clock;
+  const std::string dir = TempDir();
   absl::StatusOr<std::unique_ptr<agent::FakeBackend>> backend =
-      agent::FakeBackend::FromFile(SourcePath("deploy/fake-gpus/pcie-4.yaml"), clock);
+      agent::FakeBackend::FromFile(FakeConfigFile(dir), clock);
   ASSERT_TRUE(backend.ok()) << backend.status();
   ASSERT_TRUE((*backend)->Init().ok());
-  const std::string dir = TempDir();
   const std::string node = UniqueName("dra-node");
   dra::DriverOptions o;
   o.node_name = node;
@@ -311,7 +332,7 @@ TEST(KubeDraTest, KubeletWithUpstreamStubsPreparesAndUnpreparesClaims) {
                                          "--backend",
                                          "fake",
                                          "--fake-config",
-                                         SourcePath("deploy/fake-gpus/pcie-4.yaml"),
+                                         FakeConfigFile(dir),
                                          "--node-name",
                                          node,
                                          "--kubeconfig",
