@@ -145,7 +145,7 @@ int NodeAnnotator::attempts() const {
 }
 
 void NodeAnnotator::Run() {
-  const std::string key = kNvlinkDomainsAnnotation;
+  const std::string& key = options_.key;
   absl::Duration backoff = absl::ZeroDuration();
   mu_.Lock();
   while (true) {
@@ -189,7 +189,8 @@ void NodeAnnotator::Run() {
                                                                  : absl::InfiniteFuture();
       if (changed) {
         Log(want.empty() ? absl::StrCat("node ", options_.node_name, ": removed ", key)
-                         : absl::StrCat("node ", options_.node_name, ": ", key, "=", want));
+                         : absl::StrCat("node ", options_.node_name, ": ", key, "=",
+                                        options_.describe ? options_.describe(want) : want));
       }
     } else {
       backoff = backoff == absl::ZeroDuration() ? options_.retry_initial

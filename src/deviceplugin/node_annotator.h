@@ -77,6 +77,11 @@ struct NodeAnnotatorOptions {
   // The longest real-time wait before the clock is read again (a manual clock moves unseen).
   absl::Duration poll = absl::Seconds(1);
   std::string node_name;  // for messages
+  // What is written, for messages: the annotation's key by default. The annotator is also the
+  // DRA driver's ResourceSlice publisher (dra/driver.h), whose value is a whole object.
+  std::string key = kNvlinkDomainsAnnotation;
+  // A value as messages show it; default: as is.
+  std::function<std::string(const std::string&)> describe;
   // One line per event, from the annotator's thread; default: stderr.
   std::function<void(absl::string_view)> log;
 };

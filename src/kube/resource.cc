@@ -39,12 +39,13 @@ TESSERA_KUBE_RESOURCE(WorkloadsResource, "scheduling.k8s.io", "v1alpha3", "workl
                       true)
 TESSERA_KUBE_RESOURCE(PodGroupsResource, "scheduling.k8s.io", "v1alpha3", "podgroups", "PodGroup",
                       true)
-TESSERA_KUBE_RESOURCE(CoschedulingPodGroupsResource, "scheduling.x-k8s.io", "v1alpha1",
-                      "podgroups", "PodGroup", true)
+TESSERA_KUBE_RESOURCE(CoschedulingPodGroupsResource, "scheduling.x-k8s.io", "v1alpha1", "podgroups",
+                      "PodGroup", true)
 TESSERA_KUBE_RESOURCE(ServicesResource, "", "v1", "services", "Service", true)
 TESSERA_KUBE_RESOURCE(CustomResourceDefinitionsResource, "apiextensions.k8s.io", "v1",
                       "customresourcedefinitions", "CustomResourceDefinition", false)
-TESSERA_KUBE_RESOURCE(TrainingJobsResource, "tessera.dev", "v1", "trainingjobs", "TrainingJob", true)
+TESSERA_KUBE_RESOURCE(TrainingJobsResource, "tessera.dev", "v1", "trainingjobs", "TrainingJob",
+                      true)
 TESSERA_KUBE_RESOURCE(InferenceServicesResource, "tessera.dev", "v1", "inferenceservices",
                       "InferenceService", true)
 TESSERA_KUBE_RESOURCE(GpuPoolsResource, "tessera.dev", "v1", "gpupools", "GPUPool", true)
@@ -52,6 +53,12 @@ TESSERA_KUBE_RESOURCE(CheckpointsResource, "tessera.dev", "v1", "checkpoints", "
 TESSERA_KUBE_RESOURCE(ModelVersionsResource, "tessera.dev", "v1", "modelversions", "ModelVersion",
                       true)
 TESSERA_KUBE_RESOURCE(QueuesResource, "tessera.dev", "v1", "queues", "Queue", false)
+TESSERA_KUBE_RESOURCE(ResourceSlicesResource, "resource.k8s.io", "v1", "resourceslices",
+                      "ResourceSlice", false)
+TESSERA_KUBE_RESOURCE(ResourceClaimsResource, "resource.k8s.io", "v1", "resourceclaims",
+                      "ResourceClaim", true)
+TESSERA_KUBE_RESOURCE(DeviceClassesResource, "resource.k8s.io", "v1", "deviceclasses",
+                      "DeviceClass", false)
 #undef TESSERA_KUBE_RESOURCE
 
 }  // namespace tessera::kube

@@ -46,5 +46,9 @@ const ResourceType& GpuPoolsResource();
 const ResourceType& CheckpointsResource();
 const ResourceType& ModelVersionsResource();
 const ResourceType& QueuesResource();  // cluster-scoped
+// resource.k8s.io/v1, Dynamic Resource Allocation (GA since Kubernetes 1.34).
+const ResourceType& ResourceSlicesResource();  // cluster-scoped
+const ResourceType& ResourceClaimsResource();
+const ResourceType& DeviceClassesResource();  // cluster-scoped
 
 }  // namespace tessera::kube

@@ -18,6 +18,7 @@
 #include "cli/crds_command.h"
 #include "controller/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
+#include "dra/dra_command.h"
 #include "kubesched/scheduler_command.h"
 #include "operator/operator_command.h"
 #include "server/bench_api.h"
@@ -45,6 +46,7 @@ int Run(int argc, char** argv) {
   tessera::server::RegisterServerCommands(app);
   tessera::agent::RegisterAgentCommands(app);
   tessera::deviceplugin::RegisterDevicePluginCommands(app);
+  tessera::dra::RegisterDraCommands(app);
   tessera::sim::replay::RegisterSimReplayCommands(*sim);
   tessera::bench::RegisterBenchPreemptCommands(*bench);
   tessera::bench::RegisterBenchQueueCycleCommands(*bench);

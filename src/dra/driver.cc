@@ -1,0 +1,202 @@
+#include "dra/driver.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/discovery.h"
+#include "kube/api_error.h"
+#include "kube/resource.h"
+#include "kube/rest_client.h"
+
+namespace tessera::dra {
+
+SliceWriter KubeSliceWriter(std::shared_ptr<kube::RestClient> client) {
+  return [client = std::move(client)](const std::string& name,
+                                      const kube::Json* slice) -> absl::Status {
+    const kube::ResourceType& t = kube::ResourceSlicesResource();
+    if (slice == nullptr) {
+      absl::Status st = client->Delete(t, "", name);
+      return kube::IsApiNotFound(st) ? absl::OkStatus() : st;
+    }
+    absl::StatusOr<kube::Json> current = client->Get(t, "", name);
+    if (kube::IsApiNotFound(current.status())) return client->Create(t, "", *slice).status();
+    if (!current.ok()) return current.status();
+    kube::Json next = *slice;
+    next["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
+    return client->Update(t, "", name, next).status();
+  };
+}
+
+ClaimGetter KubeClaimGetter(std::shared_ptr<kube::RestClient> client) {
+  return [client = std::move(client)](const std::string& ns, const std::string& name) {
+    return client->Get(kube::ResourceClaimsResource(), ns, name);
+  };
+}
+
+DraDriver::DraDriver(agent::GpuBackend& backend, Clock& clock, ClaimGetter get, SliceWriter write,
+                     DriverOptions options)
+    : backend_(backend),
+      clock_(clock),
+      get_(std::move(get)),
+      write_(std::move(write)),
+      options_(std::move(options)),
+      health_(options_.health) {
+  if (options_.checkpoint_path.empty()) {
+    options_.checkpoint_path =
+        (std::filesystem::path(options_.plugin_dir) / "checkpoint.json").string();
+  }
+}
+
+DraDriver::~DraDriver() { Stop(); }
+
+void DraDriver::Log(absl::string_view line) const {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::cerr << "dra-driver: " << line << "\n";
+  }
+}
+
+kube::Json DraDriver::slice() const {
+  absl::MutexLock l(&mu_);
+  return slice_;
+}
+
+void DraDriver::Publish() {
+  kube::Json slice;
+  {
+    absl::MutexLock l(&mu_);
+    kube::Json next = ResourceSliceJson(
+        options_.driver, options_.node_name, devices_,
+        [this](const std::string& uuid) { return health_.IsHealthy(uuid); }, generation_);
+    std::vector<std::string> names;
+    for (const kube::Json& d : next["spec"]["devices"]) names.push_back(d["name"]);
+    const std::string joined = absl::StrJoin(names, ",");
+    if (!slice_.is_null() && joined == published_devices_) return;
+    if (!slice_.is_null()) {
+      ++generation_;
+      next["spec"]["pool"]["generation"] = generation_;
+    }
+    published_devices_ = joined;
+    slice_ = next;
+    slice = std::move(next);
+  }
+  if (publisher_) publisher_->Set({slice.dump(), true});
+}
+
+absl::Status DraDriver::Start() {
+  if (started_) return absl::FailedPreconditionError("DRA driver already started (runs once)");
+  if (options_.node_name.empty()) return absl::InvalidArgumentError("node name is empty");
+  absl::StatusOr<agent::NodeSnapshot> node = agent::Discover(backend_);
+  if (!node.ok()) return node.status();
+  for (const agent::GpuSnapshot& g : node->gpus) {
+    if (!g.info.uuid.empty()) health_.AddGpu(g.info.uuid);
+  }
+  devices_ = BuildDraDevices(*node);
+  std::vector<std::string> names;
+  for (const DraDevice& d : devices_) names.push_back(d.name);
+  Log(absl::StrCat("devices: ", names.empty() ? "none" : absl::StrJoin(names, ", ")));
+
+  PreparerOptions po;
+  po.driver = options_.driver;
+  po.pool = options_.node_name;
+  po.cdi_dir = options_.cdi_dir;
+  po.checkpoint_path = options_.checkpoint_path;
+  po.dev_root = options_.dev_root;
+  po.log = options_.log;
+  ClaimGetter get = get_;
+  if (!get) {
+    get = [](const std::string&, const std::string&) -> absl::StatusOr<kube::Json> {
+      return absl::FailedPreconditionError("the driver has no API access (--kubeconfig)");
+    };
+  }
+  preparer_ = std::make_unique<ClaimPreparer>(std::move(get), devices_, po);
+  checkpoint_status_ = preparer_->Load();
+
+  KubeletServerOptions so;
+  so.driver = options_.driver;
+  so.plugin_dir = options_.plugin_dir;
+  so.registry_dir = options_.registry_dir;
+  so.log = options_.log;
+  server_ = std::make_unique<KubeletServer>(*preparer_, so);
+  if (absl::Status st = server_->Start(); !st.ok()) return st;
+
+  if (write_) {
+    deviceplugin::NodeAnnotatorOptions po2 = options_.publish;
+    po2.node_name = options_.node_name;
+    po2.key = absl::StrCat("ResourceSlice ", SliceName(options_.driver, options_.node_name));
+    po2.describe = [](const std::string& v) {
+      const kube::Json j = kube::Json::parse(v, nullptr, false);
+      if (j.is_discarded()) return v;
+      std::vector<std::string> names;
+      for (const kube::Json& d : j["spec"]["devices"]) names.push_back(d["name"]);
+      return absl::StrCat("generation ", j["spec"]["pool"]["generation"].dump(), ", devices [",
+                          absl::StrJoin(names, " "), "]");
+    };
+    if (!po2.log) {
+      po2.log = [this](absl::string_view line) { Log(line); };
+    }
+    const std::string name = SliceName(options_.driver, options_.node_name);
+    publisher_ = std::make_unique<deviceplugin::NodeAnnotator>(
+        [write = write_, name](const std::string& value) {
+          if (value.empty()) return write(name, nullptr);
+          const kube::Json slice = kube::Json::parse(value);
+          return write(name, &slice);
+        },
+        clock_, po2);
+  }
+  health_.AddListener([this](const agent::HealthTransition& t) {
+    const std::string_view from = agent::HealthName(t.from);
+    const std::string_view to = agent::HealthName(t.to);
+    Log(absl::StrCat(t.uuid, " ", absl::string_view(from.data(), from.size()), " -> ",
+                     absl::string_view(to.data(), to.size()), ": ", t.reason));
+    Publish();
+  });
+  Publish();
+  if (publisher_) publisher_->Start();
+
+  agent::HealthMonitor::Options mo;
+  mo.sample_every = options_.metrics_every;
+  mo.wait_failure_backoff = options_.wait_failure_backoff;
+  monitor_thread_ = std::thread([this, mo] {
+    agent::HealthMonitor monitor(backend_, health_, clock_, mo);
+    if (absl::Status st = monitor.Start(); !st.ok()) {
+      Log(absl::StrCat("health monitor: ", st.message()));
+    }
+    {
+      absl::MutexLock l(&mu_);
+      if (stop_) return;
+      monitor_ = &monitor;
+    }
+    monitor.RunUntil(absl::InfiniteFuture());
+    absl::MutexLock l(&mu_);
+    monitor_ = nullptr;
+  });
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void DraDriver::Stop() {
+  if (!started_) return;
+  started_ = false;
+  {
+    absl::MutexLock l(&mu_);
+    stop_ = true;
+    if (monitor_ != nullptr) monitor_->Stop();
+  }
+  if (monitor_thread_.joinable()) monitor_thread_.join();
+  server_->Stop();
+  if (publisher_) publisher_->Stop();
+  if (options_.cleanup_on_exit && write_) {
+    const std::string name = SliceName(options_.driver, options_.node_name);
+    if (absl::Status st = write_(name, nullptr); st.ok()) {
+      Log(absl::StrCat("deleted ResourceSlice ", name));
+    } else {
+      Log(absl::StrCat("deleting ResourceSlice ", name, ": ", st.message()));
+    }
+  }
+}
+
+}  // namespace tessera::dra
