@@ -182,11 +182,13 @@ TEST(ServerHaTest, LeaderKillsFailOverAndAPausedLeaderStepsDown) {
   ASSERT_TRUE(WaitScheduled(rs, 0, "warmup", "0", 20)) << "the first leader binds nothing";
 
   constexpr int kKills = 6;
+  int dead_port = 0;
   std::vector<double> failover;
   for (int k = 0; k < kKills; ++k) {
     const int survivor = (leader + 1) % 3;
     const std::string at = "after kill " + std::to_string(k);
     const auto killed_at = Clock::now();
+    dead_port = rs.proc(leader).port();
     rs.proc(leader).Kill(SIGKILL);
     // Submitted right after the loss: only the next leader can bind it.
     const std::string job = "after-kill-" + std::to_string(k);
@@ -201,6 +203,17 @@ TEST(ServerHaTest, LeaderKillsFailOverAndAPausedLeaderStepsDown) {
     ASSERT_EQ(rs.Start(leader), "") << at;  // back to three replicas, as a standby
     leader = next;
   }
+
+  // The CLI moves past a dead replica (its port now refuses connections) to a live one, through
+  // --server and TESSERA_SERVER.
+  const std::string servers = "http://127.0.0.1:" + std::to_string(dead_port) +
+                              ",127.0.0.1:" + std::to_string(rs.proc(leader).port());
+  CliResult cli = RunTessera("get trainingjobs -o name --server " + servers);
+  EXPECT_EQ(cli.rc, 0) << cli.out;
+  EXPECT_NE(cli.out.find("after-kill-0"), std::string::npos) << cli.out;
+  cli = RunShell("TESSERA_SERVER=" + servers + " " + TesseraBin() + " get trainingjobs -o name");
+  EXPECT_EQ(cli.rc, 0) << cli.out;
+  EXPECT_NE(cli.out.find("warmup"), std::string::npos) << cli.out;
 
   // SIGSTOP: the paused leader is replaced; woken, it steps down (its writes are fenced: see
   // etcd_election_test's PausedLeaderCannotWriteWhenItWakes for the write itself).
