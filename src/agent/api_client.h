@@ -1,11 +1,19 @@
 // ApiClient: a minimal JSON client for `tessera server`'s /api/v1 (docs/api.md), used by the
 // node agent, `tessera logs`, `tessera up` and the federation hub's dispatcher (its own library,
 // tessera_api_client).
-// Thread safety: one ApiClient per thread (it holds one keep-alive connection).
+// Several servers (replicas of one control plane, docs/control-plane.md "Replicas"): `server` may
+// list them with commas; the client talks to one and moves to the next on a transport failure.
+// A request that certainly never reached a server (no connection) is retried on each other
+// server at once; a GET is retried whatever the failure; any other request that failed in
+// transit (it may have been applied) is answered Unavailable and the next request goes to the
+// next server. HTTP error codes never move it.
+// Thread safety: one ApiClient per thread (it holds one keep-alive connection); Cancel from any.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -35,8 +43,8 @@ struct TlsClientOptions {
 
 class ApiClient {
  public:
-  // `server`: "http://HOST:PORT", "https://HOST:PORT" (or "HOST:PORT"); `token` may be empty
-  // (no Authorization).
+  // `server`: "http://HOST:PORT", "https://HOST:PORT" (or "HOST:PORT"), or several of them
+  // separated by commas; `token` may be empty (no Authorization).
   ApiClient(const std::string& server, std::string token,
             absl::Duration timeout = absl::Seconds(10), const TlsClientOptions& tls = {});
   ~ApiClient();
@@ -53,11 +61,17 @@ class ApiClient {
 
   // "HOST:PORT" -> "http://HOST:PORT"; a URL with a scheme is kept.
   static std::string NormalizeUrl(const std::string& server);
+  // The server in use now (normalized).
+  const std::string& server() const { return urls_[current_.load() % urls_.size()]; }
 
  private:
   absl::StatusOr<ApiResponse> Do(const char* method, const std::string& path,
                                  const nlohmann::json* body);
-  std::unique_ptr<httplib::Client> http_;
+  std::vector<std::string> urls_;
+  // One client per server, all made up front (Cancel may run concurrently with a move).
+  std::vector<std::unique_ptr<httplib::Client>> http_;
+  std::atomic<size_t> current_{0};
+  std::atomic<bool> canceled_{false};
   std::string token_;
 };
 

@@ -430,7 +430,10 @@ void RegisterNodeCommands(CLI::App& app) {
   auto f = std::make_shared<AgentFlags>();
   CLI::App* a =
       app.add_subcommand("agent", "Run the node agent: register, heartbeat, run bound members");
-  a->add_option("--server", f->server, "tessera server URL (http://HOST:PORT)")->required();
+  a->add_option("--server", f->server,
+                "tessera server URL (http://HOST:PORT); replicas: several, comma-separated, tried "
+                "in turn when one cannot be reached")
+      ->required();
   a->add_option("--token", f->token, "Bearer token (role node:NAME)");
   a->add_option("--ca-file", f->tls.ca_file, "PEM CA bundle to verify an https:// --server with");
   a->add_flag("--insecure-skip-tls-verify", f->tls.insecure_skip_verify,

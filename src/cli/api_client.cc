@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/server_list.h"
 #include "common/suggest.h"
 
 namespace tessera::cli {
@@ -139,25 +140,35 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
   if (!flags.ns.empty()) c.ns = flags.ns;
   if (!flags.ca_file.empty()) c.ca_file = flags.ca_file;
   if (flags.insecure_skip_tls_verify) c.insecure_skip_tls_verify = true;
-  if (!absl::StartsWith(c.server, "http://") && !absl::StartsWith(c.server, "https://")) {
-    if (absl::StrContains(c.server, "://")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "server \"", c.server, "\": the scheme must be http:// or https:// (or none: http)"));
+  // Several servers (replicas, "a,b,c"): each is checked; the client moves along them.
+  c.servers.clear();
+  for (std::string one : SplitServerList(c.server)) {
+    if (!absl::StartsWith(one, "http://") && !absl::StartsWith(one, "https://")) {
+      if (absl::StrContains(one, "://")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "server \"", one, "\": the scheme must be http:// or https:// (or none: http)"));
+      }
+      one = "http://" + one;
     }
-    c.server = "http://" + c.server;
+    const absl::string_view host = absl::string_view(one).substr(one.find("://") + 3);
+    if (host.empty() || host.front() == ':' || host.front() == '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("server \"", one, "\": expected http(s)://HOST[:PORT]"));
+    }
+    c.servers.push_back(std::move(one));
   }
-  const absl::string_view host = absl::string_view(c.server).substr(c.server.find("://") + 3);
-  if (host.empty() || host.front() == ':' || host.front() == '/') {
+  if (c.servers.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("server \"", c.server, "\": expected http(s)://HOST[:PORT]"));
+        absl::StrCat("server \"", c.server, "\": expected http(s)://HOST[:PORT][,...]"));
   }
+  c.server = c.servers.front();
   return c;
 }
 
 namespace {
 
-std::unique_ptr<httplib::Client> Connect(const ClientConfig& config) {
-  auto http = std::make_unique<httplib::Client>(config.server);
+std::unique_ptr<httplib::Client> Connect(const ClientConfig& config, const std::string& server) {
+  auto http = std::make_unique<httplib::Client>(server);
   http->set_connection_timeout(5);
   http->set_read_timeout(60);
   http->set_keep_alive(true);
@@ -169,7 +180,16 @@ std::unique_ptr<httplib::Client> Connect(const ClientConfig& config) {
 
 }  // namespace
 
-ApiClient::ApiClient(ClientConfig config) : config_(std::move(config)), http_(Connect(config_)) {}
+ApiClient::ApiClient(ClientConfig config) : config_(std::move(config)) {
+  if (config_.servers.empty()) config_.servers.push_back(config_.server);
+  http_ = Connect(config_, config_.servers[current_]);
+}
+
+void ApiClient::Next() {
+  current_ = (current_ + 1) % config_.servers.size();
+  config_.server = config_.servers[current_];
+  http_ = Connect(config_, config_.server);
+}
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
 ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 ApiClient::~ApiClient() = default;
@@ -188,15 +208,25 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
   };
   // cpp-httplib reconnects a keep-alive connection the server closed; a request that found it
   // closed is sent once more on a fresh one (only GETs and writes the server never received).
+  // With several servers, a failure moves to the next: at once for a GET or a request that never
+  // left (no connection), for the next request otherwise (this one may have been applied).
   httplib::Result res = send();
   if (!res && (res.error() == httplib::Error::Write || res.error() == httplib::Error::Read) &&
       method == "GET") {
-    http_ = Connect(config_);
+    http_ = Connect(config_, config_.server);
     res = send();
   }
-  if (!res) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach ", config_.server, ": ", Unreachable(res.error())));
+  std::string errors;
+  for (size_t tried = 1; !res; ++tried) {
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", config_.server, ": ",
+                    Unreachable(res.error()));
+    const bool unsent = res.error() == httplib::Error::Connection ||
+                        res.error() == httplib::Error::ConnectionTimeout;
+    if (config_.servers.size() > 1) Next();
+    if (tried >= config_.servers.size() || (!unsent && method != "GET")) {
+      return absl::UnavailableError(absl::StrCat("cannot reach ", errors));
+    }
+    res = send();
   }
   Response r;
   r.code = res->status;
@@ -208,7 +238,19 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
 absl::StatusOr<int> ApiClient::Stream(const std::string& path,
                                       const std::function<bool(const std::string&)>& on_line,
                                       absl::Duration timeout, std::string* error_body) {
-  std::unique_ptr<httplib::Client> http = Connect(config_);
+  // A watch is a GET: a server that cannot be reached gives way to the next.
+  for (size_t tried = 1; tried < config_.servers.size(); ++tried) {
+    httplib::Client probe(config_.server);
+    probe.set_connection_timeout(2);
+    httplib::Result r = probe.Get("/healthz");
+    if (!r && (r.error() == httplib::Error::Connection ||
+               r.error() == httplib::Error::ConnectionTimeout)) {
+      Next();
+    } else {
+      break;
+    }
+  }
+  std::unique_ptr<httplib::Client> http = Connect(config_, config_.server);
   http->set_keep_alive(false);
   const absl::Time deadline =
       timeout > absl::ZeroDuration() ? absl::Now() + timeout : absl::InfiniteFuture();

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -32,7 +33,10 @@ class Client;
 namespace tessera::cli {
 
 struct ClientConfig {
+  // The server in use; `servers` lists them all when several replicas were given
+  // ("a,b,c": ResolveConfig splits and checks them, server is then the first).
   std::string server = "http://127.0.0.1:7420";
+  std::vector<std::string> servers;
   std::string token;
   std::string ns = "default";
   // https:// servers: the CA bundle that signed the server's certificate
@@ -62,7 +66,9 @@ struct Response {
 
 // One keep-alive connection to the server, reused by every Do (a command that lists, reads
 // and writes pays for one TCP and TLS handshake); reconnected transparently when the server
-// closed it. Not thread-safe: one client per thread.
+// closed it. With several servers (replicas) it moves to the next on a transport failure: a GET
+// or a request that never left is retried there at once; another write that failed in transit is
+// Unavailable (it may have been applied). Not thread-safe: one client per thread.
 class ApiClient {
  public:
   explicit ApiClient(ClientConfig config);
@@ -85,7 +91,9 @@ class ApiClient {
   const ClientConfig& config() const { return config_; }
 
  private:
+  void Next();  // moves to the next server
   ClientConfig config_;
+  size_t current_ = 0;
   std::unique_ptr<httplib::Client> http_;
 };
 

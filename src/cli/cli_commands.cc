@@ -20,7 +20,9 @@ void Die(const std::string& msg) {
 }
 
 void AddConnectionFlags(CLI::App* cmd, ConfigFlags* f) {
-  cmd->add_option("--server,-s", f->server, "API server URL (http://HOST:PORT or https://...)");
+  cmd->add_option("--server,-s", f->server,
+                  "API server URL (http://HOST:PORT or https://...); replicas: several, "
+                  "comma-separated, tried in turn when one cannot be reached");
   cmd->add_option("--ca-file", f->ca_file, "PEM CA bundle to verify an https:// server with");
   cmd->add_flag("--insecure-skip-tls-verify", f->insecure_skip_tls_verify,
                 "Do not verify the https:// server's certificate (testing only)");

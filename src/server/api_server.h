@@ -109,6 +109,13 @@ struct ApiServerOptions {
   // node_status_interval. Null: every heartbeat is written.
   controller::NodeLeases* node_leases = nullptr;
   absl::Duration node_status_interval = absl::Seconds(60);
+  // Replicas on etcd (docs/control-plane.md, "Replicas"): when set and false (this replica does
+  // not run the controller, whose lease table is another process's memory), a heartbeat that
+  // changes nothing is still written once the stored lastHeartbeatTime is
+  // standby_node_status_interval old, so that the leader hears, through the Node's store event,
+  // nodes whose agents talk to this replica. Keep it well under the controller's node grace.
+  std::function<bool()> is_leader;
+  absl::Duration standby_node_status_interval = absl::Seconds(13);
   // Every heartbeat's utilization samples go here (borrowed; the dashboard
   // reads them), written or not. Null: only the stored Node has them.
   GpuSamples* gpu_samples = nullptr;

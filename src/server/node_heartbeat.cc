@@ -10,9 +10,10 @@
 // so in steady state a fleet's heartbeats cost map updates, not durable writes, and readers of
 // the Node (`tessera describe node`) see it refreshed at least every interval. Every
 // heartbeat's utilization samples also go to the server's GpuSamples (gpu_samples.h), from
-// which the dashboard shows them live. Without a lease table every heartbeat is written. GET on the
-// same path reads the lease: {"kind": "NodeLease", "renewTime": "..." or null (none since the
-// server started)}.
+// which the dashboard shows them live. On a replica that is not the leader (options_.is_leader)
+// the stale interval is standby_node_status_interval, so that the leader hears the node. Without a
+// lease table every heartbeat is written. GET on the same path reads the lease: {"kind":
+// "NodeLease", "renewTime": "..." or null (none since the server started)}.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -124,7 +125,10 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
         !st.is_object() || !st.contains("lastHeartbeatTime") ||
         !st["lastHeartbeatTime"].is_string() ||
         !controller::ParseTimestamp(st["lastHeartbeatTime"].get<std::string>(), &last) ||
-        now - last >= options_.node_status_interval;
+        now - last >=
+            (options_.is_leader && !options_.is_leader()
+                 ? std::min(options_.standby_node_status_interval, options_.node_status_interval)
+                 : options_.node_status_interval);
     const bool changed = !st.is_object() || !st.contains("gpus") ||
                          WithoutSamples(st["gpus"]) != WithoutSamples((*body)["gpus"]);
     if (options_.node_leases != nullptr && !stale && !changed) {

@@ -1,7 +1,9 @@
 #include "server/server_command.h"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -26,6 +28,7 @@
 #include "server/api_server.h"
 #include "server/auth.h"
 #include "server/dashboard.h"
+#include "store/etcd/etcd_election.h"
 #include "store/etcd/etcd_store.h"
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
@@ -38,6 +41,9 @@ struct ServerFlags {
   // "sqlite" (in --data-dir) or etcd://host:port[,host:port...][/prefix] (etcds:// for TLS).
   std::string store = "sqlite";
   std::string etcd_cacert, etcd_cert, etcd_key;
+  // Replicas on etcd: the leader lease's TTL and this replica's name in the election key.
+  double leader_lease_s = 3;
+  std::string replica_name;
   std::string listen = "127.0.0.1:7420";
   std::string tokens_file;
   bool insecure_no_auth = false;
@@ -221,6 +227,24 @@ int RunServer(const ServerFlags& f) {
   }
   RealClock clock;
   store::MeteredStore metered(**db, clock);
+  // On etcd, replicas: the controller runs only on the elected leader, through a fenced view of
+  // the store (etcd_election.h) with metrics of its own, rendered together with the API's.
+  auto* etcd = dynamic_cast<store::EtcdStore*>(db->get());
+  std::unique_ptr<store::FencedEtcdStore> fenced;
+  std::unique_ptr<store::MeteredStore> fenced_metered;
+  std::string etcd_prefix, replica_name = f.replica_name;
+  if (etcd != nullptr) {
+    fenced = std::make_unique<store::FencedEtcdStore>(*etcd);
+    fenced_metered = std::make_unique<store::MeteredStore>(*fenced, clock);
+    etcd_prefix = etcd->prefix();
+    if (replica_name.empty()) {
+      char hostname[256] = {};
+      gethostname(hostname, sizeof hostname - 1);
+      replica_name = absl::StrCat(hostname, "-", getpid());
+    }
+  }
+  // Set once the election exists (below); read by the heartbeat handler and /metrics.
+  std::atomic<store::EtcdElection*> elected{nullptr};
   // Node heartbeats renew these in memory; the controller reads them (node_leases.h).
   controller::NodeLeases leases;
   ApiServerOptions so;
@@ -231,15 +255,41 @@ int RunServer(const ServerFlags& f) {
   GpuSamples samples;
   so.gpu_samples = &samples;
   so.node_status_interval = absl::Seconds(f.node_status_s);
+  if (etcd != nullptr) {
+    so.is_leader = [&elected] {
+      store::EtcdElection* e = elected.load();
+      return e != nullptr && e->IsLeader();
+    };
+    // The leader learns of heartbeats that reach another replica from the Node's write.
+    if (f.node_grace_s > 0) so.standby_node_status_interval = absl::Seconds(f.node_grace_s / 3);
+  }
   so.uid_seed = std::random_device{}();
   so.tls_cert_file = f.tls_cert;
   so.tls_key_file = f.tls_key;
   // Scheduling and fleet metrics (the controller's), rendered with the store's.
   metrics::Registry registry;
   // Durable commits (fsyncs) next to the store's Txn counts: group commit makes them differ.
-  so.extra_metrics = [&metered, &registry, sqlite] {
+  so.extra_metrics = [&metered, &registry, sqlite, &fenced, &fenced_metered, &elected] {
     if (sqlite == nullptr) {
-      return absl::StrCat(store::FormatPrometheus(metered.Metrics()), registry.Render());
+      store::StoreMetrics m = metered.Metrics();
+      std::string replica;
+      if (fenced_metered) {
+        m += fenced_metered->Metrics();
+        store::EtcdElection* e = elected.load();
+        absl::StrAppend(
+            &replica,
+            "# HELP tessera_leader 1 while this replica leads (runs the controller), else 0.\n"
+            "# TYPE tessera_leader gauge\ntessera_leader ",
+            e != nullptr && e->IsLeader() ? 1 : 0,
+            "\n# HELP tessera_leader_terms_total Times this replica became the leader.\n"
+            "# TYPE tessera_leader_terms_total counter\ntessera_leader_terms_total ",
+            e != nullptr ? e->terms() : 0,
+            "\n# HELP tessera_fenced_writes_total Controller writes refused by the leader "
+            "fence (this replica was no longer the leader).\n"
+            "# TYPE tessera_fenced_writes_total counter\ntessera_fenced_writes_total ",
+            fenced->fenced(), "\n");
+      }
+      return absl::StrCat(store::FormatPrometheus(m), replica, registry.Render());
     }
     return absl::StrCat(store::FormatPrometheus(metered.Metrics()),
                         "# HELP tessera_store_durable_commits_total SQLite transactions committed "
@@ -280,47 +330,90 @@ int RunServer(const ServerFlags& f) {
   std::cout << "listening on " << (f.tls_cert.empty() ? "" : "https://") << host << ":" << *bound
             << " (revision " << metered.CurrentRevision() << ", opened in "
             << absl::ToDoubleMilliseconds(absl::Now() - t0) << " ms)" << std::endl;
-  // The scheduling controller runs in-process on the same store (see
-  // docs/control-plane.md); it lists and rebuilds state on its own thread.
+  // What only one process may run: the scheduling controller (or a federation hub's dispatcher),
+  // with its node lease timers. On SQLite it runs here for the process's life; on etcd only while
+  // this replica leads the election (docs/control-plane.md, "Replicas"), writing through a fenced
+  // view of the store.
   std::unique_ptr<controller::SchedulingController> ctl;
   // A federation hub hands jobs to member clusters instead of scheduling them
   // itself (src/federation/dispatcher.h).
   std::unique_ptr<federation::Dispatcher> hub;
-  if (f.federation) {
-    federation::DispatcherOptions fo;
-    fo.hub_name = f.federation_name;
-    fo.failover_after = absl::Seconds(f.federation_failover_s);
-    fo.requeue_after = absl::Seconds(f.federation_requeue_s);
-    fo.event_ttl = absl::Seconds(f.event_ttl_s);
-    fo.log = log.WithComponent("federation");
-    fo.metrics = &registry;
-    hub = std::make_unique<federation::Dispatcher>(metered, clock, fo);
-    hub->RunInBackground();
-  } else if (f.scheduler) {
-    controller::ControllerOptions co;
-    co.node_grace = absl::Seconds(f.node_grace_s);
-    co.leases = &leases;
-    co.event_ttl = absl::Seconds(f.event_ttl_s);
-    co.eviction_delay = absl::Seconds(f.eviction_s);
-    co.elastic_grow_interval = absl::Seconds(f.elastic_grow_s);
-    co.checkpoint_gpu_mtbf = absl::Hours(f.checkpoint_gpu_mtbf_h);
-    co.autoscaler.stabilization = absl::Seconds(f.autoscale_window_s);
-    co.autoscaler.tolerance = f.autoscale_tolerance;
-    co.autoscaler.freshness = absl::Seconds(f.autoscale_freshness_s);
-    co.metrics = &registry;
-    co.queues = queues;
-    if (profile) co.profile = *profile;
-    co.log = log.WithComponent("controller");
-    if (otlp) co.on_decision = [&otlp](obs::TraceRecord t) { otlp->Export(std::move(t)); };
-    absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
-        controller::SchedulingController::Create(metered, clock, co);
-    if (!c.ok()) {
-      log.Error(c.status().message());
+  auto start_leader_work = [&](store::Store& st) -> absl::Status {
+    if (f.federation) {
+      federation::DispatcherOptions fo;
+      fo.hub_name = f.federation_name;
+      fo.failover_after = absl::Seconds(f.federation_failover_s);
+      fo.requeue_after = absl::Seconds(f.federation_requeue_s);
+      fo.event_ttl = absl::Seconds(f.event_ttl_s);
+      fo.log = log.WithComponent("federation");
+      fo.metrics = &registry;
+      hub = std::make_unique<federation::Dispatcher>(st, clock, fo);
+      hub->RunInBackground();
+    } else if (f.scheduler) {
+      controller::ControllerOptions co;
+      co.node_grace = absl::Seconds(f.node_grace_s);
+      co.leases = &leases;
+      co.event_ttl = absl::Seconds(f.event_ttl_s);
+      co.eviction_delay = absl::Seconds(f.eviction_s);
+      co.elastic_grow_interval = absl::Seconds(f.elastic_grow_s);
+      co.checkpoint_gpu_mtbf = absl::Hours(f.checkpoint_gpu_mtbf_h);
+      co.autoscaler.stabilization = absl::Seconds(f.autoscale_window_s);
+      co.autoscaler.tolerance = f.autoscale_tolerance;
+      co.autoscaler.freshness = absl::Seconds(f.autoscale_freshness_s);
+      co.metrics = &registry;
+      co.queues = queues;
+      if (profile) co.profile = *profile;
+      co.log = log.WithComponent("controller");
+      if (otlp) co.on_decision = [&otlp](obs::TraceRecord t) { otlp->Export(std::move(t)); };
+      absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
+          controller::SchedulingController::Create(st, clock, co);
+      if (!c.ok()) return c.status();
+      ctl = *std::move(c);
+      ctl->RunInBackground();
+    }
+    return absl::OkStatus();
+  };
+  auto stop_leader_work = [&] {
+    if (ctl) ctl->Stop();
+    ctl.reset();
+    if (hub) hub->Stop();
+    hub.reset();
+  };
+  std::unique_ptr<store::EtcdElection> election;
+  if (etcd == nullptr) {
+    if (absl::Status s = start_leader_work(metered); !s.ok()) {
+      log.Error(s.message());
       server.Stop();
       return 1;
     }
-    ctl = *std::move(c);
-    ctl->RunInBackground();
+  } else if (f.federation || f.scheduler) {
+    store::EtcdElectionOptions eo;
+    eo.key = etcd_prefix + "leader";
+    eo.identity = absl::StrCat(replica_name, " api=", f.tls_cert.empty() ? "http://" : "https://",
+                               host, ":", *bound);
+    eo.ttl = absl::Seconds(f.leader_lease_s);
+    const obs::Logger elog = log.WithComponent("election");
+    eo.on_started_leading = [&, elog](const store::EtcdFence& fence) {
+      fenced->SetFence(fence);
+      elog.Info("leading: the controller starts here",
+                {{"replica", replica_name}, {"fence_revision", fence.create_revision}});
+      if (absl::Status s = start_leader_work(*fenced_metered); !s.ok()) {
+        elog.Error(s.message());  // a bad option: the same on every replica
+      }
+    };
+    eo.on_stopped_leading = [&, elog](const std::string& why) {
+      // Stop writing first (the fence would refuse the writes anyway), then the controller.
+      fenced->SetFence(std::nullopt);
+      elog.Warn("not leading: the controller stops here",
+                {{"replica", replica_name}, {"why", why}});
+      stop_leader_work();
+    };
+    eo.on_new_leader = [elog](const std::string& holder) {
+      elog.Info("leader", {{"holder", holder.empty() ? std::string("(none)") : holder}});
+    };
+    election = std::make_unique<store::EtcdElection>(*etcd, clock, eo);
+    elected = election.get();
+    election->RunInBackground();
   }
   std::thread waiter([&] {
     int sig = 0;
@@ -333,8 +426,12 @@ int RunServer(const ServerFlags& f) {
   // ends the waiter's sigwait; it terminates nothing.
   pthread_kill(waiter.native_handle(), SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread)
   waiter.join();
-  if (ctl) ctl->Stop();
-  if (hub) hub->Stop();
+  if (election) {
+    election->Stop();  // stops the controller and hands leadership over at once
+    elected = nullptr;
+  } else {
+    stop_leader_work();
+  }
   log.Info("stopped");
   return 0;
 }
@@ -356,6 +453,14 @@ void RegisterServerCommands(CLI::App& app) {
   cmd->add_option("--etcd-cert", flags->etcd_cert,
                   "PEM client certificate presented to etcd (with --etcd-key; implies TLS)");
   cmd->add_option("--etcd-key", flags->etcd_key, "PEM key of --etcd-cert");
+  cmd->add_option("--leader-lease-seconds", flags->leader_lease_s,
+                  "etcd only: replicas on one etcd prefix elect a leader, the one that runs the "
+                  "controller, on an etcd lease of this TTL; a crashed leader is replaced after "
+                  "about this long (etcd's minimum is 2 s by default)")
+      ->check(CLI::Range(1.0, 60.0))
+      ->capture_default_str();
+  cmd->add_option("--replica-name", flags->replica_name,
+                  "etcd only: this replica's name in the leader election (default HOSTNAME-PID)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to serve on (port 0: any free port)");
   cmd->add_option("--tokens-file", flags->tokens_file,
                   "Bearer tokens: lines of TOKEN NAMESPACE admin|user|node:NAME. Without it the "

@@ -7,6 +7,7 @@
 // is under a mutex), like the Store it wraps.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -45,6 +46,26 @@ struct StoreMetrics {
     return absl::ZeroDuration();
   }
 };
+
+// Adds `b`'s counts to `a` (two MeteredStores of one process, rendered as one: the API's and a
+// replica's controller's, docs/control-plane.md "Replicas").
+inline StoreMetrics& operator+=(StoreMetrics& a, const StoreMetrics& b) {
+  a.gets += b.gets;
+  a.lists += b.lists;
+  a.txns += b.txns;
+  a.txn_ops += b.txn_ops;
+  a.events_calls += b.events_calls;
+  a.waits += b.waits;
+  a.compactions += b.compactions;
+  a.txn_errors += b.txn_errors;
+  a.commit_count += b.commit_count;
+  a.commit_latency_sum += b.commit_latency_sum;
+  a.commit_latency_max = std::max(a.commit_latency_max, b.commit_latency_max);
+  for (size_t i = 0; i < a.commit_latency_buckets.size(); ++i) {
+    a.commit_latency_buckets[i] += b.commit_latency_buckets[i];
+  }
+  return a;
+}
 
 // The metrics in Prometheus' text exposition format (tessera_store_*).
 inline std::string FormatPrometheus(const StoreMetrics& m) {

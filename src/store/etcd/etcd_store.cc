@@ -1,7 +1,5 @@
 #include "store/etcd/etcd_store.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <fstream>
@@ -13,16 +11,27 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "store/etcd/api/rpc.grpc.pb.h"
+#include "store/etcd/etcd_store_internal.h"
 #include "store/txn_check.h"
 
 namespace tessera::store {
 namespace {
 
-namespace pb = ::etcdserverpb;
+bool Consume(std::string_view* s, std::string_view prefix) {
+  if (s->substr(0, prefix.size()) != prefix) return false;
+  s->remove_prefix(prefix.size());
+  return true;
+}
 
-// What the marker holds: a different value under the prefix is another format's data.
-constexpr char kMetaValue[] = "tessera-store v1";
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, " ", path, ": cannot read"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
 
 // The smallest string greater than every string with prefix `p` ("" when there is none: etcd's
 // range_end "\0" would mean "to the end", but our prefixes always contain a byte below 0xff).
@@ -40,28 +49,12 @@ std::string PrefixEnd(std::string_view p) {
 }
 
 // Concatenation of std::string_views (Debian's abseil StrCat takes only absl::string_view).
-std::string Cat(std::string_view a, std::string_view b, std::string_view c = {}) {
+std::string Cat(std::string_view a, std::string_view b, std::string_view c) {
   std::string out;
   out.reserve(a.size() + b.size() + c.size());
   out.append(a).append(b).append(c);
   return out;
 }
-
-bool Consume(std::string_view* s, std::string_view prefix) {
-  if (s->substr(0, prefix.size()) != prefix) return false;
-  s->remove_prefix(prefix.size());
-  return true;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, " ", path, ": cannot read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 absl::StatusOr<EtcdStoreOptions> ParseEtcdUrl(std::string_view url, EtcdStoreOptions base) {
   std::string_view rest = url;
@@ -102,105 +95,6 @@ absl::StatusOr<EtcdStoreOptions> ParseEtcdUrl(std::string_view url, EtcdStoreOpt
   return base;
 }
 
-struct EtcdStore::Impl {
-  EtcdStoreOptions options;
-  std::string meta_key;     // <prefix>meta
-  std::string data_prefix;  // <prefix>data
-  int64_t base = 0;         // etcd revision of the marker's creation: store revision 0
-
-  struct Endpoint {
-    std::string address;
-    std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<pb::KV::Stub> kv;
-    std::unique_ptr<pb::Watch::Stub> watch;
-  };
-  std::vector<Endpoint> endpoints;
-  std::atomic<size_t> current{0};  // the endpoint in use
-
-  std::atomic<int64_t> last_revision{0};  // store revision last seen (CurrentRevision's fallback)
-  std::atomic<int64_t> compacted{0};      // store revision compacted, as far as we know
-
-  static void AtLeast(std::atomic<int64_t>& a, int64_t v) {
-    int64_t cur = a.load();
-    while (cur < v && !a.compare_exchange_weak(cur, v)) {
-    }
-  }
-
-  Endpoint& Pick() { return endpoints[current.load() % endpoints.size()]; }
-
-  // An RPC's context: a deadline of rpc_timeout, failing fast unless `wait_for_ready`.
-  void Prepare(grpc::ClientContext& ctx, bool wait_for_ready = false) const {
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + options.rpc_timeout));
-    ctx.set_wait_for_ready(wait_for_ready);
-  }
-
-  // Maps a failed RPC to a Status naming the endpoint; moves to the next endpoint when this one
-  // is unreachable.
-  absl::Status Fail(const Endpoint& ep, const grpc::Status& s, std::string_view what) {
-    auto code = static_cast<absl::StatusCode>(s.error_code());
-    std::string msg = s.error_message();
-    if (code == absl::StatusCode::kDeadlineExceeded) {
-      code = absl::StatusCode::kUnavailable;
-      msg = absl::StrCat("no answer within ", absl::FormatDuration(options.rpc_timeout),
-                         " (a write may or may not have been applied)");
-    }
-    if (code == absl::StatusCode::kUnavailable && endpoints.size() > 1) current.fetch_add(1);
-    return absl::Status(code, absl::StrCat("etcd ", ep.address, ": ", Cat(what, ": ", msg)));
-  }
-
-  absl::StatusOr<pb::RangeResponse> Range(const pb::RangeRequest& req, std::string_view what,
-                                          bool wait_for_ready = false) {
-    Endpoint& ep = Pick();
-    grpc::ClientContext ctx;
-    Prepare(ctx, wait_for_ready);
-    pb::RangeResponse resp;
-    grpc::Status s = ep.kv->Range(&ctx, req, &resp);
-    if (!s.ok()) return Fail(ep, s, what);
-    AtLeast(last_revision, resp.header().revision() - base);
-    return resp;
-  }
-
-  absl::StatusOr<pb::TxnResponse> DoTxn(const pb::TxnRequest& req, std::string_view what,
-                                        bool wait_for_ready = false) {
-    Endpoint& ep = Pick();
-    grpc::ClientContext ctx;
-    Prepare(ctx, wait_for_ready);
-    pb::TxnResponse resp;
-    grpc::Status s = ep.kv->Txn(&ctx, req, &resp);
-    if (!s.ok()) return Fail(ep, s, what);
-    return resp;
-  }
-
-  // The marker's header revision and mod_revision, read at one etcd revision.
-  struct MetaRead {
-    int64_t header = 0;  // etcd revision of the read
-    int64_t meta_mod = 0;
-  };
-  absl::StatusOr<MetaRead> ReadMeta(std::string_view what) {
-    pb::RangeRequest req;
-    req.set_key(meta_key);
-    auto resp = Range(req, what);
-    if (!resp.ok()) return resp.status();
-    if (resp->kvs_size() != 1) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("etcd: the store's marker ", meta_key, " is gone"));
-    }
-    return MetaRead{resp->header().revision(), resp->kvs(0).mod_revision()};
-  }
-
-  absl::Status Connect();
-  absl::Status LearnCompaction(int64_t header);
-  KeyValue ToStore(const mvccpb::KeyValue& kv) const {
-    return KeyValue{kv.key().substr(data_prefix.size()), kv.value(), kv.create_revision() - base,
-                    kv.mod_revision() - base};
-  }
-  absl::Status CompactedError(int64_t since) const {
-    return absl::OutOfRangeError(absl::StrCat("required revision ", since,
-                                              " has been compacted (compacted revision ",
-                                              compacted.load(), ")"));
-  }
-};
-
 absl::Status EtcdStore::Impl::Connect() {
   if (options.endpoints.empty()) return absl::InvalidArgumentError("etcd: no endpoints");
   if (options.prefix.empty()) return absl::InvalidArgumentError("etcd: empty key prefix");
@@ -240,6 +134,7 @@ absl::Status EtcdStore::Impl::Connect() {
     ep.channel = grpc::CreateCustomChannel(address, creds, args);
     ep.kv = pb::KV::NewStub(ep.channel);
     ep.watch = pb::Watch::NewStub(ep.channel);
+    ep.lease = pb::Lease::NewStub(ep.channel);
     endpoints.push_back(std::move(ep));
   }
   // Create the marker unless it exists; read it either way.
@@ -310,6 +205,7 @@ absl::StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Open(const EtcdStoreOption
 }
 
 int64_t EtcdStore::base_revision() const { return impl_->base; }
+const std::string& EtcdStore::prefix() const { return impl_->options.prefix; }
 
 absl::StatusOr<KeyValue> EtcdStore::Get(std::string_view key) {
   pb::RangeRequest req;
@@ -346,7 +242,13 @@ absl::StatusOr<ListResult> EtcdStore::List(std::string_view prefix, const ListOp
   return result;
 }
 
-absl::StatusOr<int64_t> EtcdStore::Txn(const std::vector<Op>& ops) {
+absl::StatusOr<int64_t> EtcdStore::Txn(const std::vector<Op>& ops) { return DoTxn(ops, nullptr); }
+
+absl::StatusOr<int64_t> EtcdStore::FencedTxn(const std::vector<Op>& ops, const EtcdFence& fence) {
+  return DoTxn(ops, &fence);
+}
+
+absl::StatusOr<int64_t> EtcdStore::DoTxn(const std::vector<Op>& ops, const EtcdFence* fence) {
   if (absl::Status s = ValidateTxnShape(ops); !s.ok()) return s;
   Impl& m = *impl_;
   pb::TxnRequest txn;
@@ -380,6 +282,16 @@ absl::StatusOr<int64_t> EtcdStore::Txn(const std::vector<Op>& ops) {
     }
     txn.add_failure()->mutable_request_range()->set_key(key);
   }
+  if (fence != nullptr) {
+    // The fence: the election key as this leader created it. Its read comes last in the failure
+    // branch, after the ops' reads.
+    pb::Compare* c = txn.add_compare();
+    c->set_key(fence->key);
+    c->set_target(pb::Compare::CREATE);
+    c->set_result(pb::Compare::EQUAL);
+    c->set_create_revision(fence->create_revision);
+    txn.add_failure()->mutable_request_range()->set_key(fence->key);
+  }
   pb::PutRequest* meta = txn.add_success()->mutable_request_put();
   meta->set_key(m.meta_key);
   meta->set_value(kMetaValue);
@@ -393,6 +305,17 @@ absl::StatusOr<int64_t> EtcdStore::Txn(const std::vector<Op>& ops) {
     return resp.status();
   }
   if (!resp->succeeded()) {
+    if (fence != nullptr) {
+      const pb::RangeResponse& r = resp->responses(static_cast<int>(ops.size())).response_range();
+      const int64_t now = r.kvs_size() > 0 ? r.kvs(0).create_revision() : 0;
+      if (now != fence->create_revision) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("fenced: not the leader any more (", fence->key,
+                         " was created at etcd revision ", fence->create_revision, ", is now ",
+                         now == 0 ? std::string("gone") : absl::StrCat("created at ", now),
+                         "); nothing written"));
+      }
+    }
     // Which check failed, judged on the keys as the Txn saw them (read in the same etcd Txn).
     for (size_t i = 0; i < ops.size(); ++i) {
       const pb::RangeResponse& r = resp->responses(static_cast<int>(i)).response_range();

@@ -1,5 +1,5 @@
 // EtcdStore: the Store (store.h) kept in an etcd v3 cluster, spoken to over etcd's gRPC API
-// (KV Range/Txn/Compact, Watch; the protos in api/ are etcd's, trimmed to what is used).
+// (KV Range/Txn/Compact, Watch, Lease; the protos in api/ are etcd's, trimmed to what is used).
 //
 // Key space. Everything lives under `prefix` (default "/tessera/"):
 //   <prefix>data<key>   the store's key <key>, its value stored as is;
@@ -68,6 +68,13 @@ struct EtcdStoreOptions {
 // naming the URL and what is wrong otherwise. Leaves the other fields of `base` as they are.
 absl::StatusOr<EtcdStoreOptions> ParseEtcdUrl(std::string_view url, EtcdStoreOptions base = {});
 
+// What a leader's writes are fenced on (etcd_election.h): the election key and the etcd
+// revision (etcd's own, not the store's) at which this leader created it.
+struct EtcdFence {
+  std::string key;
+  int64_t create_revision = 0;
+};
+
 class EtcdStore final : public Store {
  public:
   // Connects (waiting up to rpc_timeout for etcd), creates the store's marker when missing and
@@ -80,6 +87,12 @@ class EtcdStore final : public Store {
   absl::StatusOr<KeyValue> Get(std::string_view key) override;
   absl::StatusOr<ListResult> List(std::string_view prefix, const ListOptions& options) override;
   absl::StatusOr<int64_t> Txn(const std::vector<Op>& ops) override;
+  // Txn, fenced: the same etcd Txn also compares the create_revision of `fence.key` with
+  // `fence.create_revision`. When that differs (the key is gone or another replica created it
+  // since), nothing is written and the result is PermissionDenied ("fenced: ..."), whatever the
+  // ops' own checks say; otherwise exactly Txn's result. A deposed leader's late write therefore
+  // fails however late it arrives. (FencedEtcdStore in etcd_election.h wraps this as a Store.)
+  absl::StatusOr<int64_t> FencedTxn(const std::vector<Op>& ops, const EtcdFence& fence);
   absl::StatusOr<EventsResult> Events(std::string_view prefix, int64_t since_revision,
                                       int64_t limit) override;
   absl::Status WaitForRevision(int64_t revision, absl::Time deadline) override;
@@ -90,11 +103,16 @@ class EtcdStore final : public Store {
 
   // The etcd revision of the store's revision 0 (tests, diagnostics).
   int64_t base_revision() const;
+  // The key prefix (EtcdStoreOptions::prefix): the replicas' election key lives under it.
+  const std::string& prefix() const;
 
   struct Impl;
+  // The insides (etcd_store_internal.h), for the election in the same module.
+  Impl& impl() { return *impl_; }
 
  private:
   explicit EtcdStore(std::unique_ptr<Impl> impl);
+  absl::StatusOr<int64_t> DoTxn(const std::vector<Op>& ops, const EtcdFence* fence);
   std::unique_ptr<Impl> impl_;
 };
 
