@@ -22,7 +22,7 @@ nlohmann::json AdmissionAnswer(const nlohmann::json& review,
 }
 
 absl::StatusOr<std::unique_ptr<AdmissionWebhook>> AdmissionWebhook::Start(
-    const WebhookOptions& opts, AdmissionJudge judge) {
+    const WebhookOptions& opts, const AdmissionJudge& judge) {
   std::string host = opts.addr, port_text;
   if (auto colon = opts.addr.rfind(':'); colon != std::string::npos) {
     host = opts.addr.substr(0, colon);

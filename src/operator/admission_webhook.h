@@ -49,7 +49,7 @@ class AdmissionWebhook {
   // InvalidArgument naming the flag for a bad address or unreadable certificate/key;
   // Unavailable when the address cannot be listened on.
   static absl::StatusOr<std::unique_ptr<AdmissionWebhook>> Start(const WebhookOptions& opts,
-                                                                 AdmissionJudge judge);
+                                                                 const AdmissionJudge& judge);
   ~AdmissionWebhook();
   AdmissionWebhook(const AdmissionWebhook&) = delete;
   AdmissionWebhook& operator=(const AdmissionWebhook&) = delete;

@@ -7,8 +7,8 @@
 // TESSERA_MODEL_VERSION, TESSERA_MODEL_PATH = the ModelVersion's spec.artifactPath,
 // TESSERA_REPLICA, TESSERA_POD_NAME), labelled with the service, model version and replica index,
 // annotated tessera.dev/placement: Spread (the scheduler puts each on the emptiest fitting node,
-// so one node's loss takes few replicas), owned by the service; one ClusterIP Service `{service}` on port 8000 (named http) selecting every
-// replica.
+// so one node's loss takes few replicas), owned by the service; one ClusterIP Service `{service}`
+// on port 8000 (named http) selecting every replica.
 //
 // Algorithm:
 //  1. A spec that cannot run on Kubernetes, a queue that does not exist: phase Pending with the

@@ -16,9 +16,10 @@
 namespace tessera::op::internal {
 
 std::vector<std::string> ServingServices(Env& env, const std::string& ns, const std::string& name) {
-  std::vector<const Json*> services;
   const std::vector<kube::ObjectPtr> objs =
       ByIndex(*env.caches.inference, kModelIndex, ns + "/" + name);
+  std::vector<const Json*> services;
+  services.reserve(objs.size());
   for (const auto& o : objs) services.push_back(o.get());
   return api::ServingInferenceServices(name, services);
 }

@@ -138,13 +138,14 @@ class Operator::Impl {
     using KeysOf = std::function<std::vector<std::string>(const Json&)>;
     // An informer whose every event queues the keys `keys_of` gives (already prefixed).
     auto make = [&](const kube::ResourceType& t, const std::string& selector,
-                    std::vector<std::pair<const char*, KeysOf>> indexes, KeysOf keys_of) {
+                    const std::vector<std::pair<const char*, KeysOf>>& indexes,
+                    const KeysOf& keys_of) {
       kube::ReflectorOptions ro;
       ro.type = t;
       ro.label_selector = selector;
       ro.log = opts_.log;
       auto inf = std::make_unique<kube::Informer>(client, ro);
-      for (auto& [name, fn] : indexes) (void)inf->AddIndexer(name, fn);
+      for (const auto& [name, fn] : indexes) (void)inf->AddIndexer(name, fn);
       if (keys_of) {
         auto note = [this, keys_of](const kube::ObjectPtr& o) {
           for (const std::string& k : keys_of(*o)) queue_.Add(k);
@@ -158,7 +159,7 @@ class Operator::Impl {
       }
       return inf;
     };
-    auto prefixed = [](const char* kind, KeysOf f) -> KeysOf {
+    auto prefixed = [](const char* kind, const KeysOf& f) -> KeysOf {
       return [kind, f](const Json& o) {
         std::vector<std::string> keys = f(o);
         for (std::string& k : keys) k = absl::StrCat(kind, "/", k);

@@ -74,6 +74,7 @@ absl::Status ReconcileTrainingJob(Env& env, const std::string& ns, const std::st
   for (const auto& g : groups) in.pod_groups.push_back(g.get());
   in.service_exists = env.caches.services->store().Get(ns + "/" + ServiceName(name)) != nullptr;
   std::vector<const Json*> cp_objs;
+  cp_objs.reserve(cps.size());
   for (const auto& c : cps) cp_objs.push_back(c.get());
   in.newest_checkpoint = api::NewestReadyCheckpoint(name, cp_objs);
   std::string newest_created;
@@ -119,7 +120,7 @@ absl::Status ReconcileTrainingJob(Env& env, const std::string& ns, const std::st
   // Retention (spec.checkpoint.keep): older Checkpoints go, but not one a ModelVersion names.
   for (const std::string& c :
        api::CheckpointsBeyondRetention(name, cp_objs, api::CheckpointKeep(Sub(*job, "spec")))) {
-    if (!ByIndex(*env.caches.models, kCheckpointIndex, ns + "/" + c).empty()) continue;
+    if (!ByIndex(*env.caches.models, kCheckpointIndex, absl::StrCat(ns, "/", c)).empty()) continue;
     RETURN_IF_ERROR(DeleteObject(env, kube::CheckpointsResource(), ns, c, ""));
     env.events.Post(ref, "Normal", "CheckpointPruned", "Pruning",
                     absl::StrCat("checkpoint ", c, " deleted (spec.checkpoint.keep ",
