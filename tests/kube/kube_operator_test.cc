@@ -149,27 +149,36 @@ class KubeOperatorTest : public ::testing::Test {
   }
   // What a kubelet would report: the Pod's phase, and for an ended one its container's exit.
   void SetPhase(const std::string& pod, const std::string& phase, int exit_code = 0) {
-    Json p = pods_->Get(pod);
-    ASSERT_FALSE(p.is_null()) << pod;
-    Json st = {{"phase", phase}};
-    Json cs = {{"name", "trainer"},
-               {"image", p["spec"]["containers"][0]["image"]},
-               {"imageID", ""},
-               {"ready", phase == "Running"},
-               {"restartCount", 0}};
-    if (phase == "Running") {
-      cs["state"] = {{"running", {{"startedAt", "2026-12-03T00:00:00Z"}}}};
-    } else if (phase == "Succeeded" || phase == "Failed") {
-      cs["state"] = {{"terminated",
-                      {{"exitCode", exit_code},
-                       {"reason", exit_code == 0 ? "Completed" : "Error"},
-                       {"startedAt", "2026-12-03T00:00:00Z"},
-                       {"finishedAt", "2026-12-03T00:01:00Z"}}}};
+    // As a kubelet does: read the Pod, write its status, read again when someone else (the
+    // operator's annotations, the scheduler's binding) changed it meanwhile.
+    absl::Status last;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      absl::StatusOr<Json> got = client_->Get(kube::PodsResource(), ns_, pod);
+      ASSERT_TRUE(got.ok()) << got.status();
+      Json p = *got;
+      Json st = {{"phase", phase}};
+      Json cs = {{"name", "trainer"},
+                 {"image", p["spec"]["containers"][0]["image"]},
+                 {"imageID", ""},
+                 {"ready", phase == "Running"},
+                 {"restartCount", 0}};
+      if (phase == "Running") {
+        cs["state"] = {{"running", {{"startedAt", "2026-12-03T00:00:00Z"}}}};
+      } else if (phase == "Succeeded" || phase == "Failed") {
+        cs["state"] = {{"terminated",
+                        {{"exitCode", exit_code},
+                         {"reason", exit_code == 0 ? "Completed" : "Error"},
+                         {"startedAt", "2026-12-03T00:00:00Z"},
+                         {"finishedAt", "2026-12-03T00:01:00Z"}}}};
+      }
+      st["containerStatuses"] = Json::array({cs});
+      p["status"] = st;
+      absl::StatusOr<Json> r = client_->Update(kube::PodsResource(), ns_, pod, p, "status");
+      if (r.ok()) return;
+      last = r.status();
+      if (!kube::IsApiConflict(last)) break;
     }
-    st["containerStatuses"] = Json::array({cs});
-    p["status"] = st;
-    absl::StatusOr<Json> r = client_->Update(kube::PodsResource(), ns_, pod, p, "status");
-    ASSERT_TRUE(r.ok()) << r.status();
+    FAIL() << last;
   }
   std::map<std::string, std::string> EnvOf(const std::string& pod) {
     std::map<std::string, std::string> env;
@@ -240,7 +249,7 @@ TEST_F(KubeOperatorTest, AGangRunsFailsRestartsFromTheNewestCheckpointAndSucceed
   ASSERT_TRUE(PollUntil(
       [&] {
         absl::StatusOr<Json> c = client_->Get(kube::CheckpointsResource(), ns_, "llm-step-1200");
-        return c.ok() && (*c)["status"].value("phase", "") == "Ready";
+        return c.ok() && c->value("status", Json::object()).value("phase", "") == "Ready";
       },
       absl::Seconds(30)));
   // ... and its time reaches the gang's Pods for the scheduler's preemption.
