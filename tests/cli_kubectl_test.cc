@@ -192,7 +192,8 @@ TEST_F(CliKubectlTest, ExplainAndCompletionNeedNoServer) {
                     "; _tessera; echo \"${COMPREPLY[*]}\"'")
         .out;
   };
-  EXPECT_EQ(complete("tessera dra", 1), "drain\n");
+  EXPECT_EQ(complete("tessera dra", 1), "dra-driver drain\n");
+  EXPECT_EQ(complete("tessera drai", 1), "drain\n");
   EXPECT_EQ(complete("tessera get trai", 2), "trainingjob trainingjobs\n");
   EXPECT_EQ(complete("tessera get jobs --sort", 3), "--sort-by\n");
   EXPECT_EQ(complete("tessera describe jobs ll", 3), "llama\n");

@@ -411,7 +411,8 @@ TEST(KubeDevicePluginTest, DevicePluginProcessAnnotatesItsNodeWithTheServiceAcco
                "--metrics-interval", "200ms", "--kubeconfig", kubeconfig, "--node-name", late},
               dir + "/out2"));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (q.Output().find("retrying in") == std::string::npos && absl::Now() < deadline) {
+  // The annotator's NotFound (the kubelet-socket wait also says "retrying in", so wait for it).
+  while (q.Output().find("not found") == std::string::npos && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_NE(q.Output().find("not found"), std::string::npos) << q.Output();
