@@ -380,6 +380,7 @@ int RunServer(const ServerFlags& f) {
     hub.reset();
   };
   std::unique_ptr<store::EtcdElection> election;
+  std::atomic<bool> leader_work_failed{false};
   if (etcd == nullptr) {
     if (absl::Status s = start_leader_work(metered); !s.ok()) {
       log.Error(s.message());
@@ -398,7 +399,11 @@ int RunServer(const ServerFlags& f) {
       elog.Info("leading: the controller starts here",
                 {{"replica", replica_name}, {"fence_revision", fence.create_revision}});
       if (absl::Status s = start_leader_work(*fenced_metered); !s.ok()) {
-        elog.Error(s.message());  // a bad option: the same on every replica
+        // A bad option, the same on every replica: exit (releasing the lease) as the SQLite
+        // path does, rather than lead without a controller.
+        elog.Error(s.message());
+        leader_work_failed = true;
+        server.Stop();
       }
     };
     eo.on_stopped_leading = [&, elog](const std::string& why) {
@@ -433,7 +438,7 @@ int RunServer(const ServerFlags& f) {
     stop_leader_work();
   }
   log.Info("stopped");
-  return 0;
+  return leader_work_failed ? 1 : 0;
 }
 
 }  // namespace
