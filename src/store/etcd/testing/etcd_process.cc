@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/child_process.h"
 #include "httplib.h"
 
@@ -62,26 +63,77 @@ std::string EtcdProcess::Start(const std::string& bin_dir, const std::string& da
   if (peer_port_ <= 0) peer_port_ = FreeLoopbackPort();
   const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
   const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
-  pid_ =
-      SpawnProcess({bin_ + "/etcd", "--name", "bed", "--data-dir", data_dir_,
-                    "--listen-client-urls", client, "--advertise-client-urls", client,
-                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                    "--initial-cluster", "bed=" + peer, "--unsafe-no-fsync", "--log-level", "warn"},
-                   log_);
+  const bool member = !initial_cluster_.empty();
+  std::vector<std::string> argv = {bin_ + "/etcd",
+                                   "--name",
+                                   name_,
+                                   "--data-dir",
+                                   data_dir_,
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   member ? initial_cluster_ : name_ + "=" + peer,
+                                   "--unsafe-no-fsync",
+                                   "--log-level",
+                                   "warn"};
+  if (member) {
+    argv.push_back("--initial-cluster-token");
+    argv.push_back("tessera-test");
+  }
+  pid_ = SpawnProcess(argv, log_);
+  if (member) return "";  // healthy once a quorum runs: EtcdCluster waits
+  return WaitHealthy(absl::Seconds(30));
+}
+
+std::string EtcdProcess::WaitHealthy(absl::Duration timeout) {
   httplib::Client c("127.0.0.1", client_port_);
   c.set_connection_timeout(1);
   // Polls /health: etcd has no readiness signal a parent can wait on.
-  for (int i = 0; i < 300; ++i) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
     auto r = c.Get("/health");
     if (r && r->status == 200 && r->body.find("true") != std::string::npos) return "";
     int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       return "etcd exited: " + TailFile(log_);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return "etcd not healthy within 30 s: " + TailFile(log_);
+  return absl::StrCat("etcd not healthy within ", absl::FormatDuration(timeout), ": ",
+                      TailFile(log_));
+}
+
+std::string EtcdCluster::Start(const std::string& bin_dir, const std::string& dir, int n) {
+  std::vector<std::pair<int, int>> ports;
+  std::string initial;
+  for (int i = 0; i < n; ++i) {
+    ports.emplace_back(FreeLoopbackPort(), FreeLoopbackPort());
+    absl::StrAppend(&initial, i ? "," : "", "m", i, "=http://127.0.0.1:", ports[i].second);
+  }
+  for (int i = 0; i < n; ++i) {
+    auto m = std::make_unique<EtcdProcess>();
+    m->SetMember(absl::StrCat("m", i), ports[i].first, ports[i].second, initial);
+    const std::string base = absl::StrCat(dir, "/m", i);
+    if (std::string e = m->Start(bin_dir, base, base + ".log"); !e.empty()) return e;
+    members_.push_back(std::move(m));
+  }
+  for (auto& m : members_) {
+    if (std::string e = m->WaitHealthy(absl::Seconds(30)); !e.empty()) return e;
+  }
+  return "";
+}
+
+std::vector<std::string> EtcdCluster::endpoints() const {
+  std::vector<std::string> out;
+  for (const auto& m : members_) out.push_back(m->endpoint());
+  return out;
 }
 
 void EtcdProcess::Stop() { KillProcess(pid_); }

@@ -9,7 +9,11 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "absl/time/time.h"
 
 namespace tessera::testing {
 
@@ -36,6 +40,20 @@ class EtcdProcess {
                     const std::string& log);
   // Starts it again after Stop/Kill: same binary, data and ports.
   std::string Restart() { return Start(bin_, data_dir_, log_); }
+
+  // Makes this process member `name` of a cluster on the given ports, whose members are listed
+  // in `initial_cluster` ("m0=http://127.0.0.1:P0,m1=..."); call before the first Start. A member
+  // is healthy only once a quorum runs, so Start on a cluster member does not wait for /health:
+  // EtcdCluster starts every member, then waits.
+  void SetMember(const std::string& name, int client_port, int peer_port,
+                 const std::string& initial_cluster) {
+    name_ = name;
+    client_port_ = client_port;
+    peer_port_ = peer_port;
+    initial_cluster_ = initial_cluster;
+  }
+  // Waits until /health says true; "" or why (the log's tail).
+  std::string WaitHealthy(absl::Duration timeout);
   // SIGTERM, then SIGKILL after 2 s. Keeps the data.
   void Stop();
   // SIGKILL at once (a crash). Keeps the data.
@@ -49,8 +67,24 @@ class EtcdProcess {
 
  private:
   std::string bin_, data_dir_, log_;
+  std::string name_ = "bed", initial_cluster_;  // initial_cluster_ "": a cluster of one
   int client_port_ = -1, peer_port_ = -1;
   pid_t pid_ = -1;
+};
+
+// A cluster of `n` etcd members on loopback (m0..m{n-1}), each in `dir`/mI with its log
+// `dir`/mI.log, for tests of losing a member. Not thread-safe; one owner.
+class EtcdCluster {
+ public:
+  // "" once every member is healthy, else why.
+  std::string Start(const std::string& bin_dir, const std::string& dir, int n = 3);
+  EtcdProcess& member(int i) { return *members_[i]; }
+  int size() const { return static_cast<int>(members_.size()); }
+  // Every member's client endpoint, in order.
+  std::vector<std::string> endpoints() const;
+
+ private:
+  std::vector<std::unique_ptr<EtcdProcess>> members_;
 };
 
 }  // namespace tessera::testing
