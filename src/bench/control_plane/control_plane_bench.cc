@@ -64,6 +64,7 @@ struct Flags {
   int report_connections = 64;
   std::string server_binary = "/proc/self/exe";
   std::string dir;
+  std::string store = "sqlite";  // the server's --store: sqlite, or etcd://HOST:PORT[/prefix]
 };
 
 // The three job sizes.
@@ -349,7 +350,7 @@ int RunIn(const Flags& f, const std::string& dir) {
   const std::string load_before = LoadAvg();
   ServerChildOptions so;
   so.binary = f.server_binary;
-  so.args = {"--data-dir", dir + "/store", "--tokens-file", dir + "/tokens"};
+  so.args = {"--data-dir", dir + "/store", "--tokens-file", dir + "/tokens", "--store", f.store};
   so.log_path = dir + "/server.log";
   absl::StatusOr<std::unique_ptr<ServerChild>> server = ServerChild::Start(so);
   if (!server.ok()) {
@@ -549,6 +550,7 @@ int RunIn(const Flags& f, const std::string& dir) {
       {"gpus_per_node", f.gpus_per_node},
       {"gpus", static_cast<int64_t>(gpus)},
       {"jobs", total},
+      {"store_backend", f.store},
       {"clients", f.clients},
       {"rate_limit_per_s", f.rate},
       {"heartbeat_s", f.heartbeat_s},
@@ -669,6 +671,9 @@ void RegisterControlPlaneBenchCommand(CLI::App& bench) {
                   "Keep-alive connections the agents' member reports share (default 64)");
   cmd->add_option("--server-binary", f->server_binary,
                   "The tessera binary to run as the server (default: this one)");
+  cmd->add_option("--store", f->store,
+                  "The server's store: sqlite (default) or etcd://HOST:PORT[/prefix] "
+                  "(tessera server --store)");
   cmd->add_option("--dir", f->dir,
                   "Directory for the store, tokens and server log (default: a "
                   "temporary one, removed)");
