@@ -9,13 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "agent/backend_flags.h"
 #include "agent/dcgm_metrics.h"
 #include "agent/discovery.h"
-#include "agent/fake/fake_backend.h"
 #include "agent/gpus_report.h"
 #include "agent/health.h"
 #include "agent/health_monitor.h"
-#include "agent/nvml/nvml_backend.h"
 #include "common/clock.h"
 
 namespace tessera::agent {
@@ -83,25 +82,13 @@ int RunGpusCommand(const GpusOptions& options, Clock& clock, std::ostream& out, 
     err << "--watch: must not be negative\n";
     return 2;
   }
-  std::unique_ptr<GpuBackend> backend;
-  if (options.backend == "nvml") {
-    backend = std::make_unique<NvmlBackend>(clock, options.nvml_lib);
-  } else if (options.backend == "fake") {
-    if (options.fake_config.empty()) {
-      err << "--fake-config: required with --backend fake (see deploy/fake-gpus/)\n";
-      return 2;
-    }
-    absl::StatusOr<std::unique_ptr<FakeBackend>> fake =
-        FakeBackend::FromFile(options.fake_config, clock);
-    if (!fake.ok()) {
-      err << "--fake-config: " << fake.status().message() << "\n";
-      return 2;
-    }
-    backend = *std::move(fake);
-  } else {
-    err << "--backend: expected nvml or fake, got '" << options.backend << "'\n";
+  absl::StatusOr<std::unique_ptr<GpuBackend>> chosen =
+      BackendFromFlags(options.backend, options.fake_config, options.nvml_lib, clock);
+  if (!chosen.ok()) {
+    err << chosen.status().message() << "\n";
     return 2;
   }
+  std::unique_ptr<GpuBackend> backend = *std::move(chosen);
   if (absl::Status st = backend->Init(); !st.ok()) {
     err << "GPU backend " << options.backend << ": " << st.message() << "\n";
     return 1;

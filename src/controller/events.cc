@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "controller/controller_internal.h"
+#include "controller/scheduling_controller.h"
 
 namespace tessera::controller {
 
@@ -72,6 +73,44 @@ int64_t EventCollector::Step(absl::Time now) {
     next_ = now + period;
   }
   return deleted;
+}
+
+// --- The controller's Events (one per decision it writes) ------------------------------------
+
+Json SchedulingController::EventObject(const Json& obj, int64_t base, const Change& why) const {
+  return EventFor(obj, absl::StrCat(absl::Hex(base), "-", absl::Hex(event_seq_ & 0xfff)),
+                  {why.reason, why.message, why.warning}, clock_.Now());
+}
+
+void SchedulingController::RecordEvent(const Json& obj, int64_t rev, const Change& why) {
+  ++event_seq_;
+  Json ev = EventObject(obj, rev, why);
+  std::string key =
+      ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name"));
+  absl::StatusOr<int64_t> r = store_.Put(key, ToStoredValue(ev));
+  if (!r.ok()) {
+    options_.log.Error("event not written",
+                       {{"key", key}, {"error", std::string(r.status().message())}});
+  }
+  LogChange(obj, why);
+}
+
+void SchedulingController::LogChange(const Json& obj, const Change& why) const {
+  if (why.reason.empty()) return;
+  const Json& meta = obj["metadata"];
+  const std::string kind = Str(obj, "kind");
+  std::vector<obs::LogField> f;
+  f.reserve(why.fields.size() + 4);
+  if (kind == "Node") {
+    f.emplace_back("node", Str(meta, "name"));
+  } else {
+    f.emplace_back("job", Str(meta, "name"));
+    f.emplace_back("namespace", Str(meta, "namespace", "default"));
+    f.emplace_back("kind", kind);
+  }
+  f.emplace_back("reason", why.reason);
+  f.insert(f.end(), why.fields.begin(), why.fields.end());
+  options_.log.Log(why.warning ? obs::LogLevel::kWarn : obs::LogLevel::kInfo, why.message, f);
 }
 
 }  // namespace tessera::controller

@@ -8,8 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "agent/fake/fake_backend.h"
-#include "agent/nvml/nvml_backend.h"
+#include "agent/backend_flags.h"
 #include "common/clock.h"
 #include "deviceplugin/node_annotator.h"
 #include "dra/driver.h"
@@ -41,25 +40,13 @@ int RunDraDriver(const DraDriverFlags& flags) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   RealClock clock;
-  std::unique_ptr<agent::GpuBackend> backend;
-  if (flags.backend == "nvml") {
-    backend = std::make_unique<agent::NvmlBackend>(clock, flags.nvml_lib);
-  } else if (flags.backend == "fake") {
-    if (flags.fake_config.empty()) {
-      std::cerr << "--fake-config: required with --backend fake (see deploy/fake-gpus/)\n";
-      return 2;
-    }
-    absl::StatusOr<std::unique_ptr<agent::FakeBackend>> fake =
-        agent::FakeBackend::FromFile(flags.fake_config, clock);
-    if (!fake.ok()) {
-      std::cerr << "--fake-config: " << fake.status().message() << "\n";
-      return 2;
-    }
-    backend = *std::move(fake);
-  } else {
-    std::cerr << "--backend: expected nvml or fake, got '" << flags.backend << "'\n";
+  absl::StatusOr<std::unique_ptr<agent::GpuBackend>> chosen =
+      agent::BackendFromFlags(flags.backend, flags.fake_config, flags.nvml_lib, clock);
+  if (!chosen.ok()) {
+    std::cerr << chosen.status().message() << "\n";
     return 2;
   }
+  std::unique_ptr<agent::GpuBackend> backend = *std::move(chosen);
   // The device plugin's client (short timeouts); the driver reads claims and writes slices.
   absl::StatusOr<std::shared_ptr<kube::RestClient>> client =
       deviceplugin::NodeApiClient(flags.kubeconfig);

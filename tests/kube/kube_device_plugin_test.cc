@@ -34,6 +34,7 @@
 #include "deviceplugin/inventory.h"
 #include "deviceplugin/node_annotator.h"
 #include "kube/codec.h"
+#include "kube_fixtures.h"
 #include "kube_test_util.h"
 #include "kubesched/translate.h"
 
@@ -233,51 +234,15 @@ TEST(KubeDevicePluginTest, NoWholeGpuRemovesTheAnnotation) {
 
 // --- The manifests and the ServiceAccount's rights --------------------------------------------
 
-const ResourceType* TypeOf(const std::string& kind) {
-  static const std::map<std::string, ResourceType> kTypes = {
-      {"Namespace", {"", "v1", "namespaces", "Namespace", false}},
-      {"ServiceAccount", {"", "v1", "serviceaccounts", "ServiceAccount", true}},
-      {"ConfigMap", {"", "v1", "configmaps", "ConfigMap", true}},
-      {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false}},
-      {"ClusterRoleBinding",
-       {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false}},
-      {"DaemonSet", {"apps", "v1", "daemonsets", "DaemonSet", true}},
-  };
-  auto it = kTypes.find(kind);
-  return it == kTypes.end() ? nullptr : &it->second;
-}
-
 // Creates the device plugin's manifests once per process, strictly (fieldValidation=Strict, as
 // kubectl does: an unknown field fails rather than being pruned); "" or what failed.
 std::string DeployDevicePlugin(RestClient& c) {
   static std::optional<std::string> result;
-  if (result) return *result;
-  std::vector<std::string> errors;
-  for (const char* file : {"namespace.yaml", "rbac.yaml", "device-plugin-daemonset.yaml",
-                           "device-plugin-fake-daemonset.yaml"}) {
-    absl::StatusOr<std::vector<Json>> objs =
-        cli::ParseManifests(ReadText(SourcePath(std::string("deploy/kubernetes/") + file)));
-    if (!objs.ok()) {
-      errors.push_back(absl::StrCat(file, ": ", objs.status().message()));
-      continue;
-    }
-    for (const Json& o : *objs) {
-      const std::string kind = o.value("kind", "");
-      const ResourceType* t = TypeOf(kind);
-      if (t == nullptr) {
-        errors.push_back(absl::StrCat(file, ": unexpected kind ", kind));
-        continue;
-      }
-      const std::string ns = t->namespaced ? o["metadata"].value("namespace", "default") : "";
-      absl::StatusOr<kube::HttpResult> r =
-          c.Raw("POST", kube::ResourcePath(*t, ns) + "?fieldValidation=Strict", o.dump());
-      if (!r.ok() || r->status != 201) {
-        errors.push_back(
-            absl::StrCat(file, ": ", kind, ": ", r.ok() ? r->body : r.status().ToString()));
-      }
-    }
-  }
-  result = absl::StrJoin(errors, "\n");
+  if (!result)
+    result = CreateManifestsStrictly(c,
+                                     {"namespace.yaml", "rbac.yaml", "device-plugin-daemonset.yaml",
+                                      "device-plugin-fake-daemonset.yaml"},
+                                     false);
   return *result;
 }
 

@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "dra/driver.h"
 #include "kube/api_error.h"
+#include "kube_fixtures.h"
 #include "kube_test_util.h"
 
 extern char** environ;
@@ -163,51 +164,14 @@ TEST(KubeDraTest, SliceFollowsHealthAndIsDeletedOnCleanup) {
   fs::remove_all(dir);
 }
 
-const ResourceType* TypeOf(const std::string& kind) {
-  static const std::map<std::string, ResourceType> kTypes = {
-      {"Namespace", kube::NamespacesResource()},
-      {"ServiceAccount", {"", "v1", "serviceaccounts", "ServiceAccount", true}},
-      {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false}},
-      {"ClusterRoleBinding",
-       {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false}},
-      {"DaemonSet", {"apps", "v1", "daemonsets", "DaemonSet", true}},
-      {"DeviceClass", kube::DeviceClassesResource()},
-  };
-  auto it = kTypes.find(kind);
-  return it == kTypes.end() ? nullptr : &it->second;
-}
-
 // Creates deploy/kubernetes/dra's objects once per process, strictly (fieldValidation=Strict);
 // "" or what failed. An object that exists already (namespace.yaml, shared) is fine.
 std::string DeployDra(RestClient& c) {
   static std::optional<std::string> result;
-  if (result) return *result;
-  std::vector<std::string> errors;
-  for (const char* file :
-       {"namespace.yaml", "dra/rbac.yaml", "dra/deviceclasses.yaml", "dra/daemonset.yaml"}) {
-    absl::StatusOr<std::vector<Json>> objs =
-        cli::ParseManifests(ReadText(SourcePath(std::string("deploy/kubernetes/") + file)));
-    if (!objs.ok()) {
-      errors.push_back(absl::StrCat(file, ": ", objs.status().message()));
-      continue;
-    }
-    for (const Json& o : *objs) {
-      const std::string kind = o.value("kind", "");
-      const ResourceType* t = TypeOf(kind);
-      if (t == nullptr) {
-        errors.push_back(absl::StrCat(file, ": unexpected kind ", kind));
-        continue;
-      }
-      const std::string ns = t->namespaced ? o["metadata"].value("namespace", "default") : "";
-      absl::StatusOr<kube::HttpResult> r =
-          c.Raw("POST", kube::ResourcePath(*t, ns) + "?fieldValidation=Strict", o.dump());
-      if (!r.ok() || (r->status != 201 && r->status != 409)) {
-        errors.push_back(
-            absl::StrCat(file, ": ", kind, ": ", r.ok() ? r->body : r.status().ToString()));
-      }
-    }
-  }
-  result = absl::StrJoin(errors, "\n");
+  if (!result)
+    result = CreateManifestsStrictly(
+        c, {"namespace.yaml", "dra/rbac.yaml", "dra/deviceclasses.yaml", "dra/daemonset.yaml"},
+        true);
   return *result;
 }
 

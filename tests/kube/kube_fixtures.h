@@ -12,7 +12,10 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cli/yaml_json.h"
@@ -159,6 +162,57 @@ inline void InstallCrds(kube::RestClient& c) {
     }
   }
   done = true;
+}
+
+// The API type of a kind the deploy/kubernetes manifests use (null for another).
+inline const kube::ResourceType* ManifestType(const std::string& kind) {
+  static const std::map<std::string, kube::ResourceType> kTypes = {
+      {"Namespace", kube::NamespacesResource()},
+      {"ServiceAccount", {"", "v1", "serviceaccounts", "ServiceAccount", true}},
+      {"ConfigMap", kube::ConfigMapsResource()},
+      {"ClusterRole", {"rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false}},
+      {"ClusterRoleBinding",
+       {"rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false}},
+      {"DaemonSet", {"apps", "v1", "daemonsets", "DaemonSet", true}},
+      {"DeviceClass", kube::DeviceClassesResource()},
+  };
+  auto it = kTypes.find(kind);
+  return it == kTypes.end() ? nullptr : &it->second;
+}
+
+// Creates the objects of `files` (relative to deploy/kubernetes) strictly
+// (fieldValidation=Strict, as kubectl does: an unknown field fails rather than being pruned);
+// "" or what failed, every failure named. With `exists_ok`, an object that exists already (one
+// another test created, namespace.yaml) is fine.
+inline std::string CreateManifestsStrictly(kube::RestClient& c,
+                                           const std::vector<std::string>& files, bool exists_ok) {
+  std::vector<std::string> errors;
+  for (const std::string& file : files) {
+    std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/deploy/kubernetes/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<std::vector<Json>> objs = cli::ParseManifests(text.str());
+    if (!objs.ok()) {
+      errors.push_back(absl::StrCat(file, ": ", objs.status().message()));
+      continue;
+    }
+    for (const Json& o : *objs) {
+      const std::string kind = o.value("kind", "");
+      const kube::ResourceType* t = ManifestType(kind);
+      if (t == nullptr) {
+        errors.push_back(absl::StrCat(file, ": unexpected kind ", kind));
+        continue;
+      }
+      const std::string ns = t->namespaced ? o["metadata"].value("namespace", "default") : "";
+      absl::StatusOr<kube::HttpResult> r =
+          c.Raw("POST", kube::ResourcePath(*t, ns) + "?fieldValidation=Strict", o.dump());
+      if (!r.ok() || (r->status != 201 && !(exists_ok && r->status == 409))) {
+        errors.push_back(
+            absl::StrCat(file, ": ", kind, ": ", r.ok() ? r->body : r.status().ToString()));
+      }
+    }
+  }
+  return absl::StrJoin(errors, "\n");
 }
 
 }  // namespace tessera::testing
