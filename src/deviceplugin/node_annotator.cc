@@ -77,9 +77,7 @@ NodePatcher KubeNodePatcher(std::shared_ptr<kube::RestClient> client, std::strin
 }
 
 absl::StatusOr<std::shared_ptr<kube::RestClient>> NodeApiClient(const std::string& kubeconfig) {
-  absl::StatusOr<kube::KubeConfig> config = kubeconfig.empty()
-                                                ? kube::InClusterConfig(kube::ProcessEnv())
-                                                : kube::LoadKubeconfig({kubeconfig, "", nullptr});
+  absl::StatusOr<kube::KubeConfig> config = kube::ConfigFromFlags(kubeconfig);
   if (!config.ok()) return config.status();
   kube::RestOptions opts;
   opts.timeout = absl::Seconds(10);

@@ -82,13 +82,9 @@ int RunComponent(const std::string& name, const ComponentFlags& f, RestOptions r
     return 2;
   }
 
-  absl::StatusOr<KubeConfig> kc = f.kubeconfig.empty() && f.context.empty()
-                                      ? InClusterConfig(ProcessEnv())
-                                      : LoadKubeconfig({f.kubeconfig, f.context, nullptr});
+  absl::StatusOr<KubeConfig> kc = ConfigFromFlags(f.kubeconfig, f.context);
   if (!kc.ok()) {
-    std::cerr << prefix << kc.status().message()
-              << (f.kubeconfig.empty() ? " (no --kubeconfig: tried the in-cluster config)" : "")
-              << "\n";
+    std::cerr << prefix << kc.status().message() << "\n";
     return 2;
   }
   rest.qps = f.qps;

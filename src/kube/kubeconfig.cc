@@ -272,4 +272,16 @@ absl::StatusOr<KubeConfig> InClusterConfig(const EnvLookup& env, const std::stri
   return c;
 }
 
+absl::StatusOr<KubeConfig> ConfigFromFlags(const std::string& kubeconfig,
+                                           const std::string& context) {
+  if (!kubeconfig.empty() || !context.empty()) {
+    return LoadKubeconfig({kubeconfig, context, nullptr});
+  }
+  absl::StatusOr<KubeConfig> in_cluster = InClusterConfig(ProcessEnv());
+  if (in_cluster.ok()) return in_cluster;
+  return absl::Status(in_cluster.status().code(),
+                      absl::StrCat(in_cluster.status().message(),
+                                   " (no --kubeconfig: tried the in-cluster config)"));
+}
+
 }  // namespace tessera::kube

@@ -57,4 +57,10 @@ absl::StatusOr<KubeConfig> InClusterConfig(
     const EnvLookup& env,
     const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
+// What a component's --kubeconfig/--context flags mean: that file (and context) when either is
+// given, else the in-cluster service account of the process's Pod; an error from the latter
+// says that no --kubeconfig was given.
+absl::StatusOr<KubeConfig> ConfigFromFlags(const std::string& kubeconfig,
+                                           const std::string& context = "");
+
 }  // namespace tessera::kube
