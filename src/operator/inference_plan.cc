@@ -15,36 +15,20 @@ namespace tessera::op {
 using api::SetCondition;
 namespace {
 
-int ReplicaIndex(const Json& pod) {
-  int i = -1;
-  return absl::SimpleAtoi(Label(pod, kReplicaLabel), &i) ? i : -1;
-}
+int ReplicaIndex(const Json& pod) { return static_cast<int>(IntLabel(pod, kReplicaLabel, -1)); }
 
 std::string PodNameOf(const std::string& service, const std::string& mv, int i) {
   return absl::StrCat(service, "-", mv, "-", i);
-}
-
-Json Owner(const Json& svc) {
-  return {{"apiVersion", svc.value("apiVersion", "tessera.dev/v1")},
-          {"kind", "InferenceService"},
-          {"name", StrOr(Meta(svc), "name")},
-          {"uid", StrOr(Meta(svc), "uid")},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
-}
-
-Json Env(const std::string& name, const std::string& value) {
-  return {{"name", name}, {"value", value}};
 }
 
 Json ReplicaPod(const Json& svc, const Json& mv, int i, const GangOptions& opts) {
   const Json& spec = Sub(svc, "spec");
   const std::string name = StrOr(Meta(svc), "name");
   const std::string version = StrOr(spec, "modelVersion");
-  Json env = Json::array({Env("TESSERA_SERVICE", name), Env("TESSERA_MODEL_VERSION", version),
-                          Env("TESSERA_REPLICA", absl::StrCat(i))});
+  Json env = Json::array({EnvVar("TESSERA_SERVICE", name), EnvVar("TESSERA_MODEL_VERSION", version),
+                          EnvVar("TESSERA_REPLICA", absl::StrCat(i))});
   if (std::string path = StrOr(Sub(mv, "spec"), "artifactPath"); !path.empty()) {
-    env.push_back(Env("TESSERA_MODEL_PATH", path));
+    env.push_back(EnvVar("TESSERA_MODEL_PATH", path));
   }
   env.push_back({{"name", "TESSERA_POD_NAME"},
                  {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}});
@@ -96,7 +80,7 @@ Json ReplicaPod(const Json& svc, const Json& mv, int i, const GangOptions& opts)
               {"tessera.dev/queue", StrOr(spec, "queue", "default")}}},
             // Replicas prefer the emptiest nodes, so one node's loss takes few of them.
             {"annotations", {{"tessera.dev/placement", "Spread"}}},
-            {"ownerReferences", Json::array({Owner(svc)})}}},
+            {"ownerReferences", Json::array({ControllerReference(svc, "InferenceService")})}}},
           {"spec", std::move(pod_spec)}};
 }
 
@@ -108,7 +92,7 @@ Json ServiceObject(const Json& svc) {
            {{"name", ServiceName(name)},
             {"namespace", StrOr(Meta(svc), "namespace", "default")},
             {"labels", {{kServiceLabel, name}}},
-            {"ownerReferences", Json::array({Owner(svc)})}}},
+            {"ownerReferences", Json::array({ControllerReference(svc, "InferenceService")})}}},
           {"spec",
            {{"selector", {{kServiceLabel, name}}},
             {"ports", Json::array({{{"name", "http"},
@@ -116,8 +100,6 @@ Json ServiceObject(const Json& svc) {
                                     {"targetPort", kServingPort},
                                     {"protocol", "TCP"}}})}}}};
 }
-
-ObjectName NameOf(const Json& pod) { return {StrOr(Meta(pod), "name"), StrOr(Meta(pod), "uid")}; }
 
 }  // namespace
 

@@ -40,7 +40,7 @@ absl::Status RecordCheckpoints(Env& env, const Json& job, const std::vector<kube
          {{"name", cp_name},
           {"namespace", ns},
           {"labels", {{kJobLabel, name}}},
-          {"ownerReferences", Json::array({ControllerReference(job)})}}},
+          {"ownerReferences", Json::array({ControllerReference(job, "TrainingJob")})}}},
         {"spec",
          {{"jobName", name}, {"step", step}, {"path", Annotation(*p, kCheckpointPathAnnotation)}}}};
     absl::StatusOr<Json> created = env.client.Create(kube::CheckpointsResource(), ns, cp);

@@ -35,10 +35,6 @@ std::string Hostname(const Member& m) {
   return h;
 }
 
-Json Env(const std::string& name, const std::string& value) {
-  return {{"name", name}, {"value", value}};
-}
-
 Json GroupSpec(const Json& spec, const std::string& group) {
   for (const Json& g : Field(spec, "groups")) {
     if (StrOr(g, "name") == group) return g;
@@ -110,15 +106,6 @@ std::string ServiceName(const std::string& job) {
   return absl::StrCat("tj-", job).substr(0, 63);
 }
 
-Json ControllerReference(const Json& job) {
-  return {{"apiVersion", job.value("apiVersion", "tessera.dev/v1")},
-          {"kind", "TrainingJob"},
-          {"name", Name(job)},
-          {"uid", StrOr(Field(job, "metadata"), "uid")},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
-}
-
 Json DesiredService(const Json& job) {
   const std::string name = Name(job);
   return {{"apiVersion", "v1"},
@@ -127,7 +114,7 @@ Json DesiredService(const Json& job) {
            {{"name", ServiceName(name)},
             {"namespace", Namespace(job)},
             {"labels", {{kJobLabel, name}}},
-            {"ownerReferences", Json::array({ControllerReference(job)})}}},
+            {"ownerReferences", Json::array({ControllerReference(job, "TrainingJob")})}}},
           {"spec",
            {{"clusterIP", "None"},
             {"publishNotReadyAddresses", true},
@@ -148,7 +135,7 @@ Json DesiredPodGroup(const Json& job, int64_t generation) {
               {{"name", PodGroupName(name, generation)},
                {"namespace", Namespace(job)},
                {"labels", {{kJobLabel, name}, {kGenerationLabel, absl::StrCat(generation)}}},
-               {"ownerReferences", Json::array({ControllerReference(job)})}}},
+               {"ownerReferences", Json::array({ControllerReference(job, "TrainingJob")})}}},
              {"spec", {{"minMember", MinMembers(spec, members)}}}};
   if (int64_t t = IntOr(Field(spec, "gang"), "timeoutSeconds", 0); t > 0) {
     pg["spec"]["scheduleTimeoutSeconds"] = t;
@@ -178,29 +165,29 @@ Json DesiredPod(const Json& job, int64_t generation, const Member& m, int world_
                           IntOr(el, "maxReplicas", world_size));
   }
   Json env = Json::array({
-      Env("MASTER_ADDR", master),
-      Env("MASTER_PORT", absl::StrCat(kMasterPort)),
-      Env("WORLD_SIZE", absl::StrCat(world_size)),
-      Env("RANK", absl::StrCat(m.rank)),
-      Env("PET_NNODES", nnodes),
-      Env("PET_NPROC_PER_NODE", absl::StrCat(std::max(1, m.gpus))),
-      Env("PET_NODE_RANK", absl::StrCat(m.rank)),
-      Env("PET_MASTER_ADDR", master),
-      Env("PET_MASTER_PORT", absl::StrCat(kMasterPort)),
-      Env("TESSERA_JOB", name),
-      Env("TESSERA_GENERATION", absl::StrCat(generation)),
-      Env("TESSERA_WORLD_SIZE", absl::StrCat(world_size)),
-      Env("TESSERA_RANK", absl::StrCat(m.rank)),
+      EnvVar("MASTER_ADDR", master),
+      EnvVar("MASTER_PORT", absl::StrCat(kMasterPort)),
+      EnvVar("WORLD_SIZE", absl::StrCat(world_size)),
+      EnvVar("RANK", absl::StrCat(m.rank)),
+      EnvVar("PET_NNODES", nnodes),
+      EnvVar("PET_NPROC_PER_NODE", absl::StrCat(std::max(1, m.gpus))),
+      EnvVar("PET_NODE_RANK", absl::StrCat(m.rank)),
+      EnvVar("PET_MASTER_ADDR", master),
+      EnvVar("PET_MASTER_PORT", absl::StrCat(kMasterPort)),
+      EnvVar("TESSERA_JOB", name),
+      EnvVar("TESSERA_GENERATION", absl::StrCat(generation)),
+      EnvVar("TESSERA_WORLD_SIZE", absl::StrCat(world_size)),
+      EnvVar("TESSERA_RANK", absl::StrCat(m.rank)),
   });
   if (std::string p = StrOr(Field(spec, "checkpoint"), "path"); !p.empty()) {
-    env.push_back(Env("TESSERA_CHECKPOINT_PATH", p));
+    env.push_back(EnvVar("TESSERA_CHECKPOINT_PATH", p));
   }
   if (int64_t interval = CheckpointInterval(spec, opts); interval > 0) {
-    env.push_back(Env("TESSERA_CHECKPOINT_INTERVAL_SECONDS", absl::StrCat(interval)));
+    env.push_back(EnvVar("TESSERA_CHECKPOINT_INTERVAL_SECONDS", absl::StrCat(interval)));
   }
   if (resume) {
-    env.push_back(Env("TESSERA_RESUME_FROM", resume->path));
-    env.push_back(Env("TESSERA_RESUME_STEP", absl::StrCat(resume->step)));
+    env.push_back(EnvVar("TESSERA_RESUME_FROM", resume->path));
+    env.push_back(EnvVar("TESSERA_RESUME_STEP", absl::StrCat(resume->step)));
   }
   // Downward API: the member's own Pod name, for the checkpoint report annotations.
   env.push_back({{"name", "TESSERA_POD_NAME"},
@@ -260,7 +247,7 @@ Json DesiredPod(const Json& job, int64_t generation, const Member& m, int world_
                {{"name", PodName(name, generation, m)},
                 {"namespace", Namespace(job)},
                 {"labels", std::move(labels)},
-                {"ownerReferences", Json::array({ControllerReference(job)})}}},
+                {"ownerReferences", Json::array({ControllerReference(job, "TrainingJob")})}}},
               {"spec", std::move(pod_spec)}};
   if (std::string pl = StrOr(spec, "placement"); !pl.empty()) {
     pod["metadata"]["annotations"]["tessera.dev/placement"] = pl;  // Pack or Spread

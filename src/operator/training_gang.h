@@ -30,6 +30,7 @@
 
 #include "api/checkpoints.h"
 #include "nlohmann/json.hpp"
+#include "operator/json_fields.h"
 #include "sched/framework/checkpoint_cadence.h"
 
 namespace tessera::op {
@@ -92,8 +93,5 @@ Json DesiredService(const Json& job);
 Json DesiredPodGroup(const Json& job, int64_t generation);
 Json DesiredPod(const Json& job, int64_t generation, const Member& m, int world_size,
                 const std::optional<ResumePoint>& resume, const GangOptions& opts);
-
-// The owner reference of an object the job controls.
-Json ControllerReference(const Json& job);
 
 }  // namespace tessera::op

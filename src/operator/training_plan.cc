@@ -15,14 +15,7 @@ namespace tessera::op {
 using api::SetCondition;
 namespace {
 
-int64_t Generation(const Json& obj) {
-  int64_t g = -1;
-  return absl::SimpleAtoi(Label(obj, kGenerationLabel), &g) ? g : -1;
-}
-ObjectName NameOf(const Json& obj) {
-  const Json& m = Field(obj, "metadata");
-  return {StrOr(m, "name"), StrOr(m, "uid")};
-}
+int64_t Generation(const Json& obj) { return IntLabel(obj, kGenerationLabel, -1); }
 bool ConditionTrue(const Json& status, const char* type) {
   for (const Json& c : Field(status, "conditions")) {
     if (StrOr(c, "type") == type && StrOr(c, "status") == "True") return true;

@@ -48,6 +48,10 @@ struct TrainingInputs {
 struct ObjectName {
   std::string name, uid;
 };
+// metadata.name and metadata.uid of `obj`.
+inline ObjectName NameOf(const Json& obj) {
+  return {StrOr(Meta(obj), "name"), StrOr(Meta(obj), "uid")};
+}
 
 struct EventNote {
   std::string type, reason, action, note;
