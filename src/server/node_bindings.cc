@@ -163,16 +163,19 @@ absl::Status NodeBindingIndex::CatchUp() {
   }
   if (target <= from) return absl::OkStatus();
   std::vector<store::Event> events;
+  // Up to where every prefix's events are complete (a store may answer Events up to less than
+  // the revision it reported: etcd's watch cache still catching up). The rest comes next time.
+  int64_t reached = target;
   for (const std::string& prefix : JobPrefixes()) {
     absl::StatusOr<store::EventsResult> r = store_.Events(prefix, from, 0);
     if (!r.ok()) {
       if (absl::IsOutOfRange(r.status())) return Rebuild();  // compaction overtook us
       return r.status();
     }
-    for (store::Event& e : r->events) {
-      if (e.revision <= target) events.push_back(std::move(e));
-    }
+    reached = std::min(reached, r->revision);
+    for (store::Event& e : r->events) events.push_back(std::move(e));
   }
+  std::erase_if(events, [&](const store::Event& e) { return e.revision > reached; });
   std::stable_sort(events.begin(), events.end(), [](const store::Event& a, const store::Event& b) {
     return a.revision < b.revision;
   });
@@ -182,7 +185,7 @@ absl::Status NodeBindingIndex::CatchUp() {
           touched);
   }
   absl::MutexLock l(&mu_);
-  applied_ = std::max(applied_, target);
+  applied_ = std::max(applied_, reached);
   for (const std::string& n : touched) {
     auto it = nodes_.find(n);
     if (it != nodes_.end()) it->second->cv.SignalAll();

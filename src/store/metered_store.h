@@ -111,6 +111,7 @@ class MeteredStore final : public Store {
     lists_.fetch_add(1, std::memory_order_relaxed);
     return inner_.List(prefix, options);
   }
+  size_t MaxTxnOps() const override { return inner_.MaxTxnOps(); }
   absl::StatusOr<int64_t> Txn(const std::vector<Op>& ops) override {
     txns_.fetch_add(1, std::memory_order_relaxed);
     txn_ops_.fetch_add(static_cast<int64_t>(ops.size()), std::memory_order_relaxed);

@@ -153,6 +153,11 @@ class Store {
   // above CurrentRevision(); compacting below the current compaction is a no-op.
   virtual absl::Status Compact(int64_t revision) = 0;
 
+  // The most operations one Txn may hold; 0 = no limit. A larger Txn fails with InvalidArgument
+  // and writes nothing. Writers that batch only for speed split their writes into runs of at most
+  // this many operations (TxnRuns, txn_runs.h); writes that must be atomic are refused.
+  virtual size_t MaxTxnOps() const { return 0; }
+
   // Conveniences over Txn, identical in semantics.
   absl::StatusOr<int64_t> Create(std::string key, std::string value) {
     return Txn({Op::Create(std::move(key), std::move(value))});

@@ -132,6 +132,7 @@ class FencedEtcdStore final : public Store {
   int64_t CurrentRevision() override { return store_.CurrentRevision(); }
   int64_t CompactedRevision() override { return store_.CompactedRevision(); }
   absl::Status Compact(int64_t revision) override { return store_.Compact(revision); }
+  size_t MaxTxnOps() const override { return store_.MaxTxnOps(); }
 
  private:
   EtcdStore& store_;

@@ -128,6 +128,11 @@ absl::Status EtcdStore::Impl::Connect() {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetMaxReceiveMessageSize(-1);  // a List without a limit may be large
+  // A member cut off without a reset (a partition) fails the calls and the watch cache's stream
+  // within ~15 s instead of the kernel's TCP timeout. etcd allows pings every 5 s (its
+  // --grpc-keepalive-min-time default).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   for (const std::string& address : options.endpoints) {
     Endpoint ep;
     ep.address = address;
@@ -194,16 +199,42 @@ absl::Status EtcdStore::Impl::LearnCompaction(int64_t header) {
   return absl::OkStatus();
 }
 
+std::optional<Event> EtcdStore::Impl::ToStoreEvent(const mvccpb::Event& ev) const {
+  if (std::string_view(ev.kv().key()).substr(0, data_prefix.size()) != data_prefix) {
+    return std::nullopt;  // not the store's
+  }
+  Event e;
+  e.revision = ev.kv().mod_revision() - base;
+  if (ev.type() == mvccpb::Event::PUT) {
+    e.type = Event::Type::kPut;
+    e.kv = ToStore(ev.kv());
+    if (ev.kv().version() > 1 && ev.has_prev_kv()) {
+      e.prev_mod_revision = ev.prev_kv().mod_revision() - base;
+    }
+  } else {
+    e.type = Event::Type::kDelete;
+    e.kv = KeyValue{ev.kv().key().substr(data_prefix.size()), ev.prev_kv().value(),
+                    ev.prev_kv().create_revision() - base, e.revision};
+    e.prev_mod_revision = ev.prev_kv().mod_revision() - base;
+  }
+  return e;
+}
+
 EtcdStore::EtcdStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-EtcdStore::~EtcdStore() = default;
+EtcdStore::~EtcdStore() { impl_->cache.reset(); }
 
 absl::StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Open(const EtcdStoreOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (absl::Status s = impl->Connect(); !s.ok()) return s;
+  if (options.event_cache_bytes > 0) {
+    impl->cache =
+        std::make_unique<WatchCache>(*impl, options.event_cache_bytes, impl->last_revision.load());
+  }
   return std::unique_ptr<EtcdStore>(new EtcdStore(std::move(impl)));
 }
 
+size_t EtcdStore::MaxTxnOps() const { return impl_->options.max_txn_ops; }
 int64_t EtcdStore::base_revision() const { return impl_->base; }
 const std::string& EtcdStore::prefix() const { return impl_->options.prefix; }
 
@@ -327,6 +358,7 @@ absl::StatusOr<int64_t> EtcdStore::DoTxn(const std::vector<Op>& ops, const EtcdF
   }
   const int64_t rev = resp->header().revision() - m.base;
   Impl::AtLeast(m.last_revision, rev);
+  Impl::AtLeast(m.must_see, rev);
   const int64_t retain = m.options.retain_revisions;
   if (retain > 0 && rev - m.compacted.load() > retain + retain / 10) {
     // Best effort: the write itself succeeded; a failed compaction is retried by a later write.
@@ -338,6 +370,14 @@ absl::StatusOr<int64_t> EtcdStore::DoTxn(const std::vector<Op>& ops, const EtcdF
 absl::StatusOr<EventsResult> EtcdStore::Events(std::string_view prefix, int64_t since_revision,
                                                int64_t limit) {
   Impl& m = *impl_;
+  if (m.cache != nullptr && since_revision >= m.compacted.load()) {
+    // Waits (briefly) only for this process's own latest write or a `since` ahead of the cache.
+    const absl::Time wait = absl::Now() + std::min(absl::Seconds(1), m.options.rpc_timeout);
+    if (std::optional<EventsResult> r =
+            m.cache->Read(prefix, since_revision, limit, m.must_see.load(), wait)) {
+      return *std::move(r);
+    }
+  }
   auto meta = m.ReadMeta("events");
   if (!meta.ok()) return meta.status();
   const int64_t rev = meta->header - m.base;
@@ -393,26 +433,9 @@ absl::StatusOr<EventsResult> EtcdStore::Events(std::string_view prefix, int64_t 
           }
           continue;
         }
-        if (std::string_view(ev.kv().key()).substr(0, m.data_prefix.size()) != m.data_prefix) {
-          continue;  // not the store's
-        }
-        std::string_view key = std::string_view(ev.kv().key()).substr(m.data_prefix.size());
-        if (!HasPrefix(key, prefix)) continue;
-        Event e;
-        e.revision = erev - m.base;
-        if (ev.type() == mvccpb::Event::PUT) {
-          e.type = Event::Type::kPut;
-          e.kv = m.ToStore(ev.kv());
-          if (ev.kv().version() > 1 && ev.has_prev_kv()) {
-            e.prev_mod_revision = ev.prev_kv().mod_revision() - m.base;
-          }
-        } else {
-          e.type = Event::Type::kDelete;
-          e.kv = KeyValue{std::string(key), ev.prev_kv().value(),
-                          ev.prev_kv().create_revision() - m.base, e.revision};
-          e.prev_mod_revision = ev.prev_kv().mod_revision() - m.base;
-        }
-        result.events.push_back(std::move(e));
+        std::optional<Event> e = m.ToStoreEvent(ev);
+        if (!e || !HasPrefix(e->kv.key, prefix)) continue;
+        result.events.push_back(*std::move(e));
       }
     }
   }
@@ -432,6 +455,7 @@ absl::Status EtcdStore::WaitForRevision(int64_t revision, absl::Time deadline) {
   Impl& m = *impl_;
   if (revision <= 0) return absl::OkStatus();
   if (m.last_revision.load() >= revision) return absl::OkStatus();
+  if (m.cache != nullptr) return m.cache->Wait(revision, deadline);
   while (absl::Now() < deadline) {
     // Watch the marker from the wanted revision: its first event (or etcd saying that revision is
     // compacted) means the store got there. wait_for_ready: while etcd is down, wait for it.
@@ -478,12 +502,11 @@ absl::Status EtcdStore::WaitForRevision(int64_t revision, absl::Time deadline) {
 }
 
 int64_t EtcdStore::CurrentRevision() {
-  pb::RangeRequest req;
-  req.set_key(impl_->meta_key);
-  req.set_count_only(true);
-  auto resp = impl_->Range(req, "current revision");
-  if (!resp.ok()) return impl_->last_revision.load();
-  return resp->header().revision() - impl_->base;
+  // The marker itself (a few bytes), not just a count: its mod_revision is the store's latest
+  // write, which Events must then show (Impl::must_see).
+  auto meta = impl_->ReadMeta("current revision");
+  if (!meta.ok()) return impl_->last_revision.load();
+  return meta->header - impl_->base;
 }
 
 int64_t EtcdStore::CompactedRevision() { return impl_->compacted.load(); }

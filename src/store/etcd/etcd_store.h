@@ -14,16 +14,20 @@
 // for kMustNotExist, mod_revision == BASE+N for N > 0, create_revision > 0 for a delete), the
 // success branch holds the puts/deletes and the meta put, the failure branch reads every key of
 // the Txn so that the error (code and message) is the one txn_check.h gives every backend.
-// Events are read with a Watch from the wanted revision (prev_kv on, for deletes and
-// prev_mod_revision); the meta key's event ends each store revision, so a read knows when it has
-// everything up to the revision it started at. etcd's own watch catch-up runs every 100 ms, so an
-// Events call for past revisions takes up to ~100 ms.
+// Events and WaitForRevision are served from a watch cache (watch_cache.h): one long-lived Watch
+// of the whole key space keeps the recent history (event_cache_bytes) in memory, so they cost no
+// RPC; a process reads its own writes (Events waits for the cache to hold them). What the cache
+// cannot answer (older revisions, the cache disconnected) is read with a Watch from the wanted
+// revision (prev_kv on, for deletes and prev_mod_revision); the meta key's event ends each store
+// revision, so a read knows when it has everything up to the revision it started at. etcd's own
+// watch catch-up runs every 100 ms, so such a read takes up to ~100 ms.
 // Compaction. Compact(r) compacts etcd at BASE+r (etcd keeps events at and above its compaction
 // revision, the store promises those above r). A Watch from a compacted revision reports etcd's
 // compaction revision; the store's is that minus BASE. Open finds it by bisecting Range reads at
 // old revisions (etcd answers "compacted" below it). CompactedRevision() is the latest known to
-// this process (Open, its own Compact, an Events call that ran into a newer one): an Events call
-// always checks with etcd. Events from a compacted revision fail with OutOfRange, as SqliteStore's.
+// this process (Open, its own Compact, an Events call or the cache's watch that ran into a newer
+// one). Events from a compacted revision fail with OutOfRange, as SqliteStore's; the cache keeps
+// serving what it holds after another process compacted etcd (as kube-apiserver's watch cache).
 // Errors. gRPC codes map to absl codes one to one, except that an RPC deadline (rpc_timeout) is
 // Unavailable ("no answer"; a write may or may not have been applied). A down etcd gives
 // Unavailable at once (calls fail fast); the channels reconnect with a short backoff (<= 1 s), so
@@ -61,6 +65,11 @@ struct EtcdStoreOptions {
   // As SqliteStoreOptions::retain_revisions: keep the history of at most this many recent
   // revisions, compacting etcd after writes. 0 = never compact automatically.
   int64_t retain_revisions = 0;
+  // Memory for the watch cache's recent events (keys and values); 0 = no cache (every Events call
+  // and WaitForRevision asks etcd).
+  size_t event_cache_bytes = size_t{64} << 20;
+  // The etcd cluster's --max-txn-ops (default 128) less the store's marker put: MaxTxnOps().
+  size_t max_txn_ops = 127;
 };
 
 // Parses "etcd://host:port[,host:port...][/prefix]" or the same with "etcds://" (TLS). The
@@ -100,6 +109,7 @@ class EtcdStore final : public Store {
   int64_t CurrentRevision() override;
   int64_t CompactedRevision() override;
   absl::Status Compact(int64_t revision) override;
+  size_t MaxTxnOps() const override;
 
   // The etcd revision of the store's revision 0 (tests, diagnostics).
   int64_t base_revision() const;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "store/etcd/api/rpc.grpc.pb.h"
 #include "store/etcd/etcd_store.h"
+#include "store/etcd/watch_cache.h"
 
 namespace tessera::store {
 
@@ -48,6 +50,10 @@ struct EtcdStore::Impl {
 
   std::atomic<int64_t> last_revision{0};  // store revision last seen (CurrentRevision's fallback)
   std::atomic<int64_t> compacted{0};      // store revision compacted, as far as we know
+  // The latest store write this process knows of: its own Txns and the marker's mod_revision as
+  // CurrentRevision and ReadMeta read it. Events answers from the watch cache only once the cache
+  // holds it (read your writes, and monotonic reads after CurrentRevision).
+  std::atomic<int64_t> must_see{0};
 
   static void AtLeast(std::atomic<int64_t>& a, int64_t v) {
     int64_t cur = a.load();
@@ -114,6 +120,7 @@ struct EtcdStore::Impl {
       return absl::FailedPreconditionError(
           absl::StrCat("etcd: the store's marker ", meta_key, " is gone"));
     }
+    AtLeast(must_see, resp->kvs(0).mod_revision() - base);
     return MetaRead{resp->header().revision(), resp->kvs(0).mod_revision()};
   }
 
@@ -123,11 +130,18 @@ struct EtcdStore::Impl {
     return KeyValue{kv.key().substr(data_prefix.size()), kv.value(), kv.create_revision() - base,
                     kv.mod_revision() - base};
   }
+  // A watch event as the store's Event; nullopt for keys outside the data (the marker, the
+  // election key).
+  std::optional<Event> ToStoreEvent(const mvccpb::Event& ev) const;
   absl::Status CompactedError(int64_t since) const {
     return absl::OutOfRangeError(absl::StrCat("required revision ", since,
                                               " has been compacted (compacted revision ",
                                               compacted.load(), ")"));
   }
+
+  // Last, so that it goes first: its thread uses the endpoints. Null when
+  // EtcdStoreOptions::event_cache_bytes is 0.
+  std::unique_ptr<WatchCache> cache;
 };
 
 }  // namespace tessera::store

@@ -88,9 +88,10 @@ class EtcdStoreLiveTest : public ::testing::Test {
     etcd_.Stop();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
-  std::unique_ptr<EtcdStore> OpenStore() {
+  std::unique_ptr<EtcdStore> OpenStore(bool cache = true) {
     EtcdStoreOptions o;
     o.endpoints = {etcd_.endpoint()};
+    if (!cache) o.event_cache_bytes = 0;
     o.rpc_timeout = absl::Seconds(2);
     auto s = EtcdStore::Open(o);
     EXPECT_TRUE(s.ok()) << s.status();
@@ -129,20 +130,57 @@ TEST_F(EtcdStoreLiveTest, CompactedEventsGiveTheSqliteStoresError) {
   EXPECT_EQ(got.code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(got, want) << "the API turns exactly this into 410";
 
-  // A compaction by another client (another replica) is found by the next Events call, and
-  // by a store opened later.
+  // A compaction by another client (another replica) is found by the next Events call that
+  // reads etcd, and by a store opened later; a watch cache keeps serving what it holds.
+  std::unique_ptr<EtcdStore> direct = OpenStore(/*cache=*/false);
   std::unique_ptr<EtcdStore> other = OpenStore();
+  ASSERT_NE(direct, nullptr);
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->CompactedRevision(), 4) << "learned at Open";
   ASSERT_TRUE(other->Compact(7).ok());
-  EXPECT_EQ(store_->CompactedRevision(), 4) << "not known yet";
-  got = store_->Events("/", 5, 0).status();
+  EXPECT_EQ(direct->CompactedRevision(), 4) << "not known yet";
+  got = direct->Events("/", 5, 0).status();
   EXPECT_EQ(got.code(), absl::StatusCode::kOutOfRange) << got;
   EXPECT_THAT(got.message(), HasSubstr("compacted revision 7"));
-  EXPECT_EQ(store_->CompactedRevision(), 7);
-  auto tail = store_->Events("/", 7, 0);
+  EXPECT_EQ(direct->CompactedRevision(), 7);
+  auto tail = direct->Events("/", 7, 0);
   ASSERT_TRUE(tail.ok()) << tail.status();
   EXPECT_EQ(tail->events.size(), 3u);
+  auto cached = store_->Events("/", 5, 0);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  EXPECT_EQ(cached->events.size(), 5u) << "revisions 6-10, from the cache";
+}
+
+// Another process's writes reach this store's watch cache: WaitForRevision returns when they
+// arrive and Events then has them, as read from etcd directly.
+TEST_F(EtcdStoreLiveTest, TheCacheFollowsOtherWriters) {
+  std::unique_ptr<EtcdStore> writer = OpenStore();
+  std::unique_ptr<EtcdStore> direct = OpenStore(/*cache=*/false);
+  ASSERT_NE(writer, nullptr);
+  ASSERT_NE(direct, nullptr);
+  std::thread t([&] {
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(writer
+                      ->Txn({Op::Put(absl::StrCat("/k/", i % 4), absl::StrCat(i)),
+                             Op::Put(absl::StrCat("/j/", i), "x")})
+                      .ok());
+    }
+    ASSERT_TRUE(writer->Delete("/k/1").ok());
+  });
+  ASSERT_EQ(store_->WaitForRevision(21, absl::Now() + absl::Seconds(10)), absl::OkStatus());
+  t.join();
+  for (int64_t since : {0, 7, 20}) {
+    for (int64_t limit : {0, 3}) {
+      auto got = store_->Events("/k/", since, limit);
+      auto want = direct->Events("/k/", since, limit);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_TRUE(want.ok()) << want.status();
+      EXPECT_EQ(got->events, want->events) << since << " " << limit;
+      EXPECT_EQ(got->revision, want->revision) << since << " " << limit;
+    }
+  }
+  // A revision ahead of everything: refused as before.
+  EXPECT_EQ(store_->Events("/", 1000, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(EtcdStoreLiveTest, LostEtcdIsUnavailableAndTheStoreRecovers) {
