@@ -7,6 +7,7 @@
 #include "controller/job_codec.h"
 #include "controller/scheduling_controller.h"
 #include "sched/framework/checkpoint_cadence.h"
+#include "store/txn_runs.h"
 
 namespace tessera::controller {
 
@@ -111,6 +112,23 @@ void SchedulingController::NoteBound(JobRec& rec, const BindingChange& b, int64_
   ++stats_.bound;
 }
 
+void SchedulingController::CommitInRuns(
+    const std::vector<PreparedWrite*>& writes,
+    absl::FunctionRef<void(size_t begin, size_t end, const absl::StatusOr<int64_t>& rev)> written) {
+  std::vector<size_t> sizes;
+  sizes.reserve(writes.size());
+  for (const PreparedWrite* w : writes) sizes.push_back(w->ops.size());
+  size_t begin = 0;
+  for (size_t end : store::TxnRuns(sizes, store_.MaxTxnOps())) {
+    std::vector<store::Op> ops;
+    for (size_t i = begin; i < end; ++i) {
+      for (store::Op& op : writes[i]->ops) ops.push_back(std::move(op));
+    }
+    written(begin, end, store_.Txn(ops));
+    begin = end;
+  }
+}
+
 void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, absl::Time now) {
   // Memory must never hold less than the store: a binding not written is undone, retried later.
   auto undo = [&](JobRec& rec) {
@@ -135,7 +153,6 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
   };
   std::vector<Planned> planned;
   planned.reserve(batch->size());
-  std::vector<store::Op> ops;
   for (PendingBinding& p : *batch) {
     std::optional<BindingChange> b = PlanBinding(*p.rec, p.explanation, now);
     if (!b) {
@@ -152,25 +169,26 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
       undo(*p.rec);
       continue;
     }
-    for (store::Op& op : w->ops) ops.push_back(std::move(op));
-    w->ops.clear();
     planned.push_back({p.rec, *std::move(b), *std::move(w)});
   }
   batch->clear();
-  if (planned.empty()) return;
-  absl::StatusOr<int64_t> rev = store_.Txn(ops);
-  if (metrics_) metrics_->binding_batch.With({}).Observe(static_cast<double>(planned.size()));
-  if (rev.ok()) {
-    for (Planned& p : planned) {
-      LogChange(p.w.obj, p.b.change);
-      NoteBound(*p.rec, p.b, *rev, now);
+  // As many bindings per Txn as the store takes (etcd: 127 operations).
+  std::vector<PreparedWrite*> writes;
+  for (Planned& p : planned) writes.push_back(&p.w);
+  CommitInRuns(writes, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
+    if (metrics_) metrics_->binding_batch.With({}).Observe(static_cast<double>(end - begin));
+    if (rev.ok()) {
+      for (size_t i = begin; i < end; ++i) {
+        LogChange(planned[i].w.obj, planned[i].b.change);
+        NoteBound(*planned[i].rec, planned[i].b, *rev, now);
+      }
+      return;
     }
-    return;
-  }
-  // Some job changed after it was read (a user's edit, an agent's report): write each on its
-  // own, so one conflict costs only its own binding.
-  ++stats_.bind_batch_fallbacks;
-  for (Planned& p : planned) write_one(*p.rec, p.b);
+    // Some job changed after it was read (a user's edit, an agent's report): write each on its
+    // own, so one conflict costs only its own binding.
+    ++stats_.bind_batch_fallbacks;
+    for (size_t i = begin; i < end; ++i) write_one(*planned[i].rec, planned[i].b);
+  });
 }
 
 }  // namespace tessera::controller

@@ -39,6 +39,7 @@ class ForwardingStore : public store::Store {
   int64_t CurrentRevision() override { return inner_.CurrentRevision(); }
   int64_t CompactedRevision() override { return inner_.CompactedRevision(); }
   absl::Status Compact(int64_t revision) override { return inner_.Compact(revision); }
+  size_t MaxTxnOps() const override { return inner_.MaxTxnOps(); }
 
  protected:
   store::Store& inner_;

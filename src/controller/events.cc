@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/controller_internal.h"
 #include "controller/scheduling_controller.h"
+#include "store/txn_runs.h"
 
 namespace tessera::controller {
 
@@ -60,11 +61,19 @@ int64_t EventCollector::Step(absl::Time now) {
     if (!ParseTimestamp(Str((*ev)["metadata"], "creationTimestamp"), &created)) continue;
     if (now - created >= ttl_) ops.push_back(store::Op::Delete(kv.key, kv.mod_revision));
   }
-  int64_t deleted = static_cast<int64_t>(ops.size());
-  if (!ops.empty() && !store_.Txn(ops).ok()) {
-    // One of them changed or went away meanwhile: delete the rest one by one.
-    deleted = 0;
-    for (const store::Op& op : ops) deleted += store_.Txn({op}).ok() ? 1 : 0;
+  int64_t deleted = 0;
+  size_t begin = 0;
+  // As many per Txn as the store takes (etcd: 127).
+  for (size_t end : store::TxnRuns(std::vector<size_t>(ops.size(), 1), store_.MaxTxnOps())) {
+    std::vector<store::Op> run(ops.begin() + static_cast<ptrdiff_t>(begin),
+                               ops.begin() + static_cast<ptrdiff_t>(end));
+    if (store_.Txn(run).ok()) {
+      deleted += static_cast<int64_t>(run.size());
+    } else {
+      // One of them changed or went away meanwhile: delete the rest one by one.
+      for (const store::Op& op : run) deleted += store_.Txn({op}).ok() ? 1 : 0;
+    }
+    begin = end;
   }
   if (page->more) {
     cursor_ = page->next_key;

@@ -92,10 +92,9 @@ void SchedulingController::WritePhases() {
   struct Planned {
     JobRec* rec;
     const PendingPhase* p;
-    Json obj;
+    PreparedWrite w;
   };
   std::vector<Planned> planned;
-  std::vector<store::Op> ops;
   for (const auto& [key, p] : pending) {
     // Still the binding the reports were of, in memory too (a deletion or a restart since?).
     auto it = jobs_.find(key);
@@ -110,22 +109,24 @@ void SchedulingController::WritePhases() {
       if (!absl::IsCancelled(w.status())) write_one(rec, p);
       continue;
     }
-    for (store::Op& op : w->ops) ops.push_back(std::move(op));
-    planned.push_back({&rec, &p, std::move(w->obj)});
+    planned.push_back({&rec, &p, *std::move(w)});
   }
-  if (planned.empty()) return;
-  absl::StatusOr<int64_t> rev = store_.Txn(ops);
-  if (!rev.ok()) {
-    ++stats_.phase_batch_fallbacks;
-    for (Planned& pl : planned) write_one(*pl.rec, *pl.p);
-    return;
-  }
-  if (planned.size() > 1) ++stats_.phase_batches;
-  for (Planned& pl : planned) {
-    LogChange(pl.obj, pl.p->why);
-    pl.rec->revision = *rev;
-    done(*pl.rec, *pl.p);
-  }
+  // As many jobs per Txn as the store takes (etcd: 127 operations).
+  std::vector<PreparedWrite*> writes;
+  for (Planned& pl : planned) writes.push_back(&pl.w);
+  CommitInRuns(writes, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
+    if (!rev.ok()) {
+      ++stats_.phase_batch_fallbacks;
+      for (size_t i = begin; i < end; ++i) write_one(*planned[i].rec, *planned[i].p);
+      return;
+    }
+    if (end - begin > 1) ++stats_.phase_batches;
+    for (size_t i = begin; i < end; ++i) {
+      LogChange(planned[i].w.obj, planned[i].p->why);
+      planned[i].rec->revision = *rev;
+      done(*planned[i].rec, *planned[i].p);
+    }
+  });
 }
 
 }  // namespace tessera::controller

@@ -264,6 +264,7 @@ void SchedulingController::RestoreInflightPreemption(JobRec& rec, absl::Time now
 // --- Scheduling -------------------------------------------------------------
 
 void SchedulingController::RunCycles() {
+  WriteAdmissions();  // a job is Queued in the store before it can be bound
   const absl::Time now = clock_.Now();
   if (queues_dirty_) RebuildQueues();
   if (capacity_dirty_) {

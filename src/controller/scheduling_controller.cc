@@ -122,7 +122,8 @@ void SchedulingController::Reset() {
   last_cycle_ = absl::InfinitePast();
   jobs_.clear();
   by_sched_key_.clear();
-  pending_phases_.clear();  // re-derived from the stored reports by Start()
+  pending_phases_.clear();      // re-derived from the stored reports by Start()
+  pending_admissions_.clear();  // likewise from the stored Pending jobs
   nodes_.clear();
   priority_classes_.clear();
   revision_ = 0;
@@ -185,6 +186,7 @@ absl::Status SchedulingController::Start() {
     }
   }
   WritePhases();
+  WriteAdmissions();
   // Each restored job's newest Ready checkpoint, so the preemption search
   // weighs the work a victim would lose as the previous controller did.
   kvs.clear();
@@ -214,6 +216,7 @@ absl::Status SchedulingController::Step() {
     if (!evs.ok()) return evs.status();
     for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
     WritePhases();
+    WriteAdmissions();
     if (!evs->events.empty()) cycle_needed_ = true;
     revision_ = evs->revision;
     if (evs->events.empty()) break;
@@ -314,15 +317,25 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
 
 absl::StatusOr<SchedulingController::PreparedWrite> SchedulingController::PrepareUpdate(
     const std::string& key, int64_t expected, const std::function<bool(Json&)>& mutate,
-    const Change& event) {
-  ASSIGN_OR_RETURN(store::KeyValue kv, store_.Get(key));
+    const Change& event, const Json* current) {
+  store::KeyValue kv;
+  if (current != nullptr && expected > 0) {
+    kv.key = key;
+    kv.mod_revision = expected;
+  } else {
+    ASSIGN_OR_RETURN(kv, store_.Get(key));
+  }
   if (expected > 0 && kv.mod_revision != expected) {
     return absl::FailedPreconditionError(
         absl::StrCat(key, " changed: revision ", kv.mod_revision, ", decided on ", expected));
   }
   PreparedWrite w;
   w.base = kv.mod_revision;
-  ASSIGN_OR_RETURN(w.obj, ParseStored(kv.value));
+  if (current != nullptr && expected > 0) {
+    w.obj = *current;
+  } else {
+    ASSIGN_OR_RETURN(w.obj, ParseStored(kv.value));
+  }
   if (!mutate(w.obj)) return absl::CancelledError(absl::StrCat(key, ": update abandoned"));
   w.ops.push_back(store::Op::Put(key, ToStoredValue(w.obj), kv.mod_revision));
   if (event.record && !event.reason.empty()) {
@@ -411,6 +424,31 @@ absl::StatusOr<int64_t> SchedulingController::UpdateBinding(
   return w;
 }
 
+bool SchedulingController::ApplyPhase(Json& obj, const std::string& phase, const Change& why,
+                                      bool clear_placement, const std::string& status_reason,
+                                      const Json* extra_status, absl::Time now) {
+  Json& st = StatusOf(obj);
+  std::string cur = Str(st, "phase");
+  if (Terminal(cur) && cur != phase) return false;
+  st["phase"] = phase;
+  st["reason"] = status_reason.empty() ? why.reason : status_reason;
+  st["message"] = why.message.substr(0, 4096);
+  auto [type, value] = PhaseCondition(phase);
+  SetCondition(st, type, value, why.reason, why.message, now);
+  if (clear_placement) api::ReleasePlacement(st, now);
+  if (Terminal(phase)) api::StampCompletion(st, now);
+  if (extra_status != nullptr) {
+    for (auto it = extra_status->begin(); it != extra_status->end(); ++it) {
+      if (it->is_null()) {
+        st.erase(it.key());
+      } else {
+        st[it.key()] = *it;
+      }
+    }
+  }
+  return true;
+}
+
 absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& phase,
                                                const Change& why, bool clear_placement,
                                                const std::string& status_reason,
@@ -420,26 +458,7 @@ absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& p
   absl::StatusOr<int64_t> rev = Update(
       rec.key, -1,
       [&](Json& obj) {
-        Json& st = StatusOf(obj);
-        std::string cur = Str(st, "phase");
-        if (Terminal(cur) && cur != phase) return false;
-        st["phase"] = phase;
-        st["reason"] = status_reason.empty() ? why.reason : status_reason;
-        st["message"] = why.message.substr(0, 4096);
-        auto [type, value] = PhaseCondition(phase);
-        SetCondition(st, type, value, why.reason, why.message, now);
-        if (clear_placement) api::ReleasePlacement(st, now);
-        if (Terminal(phase)) api::StampCompletion(st, now);
-        if (extra_status != nullptr) {
-          for (auto it = extra_status->begin(); it != extra_status->end(); ++it) {
-            if (it->is_null()) {
-              st.erase(it.key());
-            } else {
-              st[it.key()] = *it;
-            }
-          }
-        }
-        return true;
+        return ApplyPhase(obj, phase, why, clear_placement, status_reason, extra_status, now);
       },
       why, &base);
   if (!rev.ok()) return rev.status();
@@ -637,12 +656,9 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     std::string msg =
         absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
     // Phase Queued: waiting in its queue (Kueue's "Admitted" means quota reserved, which a
-    // waiting job has not); the Admitted condition and Event say it entered the queue.
-    if (absl::Status s = SetJobPhase(rec, "Queued", {"Admitted", msg}, false); !s.ok()) {
-      options_.log.Error(
-          "admission not written",
-          {{"job", rec.name}, {"namespace", rec.ns}, {"error", std::string(s.message())}});
-    }
+    // waiting job has not); the Admitted condition and Event say it entered the queue. Written
+    // with the other admissions of this page of events (WriteAdmissions).
+    pending_admissions_.push_back({rec.key, rec.phase, rec.revision, obj, {"Admitted", msg}});
   }
   Enqueue(rec);
 }

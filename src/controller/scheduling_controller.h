@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -172,7 +173,8 @@ class SchedulingController {
     int64_t cycles = 0;
     int64_t bound = 0;
     int64_t bind_conflicts = 0;
-    int64_t bind_batch_fallbacks = 0;   // batched binding Txns that failed (written one by one)
+    int64_t bind_batch_fallbacks = 0;       // batched binding Txns that failed (written one by one)
+    int64_t admission_batch_fallbacks = 0;  // batched admission Txns that failed (likewise)
     int64_t phase_batches = 0;          // member-reported phases written several jobs to one Txn
     int64_t phase_batch_fallbacks = 0;  // phase Txns that failed (then written one by one)
     int64_t requeued = 0;
@@ -260,9 +262,11 @@ class SchedulingController {
     int64_t base = 0;
     std::vector<store::Op> ops;
   };
+  // `current`: the object as stored at `expected` (> 0), when the caller has it (from the event
+  // it just applied): no read then.
   absl::StatusOr<PreparedWrite> PrepareUpdate(const std::string& key, int64_t expected,
                                               const std::function<bool(Json&)>& mutate,
-                                              const Change& event);
+                                              const Change& event, const Json* current = nullptr);
   // A binding decided by the QueueManager (a kStarted event) and the explanation it came with.
   struct PendingBinding {
     JobRec* rec;
@@ -313,6 +317,11 @@ class SchedulingController {
   // condition keeps the Kubernetes reason Unschedulable), else why.reason. `extra_status`'s
   // keys are set in the status too (a null value removes the key). Releasing the placement
   // accounts for its GPU time; a terminal phase stamps completionTime (api/job_accounting.h).
+  // SetJobPhase's change of a stored job `obj`; false (abandon the write) when obj is terminal in
+  // another phase.
+  static bool ApplyPhase(Json& obj, const std::string& phase, const Change& why,
+                         bool clear_placement, const std::string& status_reason,
+                         const Json* extra_status, absl::Time now);
   absl::Status SetJobPhase(JobRec& rec, const std::string& phase, const Change& why,
                            bool clear_placement, const std::string& status_reason = "",
                            const Json* extra_status = nullptr);
@@ -403,6 +412,26 @@ class SchedulingController {
     int64_t generation = 0;  // the binding the reports were of
   };
   std::map<std::string, PendingPhase> pending_phases_;  // by store key, in key order
+  // Commits `writes` (their ops moved out) in runs of consecutive writes that fit one store Txn
+  // (Store::MaxTxnOps, store/txn_runs.h); `written(begin, end, rev)` after each run with the
+  // Txn's result. Bindings, admissions and member-reported phases share commits this way.
+  void CommitInRuns(
+      const std::vector<PreparedWrite*>& writes,
+      absl::FunctionRef<void(size_t begin, size_t end, const absl::StatusOr<int64_t>& rev)>
+          written);
+  // admission_writes.cc: admissions (Pending -> Queued, the Admitted condition and Event) that
+  // Admit decided, written together in runs the store takes (one commit for a page of new jobs,
+  // not one each) by WriteAdmissions, which Step and Start call before any cycle can bind them.
+  // A run that fails is written job by job (SetJobPhase).
+  void WriteAdmissions();
+  struct PendingAdmission {
+    std::string key;
+    std::string phase;     // the job's, when admitted (Pending or Suspended)
+    int64_t revision = 0;  // the job's, when admitted
+    Json obj;              // as stored at `revision`
+    Change why;
+  };
+  std::vector<PendingAdmission> pending_admissions_;
   // Re-places bound rec at generation + 1 with placement `p` (every member
   // restamped; agents restart them from status.resumeFrom, the newest Ready
   // Checkpoint, which the message names) if the stored binding is still the
