@@ -423,6 +423,9 @@ int RunServer(const ServerFlags& f) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
+    // Leadership first (the lease revoked, the controller stopped): a standby takes over while
+    // this replica finishes its requests.
+    if (election) election->Stop();
     server.Stop();
   });
   server.Wait();

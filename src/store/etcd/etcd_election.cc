@@ -20,6 +20,7 @@ void EtcdElection::Stop() {
   {
     absl::MutexLock l(&mu_);
     stop_ = true;
+    if (follow_ctx_ != nullptr) follow_ctx_->TryCancel();
   }
   if (thread_.joinable()) thread_.join();
 }
@@ -169,6 +170,11 @@ void EtcdElection::Follow(int64_t from) {
   EtcdStore::Impl::Endpoint& ep = m.Pick();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.ttl));
+  {
+    absl::MutexLock l(&mu_);
+    if (stop_) return;
+    follow_ctx_ = &ctx;
+  }
   auto stream = ep.watch->Watch(&ctx);
   pb::WatchRequest req;
   pb::WatchCreateRequest* create = req.mutable_create_request();
@@ -187,13 +193,14 @@ void EtcdElection::Follow(int64_t from) {
           SetLeader(ev.kv().value());
         }
       }
-      // A Stop() is noticed at the watch's deadline (ttl) at the latest.
       absl::MutexLock l(&mu_);
       if (stop_) left = true;
     }
   }
   ctx.TryCancel();
   (void)stream->Finish();
+  absl::MutexLock l(&mu_);
+  follow_ctx_ = nullptr;
 }
 
 void EtcdElection::Revoke(int64_t lease) {

@@ -42,6 +42,10 @@
 #include "store/etcd/etcd_store.h"
 #include "store/store.h"
 
+namespace grpc {
+class ClientContext;
+}
+
 namespace tessera::store {
 
 struct EtcdElectionOptions {
@@ -102,6 +106,8 @@ class EtcdElection {
   std::atomic<int64_t> terms_{0};
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Follow's watch, so that Stop() ends it at once (a standby exits promptly on SIGTERM).
+  grpc::ClientContext* follow_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::string leader_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
