@@ -50,6 +50,7 @@ void SchedulingController::WriteAdmissions() {
     planned.push_back({&rec, &a, *std::move(w)});
   }
   std::vector<PreparedWrite*> writes;
+  writes.reserve(planned.size());
   for (Planned& p : planned) writes.push_back(&p.w);
   CommitInRuns(writes, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
     if (!rev.ok()) ++stats_.admission_batch_fallbacks;

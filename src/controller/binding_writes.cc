@@ -174,6 +174,7 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
   batch->clear();
   // As many bindings per Txn as the store takes (etcd: 127 operations).
   std::vector<PreparedWrite*> writes;
+  writes.reserve(planned.size());
   for (Planned& p : planned) writes.push_back(&p.w);
   CommitInRuns(writes, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
     if (metrics_) metrics_->binding_batch.With({}).Observe(static_cast<double>(end - begin));

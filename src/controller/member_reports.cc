@@ -113,6 +113,7 @@ void SchedulingController::WritePhases() {
   }
   // As many jobs per Txn as the store takes (etcd: 127 operations).
   std::vector<PreparedWrite*> writes;
+  writes.reserve(planned.size());
   for (Planned& pl : planned) writes.push_back(&pl.w);
   CommitInRuns(writes, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
     if (!rev.ok()) {

@@ -66,8 +66,8 @@ struct Taken {
 
 // `count` of `avail` (indices into devices), one NVLink domain if one holds them (the smallest
 // such), else the largest domains first; by name within a domain.
-std::vector<size_t> Choose(const std::vector<SliceDevice>& devices, std::vector<size_t> avail,
-                           int64_t count) {
+std::vector<size_t> Choose(const std::vector<SliceDevice>& devices,
+                           const std::vector<size_t>& avail, int64_t count) {
   std::map<std::string, std::vector<size_t>> by_domain;
   for (size_t i : avail) {
     const SliceDevice& d = devices[i];
