@@ -99,9 +99,11 @@ absl::Status KubeScheduler::Impl::Start() {
     }
   }
   has_queues_ = Served(client_, "tessera.dev/v1", "queues");
+  has_dra_ = Served(client_, "resource.k8s.io/v1", "resourceslices");
   opts_.log.Info("scheduler APIs", {{"coschedulingPodGroups", has_coscheduling_ ? "yes" : "no"},
                                     {"kepPodGroups", has_kep_groups_ ? kep_groups_.version : "no"},
-                                    {"queues", has_queues_ ? "yes" : "no"}});
+                                    {"queues", has_queues_ ? "yes" : "no"},
+                                    {"resourceClaims", has_dra_ ? "yes" : "no"}});
   auto make = [&](const kube::ResourceType& t, std::function<void(Inbox&, const std::string&)> f) {
     kube::ReflectorOptions ro;
     ro.type = t;
@@ -132,8 +134,10 @@ absl::Status KubeScheduler::Impl::Start() {
     queues_inf_ =
         make(kube::QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
   }
+  if (has_dra_) StartDraInformers();
   std::vector<kube::Informer*> all;
-  for (auto* p : {&nodes_inf_, &pods_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_}) {
+  for (auto* p : {&nodes_inf_, &pods_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_,
+                  &slices_inf_, &claims_inf_, &classes_inf_}) {
     if (*p) all.push_back(p->get());
   }
   for (kube::Informer* i : all) i->Start();
@@ -264,6 +268,24 @@ void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
     if (clock_.Now() >= b.until && held_.contains(gang)) dirty_gangs_.insert(gang);
   }
   for (const std::string& g : in.groups) dirty_gangs_.insert(g);
+  if (in.claims) {
+    // A claim, a DeviceClass or a node's devices changed: waiting Pods with claims are built
+    // again (where their claims could go may have changed).
+    std::vector<std::string> rebuild;
+    for (const auto& [key, jr] : jobs_) {
+      if (jr.running) continue;
+      for (const std::string& pk : jr.pods) {
+        if (pod_claims_.contains(pk)) {
+          rebuild.push_back(key);
+          break;
+        }
+      }
+    }
+    for (const std::string& key : rebuild) Withdraw(key);
+    for (const auto& [key, rec] : pods_) {
+      if (rec.role == Role::kPending && rec.job.empty()) dirty_gangs_.insert(rec.gang);
+    }
+  }
   std::set<std::string> gangs = std::move(dirty_gangs_);
   dirty_gangs_.clear();
   for (const std::string& g : gangs) SyncGang(g);
@@ -298,6 +320,7 @@ void KubeScheduler::Impl::SyncNode(const std::string& key) {
         n.ok() ? NodeFromKube(*n, opts_.labels) : absl::StatusOr<model::Node>(n.status());
     if (m.ok()) {
       want = *std::move(m);
+      ApplySliceGpus(&*want);
     } else {
       opts_.log.Warn("node left out of scheduling",
                      {{"node", key}, {"error", m.status().ToString()}});
@@ -512,6 +535,7 @@ void KubeScheduler::Impl::SyncPod(const std::string& key) {
 // Whatever the Pod held or waited for, it no longer does.
 void KubeScheduler::Impl::ReleasePod(const std::string& key, PodRec& rec) {
   cycle_needed_ = true;
+  ReleaseClaims(key);
   switch (rec.role) {
     case Role::kIgnored:
       break;
@@ -554,7 +578,14 @@ bool KubeScheduler::Impl::PlaceForeign(const std::string& key, PodRec& rec, cons
   m.memory_mib = req->memory_mib;
   m.scalars = req->scalars;
   const sched::NodeState& st = cluster_.state(*id);
+  // GPUs its ResourceClaims hold (kubesched/claims.h) count as its own.
+  const std::vector<int> claimed = ClaimedGpus(pod);
+  req->gpus += static_cast<int32_t>(claimed.size());
   std::vector<int> gpus = AnnotatedGpus(pod);
+  if (static_cast<int>(gpus.size()) != req->gpus && !claimed.empty() &&
+      static_cast<int>(claimed.size()) == req->gpus) {
+    gpus = claimed;
+  }
   if (static_cast<int>(gpus.size()) != req->gpus) {
     gpus.clear();
     for (int g = 0; g < st.num_gpus && static_cast<int>(gpus.size()) < req->gpus; ++g) {

@@ -20,6 +20,7 @@
 #include "kube/informer.h"
 #include "kube/objects.h"
 #include "kubesched/api_writer.h"
+#include "kubesched/claims.h"
 #include "kubesched/kube_scheduler.h"
 #include "model/job.h"
 #include "sched/framework/cluster_state.h"
@@ -55,9 +56,10 @@ class KubeScheduler::Impl {
     // Pods whose PodScheduled write lost a race (the Pod changed since it was read): told again.
     std::vector<std::string> retell;
     std::vector<std::string> regroup;  // gangs whose PodGroup status write lost a race
+    bool claims = false;               // a ResourceClaim or DeviceClass changed
     bool empty() const {
       return pods.empty() && nodes.empty() && groups.empty() && !queues && binds.empty() &&
-             evictions.empty() && retell.empty() && regroup.empty();
+             evictions.empty() && retell.empty() && regroup.empty() && !claims;
     }
   };
   void Note(const std::function<void(Inbox&)>& f);
@@ -141,6 +143,31 @@ class KubeScheduler::Impl {
                  const std::string& action, const std::string& note);
 
   std::optional<kube::Pod> GetPod(const std::string& key) const;
+
+  // kube_scheduler_claims.cc: ResourceClaims for the devices of `tessera dra-driver` (claims.h).
+  // The informers on ResourceSlices, ResourceClaims and DeviceClasses, when resource.k8s.io/v1
+  // is served.
+  void StartDraInformers();
+  // Every device of the node's ResourceSlices.
+  std::vector<SliceDevice> NodeDevices(const std::string& node) const;
+  // The node's GPUs from its slices when it advertises no nvidia.com/gpu.
+  void ApplySliceGpus(model::Node* node) const;
+  // The Pod's claims, ready to place (and noted for its binding), with the nodes whose devices
+  // could hold them all in `nodes`. An error says why the Pod waits: Unavailable while a claim
+  // does not exist yet, InvalidArgument for a claim tessera scheduler cannot place.
+  absl::Status PlaceClaims(const kube::Pod& pod, std::set<std::string>* nodes);
+  // At binding: each member's claims take their share of the member's GPUs; the claim status
+  // writes, by Pod key. Empty and `why` set when the GPUs chosen do not satisfy a claim.
+  std::map<std::string, std::vector<std::pair<PlacedClaim, nlohmann::json>>> ClaimAllocations(
+      const JobRec& jr, const sched::Placement& p, std::string* why);
+  // The GPU indices a bound Pod's own allocated claims hold on its node (sorted).
+  std::vector<int> ClaimedGpus(const kube::Pod& pod) const;
+  // A Pod's claims are no longer its own once it ends: out of reservedFor, deallocated.
+  void ReleaseClaims(const std::string& pod_key);
+  bool has_dra_ = false;
+  std::unique_ptr<kube::Informer> slices_inf_, claims_inf_, classes_inf_;
+  // Pod key -> the claims it was placed with (loop thread only).
+  absl::flat_hash_map<std::string, std::vector<PlacedClaim>> pod_claims_;
 
   kube::RestClient& client_;
   const Clock& clock_;

@@ -56,7 +56,8 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
         if (!p) continue;
         absl::StatusOr<model::Job> job = BuildJob(p->metadata.name, {&*p}, GangSpec{});
         if (!job.ok()) {
-          Hold("p:" + pk, {std::string(job.status().message()), true});
+          Hold("p:" + pk,
+               {std::string(job.status().message()), !absl::IsUnavailable(job.status())});
           continue;
         }
         Submit("p:" + pk, *std::move(job), {pk});
@@ -116,7 +117,8 @@ void KubeScheduler::Impl::SyncGang(const std::string& gang) {
   }
   absl::StatusOr<model::Job> job = BuildJob(name, pods, spec);
   if (!job.ok()) {
-    Hold(gang, {std::string(job.status().message()), true});
+    // Unavailable: waiting for something to appear (a ResourceClaim), not the user's mistake.
+    Hold(gang, {std::string(job.status().message()), !absl::IsUnavailable(job.status())});
     return;
   }
   Submit(gang, *std::move(job), std::move(pending));
@@ -132,6 +134,7 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& name
   std::set<std::string> queues;
   j.creation_time = absl::InfiniteFuture();
   j.priority = spec.priority.value_or(0);
+  std::optional<std::set<std::string>> claim_nodes;  // where every member's claims could go
   for (const kube::Pod* p : pods) {
     auto q = p->metadata.labels.find(kQueueLabel);
     queues.insert(q == p->metadata.labels.end() ? controller::kDefaultQueue : q->second);
@@ -144,6 +147,22 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& name
     }
     // A Pod that asks nothing (BestEffort) fits anywhere, as in kube-scheduler; the core's
     // members always ask something, so it asks one milli-CPU.
+    // Its ResourceClaims: GPUs of its member, on the nodes that could hold them (claims.h).
+    std::set<std::string> nodes;
+    if (absl::Status s = PlaceClaims(*p, &nodes); !s.ok()) {
+      if (absl::IsUnavailable(s)) return s;
+      errs.push_back(absl::StrCat("pod ", p->metadata.name, ": ", s.message()));
+      continue;
+    }
+    if (auto c = pod_claims_.find(absl::StrCat(p->metadata.ns, "/", p->metadata.name));
+        c != pod_claims_.end()) {
+      for (const PlacedClaim& pc : c->second) r->gpus += static_cast<int32_t>(pc.gpus);
+      if (!claim_nodes) {
+        claim_nodes = std::move(nodes);
+      } else {
+        std::erase_if(*claim_nodes, [&](const std::string& n) { return !nodes.contains(n); });
+      }
+    }
     if (r->gpus == 0 && r->cpu_milli == 0 && r->memory_mib == 0 && r->scalars.empty()) {
       r->cpu_milli = 1;
     }
@@ -182,6 +201,19 @@ absl::StatusOr<model::Job> KubeScheduler::Impl::BuildJob(const std::string& name
                                   pods[0]->metadata.name, "'s)"));
       break;
     }
+  }
+  if (claim_nodes) {
+    if (claim_nodes->empty()) {
+      errs.push_back("no node's GPUs can hold the ResourceClaims of every Pod of the gang");
+    }
+    // ANDed with each term of the Pods' own required node affinity.
+    model::NodeSelectorRequirement on;
+    on.key = "metadata.name";
+    on.op = model::NodeSelectorRequirement::Op::kIn;
+    on.values.assign(claim_nodes->begin(), claim_nodes->end());
+    on.field = true;
+    if (j.node_affinity.empty()) j.node_affinity.emplace_back();
+    for (model::NodeSelectorTerm& t : j.node_affinity) t.requirements.push_back(on);
   }
   if (!errs.empty()) return absl::InvalidArgumentError(absl::StrJoin(errs, "; "));
   const int32_t n = static_cast<int32_t>(pods.size());
@@ -361,6 +393,14 @@ void KubeScheduler::Impl::RunCycle() {
 
 void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Placement& p) {
   JobRec& jr = jobs_[job_key];
+  // The members' ResourceClaims take the GPUs chosen, or the job steps back (claims.h).
+  std::string claims_why;
+  std::map<std::string, std::vector<std::pair<PlacedClaim, kube::Json>>> claims =
+      ClaimAllocations(jr, p, &claims_why);
+  if (!claims_why.empty()) {
+    BackOff(job_key, claims_why);
+    return;
+  }
   jr.running = true;
   blocked_.erase(jr.gang);
   std::vector<bool> placed(jr.pods.size(), false);
@@ -385,9 +425,27 @@ void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Place
     // From when this scheduler first saw it pending (creationTimestamp has 1 s resolution).
     const absl::Time created =
         rec.first_seen != absl::InfinitePast() ? rec.first_seen : CreationTime(*pod);
-    writer_->Post([this, b = std::move(b), job_key, pk, created, pod = *std::move(pod)] {
+    std::vector<std::pair<PlacedClaim, kube::Json>> allocations;
+    if (auto c = claims.find(pk); c != claims.end()) {
+      allocations = std::move(c->second);
+      for (PlacedClaim& pc : pod_claims_[pk]) pc.allocated = true;
+    }
+    writer_->Post([this, b = std::move(b), job_key, pk, created, pod = *std::move(pod),
+                   allocations = std::move(allocations)] {
       absl::Status s;
-      for (int attempt = 0; attempt < 4; ++attempt) {
+      // The claims first: kubelet prepares what status.allocation says once the Pod is bound.
+      for (const auto& [claim, status] : allocations) {
+        for (int attempt = 0; attempt < 4; ++attempt) {
+          if (attempt > 0) absl::SleepFor(absl::Milliseconds(100 << attempt));
+          s = client_
+                  .MergePatch(kube::ResourceClaimsResource(), b.ns, claim.name,
+                              kube::Json{{"status", status}}, "status")
+                  .status();
+          if (!Retryable(s)) break;
+        }
+        if (!s.ok()) break;
+      }
+      for (int attempt = 0; s.ok() && attempt < 4; ++attempt) {
         if (attempt > 0) absl::SleepFor(absl::Milliseconds(100 << attempt));
         s = client_.Bind(b);
         if (!Retryable(s)) break;

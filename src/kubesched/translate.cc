@@ -124,6 +124,7 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
   if (auto it = n.metadata.labels.find(kGpuMemoryLabel); it != n.metadata.labels.end()) {
     (void)absl::SimpleAtoi(it->second, &mem);
   }
+  std::vector<model::Gpu> list;
   for (int i = 0; i < gpus; ++i) {
     model::Gpu g;
     g.index = i;
@@ -131,7 +132,7 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
     g.model = product;
     g.memory_mib = mem;
     if (i >= allocatable) g.health = model::GpuHealth::kUnhealthy;
-    out.gpus.push_back(std::move(g));
+    list.push_back(std::move(g));
   }
   std::vector<int> domains(gpus, -1);
   if (auto it = n.metadata.annotations.find(kNvlinkDomainsAnnotation);
@@ -140,21 +141,7 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
     if (!d.ok()) return d.status();
     domains = *std::move(d);
   }
-  // Links: NVLink inside an island, the host bridge between islands (nothing finer is known).
-  std::vector<model::LinkClass> links(gpus * gpus, model::LinkClass::kPcieHostBridge);
-  for (int a = 0; a < gpus; ++a) {
-    for (int b = 0; b < gpus; ++b) {
-      if (a == b) {
-        links[a * gpus + b] = model::LinkClass::kSelf;
-      } else if (domains[a] >= 0 && domains[a] == domains[b]) {
-        links[a * gpus + b] = model::LinkClass::kNvLink;
-      }
-    }
-  }
-  absl::StatusOr<model::NodeTopology> topo =
-      model::NodeTopology::FromMatrix(static_cast<int>(gpus), std::move(links), domains);
-  if (!topo.ok()) return topo.status();
-  out.topology = *std::move(topo);
+  if (absl::Status s = SetGpus(std::move(list), domains, &out); !s.ok()) return s;
   out.cpu_milli = Milli(n.allocatable, "cpu");
   out.memory_mib = MibOfMilliBytes(Milli(n.allocatable, "memory"));
   out.max_members = static_cast<int32_t>(Milli(n.allocatable, "pods") / 1000);
@@ -174,6 +161,29 @@ absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabe
   }
   out.unschedulable = n.unschedulable || !NodeReady(n);
   return out;
+}
+
+absl::Status SetGpus(std::vector<model::Gpu> gpus, const std::vector<int>& domains,
+                     model::Node* node) {
+  const int n = static_cast<int>(gpus.size());
+  // Links: NVLink inside an island, the host bridge between islands (nothing finer is known).
+  std::vector<model::LinkClass> links(static_cast<size_t>(n) * n,
+                                      model::LinkClass::kPcieHostBridge);
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a == b) {
+        links[a * n + b] = model::LinkClass::kSelf;
+      } else if (domains[a] >= 0 && domains[a] == domains[b]) {
+        links[a * n + b] = model::LinkClass::kNvLink;
+      }
+    }
+  }
+  absl::StatusOr<model::NodeTopology> topo =
+      model::NodeTopology::FromMatrix(n, std::move(links), domains);
+  if (!topo.ok()) return topo.status();
+  node->gpus = std::move(gpus);
+  node->topology = *std::move(topo);
+  return absl::OkStatus();
 }
 
 bool NodeReady(const kube::Node& n) {

@@ -62,6 +62,11 @@ struct TopologyLabels {
 // GPUs, a malformed islands annotation).
 absl::StatusOr<model::Node> NodeFromKube(const kube::Node& n, const TopologyLabels& labels);
 
+// Sets `node`'s GPUs and its topology: NVLink inside an island (`domains[i]`, -1 for none), the
+// host bridge between islands. InvalidArgument when they do not make a topology.
+absl::Status SetGpus(std::vector<model::Gpu> gpus, const std::vector<int>& domains,
+                     model::Node* node);
+
 // Ready=True (a node without a Ready condition counts as ready: created by hand or a test).
 bool NodeReady(const kube::Node& n);
 

@@ -1,0 +1,204 @@
+#include "kubesched/claims.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::kubesched {
+
+using Json = nlohmann::json;
+using kube::CelValue;
+
+namespace {
+
+// The kDraDriver attribute `name` of a device, when it has that type.
+const CelValue* DriverAttr(const SliceDevice& d, const std::string& name, CelValue::Type type) {
+  if (d.driver != kDraDriver || d.cel.type != CelValue::Type::kMap) return nullptr;
+  const CelValue& attrs = d.cel.map->at("attributes");
+  auto dom = attrs.map->find(kDraDriver);
+  if (dom == attrs.map->end()) return nullptr;
+  auto it = dom->second.map->find(name);
+  if (it == dom->second.map->end() || it->second.type != type) return nullptr;
+  return &it->second;
+}
+
+bool WholeGpu(const SliceDevice& d) {
+  const CelValue* t = DriverAttr(d, "type", CelValue::Type::kString);
+  return t != nullptr && t->s == "gpu" && DriverAttr(d, "index", CelValue::Type::kInt) != nullptr;
+}
+
+}  // namespace
+
+std::optional<int> GpuIndex(const SliceDevice& d) {
+  if (!WholeGpu(d)) return std::nullopt;
+  return static_cast<int>(DriverAttr(d, "index", CelValue::Type::kInt)->i);
+}
+
+std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
+                                  const std::string& node_name, std::vector<int>* nvlink_domains) {
+  std::map<int64_t, const SliceDevice*> by_index;
+  for (const SliceDevice& d : devices) {
+    if (!WholeGpu(d)) continue;
+    const int64_t index = DriverAttr(d, "index", CelValue::Type::kInt)->i;
+    if (index >= 0 && index < model::kMaxGpusPerNode) by_index[index] = &d;
+  }
+  std::vector<model::Gpu> gpus;
+  nvlink_domains->clear();
+  if (by_index.empty()) return gpus;
+  const int64_t n = by_index.rbegin()->first + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    model::Gpu g;
+    g.index = static_cast<int32_t>(i);
+    g.uuid = absl::StrCat(node_name, "/gpu", i);
+    int domain = -1;
+    auto it = by_index.find(i);
+    if (it == by_index.end()) {
+      g.health = model::GpuHealth::kUnhealthy;  // left the slice
+      g.model = "gpu";
+    } else {
+      const SliceDevice& d = *it->second;
+      const CelValue* product = DriverAttr(d, "productName", CelValue::Type::kString);
+      g.model = product != nullptr ? product->s : "gpu";
+      if (const CelValue* nv = DriverAttr(d, "nvlinkDomain", CelValue::Type::kInt)) {
+        domain = static_cast<int>(nv->i);
+      }
+      const CelValue& caps = d.cel.map->at("capacity");
+      if (auto dom = caps.map->find(kDraDriver); dom != caps.map->end()) {
+        if (auto mem = dom->second.map->find("memory"); mem != dom->second.map->end()) {
+          g.memory_mib = mem->second.i / 1000 / (1 << 20);  // milli-bytes
+        }
+      }
+    }
+    nvlink_domains->push_back(domain);
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
+absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::string, Json>& classes) {
+  PlacedClaim out;
+  const Json meta = claim.value("metadata", Json::object());
+  out.name = meta.value("name", "");
+  out.uid = meta.value("uid", "");
+  const std::string who = absl::StrCat("ResourceClaim ", out.name, ": ");
+  const Json devices = claim.value("spec", Json::object()).value("devices", Json::object());
+  const Json requests = devices.value("requests", Json::array());
+  if (!requests.is_array() || requests.empty()) {
+    return absl::InvalidArgumentError(who + "spec.devices.requests: none");
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Json& r = requests[i];
+    const std::string field = absl::StrCat("spec.devices.requests[", i, "]");
+    if (!r.is_object() || !r.contains("exactly")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, field, ": only `exactly` requests are supported (not firstAvailable)"));
+    }
+    const Json& ex = r["exactly"];
+    DeviceRequestSpec req;
+    req.name = r.value("name", "");
+    const std::string cls = ex.value("deviceClassName", "");
+    auto c = classes.find(cls);
+    if (c == classes.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, field, ".exactly.deviceClassName: no DeviceClass \"", cls, "\""));
+    }
+    auto add = [&](const Json& selectors, const std::string& where) -> absl::Status {
+      for (size_t k = 0; k < selectors.size(); ++k) {
+        const Json& s = selectors[k];
+        if (!s.is_object() || !s.contains("cel")) continue;
+        absl::StatusOr<kube::DeviceSelector> sel =
+            kube::DeviceSelector::Parse(s["cel"].value("expression", ""));
+        if (!sel.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(who, where, ".selectors[", k, "]: ", sel.status().message()));
+        }
+        req.selectors.push_back(*std::move(sel));
+      }
+      return absl::OkStatus();
+    };
+    if (absl::Status s =
+            add(c->second.value("spec", Json::object()).value("selectors", Json::array()),
+                "DeviceClass " + cls + " spec");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = add(ex.value("selectors", Json::array()), field + ".exactly"); !s.ok()) {
+      return s;
+    }
+    const std::string mode = ex.value("allocationMode", "ExactCount");
+    if (mode != "ExactCount") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, field, ".exactly.allocationMode: ", mode,
+                       " is not supported by tessera scheduler yet (ExactCount is)"));
+    }
+    req.count = ex.value("count", int64_t{1});
+    if (req.count < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(who, field, ".exactly.count: must be >= 1"));
+    }
+    out.gpus += req.count;
+    out.spec.requests.push_back(std::move(req));
+  }
+  for (const Json& c : devices.value("constraints", Json::array())) {
+    if (!c.is_object() || !c.contains("matchAttribute")) continue;
+    ClaimSpec::MatchAttribute m;
+    m.attribute = c["matchAttribute"].get<std::string>();
+    if (m.attribute.find('/') == std::string::npos)
+      m.attribute = std::string(kDraDriver) + "/" + m.attribute;
+    for (const Json& n : c.value("requests", Json::array()))
+      m.requests.push_back(n.get<std::string>());
+    out.spec.constraints.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::vector<DeviceAllocation>>> ClaimShares(
+    const std::vector<PlacedClaim>& claims, const std::vector<SliceDevice>& chosen,
+    std::string* why) {
+  std::vector<std::vector<DeviceAllocation>> out;
+  std::set<std::string> taken;
+  for (const PlacedClaim& c : claims) {
+    AllocationOutcome o = AllocateClaim(c.spec, chosen, taken);
+    if (!o.fits) {
+      *why = absl::StrCat("ResourceClaim ", c.name, ": the GPUs chosen do not satisfy it: ", o.why);
+      return std::nullopt;
+    }
+    for (const DeviceAllocation& a : o.devices) {
+      taken.insert(absl::StrCat(a.driver, "/", a.pool, "/", a.device));
+    }
+    out.push_back(std::move(o.devices));
+  }
+  return out;
+}
+
+std::vector<std::string> ClaimedGpuNames(const Json& claim) {
+  std::vector<std::string> out;
+  const Json results = claim.value("status", Json::object())
+                           .value("allocation", Json::object())
+                           .value("devices", Json::object())
+                           .value("results", Json::array());
+  for (const Json& r : results) {
+    if (r.value("driver", "") == kDraDriver) out.push_back(r.value("device", ""));
+  }
+  return out;
+}
+
+Json AllocationStatus(const std::vector<DeviceAllocation>& devices, const std::string& node,
+                      const std::string& pod_name, const std::string& pod_uid) {
+  Json results = Json::array();
+  for (const DeviceAllocation& d : devices) {
+    results.push_back(
+        {{"request", d.request}, {"driver", d.driver}, {"pool", d.pool}, {"device", d.device}});
+  }
+  return {
+      {"allocation",
+       {{"devices", {{"results", std::move(results)}}},
+        {"nodeSelector",
+         {{"nodeSelectorTerms",
+           Json::array({{{"matchFields", Json::array({{{"key", "metadata.name"},
+                                                       {"operator", "In"},
+                                                       {"values", Json::array({node})}}})}}})}}}}},
+      {"reservedFor", Json::array({{{"resource", "pods"}, {"name", pod_name}, {"uid", pod_uid}}})}};
+}
+
+}  // namespace tessera::kubesched

@@ -1,0 +1,103 @@
+#include "kubesched/claims.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::kubesched {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+Json Device(int index, int domain) {
+  return {{"name", absl::StrCat("gpu-", index)},
+          {"attributes",
+           {{"type", {{"string", "gpu"}}},
+            {"index", {{"int", index}}},
+            {"productName", {{"string", "NVIDIA H100 80GB HBM3"}}},
+            {"nvlinkDomain", {{"int", domain}}}}},
+          {"capacity", {{"memory", {{"value", "80Gi"}}}}}};
+}
+Json Slice(Json devices) {
+  return {{"spec",
+           {{"driver", kDraDriver},
+            {"nodeName", "n1"},
+            {"pool", {{"name", "n1"}}},
+            {"devices", std::move(devices)}}}};
+}
+std::map<std::string, Json> Classes() {
+  return {{"gpu",
+           {{"spec",
+             {{"selectors",
+               Json::array({{{"cel",
+                              {{"expression",
+                                R"(device.attributes["gpu.tessera.dev"].type == "gpu")"}}}}})}}}}}};
+}
+Json ClaimJson(int count, const std::string& cls = "gpu", const std::string& mode = "ExactCount") {
+  return {
+      {"metadata", {{"name", "c"}, {"uid", "u"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           Json::array(
+               {{{"name", "gpus"},
+                 {"exactly",
+                  {{"deviceClassName", cls}, {"allocationMode", mode}, {"count", count}}}}})},
+          {"constraints", Json::array({{{"requests", Json::array({"gpus"})},
+                                        {"matchAttribute", "gpu.tessera.dev/nvlinkDomain"}}})}}}}}};
+}
+
+TEST(ClaimsTest, SliceGpusAreTheNodesGpusWithIslandsAndGapsUnhealthy) {
+  // GPU 2 left the slice (unhealthy).
+  std::vector<SliceDevice> d =
+      DevicesOfSlices({Slice(Json::array({Device(0, 0), Device(1, 0), Device(3, 1)}))});
+  std::vector<int> domains;
+  std::vector<model::Gpu> gpus = SliceGpus(d, "n1", &domains);
+  ASSERT_EQ(gpus.size(), 4u);
+  EXPECT_EQ(domains, (std::vector<int>{0, 0, -1, 1}));
+  EXPECT_EQ(gpus[0].model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpus[0].memory_mib, 80 * 1024);
+  EXPECT_EQ(gpus[2].health, model::GpuHealth::kUnhealthy);
+  EXPECT_EQ(gpus[3].health, model::GpuHealth::kHealthy);
+}
+
+TEST(ClaimsTest, ClaimOfReadsRequestsAndConstraintsAndNamesWhatItCannotPlace) {
+  absl::StatusOr<PlacedClaim> c = ClaimOf(ClaimJson(4), Classes());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->gpus, 4);
+  ASSERT_EQ(c->spec.constraints.size(), 1u);
+  EXPECT_EQ(c->spec.constraints[0].attribute, "gpu.tessera.dev/nvlinkDomain");
+  EXPECT_THAT(ClaimOf(ClaimJson(1, "nope"), Classes()).status().message(),
+              HasSubstr("spec.devices.requests[0].exactly.deviceClassName: no DeviceClass"));
+  EXPECT_THAT(ClaimOf(ClaimJson(1, "gpu", "All"), Classes()).status().message(),
+              HasSubstr("allocationMode: All is not supported"));
+  Json first = ClaimJson(1);
+  first["spec"]["devices"]["requests"][0] = {{"name", "x"}, {"firstAvailable", Json::array()}};
+  EXPECT_THAT(ClaimOf(first, Classes()).status().message(), HasSubstr("firstAvailable"));
+}
+
+TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
+  std::vector<SliceDevice> d = DevicesOfSlices(
+      {Slice(Json::array({Device(0, 0), Device(1, 0), Device(2, 1), Device(3, 1)}))});
+  absl::StatusOr<PlacedClaim> two = ClaimOf(ClaimJson(2), Classes());
+  ASSERT_TRUE(two.ok());
+  std::string why;
+  auto shares = ClaimShares({*two, *two}, d, &why);
+  ASSERT_TRUE(shares.has_value()) << why;
+  ASSERT_EQ(shares->size(), 2u);
+  EXPECT_EQ((*shares)[0].size(), 2u);
+  // Chosen across islands: a one-island claim of 2 out of {0, 2} cannot be satisfied.
+  std::vector<SliceDevice> split = {d[0], d[2]};
+  EXPECT_FALSE(ClaimShares({*two}, split, &why).has_value());
+  EXPECT_THAT(why, HasSubstr("the GPUs chosen do not satisfy it"));
+  Json st = AllocationStatus((*shares)[0], "n1", "p", "pu");
+  EXPECT_EQ(st["reservedFor"][0]["uid"], "pu");
+  EXPECT_EQ(st["allocation"]["devices"]["results"].size(), 2u);
+  Json claim = {{"status", st}};
+  EXPECT_EQ(ClaimedGpuNames(claim).size(), 2u);
+}
+
+}  // namespace
+}  // namespace tessera::kubesched
