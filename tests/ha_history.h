@@ -1,7 +1,8 @@
 // The history of tests/server_jepsen_test.cc, in the spirit of Jepsen's: what clients were told
 // (acknowledged creates, the resourceVersions reads and watches returned) and what the agents
 // ran, and the checks on it:
-//   - lost: a job whose create was acknowledged (201) and that a later list does not hold;
+//   - lost: a job whose create was acknowledged (201) and that a later list does not hold, or
+//     that holds an older value of label `touch` than an acknowledged update (200) set;
 //   - doubled: a job recreated (a name listed twice, or with another uid than acknowledged), a
 //     GPU bound to two live jobs, a member started twice at one generation or while another
 //     process of the same member still ran (runs.log, see ha_cluster.h's Agents);
@@ -97,6 +98,16 @@ class History {
     }
     last = std::max(last, rv);
   }
+  // An update of job `name` to label touch=`value` was sent (it may land), or answered 200.
+  void TouchTried(const std::string& name, int value) {
+    std::lock_guard<std::mutex> l(mu_);
+    tried_[name] = std::max(tried_[name], value);
+  }
+  void TouchAcked(const std::string& name, int value) {
+    std::lock_guard<std::mutex> l(mu_);
+    touched_[name] = std::max(touched_[name], value);
+    ++touch_acks_;
+  }
   void Relisted() {
     std::lock_guard<std::mutex> l(mu_);
     ++relists_;
@@ -107,10 +118,11 @@ class History {
   struct Before {
     std::set<std::string> acked;
     std::map<std::string, int64_t> floors;
+    std::map<std::string, int> touched;  // the newest acknowledged touch of each job
   };
   Before Snapshot() {
     std::lock_guard<std::mutex> l(mu_);
-    Before b{{}, max_rv_};
+    Before b{{}, max_rv_, touched_};
     for (const auto& [n, u] : acked_) b.acked.insert(n);
     return b;
   }
@@ -138,6 +150,19 @@ class History {
         Violation(problems->back());
       }
       Raise(name, rv);
+      // Touches only grow: the list holds at least the last acknowledged one (else an update
+      // was lost) and nothing never sent.
+      const std::string label = Str(Obj(Obj(item, "metadata"), "labels"), "touch");
+      const int touch = label.empty() ? 0 : std::stoi(label);
+      if (auto t = before.touched.find(name); t != before.touched.end() && touch < t->second) {
+        if (lost_updates_.insert({name, t->second}).second) {
+          problems->push_back(absl::StrCat(at, ": lost update: ", name, " has touch=", touch,
+                                           ", acknowledged ", t->second));
+        }
+      }
+      if (auto t = tried_.find(name); touch > (t == tried_.end() ? 0 : t->second)) {
+        Doubled(problems, at, absl::StrCat(name, " has touch=", touch, ", never sent"));
+      }
       const Json& st = Obj(item, "status");
       const std::string phase = Str(st, "phase");
       if (phase == "Succeeded" || phase == "Failed" || !st.contains("placement")) continue;
@@ -197,9 +222,10 @@ class History {
     for (const auto& [n, u] : acked_) out.insert(n);
     return out;
   }
+  // Acknowledged creates and updates not found.
   size_t lost() {
     std::lock_guard<std::mutex> l(mu_);
-    return lost_.size();
+    return lost_.size() + lost_updates_.size();
   }
   int64_t doubled() {
     std::lock_guard<std::mutex> l(mu_);
@@ -211,14 +237,15 @@ class History {
     for (const std::string& n : landed_) landed_listed += max_rv_.count(n);
     for (const std::string& n : unknown_) unknown_listed += max_rv_.count(n);
     for (const auto& [n, u] : acked_) acked_ran += jobs_run_.count(n);
-    return absl::StrCat("acknowledged creates ", acked_.size(), " (", acked_ran,
-                        " ran on an agent), lost ", lost_.size(), ", doubled ", doubled_,
-                        "; unacknowledged: ", landed_.size(), " landed (a retry found them; ",
-                        landed_listed, " listed), ", unknown_.size(), " never answered (",
-                        unknown_listed, " listed); member starts ", runs_checked_,
-                        "; resourceVersion checks: ", reads_, " reads, ", lists_, " lists, ",
-                        watch_events_, " watch events (", watch_repeats_, " repeated, ", relists_,
-                        " relists), ", violations_, " going back");
+    return absl::StrCat(
+        "acknowledged creates ", acked_.size(), " (", acked_ran, " ran on an agent) and updates ",
+        touch_acks_, "; lost ", lost_.size() + lost_updates_.size(), " (", lost_updates_.size(),
+        " updates), doubled ", doubled_, "; unacknowledged creates: ", landed_.size(),
+        " landed (a retry found them; ", landed_listed, " listed), ", unknown_.size(),
+        " never answered (", unknown_listed, " listed); member starts ", runs_checked_,
+        "; resourceVersion checks: ", reads_, " reads, ", lists_, " lists, ", watch_events_,
+        " watch events (", watch_repeats_, " repeated, ", relists_, " relists), ", violations_,
+        " going back");
   }
   int64_t violations() {
     std::lock_guard<std::mutex> l(mu_);
@@ -246,9 +273,12 @@ class History {
   std::map<std::string, std::string> acked_;  // name -> uid
   std::set<std::string> landed_, unknown_, lost_, jobs_run_;
   std::map<std::string, int64_t> max_rv_;
+  std::map<std::string, int> tried_, touched_;
+  std::set<std::pair<std::string, int>> lost_updates_;
   std::map<std::pair<int, std::string>, int64_t> watched_;
   std::map<std::tuple<std::string, std::string, std::string>, int> run_starts_;
-  int64_t reads_ = 0, lists_ = 0, watch_events_ = 0, watch_repeats_ = 0, relists_ = 0;
+  int64_t touch_acks_ = 0, reads_ = 0, lists_ = 0, watch_events_ = 0, watch_repeats_ = 0,
+          relists_ = 0;
   int64_t violations_ = 0, doubled_ = 0, runs_checked_ = 0;
   std::string first_violation_;
 };

@@ -157,11 +157,14 @@ class Load {
     std::lock_guard<std::mutex> l(mu_);
     return static_cast<int>(unfinished_.size());
   }
-  // Creates jobs j<t>-<seq> (a quarter of them gangs of 2 x 2 GPUs), each member sleeping
-  // 0.2-1.2 s, on a random replica; a create that gets no answer is retried on the next replica
-  // (409 then means the lost try landed). Every third job, reads a random acknowledged one.
+  // Creates jobs j<t>-<seq> (a quarter of them gangs of 2 x 4 GPUs), each member sleeping
+  // 0.5-2.5 s, on a random replica; a create that gets no answer is retried on the next replica
+  // (409 then means the lost try landed). Every third job, reads a random acknowledged one; every
+  // other job, updates one of its own recent jobs (Touch).
   void Submit(int t) {
     std::mt19937_64 rng(seed_ * 31 + t);
+    std::vector<std::string> own;
+    std::map<std::string, int> touches;
     for (int seq = 0; !stop_; ++seq) {
       if (Backlog() >= kMaxBacklog) {
         ++paused_;
@@ -182,6 +185,7 @@ class Load {
         if (r && r->status == 201) {
           Json o = Json::parse(r->body, nullptr, false);
           h_.Acked(name, Str(Obj(o, "metadata"), "uid"), Rv(o));
+          own.push_back(name);
           answered = true;
         } else if (r && r->status == 409) {
           h_.Unacknowledged(name, true);
@@ -202,8 +206,36 @@ class Load {
           h_.ReadDone(read, floor, Rv(o), absl::StrCat("r", i));
         }
       }
+      if (seq % 2 == 1 && !own.empty()) {
+        const std::string& job = own[own.size() - 1 - rng() % std::min<size_t>(own.size(), 20)];
+        Touch(job, ++touches[job], static_cast<int>(rng() % Replicas::kN));
+      }
       // The pace of a submitter (~2.5 jobs/s), not a wait for a condition.
       std::this_thread::sleep_for(std::chrono::milliseconds(250 + rng() % 300));
+    }
+  }
+  // Sets label `touch` of `job` to `value` (its previous touches all ended): GET, then PUT with
+  // the resourceVersion read (409: another writer came between; read again). A PUT without an
+  // answer may have landed: the next GET tells (the label already says `value`).
+  void Touch(const std::string& job, int value, int first) {
+    h_.TouchTried(job, value);
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      httplib::Client cli = rs_.Client((first + attempt) % Replicas::kN, 3);
+      auto g = cli.Get(absl::StrCat(kJobs, "/", job));
+      if (!g || g->status != 200) {
+        ++errors_;
+        continue;
+      }
+      Json o = Json::parse(g->body, nullptr, false);
+      if (Str(Obj(Obj(o, "metadata"), "labels"), "touch") == std::to_string(value)) return;
+      o["metadata"]["labels"]["touch"] = std::to_string(value);
+      auto p = cli.Put(absl::StrCat(kJobs, "/", job), o.dump(), "application/json");
+      if (p && p->status == 200) {
+        h_.TouchAcked(job, value);
+        return;
+      }
+      if (!p || p->status != 409) ++errors_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a retry's pause
     }
   }
   // Follows the jobs, moving to the next replica (from the last resourceVersion) whenever a
