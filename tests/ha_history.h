@@ -6,7 +6,8 @@
 //   - doubled: a job recreated (a name listed twice, or with another uid than acknowledged), a
 //     GPU bound to two live jobs, a member started twice at one generation or while another
 //     process of the same member still ran (runs.log, see ha_cluster.h's Agents);
-//   - resourceVersion going back: per object, on each watch stream (resumed across replicas),
+//   - resourceVersion going back: per object, for a watcher (one client following the jobs
+//     through successive streams on different replicas, each from the last resourceVersion),
 //     and for reads: a read that began after another read of the object ended must not return
 //     an older resourceVersion (etcd reads are linearizable, so a replica must not serve stale
 //     objects).
@@ -86,7 +87,7 @@ class History {
     if (rv < floor) Violation(absl::StrCat(where, ": read ", name, " at ", rv, " after ", floor));
     Raise(name, rv);
   }
-  // An event of one watch stream (`stream` names it) for `name` at `rv`.
+  // An event for `name` at `rv` seen by watcher `stream`.
   void Watched(int stream, const std::string& name, int64_t rv) {
     std::lock_guard<std::mutex> l(mu_);
     ++watch_events_;

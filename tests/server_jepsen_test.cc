@@ -242,7 +242,7 @@ class Load {
   // stream ends; re-lists on 410.
   void Watch() {
     std::string rv = "0";
-    for (int i = 0, stream = 0; !stop_; i = (i + 1) % Replicas::kN, ++stream) {
+    for (int i = 0; !stop_; i = (i + 1) % Replicas::kN) {
       httplib::Client cli = rs_.Client(i, 5);
       std::string buf;
       bool expired = false;
@@ -264,7 +264,7 @@ class Load {
               if (orv.empty()) continue;
               if (type != "BOOKMARK") {
                 const std::string name = meta.value("name", "");
-                h_.Watched(stream, name, std::stoll(orv));
+                h_.Watched(0, name, std::stoll(orv));
                 const std::string phase = Str(Obj(Obj(ev, "object"), "status"), "phase");
                 std::lock_guard<std::mutex> l(mu_);
                 if (name.empty() || name[0] != 'j' || phase == "Succeeded" || phase == "Failed" ||
