@@ -11,6 +11,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus openssl libssl-dev
+  iproute2 util-linux
   python3
   chromium
 )

@@ -115,10 +115,15 @@ class ServerProcess {
  public:
   ~ServerProcess() { Kill(SIGKILL); }
 
-  // Starts `TESSERA_BIN server --listen 127.0.0.1:0 ARGS...` and waits (up to
-  // 20 s) for it to listen. Returns the port, or -1 (see error()).
+  // Starts `[WRAPPER...] TESSERA_BIN server --listen LISTEN ARGS...` (LISTEN 127.0.0.1:0
+  // unless set_listen) and waits (up to 20 s) for it to listen. Returns the port, or -1 (see
+  // error()).
   int Start(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {TesseraBin(), "server", "--listen", "127.0.0.1:0"};
+    std::vector<std::string> argv = wrapper_;
+    for (const std::string& a :
+         {TesseraBin(), std::string("server"), std::string("--listen"), listen_}) {
+      argv.push_back(a);
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     FirstLine first = SpawnForFirstLine(std::move(argv), stderr_path_, 20000);
     pid_ = first.pid;
@@ -128,9 +133,10 @@ class ServerProcess {
       return Fail(first.timed_out ? "server did not report listening within 20 s"
                                   : "server exited before listening: " + out);
     }
-    size_t colon = out.find("127.0.0.1:");
+    const std::string host = listen_.substr(0, listen_.rfind(':') + 1);
+    size_t colon = out.find(host);
     if (colon == std::string::npos) return Fail(std::string("unexpected output: ").append(out));
-    port_ = atoi(out.c_str() + colon + 10);
+    port_ = atoi(out.c_str() + colon + host.size());
     line_ = out.substr(0, out.find('\n'));
     return port_;
   }
@@ -147,6 +153,11 @@ class ServerProcess {
 
   // Where the server's stderr (its log) goes; set before Start. Empty: /dev/null.
   void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
+  // The --listen address, HOST:PORT (default 127.0.0.1:0, any free port); set before Start.
+  void set_listen(std::string host_port) { listen_ = std::move(host_port); }
+  // A command the server runs under, argv[0] a path (`/usr/sbin/ip netns exec NS`: in a network
+  // namespace; it must exec the server, so that pid() is the server's); set before Start.
+  void set_wrapper(std::vector<std::string> argv) { wrapper_ = std::move(argv); }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   const std::string& listening_line() const { return line_; }
@@ -160,7 +171,8 @@ class ServerProcess {
   }
   pid_t pid_ = -1;
   int port_ = -1;
-  std::string line_, error_, stderr_path_;
+  std::string line_, error_, stderr_path_, listen_ = "127.0.0.1:0";
+  std::vector<std::string> wrapper_;
 };
 
 }  // namespace tessera::testing

@@ -64,24 +64,27 @@ std::string EtcdProcess::Start(const std::string& bin_dir, const std::string& da
   const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
   const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
   const bool member = !initial_cluster_.empty();
-  std::vector<std::string> argv = {bin_ + "/etcd",
-                                   "--name",
-                                   name_,
-                                   "--data-dir",
-                                   data_dir_,
-                                   "--listen-client-urls",
-                                   client,
-                                   "--advertise-client-urls",
-                                   client,
-                                   "--listen-peer-urls",
-                                   peer,
-                                   "--initial-advertise-peer-urls",
-                                   peer,
-                                   "--initial-cluster",
-                                   member ? initial_cluster_ : name_ + "=" + peer,
-                                   "--unsafe-no-fsync",
-                                   "--log-level",
-                                   "warn"};
+  std::vector<std::string> argv = {
+      bin_ + "/etcd",
+      "--name",
+      name_,
+      "--data-dir",
+      data_dir_,
+      "--listen-client-urls",
+      extra_client_host_.empty()
+          ? client
+          : absl::StrCat(client, ",http://", extra_client_host_, ":", client_port_),
+      "--advertise-client-urls",
+      client,
+      "--listen-peer-urls",
+      peer,
+      "--initial-advertise-peer-urls",
+      peer,
+      "--initial-cluster",
+      member ? initial_cluster_ : name_ + "=" + peer,
+      "--log-level",
+      "warn"};
+  if (!fsync_) argv.push_back("--unsafe-no-fsync");
   if (member) {
     argv.push_back("--initial-cluster-token");
     argv.push_back("tessera-test");
@@ -110,7 +113,8 @@ std::string EtcdProcess::WaitHealthy(absl::Duration timeout) {
                       TailFile(log_));
 }
 
-std::string EtcdCluster::Start(const std::string& bin_dir, const std::string& dir, int n) {
+std::string EtcdCluster::Start(const std::string& bin_dir, const std::string& dir, int n,
+                               const std::string& extra_client_host, bool fsync) {
   std::vector<std::pair<int, int>> ports;
   std::string initial;
   for (int i = 0; i < n; ++i) {
@@ -120,6 +124,8 @@ std::string EtcdCluster::Start(const std::string& bin_dir, const std::string& di
   for (int i = 0; i < n; ++i) {
     auto m = std::make_unique<EtcdProcess>();
     m->SetMember(absl::StrCat("m", i), ports[i].first, ports[i].second, initial);
+    m->set_extra_client_host(extra_client_host);
+    m->set_fsync(fsync);
     const std::string base = absl::StrCat(dir, "/m", i);
     if (std::string e = m->Start(bin_dir, base, base + ".log"); !e.empty()) return e;
     members_.push_back(std::move(m));

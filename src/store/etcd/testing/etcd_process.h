@@ -52,6 +52,11 @@ class EtcdProcess {
     peer_port_ = peer_port;
     initial_cluster_ = initial_cluster;
   }
+  // Also serve clients on `host` (an address of this machine other than loopback, such as a
+  // veth end a network namespace reaches), on the same port; set before the first Start.
+  void set_extra_client_host(std::string host) { extra_client_host_ = std::move(host); }
+  // fsync etcd's WAL, as production does (default off: tests run without fsync).
+  void set_fsync(bool on) { fsync_ = on; }
   // Waits until /health says true; "" or why (the log's tail).
   std::string WaitHealthy(absl::Duration timeout);
   // SIGTERM, then SIGKILL after 2 s. Keeps the data.
@@ -68,6 +73,8 @@ class EtcdProcess {
  private:
   std::string bin_, data_dir_, log_;
   std::string name_ = "bed", initial_cluster_;  // initial_cluster_ "": a cluster of one
+  std::string extra_client_host_;
+  bool fsync_ = false;
   int client_port_ = -1, peer_port_ = -1;
   pid_t pid_ = -1;
 };
@@ -76,8 +83,10 @@ class EtcdProcess {
 // `dir`/mI.log, for tests of losing a member. Not thread-safe; one owner.
 class EtcdCluster {
  public:
-  // "" once every member is healthy, else why.
-  std::string Start(const std::string& bin_dir, const std::string& dir, int n = 3);
+  // "" once every member is healthy, else why. `extra_client_host` and `fsync`: as
+  // EtcdProcess's set_extra_client_host and set_fsync, for every member.
+  std::string Start(const std::string& bin_dir, const std::string& dir, int n = 3,
+                    const std::string& extra_client_host = "", bool fsync = false);
   EtcdProcess& member(int i) { return *members_[i]; }
   int size() const { return static_cast<int>(members_.size()); }
   // Every member's client endpoint, in order.
