@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "kubesched/dra_view.h"
 
 namespace tessera::kubesched {
 namespace {
@@ -97,6 +98,33 @@ TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
   EXPECT_EQ(st["allocation"]["devices"]["results"].size(), 2u);
   Json claim = {{"status", st}};
   EXPECT_EQ(ClaimedGpuNames(claim).size(), 2u);
+}
+
+}  // namespace
+}  // namespace tessera::kubesched
+
+namespace tessera::kubesched {
+namespace {
+
+TEST(DraViewTest, ShowsEachGpuWithItsIslandClaimAndTheUnhealthyGap) {
+  Json slice = Slice(Json::array({Device(0, 0), Device(1, 0), Device(3, 1)}));
+  slice["spec"]["pool"]["name"] = "n1";
+  Json claim = {{"metadata", {{"namespace", "team-a"}, {"name", "c"}}},
+                {"status",
+                 {{"allocation",
+                   {{"devices",
+                     {{"results", Json::array({{{"request", "gpus"},
+                                                {"driver", kDraDriver},
+                                                {"pool", "n1"},
+                                                {"device", "gpu-1"}}})}}}}},
+                  {"reservedFor", Json::array({{{"name", "p"}}})}}}};
+  const std::string out = RenderDraView({slice}, {claim}, "");
+  EXPECT_THAT(out, HasSubstr("gpu-1"));
+  EXPECT_THAT(out, HasSubstr("team-a/c (p)"));
+  EXPECT_THAT(out, HasSubstr("(not in the slice: unhealthy)"));
+  EXPECT_THAT(out, HasSubstr("80Gi"));
+  EXPECT_THAT(RenderDraView({slice}, {claim}, "other"),
+              HasSubstr("no ResourceSlices of node other"));
 }
 
 }  // namespace

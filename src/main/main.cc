@@ -19,6 +19,7 @@
 #include "controller/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
 #include "dra/dra_command.h"
+#include "kubesched/dra_view.h"
 #include "kubesched/scheduler_command.h"
 #include "operator/operator_command.h"
 #include "server/bench_api.h"
@@ -53,6 +54,7 @@ int Run(int argc, char** argv) {
   tessera::cli::RegisterCliCommands(app);
   tessera::cli::RegisterCrdsCommand(app);
   tessera::kubesched::RegisterSchedulerCommand(app);
+  tessera::kubesched::RegisterDraView(app);  // after the agent's `gpus`
   tessera::op::RegisterOperatorCommand(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);

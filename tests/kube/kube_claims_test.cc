@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "../server_process.h"
 #include "kube/api_error.h"
 #include "kube_scheduler_fixture.h"
 
@@ -139,6 +140,15 @@ TEST_F(KubeClaimsTest, ClaimsTakeIslandsOfTheSlicesGpusAndAreWrittenBeforeTheBin
                 ["values"][0],
             NodeName("a"));
   EXPECT_EQ(w.Nodes()["p-four"], NodeName("a"));
+  // `tessera gpus --dra` shows the slice's GPUs with their islands and claims.
+  if (!TesseraBin().empty()) {
+    CliResult view = RunTessera("gpus --dra --kubeconfig " + bed->admin_kubeconfig() + " --node " +
+                                NodeName("a"));
+    EXPECT_EQ(view.rc, 0) << view.out;
+    EXPECT_NE(view.out.find("gpu-3"), std::string::npos) << view.out;
+    EXPECT_NE(view.out.find(ns_ + "/four (p-four)"), std::string::npos) << view.out;
+    EXPECT_NE(view.out.find("80Gi"), std::string::npos) << view.out;
+  }
   // Two more GPUs in one domain fit (the other 2-GPU island); four more do not, and the Pod says
   // why.
   AddClaim("four-more", cls, 4, true);
