@@ -222,6 +222,15 @@ TEST_F(KubeClaimsTest, AClaimTheSchedulerCannotEvaluateIsNamedToThePod) {
   ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("p-re").empty(); }));
   EXPECT_NE(w.Unschedulable("p-re").find("method matches() is not supported"), std::string::npos)
       << w.Unschedulable("p-re");
+  // More GPUs than any node has: told so, naming the claim, not retried in a storm.
+  AddClass(suite_ + "-gpu", kGpuClass);
+  AddClaim("big", suite_ + "-gpu", 9, false);
+  AddPod(ClaimPod("p-big", "big"));
+  ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("p-big").empty(); }));
+  EXPECT_NE(w.Unschedulable("p-big").find("no node's GPUs can hold"), std::string::npos)
+      << w.Unschedulable("p-big");
+  EXPECT_NE(w.Unschedulable("p-big").find("ResourceClaim big"), std::string::npos)
+      << w.Unschedulable("p-big");
 }
 
 }  // namespace
