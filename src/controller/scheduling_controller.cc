@@ -648,7 +648,10 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
   if (obj["spec"].is_object() && obj["spec"].value("suspend", false)) {
     // Suspended jobs are not queued; clearing spec.suspend admits them.
     if (rec.phase != "Suspended") {
-      (void)SetJobPhase(rec, "Suspended", {"Suspended", "spec.suspend is true"}, true);
+      pending_admissions_[rec.key] = {
+          rec.phase, "Suspended", rec.revision, obj, {"Suspended", "spec.suspend is true"}};
+    } else {
+      pending_admissions_.erase(rec.key);  // resumed and suspended again: nothing to write
     }
     return;
   }
@@ -658,7 +661,7 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
     // Phase Queued: waiting in its queue (Kueue's "Admitted" means quota reserved, which a
     // waiting job has not); the Admitted condition and Event say it entered the queue. Written
     // with the other admissions of this page of events (WriteAdmissions).
-    pending_admissions_.push_back({rec.key, rec.phase, rec.revision, obj, {"Admitted", msg}});
+    pending_admissions_[rec.key] = {rec.phase, "Queued", rec.revision, obj, {"Admitted", msg}};
   }
   Enqueue(rec);
 }

@@ -425,13 +425,15 @@ class SchedulingController {
   // A run that fails is written job by job (SetJobPhase).
   void WriteAdmissions();
   struct PendingAdmission {
-    std::string key;
     std::string phase;     // the job's, when admitted (Pending or Suspended)
+    std::string to;        // Queued, or Suspended (spec.suspend)
     int64_t revision = 0;  // the job's, when admitted
     Json obj;              // as stored at `revision`
     Change why;
   };
-  std::vector<PendingAdmission> pending_admissions_;
+  // By store key: a later decision about a job (suspended, then resumed in the same page)
+  // replaces the earlier one.
+  std::map<std::string, PendingAdmission> pending_admissions_;
   // Re-places bound rec at generation + 1 with placement `p` (every member
   // restamped; agents restart them from status.resumeFrom, the newest Ready
   // Checkpoint, which the message names) if the stored binding is still the

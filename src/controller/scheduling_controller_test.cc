@@ -545,6 +545,22 @@ TEST_F(ControllerTest, SuspendUnbindsAndResumeRequeues) {
   EXPECT_EQ(BoundGpus(), 8);
 }
 
+// Suspensions are written with the page's other admissions; a job suspended and resumed before
+// the controller wrote anything is admitted, not left Suspended.
+TEST_F(ControllerTest, ASuspendedThenResumedJobIsAdmitted) {
+  AddNode("gpu-0", 8);
+  Step();
+  AddJob("s1", 1, 1, {{"suspend", true}});
+  AddJob("s2", 1, 1, {{"suspend", true}});
+  AddJob("flip", 1, 1, {{"suspend", true}});
+  Modify("trainingjobs", "team-a", "flip", [](Json& o) { o["spec"]["suspend"] = false; });
+  Step();
+  EXPECT_EQ(Job("s1")["status"]["phase"], "Suspended");
+  EXPECT_EQ(Job("s2")["status"]["phase"], "Suspended");
+  EXPECT_EQ(Job("flip")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(BoundGpus(), 1);
+}
+
 TEST_F(ControllerTest, InferenceServiceSpreadsReplicas) {
   for (int i = 0; i < 3; ++i) AddNode("gpu-" + std::to_string(i), 8);
   Create(
