@@ -145,9 +145,7 @@ class Replicas {
   int Leader(int i) const {
     if (!alive(i)) return -1;
     auto r = Client(i, 2).Get("/metrics");
-    if (!r || r->status != 200) return -1;
-    const size_t at = r->body.find("\ntessera_leader ");
-    return at == std::string::npos ? -1 : r->body[at + 16] - '0';
+    return r && r->status == 200 ? LeaderGauge(r->body) : -1;
   }
   // Waits (bounded) until exactly one answering replica (not `skip`) leads: its index, or -1.
   int WaitOneLeader(absl::Duration bound, int skip = -1) const {

@@ -78,9 +78,7 @@ class Replicas {
   // tessera_leader of replica i: 1, 0, or -1 when it does not answer.
   int Leader(int i) const {
     auto r = Client(i).Get("/metrics");
-    if (!r || r->status != 200) return -1;
-    const size_t at = r->body.find("\ntessera_leader ");
-    return at == std::string::npos ? -1 : r->body[at + 16] - '0';
+    return r && r->status == 200 ? LeaderGauge(r->body) : -1;
   }
   // Waits (bounded) until exactly one live replica (not in `skip`) leads; its index or -1.
   int WaitOneLeader(absl::Duration bound, int skip = -1) const {

@@ -47,6 +47,12 @@ inline CliResult RunTessera(const std::string& args, const std::string& shell = 
   return RunShell(TesseraBin() + " " + args, shell);
 }
 
+// The tessera_leader gauge in a server's /metrics text: 1 (it leads), 0, or -1 when absent.
+inline int LeaderGauge(const std::string& metrics) {
+  const size_t at = metrics.find("\ntessera_leader ");
+  return at == std::string::npos || at + 16 >= metrics.size() ? -1 : metrics[at + 16] - '0';
+}
+
 // The whole file at `path` ("" when unreadable).
 inline std::string Slurp(const std::string& path) {
   std::ifstream in(path);

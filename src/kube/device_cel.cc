@@ -295,25 +295,18 @@ class Parser {
 
   absl::StatusOr<NodePtr> Expr() { return Or(); }
 
-  absl::StatusOr<NodePtr> Or() {
-    auto l = And();
-    while (l.ok() && Accept("||")) {
-      auto r = And();
+  // `operand (op operand)*`, left-associative.
+  absl::StatusOr<NodePtr> Chain(const char* op, absl::StatusOr<NodePtr> (Parser::*operand)()) {
+    auto l = (this->*operand)();
+    while (l.ok() && Accept(op)) {
+      auto r = (this->*operand)();
       if (!r.ok()) return r;
-      l = Make(Node::Kind::kBinary, "||", {*l, *r});
+      l = Make(Node::Kind::kBinary, op, {*l, *r});
     }
     return l;
   }
-
-  absl::StatusOr<NodePtr> And() {
-    auto l = Relation();
-    while (l.ok() && Accept("&&")) {
-      auto r = Relation();
-      if (!r.ok()) return r;
-      l = Make(Node::Kind::kBinary, "&&", {*l, *r});
-    }
-    return l;
-  }
+  absl::StatusOr<NodePtr> Or() { return Chain("||", &Parser::And); }
+  absl::StatusOr<NodePtr> And() { return Chain("&&", &Parser::Relation); }
 
   absl::StatusOr<NodePtr> Relation() {
     auto l = Unary();

@@ -14,13 +14,9 @@ namespace {
 
 // The kDraDriver attribute `name` of a device, when it has that type.
 const CelValue* DriverAttr(const SliceDevice& d, const std::string& name, CelValue::Type type) {
-  if (d.driver != kDraDriver || d.cel.type != CelValue::Type::kMap) return nullptr;
-  const CelValue& attrs = d.cel.map->at("attributes");
-  auto dom = attrs.map->find(kDraDriver);
-  if (dom == attrs.map->end()) return nullptr;
-  auto it = dom->second.map->find(name);
-  if (it == dom->second.map->end() || it->second.type != type) return nullptr;
-  return &it->second;
+  if (d.driver != kDraDriver) return nullptr;
+  const CelValue* v = DeviceAttribute(d.cel, absl::StrCat(kDraDriver, "/", name));
+  return v != nullptr && v->type == type ? v : nullptr;
 }
 
 bool WholeGpu(const SliceDevice& d) {
@@ -60,9 +56,7 @@ std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
       const SliceDevice& d = *it->second;
       const CelValue* product = DriverAttr(d, "productName", CelValue::Type::kString);
       g.model = product != nullptr ? product->s : "gpu";
-      if (const CelValue* nv = DriverAttr(d, "nvlinkDomain", CelValue::Type::kInt)) {
-        domain = static_cast<int>(nv->i);
-      }
+      if (d.nvlink_domain) domain = static_cast<int>(*d.nvlink_domain);
       const CelValue& caps = d.cel.map->at("capacity");
       if (auto dom = caps.map->find(kDraDriver); dom != caps.map->end()) {
         if (auto mem = dom->second.map->find("memory"); mem != dom->second.map->end()) {

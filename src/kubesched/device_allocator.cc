@@ -14,18 +14,6 @@ using kube::CelValue;
 
 namespace {
 
-// The attribute `domain/name` of a device's CEL value; null when absent.
-const CelValue* Attribute(const CelValue& device, const std::string& qualified) {
-  const size_t slash = qualified.rfind('/');
-  if (slash == std::string::npos || device.type != CelValue::Type::kMap) return nullptr;
-  auto attrs = device.map->find("attributes");
-  if (attrs == device.map->end()) return nullptr;
-  auto domain = attrs->second.map->find(qualified.substr(0, slash));
-  if (domain == attrs->second.map->end()) return nullptr;
-  auto it = domain->second.map->find(qualified.substr(slash + 1));
-  return it == domain->second.map->end() ? nullptr : &it->second;
-}
-
 // A comparable text for grouping by an attribute's value.
 std::string ValueKey(const CelValue& v) {
   switch (v.type) {
@@ -99,6 +87,17 @@ std::vector<size_t> Choose(const std::vector<SliceDevice>& devices,
 
 }  // namespace
 
+const CelValue* DeviceAttribute(const CelValue& device, const std::string& qualified) {
+  const size_t slash = qualified.rfind('/');
+  if (slash == std::string::npos || device.type != CelValue::Type::kMap) return nullptr;
+  auto attrs = device.map->find("attributes");
+  if (attrs == device.map->end()) return nullptr;
+  auto domain = attrs->second.map->find(qualified.substr(0, slash));
+  if (domain == attrs->second.map->end()) return nullptr;
+  auto it = domain->second.map->find(qualified.substr(slash + 1));
+  return it == domain->second.map->end() ? nullptr : &it->second;
+}
+
 std::vector<SliceDevice> DevicesOfSlices(const std::vector<Json>& slices) {
   std::vector<SliceDevice> out;
   for (const Json& s : slices) {
@@ -112,15 +111,15 @@ std::vector<SliceDevice> DevicesOfSlices(const std::vector<Json>& slices) {
       d.pool = pool;
       d.name = dev.value("name", "");
       d.cel = kube::DeviceValue(driver, dev);
-      if (const CelValue* v = Attribute(d.cel, driver + "/uuid");
+      if (const CelValue* v = DeviceAttribute(d.cel, driver + "/uuid");
           v != nullptr && v->type == CelValue::Type::kString) {
         d.uuid = v->s;
       }
-      if (const CelValue* v = Attribute(d.cel, driver + "/parentUUID");
+      if (const CelValue* v = DeviceAttribute(d.cel, driver + "/parentUUID");
           v != nullptr && v->type == CelValue::Type::kString) {
         d.parent_uuid = v->s;
       }
-      if (const CelValue* v = Attribute(d.cel, driver + "/nvlinkDomain");
+      if (const CelValue* v = DeviceAttribute(d.cel, driver + "/nvlinkDomain");
           v != nullptr && v->type == CelValue::Type::kInt) {
         d.nvlink_domain = v->i;
       }
@@ -170,7 +169,7 @@ AllocationOutcome AllocateClaim(const ClaimSpec& claim, const std::vector<SliceD
   for (size_t r = 0; r < claim.requests.size(); ++r) {
     for (size_t c : applies[r]) {
       for (size_t i : matching[r]) {
-        if (const CelValue* v = Attribute(devices[i].cel, claim.constraints[c].attribute)) {
+        if (const CelValue* v = DeviceAttribute(devices[i].cel, claim.constraints[c].attribute)) {
           values[c].insert(ValueKey(*v));
         }
       }
@@ -191,7 +190,7 @@ AllocationOutcome AllocateClaim(const ClaimSpec& claim, const std::vector<SliceD
   }
   auto fits_assignment = [&](size_t r, size_t i, const std::vector<std::string>& a) {
     for (size_t c : applies[r]) {
-      const CelValue* v = Attribute(devices[i].cel, claim.constraints[c].attribute);
+      const CelValue* v = DeviceAttribute(devices[i].cel, claim.constraints[c].attribute);
       if (v == nullptr || ValueKey(*v) != a[c]) return false;
     }
     return true;

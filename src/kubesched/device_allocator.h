@@ -43,6 +43,10 @@ struct SliceDevice {
   std::string Id() const { return driver + "/" + pool + "/" + name; }
 };
 
+// The attribute `qualified` ("DOMAIN/NAME") of a device's CEL value (kube::DeviceValue); null when
+// absent.
+const kube::CelValue* DeviceAttribute(const kube::CelValue& device, const std::string& qualified);
+
 // The devices of the node's slices, from resource.k8s.io/v1 ResourceSlice objects (those whose
 // spec.nodeName is the node). Devices of other drivers are included (their attributes by their
 // own domain); uuid/parentUUID/nvlinkDomain are read from the device's own driver's domain.

@@ -13,6 +13,24 @@ namespace tessera::kubesched {
 
 using Json = nlohmann::json;
 
+namespace {
+
+constexpr char kSliceNodeIndex[] = "nodeName";
+
+std::string SliceNode(const Json& slice) {
+  return slice.value("spec", Json::object()).value("nodeName", "");
+}
+
+// Whether `claim`'s status.reservedFor holds the Pod of `uid`.
+bool ReservedFor(const Json& claim, const std::string& uid) {
+  for (const Json& r : claim.value("status", Json::object()).value("reservedFor", Json::array())) {
+    if (r.value("uid", "") == uid) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void KubeScheduler::Impl::StartDraInformers() {
   auto make = [&](const kube::ResourceType& t, std::function<void(Inbox&, const Json&)> f) {
     kube::ReflectorOptions ro;
@@ -26,23 +44,58 @@ void KubeScheduler::Impl::StartDraInformers() {
     return inf;
   };
   slices_inf_ = make(kube::ResourceSlicesResource(), [](Inbox& in, const Json& o) {
-    const std::string node = o.value("spec", Json::object()).value("nodeName", "");
+    const std::string node = SliceNode(o);
     if (!node.empty()) in.nodes.insert(node);
     in.claims = true;  // where waiting claims could go
   });
-  claims_inf_ =
-      make(kube::ResourceClaimsResource(), [](Inbox& in, const Json&) { in.claims = true; });
+  // NodeDevices reads a node's slices by this index, not by scanning them all for each node.
+  (void)slices_inf_->AddIndexer(kSliceNodeIndex, [](const Json& o) {
+    const std::string node = SliceNode(o);
+    return node.empty() ? std::vector<std::string>{} : std::vector<std::string>{node};
+  });
+  // An allocation (the scheduler's own status writes above all) changes no waiting Pod's
+  // placement; a new claim, or one deallocated or deleted unallocated, may.
+  claims_inf_ = make(kube::ResourceClaimsResource(), [](Inbox& in, const Json& o) {
+    if (!o.value("status", Json::object()).contains("allocation")) in.claims = true;
+  });
   classes_inf_ =
       make(kube::DeviceClassesResource(), [](Inbox& in, const Json&) { in.claims = true; });
 }
 
 std::vector<SliceDevice> KubeScheduler::Impl::NodeDevices(const std::string& node) const {
   if (!slices_inf_) return {};
+  std::vector<kube::ObjectPtr> objs;
+  (void)slices_inf_->store().ByIndex(kSliceNodeIndex, node, &objs);
   std::vector<Json> slices;
-  for (const kube::ObjectPtr& o : slices_inf_->store().List()) {
-    if (o->value("spec", Json::object()).value("nodeName", "") == node) slices.push_back(*o);
-  }
+  slices.reserve(objs.size());
+  for (const kube::ObjectPtr& o : objs) slices.push_back(*o);
   return DevicesOfSlices(slices);
+}
+
+std::vector<KubeScheduler::Impl::PodClaimRef> KubeScheduler::Impl::PodClaimRefs(
+    const kube::Pod& pod) const {
+  // The claims a template made are named in the Pod's status (kube-controller-manager's
+  // resourceclaim controller writes them).
+  kube::ObjectPtr raw =
+      pods_inf_->store().Get(absl::StrCat(pod.metadata.ns, "/", pod.metadata.name));
+  const Json statuses =
+      raw ? raw->value("status", Json::object()).value("resourceClaimStatuses", Json::array())
+          : Json::array();
+  std::vector<PodClaimRef> out;
+  for (const kube::PodResourceClaim& pc : pod.spec.resource_claims) {
+    PodClaimRef ref;
+    ref.name = pc.resource_claim_name.value_or("");
+    for (const Json& st : statuses) {
+      if (ref.name.empty() && st.value("name", "") == pc.name) {
+        ref.name = st.value("resourceClaimName", "");
+      }
+    }
+    if (!ref.name.empty()) {
+      ref.obj = claims_inf_->store().Get(absl::StrCat(pod.metadata.ns, "/", ref.name));
+    }
+    out.push_back(std::move(ref));
+  }
+  return out;
 }
 
 void KubeScheduler::Impl::ApplySliceGpus(model::Node* node) const {
@@ -64,42 +117,27 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
     return absl::InvalidArgumentError(
         "spec.resourceClaims: this cluster does not serve resource.k8s.io/v1");
   }
-  // The claims a template made are named in the Pod's status (kube-controller-manager's
-  // resourceclaim controller writes them).
-  kube::ObjectPtr raw = pods_inf_->store().Get(pod_key);
-  const Json statuses =
-      raw ? raw->value("status", Json::object()).value("resourceClaimStatuses", Json::array())
-          : Json::array();
   std::map<std::string, Json> classes;
   for (const kube::ObjectPtr& c : classes_inf_->store().List()) {
     classes[c->value("metadata", Json::object()).value("name", "")] = *c;
   }
+  const std::vector<PodClaimRef> refs = PodClaimRefs(pod);
   std::vector<PlacedClaim> claims;
-  for (size_t i = 0; i < pod.spec.resource_claims.size(); ++i) {
-    const kube::PodResourceClaim& pc = pod.spec.resource_claims[i];
-    std::string name = pc.resource_claim_name.value_or("");
-    if (name.empty()) {
-      for (const Json& s : statuses) {
-        if (s.value("name", "") == pc.name) name = s.value("resourceClaimName", "");
-      }
-    }
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const std::string& name = refs[i].name;
     if (name.empty()) {
       return absl::UnavailableError(
-          absl::StrCat("waiting for the ResourceClaim of spec.resourceClaims[", i, "] (", pc.name,
-                       ") to be created"));
+          absl::StrCat("waiting for the ResourceClaim of spec.resourceClaims[", i, "] (",
+                       pod.spec.resource_claims[i].name, ") to be created"));
     }
-    kube::ObjectPtr obj = claims_inf_->store().Get(absl::StrCat(pod.metadata.ns, "/", name));
+    const kube::ObjectPtr& obj = refs[i].obj;
     if (!obj) {
       return absl::UnavailableError(
           absl::StrCat("waiting for ResourceClaim ", pod.metadata.ns, "/", name));
     }
     const Json st = obj->value("status", Json::object());
     if (st.contains("allocation")) {
-      bool ours = false;
-      for (const Json& r : st.value("reservedFor", Json::array())) {
-        ours = ours || r.value("uid", "") == pod.metadata.uid;
-      }
-      if (!ours || pod.spec.node_name.empty()) {
+      if (!ReservedFor(*obj, pod.metadata.uid) || pod.spec.node_name.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "ResourceClaim ", name,
             " is allocated already; tessera scheduler places Pods with unallocated claims only"));
@@ -194,25 +232,10 @@ KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& 
 std::vector<int> KubeScheduler::Impl::ClaimedGpus(const kube::Pod& pod) const {
   std::vector<int> out;
   if (!has_dra_ || pod.spec.resource_claims.empty() || pod.spec.node_name.empty()) return out;
-  kube::ObjectPtr raw =
-      pods_inf_->store().Get(absl::StrCat(pod.metadata.ns, "/", pod.metadata.name));
-  const Json statuses =
-      raw ? raw->value("status", Json::object()).value("resourceClaimStatuses", Json::array())
-          : Json::array();
   std::set<std::string> names;
-  for (const kube::PodResourceClaim& pc : pod.spec.resource_claims) {
-    std::string name = pc.resource_claim_name.value_or("");
-    for (const Json& s : statuses) {
-      if (name.empty() && s.value("name", "") == pc.name) name = s.value("resourceClaimName", "");
-    }
-    kube::ObjectPtr c = claims_inf_->store().Get(absl::StrCat(pod.metadata.ns, "/", name));
-    if (!c) continue;
-    bool ours = false;
-    for (const Json& r : c->value("status", Json::object()).value("reservedFor", Json::array())) {
-      ours = ours || r.value("uid", "") == pod.metadata.uid;
-    }
-    if (!ours) continue;
-    for (const std::string& d : ClaimedGpuNames(*c)) names.insert(d);
+  for (const PodClaimRef& ref : PodClaimRefs(pod)) {
+    if (!ref.obj || !ReservedFor(*ref.obj, pod.metadata.uid)) continue;
+    for (const std::string& d : ClaimedGpuNames(*ref.obj)) names.insert(d);
   }
   for (const SliceDevice& d : NodeDevices(pod.spec.node_name)) {
     std::optional<int> index = GpuIndex(d);

@@ -150,6 +150,13 @@ class KubeScheduler::Impl {
   void StartDraInformers();
   // Every device of the node's ResourceSlices.
   std::vector<SliceDevice> NodeDevices(const std::string& node) const;
+  // Each of the Pod's spec.resourceClaims: the claim's name (its own, or the one its template
+  // made, from status.resourceClaimStatuses; "" while unknown) and the object (null while absent).
+  struct PodClaimRef {
+    std::string name;
+    kube::ObjectPtr obj;
+  };
+  std::vector<PodClaimRef> PodClaimRefs(const kube::Pod& pod) const;
   // The node's GPUs from its slices when it advertises no nvidia.com/gpu.
   void ApplySliceGpus(model::Node* node) const;
   // The Pod's claims, ready to place (and noted for its binding), with the nodes whose devices
