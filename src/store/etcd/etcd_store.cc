@@ -458,11 +458,11 @@ absl::Status EtcdStore::WaitForRevision(int64_t revision, absl::Time deadline) {
   if (m.cache != nullptr) return m.cache->Wait(revision, deadline);
   while (absl::Now() < deadline) {
     // Watch the marker from the wanted revision: its first event (or etcd saying that revision is
-    // compacted) means the store got there. wait_for_ready: while etcd is down, wait for it.
+    // compacted) means the store got there. With one endpoint, while etcd is down, wait for it.
     Impl::Endpoint& ep = m.Pick();
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(deadline));
-    ctx.set_wait_for_ready(true);
+    ctx.set_wait_for_ready(m.WaitForReady());
     auto stream = ep.watch->Watch(&ctx);
     pb::WatchRequest req;
     pb::WatchCreateRequest* create = req.mutable_create_request();
@@ -496,7 +496,11 @@ absl::Status EtcdStore::WaitForRevision(int64_t revision, absl::Time deadline) {
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE) {
       return m.Fail(ep, s, "wait for revision");
     }
-    if (m.endpoints.size() > 1) m.current.fetch_add(1);
+    m.MoveOff(ep);
+    // Failing fast on a dead member (several endpoints): a pause before the next one, so that
+    // all of them down is not a busy loop.
+    if (!m.WaitForReady())
+      absl::SleepFor(std::min(absl::Milliseconds(100), deadline - absl::Now()));
   }
   return absl::DeadlineExceededError(absl::StrCat("revision ", revision, " not reached"));
 }

@@ -63,6 +63,23 @@ struct EtcdStore::Impl {
 
   Endpoint& Pick() { return endpoints[current.load() % endpoints.size()]; }
 
+  // Moves off `ep` after it failed, to the next endpoint, unless another caller already moved
+  // off it. Idempotent per failure of one member: concurrent failures of the same member move
+  // once, never on around the ring and back onto the dead member (a bare increment per failure
+  // did: three callers failing on m0 of three endpoints landed on m0 again).
+  void MoveOff(const Endpoint& ep) {
+    const size_t n = endpoints.size();
+    if (n < 2) return;
+    const auto i = static_cast<size_t>(&ep - endpoints.data());
+    size_t cur = current.load();
+    while (cur % n == i && !current.compare_exchange_weak(cur, cur + 1)) {
+    }
+  }
+
+  // Whether a call should wait for its endpoint to come back rather than fail fast. Only with a
+  // single endpoint: with more, a call waiting on a dead member would never move to a live one.
+  bool WaitForReady() const { return endpoints.size() == 1; }
+
   // An RPC's context: a deadline of rpc_timeout, failing fast unless `wait_for_ready`.
   void Prepare(grpc::ClientContext& ctx, bool wait_for_ready = false) const {
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + options.rpc_timeout));
@@ -79,7 +96,7 @@ struct EtcdStore::Impl {
       msg = absl::StrCat("no answer within ", absl::FormatDuration(options.rpc_timeout),
                          " (a write may or may not have been applied)");
     }
-    if (code == absl::StatusCode::kUnavailable && endpoints.size() > 1) current.fetch_add(1);
+    if (code == absl::StatusCode::kUnavailable) MoveOff(ep);
     return absl::Status(code, absl::StrCat("etcd ", ep.address, ": ", Cat(what, ": ", msg)));
   }
 

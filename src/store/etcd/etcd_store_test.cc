@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "store/etcd/etcd_store_internal.h"
 #include "store/etcd/testing/etcd_process.h"
 #include "store/sqlite_store.h"
 
@@ -57,6 +58,27 @@ TEST(EtcdUrlTest, UnreadableTlsFilesNameTheFlag) {
   o.cert_file = "/nonexistent/c.pem";
   s = EtcdStore::Open(o);
   EXPECT_THAT(s.status().message(), HasSubstr("--etcd-key"));
+}
+
+// Several callers failing on one dead member move the store off it once: with a bare increment
+// per failure, three failures on m0 of three endpoints went round the ring back onto m0.
+TEST(EtcdEndpointsTest, ConcurrentFailuresOfOneMemberMoveOffItOnce) {
+  EtcdStore::Impl m;
+  m.endpoints.resize(3);
+  ASSERT_EQ(&m.Pick(), &m.endpoints[0]);
+  for (int i = 0; i < 3; ++i) m.MoveOff(m.endpoints[0]);
+  EXPECT_EQ(&m.Pick(), &m.endpoints[1]);
+  m.MoveOff(m.endpoints[0]);  // a late failure of m0: the store is past it already
+  EXPECT_EQ(&m.Pick(), &m.endpoints[1]);
+  m.MoveOff(m.endpoints[1]);
+  m.MoveOff(m.endpoints[2]);
+  EXPECT_EQ(&m.Pick(), &m.endpoints[0]);  // round the ring, one step per failed member
+  EXPECT_FALSE(m.WaitForReady());
+  EtcdStore::Impl one;
+  one.endpoints.resize(1);
+  one.MoveOff(one.endpoints[0]);
+  EXPECT_EQ(&one.Pick(), &one.endpoints[0]);
+  EXPECT_TRUE(one.WaitForReady());
 }
 
 TEST(EtcdUrlTest, NoEtcdIsUnavailable) {

@@ -48,9 +48,11 @@ void WatchCache::Run() {
 bool WatchCache::WatchOnce() {
   EtcdStore::Impl::Endpoint& ep = m_.Pick();
   grpc::ClientContext ctx;
-  // While etcd is away the watch waits for it (and keeps the channel reconnecting) rather than
-  // failing at once; the destructor cancels it.
-  ctx.set_wait_for_ready(true);
+  // With one endpoint, while etcd is away the watch waits for it (and keeps the channel
+  // reconnecting) rather than failing at once; the destructor cancels it. With several it fails
+  // fast on a dead member and the next try moves to another (waiting there, the cache and every
+  // WaitForRevision stalled until that member came back).
+  ctx.set_wait_for_ready(m_.WaitForReady());
   int64_t from = 0;
   {
     absl::MutexLock l(&mu_);
@@ -110,9 +112,7 @@ bool WatchCache::WatchOnce() {
     active_ = nullptr;
     channel_ = nullptr;
   }
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && m_.endpoints.size() > 1) {
-    m_.current.fetch_add(1);
-  }
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) m_.MoveOff(ep);
   if (compacted) {
     // The history after the window is gone: start again, empty, at etcd's current revision.
     // Events calls for older revisions read etcd and get its "compacted" answer.
