@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace tessera::kubesched {
 
@@ -19,12 +20,20 @@ const CelValue* DriverAttr(const SliceDevice& d, const std::string& name, CelVal
   return v != nullptr && v->type == type ? v : nullptr;
 }
 
+// A claim object's status.allocation.devices.results (empty when unallocated).
+Json AllocationResults(const Json& claim) {
+  return claim.value("status", Json::object())
+      .value("allocation", Json::object())
+      .value("devices", Json::object())
+      .value("results", Json::array());
+}
+
+}  // namespace
+
 bool WholeGpu(const SliceDevice& d) {
   const CelValue* t = DriverAttr(d, "type", CelValue::Type::kString);
   return t != nullptr && t->s == "gpu" && DriverAttr(d, "index", CelValue::Type::kInt) != nullptr;
 }
-
-}  // namespace
 
 std::optional<int> GpuIndex(const SliceDevice& d) {
   if (!WholeGpu(d)) return std::nullopt;
@@ -121,16 +130,18 @@ absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::strin
       return s;
     }
     const std::string mode = ex.value("allocationMode", "ExactCount");
-    if (mode != "ExactCount") {
+    if (mode == "All") {
+      req.all = true;
+    } else if (mode == "ExactCount") {
+      req.count = ex.value("count", int64_t{1});
+      if (req.count < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(who, field, ".exactly.count: must be >= 1"));
+      }
+      out.gpus += req.count;
+    } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(who, field, ".exactly.allocationMode: ", mode,
-                       " is not supported by tessera scheduler yet (ExactCount is)"));
+          absl::StrCat(who, field, ".exactly.allocationMode: ", mode, " is not ExactCount or All"));
     }
-    req.count = ex.value("count", int64_t{1});
-    if (req.count < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(who, field, ".exactly.count: must be >= 1"));
-    }
-    out.gpus += req.count;
     out.spec.requests.push_back(std::move(req));
   }
   for (const Json& c : devices.value("constraints", Json::array())) {
@@ -146,20 +157,74 @@ absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::strin
   return out;
 }
 
+absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim* claim) {
+  std::vector<std::string> gpus, others;
+  for (const DeviceRequestSpec& r : claim->spec.requests) {
+    bool whole = false, other = false;
+    for (const SliceDevice& d : cluster) {
+      if (whole && other) break;
+      if (WholeGpu(d) ? whole : other) continue;  // that kind is known to match already
+      bool match = true;
+      for (const kube::DeviceSelector& s : r.selectors) {
+        absl::StatusOr<bool> m = s.Matches(d.cel);
+        if (!m.ok() || !*m) {
+          match = false;
+          break;
+        }
+      }
+      if (match) (WholeGpu(d) ? whole : other) = true;
+    }
+    if (!whole && !other) {
+      return absl::UnavailableError(absl::StrCat("ResourceClaim ", claim->name, ": request ",
+                                                 r.name, " matches no published device yet"));
+    }
+    (whole ? gpus : others).push_back(r.name);
+  }
+  if (!gpus.empty() && !others.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ResourceClaim ", claim->name, " asks for whole GPUs (request ", absl::StrJoin(gpus, ", "),
+        ") and other devices (request ", absl::StrJoin(others, ", "),
+        ") at once: tessera scheduler places one or the other per claim"));
+  }
+  claim->kind = gpus.empty() ? ClaimKind::kDevices : ClaimKind::kGpus;
+  if (claim->kind == ClaimKind::kDevices) claim->gpus = 0;
+  return absl::OkStatus();
+}
+
+std::string DeviceId(const DeviceAllocation& a) {
+  return absl::StrCat(a.driver, "/", a.pool, "/", a.device);
+}
+
+std::vector<std::string> AllocatedDeviceIds(const Json& claim) {
+  std::vector<std::string> out;
+  const Json results = AllocationResults(claim);
+  for (const Json& r : results) {
+    out.push_back(
+        absl::StrCat(r.value("driver", ""), "/", r.value("pool", ""), "/", r.value("device", "")));
+  }
+  return out;
+}
+
 std::optional<std::vector<std::vector<DeviceAllocation>>> ClaimShares(
     const std::vector<PlacedClaim>& claims, const std::vector<SliceDevice>& chosen,
-    std::string* why) {
+    const std::vector<SliceDevice>& node, std::set<std::string>* allocated, std::string* why) {
+  std::vector<SliceDevice> others;
+  for (const SliceDevice& d : node) {
+    if (!WholeGpu(d)) others.push_back(d);
+  }
   std::vector<std::vector<DeviceAllocation>> out;
-  std::set<std::string> taken;
+  std::set<std::string> taken;  // of `chosen`
   for (const PlacedClaim& c : claims) {
-    AllocationOutcome o = AllocateClaim(c.spec, chosen, taken);
+    const bool gpus = c.kind == ClaimKind::kGpus;
+    AllocationOutcome o = AllocateClaim(c.spec, gpus ? chosen : others, gpus ? taken : *allocated);
     if (!o.fits) {
-      *why = absl::StrCat("ResourceClaim ", c.name, ": the GPUs chosen do not satisfy it: ", o.why);
+      *why = absl::StrCat("ResourceClaim ", c.name,
+                          gpus ? ": the GPUs chosen do not satisfy it: "
+                               : ": the node's free devices do not satisfy it: ",
+                          o.why);
       return std::nullopt;
     }
-    for (const DeviceAllocation& a : o.devices) {
-      taken.insert(absl::StrCat(a.driver, "/", a.pool, "/", a.device));
-    }
+    for (const DeviceAllocation& a : o.devices) (gpus ? taken : *allocated).insert(DeviceId(a));
     out.push_back(std::move(o.devices));
   }
   return out;
@@ -167,10 +232,7 @@ std::optional<std::vector<std::vector<DeviceAllocation>>> ClaimShares(
 
 std::vector<std::string> ClaimedGpuNames(const Json& claim) {
   std::vector<std::string> out;
-  const Json results = claim.value("status", Json::object())
-                           .value("allocation", Json::object())
-                           .value("devices", Json::object())
-                           .value("results", Json::array());
+  const Json results = AllocationResults(claim);
   for (const Json& r : results) {
     if (r.value("driver", "") == kDraDriver) out.push_back(r.value("device", ""));
   }

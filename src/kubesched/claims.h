@@ -7,19 +7,27 @@
 //     kDraDriver (SliceGpus): one per whole-GPU device, at its `index`, with memory, product and
 //     NVLink island (`nvlinkDomain`); indices missing from the slice (an unhealthy GPU leaves it)
 //     are unhealthy GPUs.
-//   - A Pod's claims (ClaimOf) must ask for whole GPUs of kDraDriver in ExactCount mode (any
-//     selectors, matchAttribute constraints); anything else waits with a message naming the
-//     claim and what is not supported yet (MIG devices, All, other drivers, firstAvailable).
-//     Their counts add to the member's GPUs; the nodes whose devices could hold the claims at all
-//     (AllocateClaim on the node's devices, nothing allocated) restrict where the job may go.
-//   - At binding, each claim takes its share of the GPUs the core chose, checked by AllocateClaim
-//     over exactly those devices (selectors, constraints); the allocation (AllocationStatus) is
-//     written to the claim's status with the Pod in reservedFor before the Pod is bound.
+//   - A Pod's claims (ClaimOf; `exactly` requests in ExactCount or All mode, any selectors,
+//     matchAttribute constraints) take one of two things (ClassifyClaim, by what their selectors
+//     match among the cluster's devices): whole GPUs of kDraDriver, which the core places as the
+//     member's GPUs (fit, gangs, preemption, the NVLink-aware chooser), or other devices (MIG
+//     instances, other drivers' devices), which the core does not model: those restrict the job
+//     to the nodes where they are free, and are allocated from what is free at binding. A claim
+//     mixing both, or a firstAvailable request, waits with a message naming it.
+//   - Where a claim can go: the nodes whose devices hold all the Pod's claims (AllocateClaim on
+//     the node's devices: whole GPUs as if free, since the core knows which are in use; other
+//     devices less those allocated to claims). An All request over whole GPUs takes the count
+//     of the nodes that most often agree.
+//   - At binding, each claim takes its share of the GPUs the core chose (ClaimShares), or free
+//     devices of the node, checked by AllocateClaim (selectors, constraints); the allocation
+//     (AllocationStatus) is written to the claim's status with the Pod in reservedFor before the
+//     Pod is bound.
 // Pure: no I/O, thread-compatible.
 #pragma once
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,12 +49,20 @@ std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
 // other device (a MIG instance, another driver's).
 std::optional<int> GpuIndex(const SliceDevice& d);
 
+// Whether `d` is a whole GPU of kDraDriver (GpuIndex has a value).
+bool WholeGpu(const SliceDevice& d);
+
+// What a claim takes (see above).
+enum class ClaimKind { kGpus, kDevices };
+
 // One claim of a Pod, ready to place.
 struct PlacedClaim {
   std::string name, uid;  // the ResourceClaim object's
   ClaimSpec spec;
-  int64_t gpus = 0;        // whole GPUs it asks, all requests together
+  ClaimKind kind = ClaimKind::kGpus;
+  int64_t gpus = 0;        // kGpus: whole GPUs it takes, all requests together
   bool allocated = false;  // its allocation was written (KubeScheduler: deallocate at the end)
+  std::vector<std::string> held;  // once allocated: its devices (SliceDevice::Id)
 };
 
 // `claim` (a ResourceClaim object) with the DeviceClasses by name. InvalidArgument names the
@@ -55,15 +71,29 @@ struct PlacedClaim {
 absl::StatusOr<PlacedClaim> ClaimOf(const nlohmann::json& claim,
                                     const std::map<std::string, nlohmann::json>& classes);
 
+// Sets `claim`'s kind from `cluster` (every device of the cluster's slices): kGpus when each
+// request's selectors match a whole GPU of kDraDriver, kDevices when none does. InvalidArgument
+// names the requests when it mixes both; Unavailable when a request matches no device at all
+// (it waits for one to be published).
+absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim* claim);
+
+// The devices (SliceDevice::Id) a claim object's status.allocation holds.
+std::vector<std::string> AllocatedDeviceIds(const nlohmann::json& claim);
+
 // Splits `chosen` (the devices of the GPUs the core chose for a member, in its order) among the
-// member's `claims`, each taking its count through AllocateClaim over what is left. nullopt, with
-// `why`, when they do not satisfy the claims' selectors or constraints.
+// member's kGpus `claims`, each taking its count through AllocateClaim over what is left; its
+// kDevices claims take devices of `node` (the member's node's devices; whole GPUs are left out)
+// not in `allocated`, which gains what they take. nullopt, with `why`, when they do not satisfy
+// the claims' selectors or constraints, or the devices are no longer free.
 std::optional<std::vector<std::vector<DeviceAllocation>>> ClaimShares(
     const std::vector<PlacedClaim>& claims, const std::vector<SliceDevice>& chosen,
-    std::string* why);
+    const std::vector<SliceDevice>& node, std::set<std::string>* allocated, std::string* why);
 
 // The devices of kDraDriver a claim object's status.allocation holds (their names).
 std::vector<std::string> ClaimedGpuNames(const nlohmann::json& claim);
+
+// The id (SliceDevice::Id) of an allocation result.
+std::string DeviceId(const DeviceAllocation& a);
 
 // The claim's status once allocated on `node` to Pod `pod_name`/`pod_uid`: allocation.devices,
 // allocation.nodeSelector (the node by name) and reservedFor.

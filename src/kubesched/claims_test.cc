@@ -72,11 +72,98 @@ TEST(ClaimsTest, ClaimOfReadsRequestsAndConstraintsAndNamesWhatItCannotPlace) {
   EXPECT_EQ(c->spec.constraints[0].attribute, "gpu.tessera.dev/nvlinkDomain");
   EXPECT_THAT(ClaimOf(ClaimJson(1, "nope"), Classes()).status().message(),
               HasSubstr("spec.devices.requests[0].exactly.deviceClassName: no DeviceClass"));
-  EXPECT_THAT(ClaimOf(ClaimJson(1, "gpu", "All"), Classes()).status().message(),
-              HasSubstr("allocationMode: All is not supported"));
+  absl::StatusOr<PlacedClaim> all = ClaimOf(ClaimJson(1, "gpu", "All"), Classes());
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(all->spec.requests[0].all);
+  EXPECT_EQ(all->gpus, 0);  // a node's count, known where it goes
+  EXPECT_THAT(ClaimOf(ClaimJson(1, "gpu", "Some"), Classes()).status().message(),
+              HasSubstr("allocationMode: Some is not ExactCount or All"));
   Json first = ClaimJson(1);
   first["spec"]["devices"]["requests"][0] = {{"name", "x"}, {"firstAvailable", Json::array()}};
   EXPECT_THAT(ClaimOf(first, Classes()).status().message(), HasSubstr("firstAvailable"));
+}
+
+Json Mig(int parent, int k, const std::string& profile) {
+  return {{"name", absl::StrCat("gpu-", parent, "-mig-", k)},
+          {"attributes",
+           {{"type", {{"string", "mig"}}},
+            {"index", {{"int", parent}}},
+            {"profile", {{"string", profile}}},
+            {"uuid", {{"string", absl::StrCat("MIG-", parent, "-", k)}}},
+            {"parentUUID", {{"string", absl::StrCat("GPU-", parent)}}}}}};
+}
+std::map<std::string, Json> MigClasses() {
+  std::map<std::string, Json> c = Classes();
+  c["mig-1g"] = {
+      {"spec",
+       {{"selectors",
+         Json::array(
+             {{{"cel", {{"expression", R"(device.attributes["gpu.tessera.dev"].type == "mig" &&
+device.attributes["gpu.tessera.dev"].profile == "1g.10gb")"}}}}})}}}};
+  c["any"] = {{"spec", Json::object()}};
+  return c;
+}
+Json MigClaim(int count, const std::string& cls = "mig-1g") {
+  return {{"metadata", {{"name", "m"}, {"uid", "mu"}}},
+          {"spec",
+           {{"devices",
+             {{"requests",
+               Json::array({{{"name", "slices"},
+                             {"exactly", {{"deviceClassName", cls}, {"count", count}}}}})}}}}}};
+}
+
+TEST(ClaimsTest, AClaimTakesWholeGpusOrOtherDevicesByWhatItsSelectorsMatch) {
+  // GPU 1 is in MIG mode: published as its instances only.
+  std::vector<SliceDevice> d = DevicesOfSlices({Slice(Json::array(
+      {Device(0, 0), Mig(1, 0, "1g.10gb"), Mig(1, 1, "1g.10gb"), Mig(1, 2, "3g.40gb")}))});
+  absl::StatusOr<PlacedClaim> gpus = ClaimOf(ClaimJson(1), MigClasses());
+  ASSERT_TRUE(gpus.ok());
+  ASSERT_TRUE(ClassifyClaim(d, &*gpus).ok());
+  EXPECT_EQ(gpus->kind, ClaimKind::kGpus);
+  EXPECT_EQ(gpus->gpus, 1);
+  absl::StatusOr<PlacedClaim> mig = ClaimOf(MigClaim(2), MigClasses());
+  ASSERT_TRUE(mig.ok()) << mig.status();
+  ASSERT_TRUE(ClassifyClaim(d, &*mig).ok());
+  EXPECT_EQ(mig->kind, ClaimKind::kDevices);
+  EXPECT_EQ(mig->gpus, 0);  // the core places no GPU for it
+  // A request whose selectors match a whole GPU takes whole GPUs (the core counts them).
+  absl::StatusOr<PlacedClaim> any = ClaimOf(MigClaim(1, "any"), MigClasses());
+  ASSERT_TRUE(any.ok());
+  ASSERT_TRUE(ClassifyClaim(d, &*any).ok());
+  EXPECT_EQ(any->kind, ClaimKind::kGpus);
+  // Whole GPUs and MIG instances in one claim: named, not placed.
+  Json mixed = MigClaim(1);
+  mixed["spec"]["devices"]["requests"].push_back(
+      {{"name", "whole"}, {"exactly", {{"deviceClassName", "gpu"}}}});
+  absl::StatusOr<PlacedClaim> m = ClaimOf(mixed, MigClasses());
+  ASSERT_TRUE(m.ok());
+  absl::Status s = ClassifyClaim(d, &*m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("whole GPUs (request whole) and other devices (request "
+                                     "slices)"));
+  // Nothing published matches yet: it waits.
+  EXPECT_EQ(ClassifyClaim({d[0]}, &*mig).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(ClaimsTest, OtherDevicesComeFromWhatIsFreeAndNeverTwice) {
+  std::vector<SliceDevice> d = DevicesOfSlices({Slice(Json::array(
+      {Device(0, 0), Mig(1, 0, "1g.10gb"), Mig(1, 1, "1g.10gb"), Mig(1, 2, "3g.40gb")}))});
+  absl::StatusOr<PlacedClaim> mig = ClaimOf(MigClaim(1), MigClasses());
+  ASSERT_TRUE(mig.ok());
+  ASSERT_TRUE(ClassifyClaim(d, &*mig).ok());
+  std::set<std::string> allocated = {d[1].Id()};  // another claim holds gpu-1-mig-0
+  std::string why;
+  auto first = ClaimShares({*mig}, {}, d, &allocated, &why);
+  ASSERT_TRUE(first.has_value()) << why;
+  ASSERT_EQ((*first)[0].size(), 1u);
+  EXPECT_EQ((*first)[0][0].device, "gpu-1-mig-1");
+  EXPECT_TRUE(allocated.contains(d[2].Id()));
+  // Both 1g slices are held now: the next claim for one is refused, saying so.
+  EXPECT_FALSE(ClaimShares({*mig}, {}, d, &allocated, &why).has_value());
+  EXPECT_THAT(why, HasSubstr("the node's free devices do not satisfy it"));
+  // The allocation's device ids, as AllocatedDevices reads them back from the claim.
+  Json claim = {{"status", AllocationStatus((*first)[0], "n1", "p", "pu")}};
+  EXPECT_EQ(AllocatedDeviceIds(claim), std::vector<std::string>{d[2].Id()});
 }
 
 TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
@@ -85,13 +172,15 @@ TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
   absl::StatusOr<PlacedClaim> two = ClaimOf(ClaimJson(2), Classes());
   ASSERT_TRUE(two.ok());
   std::string why;
-  auto shares = ClaimShares({*two, *two}, d, &why);
+  std::set<std::string> allocated;
+  auto shares = ClaimShares({*two, *two}, d, d, &allocated, &why);
   ASSERT_TRUE(shares.has_value()) << why;
   ASSERT_EQ(shares->size(), 2u);
   EXPECT_EQ((*shares)[0].size(), 2u);
   // Chosen across islands: a one-island claim of 2 out of {0, 2} cannot be satisfied.
   std::vector<SliceDevice> split = {d[0], d[2]};
-  EXPECT_FALSE(ClaimShares({*two}, split, &why).has_value());
+  EXPECT_FALSE(ClaimShares({*two}, split, d, &allocated, &why).has_value());
+  EXPECT_TRUE(allocated.empty());  // whole GPUs are the core's to count
   EXPECT_THAT(why, HasSubstr("the GPUs chosen do not satisfy it"));
   Json st = AllocationStatus((*shares)[0], "n1", "p", "pu");
   EXPECT_EQ(st["reservedFor"][0]["uid"], "pu");

@@ -147,7 +147,12 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
       pc.name = name;
       pc.uid = obj->value("metadata", Json::object()).value("uid", "");
       pc.allocated = true;
-      pc.gpus = static_cast<int64_t>(ClaimedGpuNames(*obj).size());
+      pc.held = AllocatedDeviceIds(*obj);
+      const std::set<std::string> held(pc.held.begin(), pc.held.end());
+      for (const SliceDevice& d : NodeDevices(pod.spec.node_name)) {
+        pc.gpus += WholeGpu(d) && held.contains(d.Id());
+      }
+      pc.kind = pc.gpus > 0 ? ClaimKind::kGpus : ClaimKind::kDevices;
       claims.push_back(std::move(pc));
       continue;
     }
@@ -161,45 +166,91 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
     pod_claims_[pod_key] = std::move(claims);
     return absl::OkStatus();
   }
-  // Where the claims could be allocated at all: the nodes whose whole GPUs hold them together.
-  std::string why;
-  std::map<std::string, std::vector<Json>> by_node;  // one pass over the slices
+  // Each node's devices (one pass over the slices), and the cluster's to classify the claims.
+  std::map<std::string, std::vector<Json>> by_node;
   for (const kube::ObjectPtr& o : slices_inf_->store().List()) {
-    const Json spec = o->value("spec", Json::object());
-    if (spec.value("driver", "") == kDraDriver && !spec.value("nodeName", "").empty()) {
-      by_node[spec.value("nodeName", "")].push_back(*o);
-    }
+    const std::string node = SliceNode(*o);
+    if (!node.empty()) by_node[node].push_back(*o);
   }
+  std::map<std::string, std::vector<SliceDevice>> devices;
+  std::vector<SliceDevice> cluster;
   for (const auto& [node, slices] : by_node) {
-    std::vector<SliceDevice> devs = DevicesOfSlices(slices);
-    std::set<std::string> taken;
+    std::vector<SliceDevice>& d = devices[node] = DevicesOfSlices(slices);
+    cluster.insert(cluster.end(), d.begin(), d.end());
+  }
+  for (PlacedClaim& c : claims) {
+    if (c.allocated) continue;
+    if (absl::Status s = ClassifyClaim(cluster, &c); !s.ok()) return s;
+  }
+  // Where they could be allocated at all: whole GPUs as if free (the core knows which are in
+  // use), other devices less those allocated. Nodes by the whole GPUs they would take (All
+  // requests take a node's every match).
+  const std::set<std::string> allocated = AllocatedDevices();
+  std::string why;
+  std::map<int64_t, std::vector<std::string>> by_gpus;
+  std::map<std::string, std::vector<int64_t>> shares;  // node -> each claim's GPUs
+  for (const auto& [node, devs] : devices) {
+    std::vector<SliceDevice> whole, others;
+    for (const SliceDevice& d : devs) (WholeGpu(d) ? whole : others).push_back(d);
+    std::set<std::string> gpus_taken, taken = allocated;
     bool fits = true;
+    int64_t total = 0;
+    std::vector<int64_t>& share = shares[node];
     for (const PlacedClaim& c : claims) {
-      AllocationOutcome a = AllocateClaim(c.spec, devs, taken);
+      const bool gpus = c.kind == ClaimKind::kGpus;
+      std::set<std::string>& t = gpus ? gpus_taken : taken;
+      AllocationOutcome a = AllocateClaim(c.spec, gpus ? whole : others, t);
       if (!a.fits) {
         fits = false;
         if (why.empty()) why = absl::StrCat("ResourceClaim ", c.name, " on ", node, ": ", a.why);
         break;
       }
-      for (const DeviceAllocation& d : a.devices) {
-        taken.insert(absl::StrCat(d.driver, "/", d.pool, "/", d.device));
-      }
+      for (const DeviceAllocation& d : a.devices) t.insert(DeviceId(d));
+      share.push_back(gpus ? static_cast<int64_t>(a.devices.size()) : 0);
+      total += share.back();
     }
-    if (fits) nodes->insert(node);
+    if (fits) by_gpus[total].push_back(node);
   }
-  if (nodes->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no node's GPUs can hold the Pod's ResourceClaims",
-        why.empty() ? std::string(" (no ResourceSlices of ") + kDraDriver + ")" : ": " + why));
+  if (by_gpus.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no node's devices can hold the Pod's ResourceClaims",
+                     why.empty() ? std::string(" (no ResourceSlices)") : ": " + why));
   }
+  // One GPU count for the member: the one most nodes agree on (fewer GPUs on a tie). Without
+  // All requests every node that fits agrees.
+  auto most = by_gpus.begin();
+  for (auto it = by_gpus.begin(); it != by_gpus.end(); ++it) {
+    if (it->second.size() > most->second.size()) most = it;
+  }
+  nodes->insert(most->second.begin(), most->second.end());
+  const std::vector<int64_t>& share = shares[most->second.front()];
+  for (size_t c = 0; c < claims.size(); ++c) claims[c].gpus = share[c];
   pod_claims_[pod_key] = std::move(claims);
   return absl::OkStatus();
+}
+
+std::set<std::string> KubeScheduler::Impl::AllocatedDevices() const {
+  std::set<std::string> out;
+  for (const kube::ObjectPtr& o : claims_inf_->store().List()) {
+    for (std::string& id : AllocatedDeviceIds(*o)) out.insert(std::move(id));
+  }
+  // Allocations written (or being written) that the informer may not show yet.
+  for (const auto& [pod, claims] : pod_claims_) {
+    for (const PlacedClaim& c : claims) out.insert(c.held.begin(), c.held.end());
+  }
+  return out;
 }
 
 std::map<std::string, std::vector<std::pair<PlacedClaim, Json>>>
 KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& p,
                                       std::string* why) {
   std::map<std::string, std::vector<std::pair<PlacedClaim, Json>>> out;
+  std::set<std::string> allocated;  // other devices: free ones only, across the members
+  bool any_devices = false;
+  for (const auto& [pk, claims] : pod_claims_) {
+    for (const PlacedClaim& c : claims) any_devices |= c.kind == ClaimKind::kDevices;
+  }
+  if (any_devices) allocated = AllocatedDevices();
   for (const sched::MemberPlacement& m : p.members) {
     const std::string& pk = jr.pods[m.group];
     auto it = pod_claims_.find(pk);
@@ -214,7 +265,7 @@ KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& 
       }
     }
     std::optional<std::vector<std::vector<DeviceAllocation>>> shares =
-        ClaimShares(it->second, chosen, why);
+        ClaimShares(it->second, chosen, devs, &allocated, why);
     if (!shares) {
       out.clear();
       return out;
@@ -222,7 +273,10 @@ KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& 
     std::optional<kube::Pod> pod = GetPod(pk);
     if (!pod) continue;
     for (size_t c = 0; c < it->second.size(); ++c) {
-      out[pk].push_back({it->second[c], AllocationStatus((*shares)[c], node, pod->metadata.name,
+      PlacedClaim pc = it->second[c];
+      pc.held.clear();
+      for (const DeviceAllocation& a : (*shares)[c]) pc.held.push_back(DeviceId(a));
+      out[pk].push_back({std::move(pc), AllocationStatus((*shares)[c], node, pod->metadata.name,
                                                          pod->metadata.uid)});
     }
   }

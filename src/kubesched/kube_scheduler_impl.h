@@ -167,6 +167,9 @@ class KubeScheduler::Impl {
   // writes, by Pod key. Empty and `why` set when the GPUs chosen do not satisfy a claim.
   std::map<std::string, std::vector<std::pair<PlacedClaim, nlohmann::json>>> ClaimAllocations(
       const JobRec& jr, const sched::Placement& p, std::string* why);
+  // The devices (SliceDevice::Id) allocated to claims: the informer's allocations and those
+  // this scheduler wrote.
+  std::set<std::string> AllocatedDevices() const;
   // The GPU indices a bound Pod's own allocated claims hold on its node (sorted).
   std::vector<int> ClaimedGpus(const kube::Pod& pod) const;
   // A Pod's claims are no longer its own once it ends: out of reservedFor, deallocated.

@@ -428,7 +428,11 @@ void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Place
     std::vector<std::pair<PlacedClaim, kube::Json>> allocations;
     if (auto c = claims.find(pk); c != claims.end()) {
       allocations = std::move(c->second);
-      for (PlacedClaim& pc : pod_claims_[pk]) pc.allocated = true;
+      std::vector<PlacedClaim>& placed_claims = pod_claims_[pk];
+      for (size_t k = 0; k < placed_claims.size() && k < allocations.size(); ++k) {
+        placed_claims[k].allocated = true;
+        placed_claims[k].held = allocations[k].first.held;
+      }
     }
     writer_->Post([this, b = std::move(b), job_key, pk, created, pod = *std::move(pod),
                    allocations = std::move(allocations)] {
