@@ -111,6 +111,7 @@ std::vector<DraDevice> BuildDraDevices(const agent::NodeSnapshot& node) {
       if (d.mig_profile.empty()) {
         dev.name = absl::StrCat("gpu-", d.gpu_index);
         a["type"] = Str("gpu");
+        a["migEnabled"] = {{"bool", false}};
         if (gpu != nullptr && gpu->memory) {
           dev.memory_bytes = static_cast<int64_t>(gpu->memory->total_bytes);
         }
@@ -144,9 +145,47 @@ std::vector<DraDevice> BuildDraDevices(const agent::NodeSnapshot& node) {
       out.push_back(std::move(dev));
     }
   }
-  // The inventory is by resource name; devices go by GPU index (k above stays by resource).
+  // GPUs in MIG mode, whole, partitionable: when the GPU's and every instance's memory is known.
+  std::map<int, std::vector<DraDevice*>> instances;
+  for (DraDevice& d : out) {
+    if (!d.mig_profile.empty()) instances[d.gpu_index].push_back(&d);
+  }
+  std::vector<DraDevice> parents;
+  for (auto& [index, migs] : instances) {
+    const agent::GpuInfo* gpu =
+        index >= 0 && index < static_cast<int>(node.gpus.size()) ? &node.gpus[index].info : nullptr;
+    if (gpu == nullptr || !gpu->memory || gpu->uuid.empty()) continue;
+    if (!std::all_of(migs.begin(), migs.end(), [](const DraDevice* m) { return m->memory_bytes; }))
+      continue;
+    const DraDevice& first = *migs.front();
+    DraDevice p;
+    p.name = absl::StrCat("gpu-", index);
+    p.uuid = gpu->uuid;
+    p.gpu_uuid = gpu->uuid;
+    p.gpu_index = index;
+    p.minor = first.minor;
+    p.memory_bytes = static_cast<int64_t>(gpu->memory->total_bytes);
+    p.attributes = first.attributes;
+    p.attributes["uuid"] = Str(gpu->uuid);
+    p.attributes["type"] = Str("gpu");
+    p.attributes["migEnabled"] = {{"bool", true}};
+    p.attributes.erase("profile");
+    p.attributes.erase("parentUUID");
+    p.counter_set = p.name;
+    p.consumes = *p.memory_bytes;
+    p.mig_parent = true;
+    for (DraDevice* m : migs) {
+      m->counter_set = p.name;
+      m->consumes = *m->memory_bytes;
+    }
+    parents.push_back(std::move(p));
+  }
+  out.insert(out.end(), parents.begin(), parents.end());
+  // The inventory is by resource name; devices go by GPU index (k above stays by resource), a
+  // whole GPU before its instances.
   std::stable_sort(out.begin(), out.end(), [](const DraDevice& a, const DraDevice& b) {
-    return a.gpu_index < b.gpu_index;
+    if (a.gpu_index != b.gpu_index) return a.gpu_index < b.gpu_index;
+    return a.mig_profile.empty() && !b.mig_profile.empty();
   });
   return out;
 }
@@ -157,27 +196,52 @@ std::string SliceName(const std::string& driver, const std::string& node_name) {
   return absl::StrCat(node_name, "-", d);
 }
 
-kube::Json ResourceSliceJson(const std::string& driver, const std::string& node_name,
-                             const std::vector<DraDevice>& devices,
-                             const std::function<bool(const std::string&)>& healthy,
-                             int64_t generation) {
+std::string CounterSliceName(const std::string& driver, const std::string& node_name) {
+  return SliceName(driver, node_name) + "-counters";
+}
+
+std::vector<kube::Json> ResourceSlicesJson(const std::string& driver, const std::string& node_name,
+                                           const std::vector<DraDevice>& devices,
+                                           const std::function<bool(const std::string&)>& healthy,
+                                           int64_t generation, bool partitionable) {
   Json list = Json::array();
+  Json sets = Json::array();
   for (const DraDevice& d : devices) {
-    if (!healthy(d.gpu_uuid)) continue;
+    if (!healthy(d.gpu_uuid) || (d.mig_parent && !partitionable)) continue;
     Json dev = {{"name", d.name}, {"attributes", d.attributes}};
     if (d.memory_bytes) {
       dev["capacity"] = {{"memory", {{"value", absl::StrCat(*d.memory_bytes)}}}};
     }
+    if (partitionable && !d.counter_set.empty()) {
+      dev["consumesCounters"] =
+          Json::array({{{"counterSet", d.counter_set},
+                        {"counters", {{"memory", {{"value", absl::StrCat(d.consumes)}}}}}}});
+      if (d.mig_parent) {
+        sets.push_back({{"name", d.counter_set},
+                        {"counters", {{"memory", {{"value", absl::StrCat(d.consumes)}}}}}});
+      }
+    }
     list.push_back(std::move(dev));
   }
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceSlice"},
-          {"metadata", {{"name", SliceName(driver, node_name)}}},
-          {"spec",
-           {{"driver", driver},
-            {"nodeName", node_name},
-            {"pool", {{"name", node_name}, {"generation", generation}, {"resourceSliceCount", 1}}},
-            {"devices", std::move(list)}}}};
+  auto slice = [&](const std::string& name, const char* field, Json items, int count) {
+    return Json{
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceSlice"},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"driver", driver},
+          {"nodeName", node_name},
+          {"pool",
+           {{"name", node_name}, {"generation", generation}, {"resourceSliceCount", count}}},
+          {field, std::move(items)}}}};
+  };
+  const int count = sets.empty() ? 1 : 2;
+  std::vector<kube::Json> out;
+  out.push_back(slice(SliceName(driver, node_name), "devices", std::move(list), count));
+  if (count == 2) {
+    out.push_back(slice(CounterSliceName(driver, node_name), "sharedCounters", std::move(sets), 2));
+  }
+  return out;
 }
 
 }  // namespace tessera::dra

@@ -8,10 +8,14 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/fake/fake_backend.h"
+#include "common/clock.h"
 #include "deviceplugin/testing/fake_nodes.h"
 #include "dra/cdi.h"
 #include "dra/checkpoint.h"
 #include "dra/devices.h"
+#include "dra/driver.h"
 #include "dra/kubelet_server.h"
 #include "dra/pluginregistration/v1/api.grpc.pb.h"
 #include "dra/preparer.h"
@@ -59,15 +63,108 @@ TEST(DraDevices, WholeGpusCarryTopologyAttributes) {
   EXPECT_TRUE(d[0].memory_bytes.has_value());
 }
 
-TEST(DraDevices, MigGpuIsPublishedAsItsInstancesOnly) {
+TEST(DraDevices, MigGpuIsPublishedWholeAndAsItsInstancesWithCounters) {
   const std::vector<DraDevice> d = Devices(deviceplugin::testing::kMigMixed2);
   std::vector<std::string> names;
   for (const DraDevice& x : d) names.push_back(x.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"gpu-0-mig-0", "gpu-0-mig-1", "gpu-0-mig-2", "gpu-1"}));
-  EXPECT_EQ(d[0].attributes["type"]["string"], "mig");
-  EXPECT_EQ(d[0].attributes["parentUUID"]["string"], "GPU-mig-0");
-  EXPECT_EQ(d[0].gpu_uuid, "GPU-mig-0");
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu-0", "gpu-0-mig-0", "gpu-0-mig-1", "gpu-0-mig-2",
+                                             "gpu-1"}));
+  // The whole GPU in MIG mode: all its memory from its counter set.
+  EXPECT_TRUE(d[0].mig_parent);
+  EXPECT_EQ(d[0].attributes["type"]["string"], "gpu");
+  EXPECT_EQ(d[0].attributes["migEnabled"]["bool"], true);
+  EXPECT_EQ(d[0].attributes["uuid"]["string"], "GPU-mig-0");
+  EXPECT_FALSE(d[0].attributes.contains("parentUUID"));
+  EXPECT_EQ(d[0].counter_set, "gpu-0");
+  EXPECT_EQ(d[0].consumes, int64_t{81920} << 20);
+  // Its instances: their own memory from the same set.
+  EXPECT_EQ(d[1].attributes["type"]["string"], "mig");
+  EXPECT_EQ(d[1].attributes["parentUUID"]["string"], "GPU-mig-0");
+  EXPECT_EQ(d[1].gpu_uuid, "GPU-mig-0");
+  EXPECT_EQ(d[1].counter_set, "gpu-0");
+  EXPECT_EQ(d[1].consumes, int64_t{9856} << 20);
+  EXPECT_EQ(d[4].counter_set, "");  // not in MIG mode: nothing shared
+  EXPECT_FALSE(d[4].mig_parent);
+}
+
+TEST(DraDevices, CounterSetsGoInASecondSliceOfThePool) {
+  const std::vector<DraDevice> d = Devices(deviceplugin::testing::kMigMixed2);
+  auto all = [](const std::string&) { return true; };
+  std::vector<Json> s = ResourceSlicesJson("gpu.tessera.dev", "n1", d, all, 2, true);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0]["metadata"]["name"], "n1-gpu-tessera-dev");
+  EXPECT_EQ(s[1]["metadata"]["name"], "n1-gpu-tessera-dev-counters");
+  for (const Json& x : s) {
+    EXPECT_EQ(x["spec"]["pool"]["resourceSliceCount"], 2);
+    EXPECT_EQ(x["spec"]["pool"]["generation"], 2);
+  }
+  EXPECT_FALSE(s[1]["spec"].contains("devices"));
+  ASSERT_EQ(s[1]["spec"]["sharedCounters"].size(), 1u);
+  EXPECT_EQ(s[1]["spec"]["sharedCounters"][0]["name"], "gpu-0");
+  EXPECT_EQ(s[1]["spec"]["sharedCounters"][0]["counters"]["memory"]["value"],
+            absl::StrCat(int64_t{81920} << 20));
+  ASSERT_EQ(s[0]["spec"]["devices"].size(), 5u);
+  EXPECT_EQ(s[0]["spec"]["devices"][1]["consumesCounters"][0]["counterSet"], "gpu-0");
+  EXPECT_FALSE(s[0]["spec"]["devices"][4].contains("consumesCounters"));
+  // Without partitionable devices: the instances only, one slice, no counters.
+  s = ResourceSlicesJson("gpu.tessera.dev", "n1", d, all, 2, false);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["spec"]["pool"]["resourceSliceCount"], 1);
+  ASSERT_EQ(s[0]["spec"]["devices"].size(), 4u);
+  EXPECT_EQ(s[0]["spec"]["devices"][0]["name"], "gpu-0-mig-0");
+  EXPECT_FALSE(s[0]["spec"]["devices"][0].contains("consumesCounters"));
+}
+
+// An API server that drops spec.sharedCounters (DRAPartitionableDevices off): the driver stops
+// publishing the whole MIG GPU and its counters, and its instances alone remain, in one slice.
+TEST(DraDriverTest, WithoutSharedCountersTheMigGpuIsPublishedAsItsInstancesOnly) {
+  const std::string dir = TempDir("nocounters");
+  std::ofstream(dir + "/mig.yaml") << deviceplugin::testing::kMigMixed2;
+  ManualClock clock;
+  absl::StatusOr<std::unique_ptr<agent::FakeBackend>> backend =
+      agent::FakeBackend::FromFile(dir + "/mig.yaml", clock);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE((*backend)->Init().ok());
+  absl::Mutex mu;
+  std::map<std::string, Json> stored;  // the "API server's" slices
+  SliceWriter write = [&](const std::string& name, const Json* slice) -> absl::Status {
+    absl::MutexLock l(&mu);
+    if (slice == nullptr) {
+      stored.erase(name);
+      return absl::OkStatus();
+    }
+    Json kept = *slice;
+    kept["spec"].erase("sharedCounters");
+    stored[name] = kept;
+    if (slice->at("spec").contains("sharedCounters")) {
+      return absl::FailedPreconditionError("the API server dropped spec.sharedCounters");
+    }
+    return absl::OkStatus();
+  };
+  DriverOptions o;
+  o.node_name = "n1";
+  o.plugin_dir = dir + "/plugin";
+  o.registry_dir = dir + "/registry";
+  o.cdi_dir = dir + "/cdi";
+  o.publish.retry_initial = absl::Milliseconds(1);
+  o.log = [](absl::string_view) {};
+  DraDriver driver(**backend, clock, nullptr, write, o);
+  ASSERT_TRUE(driver.Start().ok());
+  // Written once the retry after the refusal ran: one slice, the instances, no counters left.
+  auto published = [&] {
+    auto it = stored.find("n1-gpu-tessera-dev");
+    return stored.size() == 1 && it != stored.end() && it->second["spec"]["devices"].size() == 4u &&
+           it->second["spec"]["pool"]["resourceSliceCount"] == 1;
+  };
+  {
+    absl::MutexLock l(&mu);
+    mu.AwaitWithTimeout(absl::Condition(&published), absl::Seconds(30));
+    ASSERT_TRUE(published()) << Json(stored).dump();
+    EXPECT_EQ(stored["n1-gpu-tessera-dev"]["spec"]["devices"][0]["name"], "gpu-0-mig-0");
+  }
+  EXPECT_EQ(driver.slices().size(), 1u);
+  driver.Stop();
+  fs::remove_all(dir);
 }
 
 TEST(DraDevices, VersionsAndArchitectures) {
@@ -82,8 +179,10 @@ TEST(DraDevices, VersionsAndArchitectures) {
 
 TEST(DraDevices, SliceLeavesOutUnhealthyGpus) {
   const std::vector<DraDevice> d = Devices(deviceplugin::testing::kMigMixed2);
-  const Json s = ResourceSliceJson(
-      "gpu.tessera.dev", "n1", d, [](const std::string& u) { return u != "GPU-mig-0"; }, 3);
+  const std::vector<Json> all = ResourceSlicesJson(
+      "gpu.tessera.dev", "n1", d, [](const std::string& u) { return u != "GPU-mig-0"; }, 3, true);
+  ASSERT_EQ(all.size(), 1u);  // the MIG GPU is gone, and with it the only counter set
+  const Json& s = all[0];
   EXPECT_EQ(s["metadata"]["name"], "n1-gpu-tessera-dev");
   EXPECT_EQ(s["spec"]["pool"]["name"], "n1");
   EXPECT_EQ(s["spec"]["pool"]["generation"], 3);

@@ -21,11 +21,26 @@ SliceWriter KubeSliceWriter(std::shared_ptr<kube::RestClient> client) {
       return kube::IsApiNotFound(st) ? absl::OkStatus() : st;
     }
     absl::StatusOr<kube::Json> current = client->Get(t, "", name);
-    if (kube::IsApiNotFound(current.status())) return client->Create(t, "", *slice).status();
-    if (!current.ok()) return current.status();
-    kube::Json next = *slice;
-    next["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
-    return client->Update(t, "", name, next).status();
+    absl::StatusOr<kube::Json> written;
+    if (kube::IsApiNotFound(current.status())) {
+      written = client->Create(t, "", *slice);
+    } else if (!current.ok()) {
+      return current.status();
+    } else {
+      kube::Json next = *slice;
+      next["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
+      written = client->Update(t, "", name, next);
+    }
+    if (!written.ok()) return written.status();
+    const kube::Json spec = slice->value("spec", kube::Json::object());
+    if (spec.contains("sharedCounters") &&
+        !written->value("spec", kube::Json::object()).contains("sharedCounters")) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("ResourceSlice ", name,
+                       ": the API server dropped spec.sharedCounters (DRAPartitionableDevices is "
+                       "off)"));
+    }
+    return absl::OkStatus();
   };
 }
 
@@ -61,29 +76,68 @@ void DraDriver::Log(absl::string_view line) const {
 
 kube::Json DraDriver::slice() const {
   absl::MutexLock l(&mu_);
-  return slice_;
+  return slices_.empty() ? kube::Json() : slices_.front();
+}
+
+std::vector<kube::Json> DraDriver::slices() const {
+  absl::MutexLock l(&mu_);
+  return slices_;
 }
 
 void DraDriver::Publish() {
-  kube::Json slice;
+  kube::Json value;
   {
     absl::MutexLock l(&mu_);
-    kube::Json next = ResourceSliceJson(
+    std::vector<kube::Json> next = ResourceSlicesJson(
         options_.driver, options_.node_name, devices_,
-        [this](const std::string& uuid) { return health_.IsHealthy(uuid); }, generation_);
+        [this](const std::string& uuid) { return health_.IsHealthy(uuid); }, generation_,
+        partitionable_);
     std::vector<std::string> names;
-    for (const kube::Json& d : next["spec"]["devices"]) names.push_back(d["name"]);
-    const std::string joined = absl::StrJoin(names, ",");
-    if (!slice_.is_null() && joined == published_devices_) return;
-    if (!slice_.is_null()) {
+    for (const kube::Json& d : next.front()["spec"]["devices"]) names.push_back(d["name"]);
+    const std::string joined = absl::StrCat(absl::StrJoin(names, ","), "/", next.size());
+    if (!slices_.empty() && joined == published_devices_) return;
+    if (!slices_.empty()) {
       ++generation_;
-      next["spec"]["pool"]["generation"] = generation_;
+      for (kube::Json& s : next) s["spec"]["pool"]["generation"] = generation_;
     }
     published_devices_ = joined;
-    slice_ = next;
-    slice = std::move(next);
+    slices_ = next;
+    value = std::move(next);
   }
-  if (publisher_) publisher_->Set({slice.dump(), true});
+  if (publisher_) publisher_->Set({value.dump(), true});
+}
+
+absl::Status DraDriver::WriteSlices(const std::string& value) {
+  const std::string devices = SliceName(options_.driver, options_.node_name);
+  const std::string counters = CounterSliceName(options_.driver, options_.node_name);
+  if (value.empty()) {
+    absl::Status st = write_(devices, nullptr);
+    if (absl::Status c = write_(counters, nullptr); st.ok()) st = c;
+    return st;
+  }
+  const kube::Json slices = kube::Json::parse(value);
+  // The counter sets first: the devices name them.
+  for (auto it = slices.rbegin(); it != slices.rend(); ++it) {
+    const std::string name = (*it)["metadata"].value("name", "");
+    absl::Status st = write_(name, &*it);
+    if (absl::IsFailedPrecondition(st) && name == counters) {
+      // This API server does not keep counter sets: publish without partitionable devices.
+      Log(absl::StrCat(st.message(), "; publishing GPUs in MIG mode as their instances only"));
+      {
+        absl::MutexLock l(&mu_);
+        partitionable_ = false;
+      }
+      Publish();
+      return st;
+    }
+    if (!st.ok()) return st;
+    if (name == counters) counters_may_exist_ = true;
+  }
+  if (slices.size() == 1 && counters_may_exist_) {
+    if (absl::Status st = write_(counters, nullptr); !st.ok()) return st;
+    counters_may_exist_ = false;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DraDriver::Start() {
@@ -129,23 +183,21 @@ absl::Status DraDriver::Start() {
     po2.key = absl::StrCat("ResourceSlice ", SliceName(options_.driver, options_.node_name));
     po2.describe = [](const std::string& v) {
       const kube::Json j = kube::Json::parse(v, nullptr, false);
-      if (j.is_discarded()) return v;
-      std::vector<std::string> names;
-      for (const kube::Json& d : j["spec"]["devices"]) names.push_back(d["name"]);
-      return absl::StrCat("generation ", j["spec"]["pool"]["generation"].dump(), ", devices [",
-                          absl::StrJoin(names, " "), "]");
+      if (j.is_discarded() || !j.is_array() || j.empty()) return v;
+      std::vector<std::string> names, sets;
+      for (const kube::Json& d : j[0]["spec"]["devices"]) names.push_back(d["name"]);
+      if (j.size() > 1) {
+        for (const kube::Json& c : j[1]["spec"]["sharedCounters"]) sets.push_back(c["name"]);
+      }
+      return absl::StrCat("generation ", j[0]["spec"]["pool"]["generation"].dump(), ", devices [",
+                          absl::StrJoin(names, " "), "]",
+                          sets.empty() ? "" : ", counter sets [" + absl::StrJoin(sets, " ") + "]");
     };
     if (!po2.log) {
       po2.log = [this](absl::string_view line) { Log(line); };
     }
-    const std::string name = SliceName(options_.driver, options_.node_name);
     publisher_ = std::make_unique<deviceplugin::NodeAnnotator>(
-        [write = write_, name](const std::string& value) {
-          if (value.empty()) return write(name, nullptr);
-          const kube::Json slice = kube::Json::parse(value);
-          return write(name, &slice);
-        },
-        clock_, po2);
+        [this](const std::string& value) { return WriteSlices(value); }, clock_, po2);
   }
   health_.AddListener([this](const agent::HealthTransition& t) {
     const std::string_view from = agent::HealthName(t.from);
@@ -190,11 +242,13 @@ void DraDriver::Stop() {
   server_->Stop();
   if (publisher_) publisher_->Stop();
   if (options_.cleanup_on_exit && write_) {
-    const std::string name = SliceName(options_.driver, options_.node_name);
-    if (absl::Status st = write_(name, nullptr); st.ok()) {
-      Log(absl::StrCat("deleted ResourceSlice ", name));
-    } else {
-      Log(absl::StrCat("deleting ResourceSlice ", name, ": ", st.message()));
+    for (const std::string& name : {SliceName(options_.driver, options_.node_name),
+                                    CounterSliceName(options_.driver, options_.node_name)}) {
+      if (absl::Status st = write_(name, nullptr); st.ok()) {
+        Log(absl::StrCat("deleted ResourceSlice ", name));
+      } else {
+        Log(absl::StrCat("deleting ResourceSlice ", name, ": ", st.message()));
+      }
     }
   }
 }

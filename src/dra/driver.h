@@ -45,7 +45,8 @@ namespace tessera::dra {
 using SliceWriter = std::function<absl::Status(const std::string& name, const kube::Json* slice)>;
 
 // Through the API (resource.k8s.io/v1): a Get, then a Create or an Update carrying the
-// resourceVersion read.
+// resourceVersion read. FailedPrecondition when the slice has spec.sharedCounters and the API
+// server's answer does not (DRAPartitionableDevices off: it drops the field).
 SliceWriter KubeSliceWriter(std::shared_ptr<kube::RestClient> client);
 // Gets ResourceClaims through the API.
 ClaimGetter KubeClaimGetter(std::shared_ptr<kube::RestClient> client);
@@ -87,11 +88,16 @@ class DraDriver {
   KubeletServer& server() { return *server_; }
   // The checkpoint's load at Start: OK, or DataLoss when it was corrupted.
   absl::Status checkpoint_status() const { return checkpoint_status_; }
-  // The slice wanted now (after the last health change).
+  // The devices' slice wanted now (after the last health change).
   kube::Json slice() const;
+  // Every slice wanted now: the devices' and, when partitionable devices are published, the
+  // counter sets' (devices.h).
+  std::vector<kube::Json> slices() const;
 
  private:
   void Publish();
+  // The publisher's write of `value` (a JSON array of slices; "" deletes them).
+  absl::Status WriteSlices(const std::string& value);
   void Log(absl::string_view line) const;
 
   agent::GpuBackend& backend_;
@@ -111,8 +117,13 @@ class DraDriver {
   mutable absl::Mutex mu_;
   agent::HealthMonitor* monitor_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  kube::Json slice_ ABSL_GUARDED_BY(mu_);
-  std::string published_devices_ ABSL_GUARDED_BY(mu_);  // the device names of slice_
+  std::vector<kube::Json> slices_ ABSL_GUARDED_BY(mu_);
+  std::string published_devices_ ABSL_GUARDED_BY(mu_);  // the device names of slices_
+  // Whether whole MIG GPUs and counter sets are published: until the API server drops
+  // sharedCounters.
+  bool partitionable_ ABSL_GUARDED_BY(mu_) = true;
+  // Whether the counter slice may exist (a previous run's, or ours): deleted when not wanted.
+  bool counters_may_exist_ = true;  // the publisher's thread only
   int64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

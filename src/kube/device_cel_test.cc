@@ -16,9 +16,11 @@ using Json = nlohmann::json;
 constexpr char kDriver[] = "gpu.tessera.dev";
 
 // A whole H100 and a MIG slice as `tessera dra-driver` publishes them (src/dra/devices.cc).
-CelValue Gpu(int64_t memory_gib = 80) {
+CelValue Gpu(int64_t memory_gib = 80, bool mig_enabled = false) {
   return DeviceValue(kDriver, Json::parse(R"({"name": "gpu-0", "attributes": {
         "type": {"string": "gpu"}, "uuid": {"string": "GPU-0"}, "index": {"int": 0},
+        "migEnabled": {"bool": )" + std::string(mig_enabled ? "true" : "false") +
+                                          R"(},
         "productName": {"string": "NVIDIA H100 80GB HBM3"}, "nvlinkDomain": {"int": 1},
         "computeCapability": {"version": "9.0.0"}, "driverVersion": {"version": "550.54.15"},
         "example.com/healthy": {"bool": true}},
@@ -70,14 +72,19 @@ TEST(DeviceCelTest, TheShippedDeviceClassesSelectWhatTheySay) {
     if (in_expr) cur += line + " ";
   }
   if (in_expr) exprs.push_back(cur);
-  ASSERT_EQ(exprs.size(), 3u);
-  EXPECT_TRUE(Match(exprs[0], Gpu()));  // whole GPU
+  ASSERT_EQ(exprs.size(), 4u);
+  EXPECT_TRUE(Match(exprs[0], Gpu()));  // whole GPU, not in MIG mode
+  EXPECT_FALSE(Match(exprs[0], Gpu(80, true)));
   EXPECT_FALSE(Match(exprs[0], Mig()));
-  EXPECT_TRUE(Match(exprs[1], Mig()));    // MIG 1g.10gb
-  EXPECT_FALSE(Match(exprs[1], Gpu()));   // absorbed: `type == "mig"` false decides
-  EXPECT_TRUE(Match(exprs[2], Gpu(80)));  // >= 40Gi
-  EXPECT_FALSE(Match(exprs[2], Gpu(24)));
-  EXPECT_FALSE(Match(exprs[2], Mig()));
+  EXPECT_TRUE(Match(exprs[1], Gpu(80, true)));  // a GPU in MIG mode, whole
+  EXPECT_FALSE(Match(exprs[1], Gpu()));
+  EXPECT_FALSE(Match(exprs[1], Mig()));
+  EXPECT_TRUE(Match(exprs[2], Mig()));    // MIG 1g.10gb
+  EXPECT_FALSE(Match(exprs[2], Gpu()));   // absorbed: `type == "mig"` false decides
+  EXPECT_TRUE(Match(exprs[3], Gpu(80)));  // >= 40Gi
+  EXPECT_FALSE(Match(exprs[3], Gpu(80, true)));
+  EXPECT_FALSE(Match(exprs[3], Gpu(24)));
+  EXPECT_FALSE(Match(exprs[3], Mig()));
 }
 
 TEST(DeviceCelTest, ComparisonsListsVersionsAndStrings) {

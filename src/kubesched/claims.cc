@@ -32,7 +32,9 @@ Json AllocationResults(const Json& claim) {
 
 bool WholeGpu(const SliceDevice& d) {
   const CelValue* t = DriverAttr(d, "type", CelValue::Type::kString);
-  return t != nullptr && t->s == "gpu" && DriverAttr(d, "index", CelValue::Type::kInt) != nullptr;
+  const CelValue* mig = DriverAttr(d, "migEnabled", CelValue::Type::kBool);
+  return t != nullptr && t->s == "gpu" && DriverAttr(d, "index", CelValue::Type::kInt) != nullptr &&
+         (mig == nullptr || !mig->b);
 }
 
 std::optional<int> GpuIndex(const SliceDevice& d) {
@@ -59,7 +61,9 @@ std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
     int domain = -1;
     auto it = by_index.find(i);
     if (it == by_index.end()) {
-      g.health = model::GpuHealth::kUnhealthy;  // left the slice
+      // Left the slice (unhealthy), or in MIG mode (its instances are other devices). A node's
+      // GPUs are one model: the gap takes the others' model and memory.
+      g.health = model::GpuHealth::kUnhealthy;
       g.model = "gpu";
     } else {
       const SliceDevice& d = *it->second;
@@ -75,6 +79,21 @@ std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
     }
     nvlink_domains->push_back(domain);
     gpus.push_back(std::move(g));
+  }
+  const model::Gpu* present = nullptr;
+  for (const model::Gpu& g : gpus) {
+    if (g.health == model::GpuHealth::kHealthy) {
+      present = &g;
+      break;
+    }
+  }
+  if (present != nullptr) {
+    const model::Gpu like = *present;
+    for (model::Gpu& g : gpus) {
+      if (g.health == model::GpuHealth::kHealthy) continue;
+      g.model = like.model;
+      g.memory_mib = like.memory_mib;
+    }
   }
   return gpus;
 }

@@ -49,7 +49,9 @@ std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
 // other device (a MIG instance, another driver's).
 std::optional<int> GpuIndex(const SliceDevice& d);
 
-// Whether `d` is a whole GPU of kDraDriver (GpuIndex has a value).
+// Whether `d` is a whole GPU of kDraDriver (GpuIndex has a value). A GPU in MIG mode published
+// whole (migEnabled, with shared counters) is not: its instances may be allocated by claims the
+// core does not see, so it is placed as another device, never as one of the core's GPUs.
 bool WholeGpu(const SliceDevice& d);
 
 // What a claim takes (see above).

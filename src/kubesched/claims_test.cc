@@ -61,6 +61,8 @@ TEST(ClaimsTest, SliceGpusAreTheNodesGpusWithIslandsAndGapsUnhealthy) {
   EXPECT_EQ(gpus[0].model, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(gpus[0].memory_mib, 80 * 1024);
   EXPECT_EQ(gpus[2].health, model::GpuHealth::kUnhealthy);
+  EXPECT_EQ(gpus[2].model, gpus[0].model);  // a node's GPUs are one model
+  EXPECT_EQ(gpus[2].memory_mib, gpus[0].memory_mib);
   EXPECT_EQ(gpus[3].health, model::GpuHealth::kHealthy);
 }
 

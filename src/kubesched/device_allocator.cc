@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kube/quantity.h"
 
 namespace tessera::kubesched {
 
@@ -30,20 +31,31 @@ std::string ValueKey(const CelValue& v) {
   }
 }
 
-// Which devices are taken, with the GPU/MIG exclusion.
+// Which devices are taken, with the GPU/MIG exclusion and the shared counters consumed.
 struct Taken {
   std::set<size_t> devices;
   std::set<std::string> whole;        // uuids of whole GPUs taken
   std::set<std::string> mig_parents;  // parents of MIG instances taken
+  std::map<std::string, int64_t> consumed;
 
   bool Available(const SliceDevice& d, size_t i) const {
     if (devices.contains(i)) return false;
+    for (const auto& [counter, amount] : d.consumes) {
+      int64_t capacity = 0;
+      if (d.counters) {
+        if (auto held = d.counters->find(counter); held != d.counters->end())
+          capacity = held->second;
+      }
+      auto used = consumed.find(counter);
+      if ((used == consumed.end() ? 0 : used->second) + amount > capacity) return false;
+    }
     if (!d.parent_uuid.empty()) return !whole.contains(d.parent_uuid);
     if (!d.uuid.empty()) return !whole.contains(d.uuid) && !mig_parents.contains(d.uuid);
     return true;
   }
   void Take(const SliceDevice& d, size_t i) {
     devices.insert(i);
+    for (const auto& [counter, amount] : d.consumes) consumed[counter] += amount;
     if (!d.parent_uuid.empty()) {
       mig_parents.insert(d.parent_uuid);
     } else if (!d.uuid.empty()) {
@@ -51,6 +63,12 @@ struct Taken {
     }
   }
 };
+
+// A counter's amount ({"value": "<quantity>"}) in milli-units; 0 when unreadable.
+int64_t CounterMilli(const Json& c) {
+  absl::StatusOr<kube::Quantity> q = kube::ParseQuantity(c.value("value", ""));
+  return q.ok() ? q->milli : 0;
+}
 
 // `count` of `avail` (indices into devices), one NVLink domain if one holds them (the smallest
 // such), else the largest domains first; by name within a domain.
@@ -99,6 +117,19 @@ const CelValue* DeviceAttribute(const CelValue& device, const std::string& quali
 }
 
 std::vector<SliceDevice> DevicesOfSlices(const std::vector<Json>& slices) {
+  // The pools' counter sets first: a pool may declare them in another slice than its devices.
+  auto counters = std::make_shared<std::map<std::string, int64_t>>();
+  for (const Json& s : slices) {
+    const Json spec = s.value("spec", Json::object());
+    const std::string pool = absl::StrCat(spec.value("driver", ""), "/",
+                                          spec.value("pool", Json::object()).value("name", ""));
+    for (const Json& set : spec.value("sharedCounters", Json::array())) {
+      const Json held = set.value("counters", Json::object());
+      for (const auto& [name, c] : held.items()) {
+        (*counters)[absl::StrCat(pool, "/", set.value("name", ""), "/", name)] = CounterMilli(c);
+      }
+    }
+  }
   std::vector<SliceDevice> out;
   for (const Json& s : slices) {
     const Json spec = s.value("spec", Json::object());
@@ -123,6 +154,15 @@ std::vector<SliceDevice> DevicesOfSlices(const std::vector<Json>& slices) {
           v != nullptr && v->type == CelValue::Type::kInt) {
         d.nvlink_domain = v->i;
       }
+      for (const Json& use : dev.value("consumesCounters", Json::array())) {
+        const Json uses = use.value("counters", Json::object());
+        for (const auto& [name, c] : uses.items()) {
+          d.consumes.push_back(
+              {absl::StrCat(driver, "/", pool, "/", use.value("counterSet", ""), "/", name),
+               CounterMilli(c)});
+        }
+      }
+      if (!d.consumes.empty()) d.counters = counters;
       out.push_back(std::move(d));
     }
   }

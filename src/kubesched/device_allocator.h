@@ -3,7 +3,9 @@
 //
 // Algorithm, for one claim on one node's ResourceSlice devices:
 //  1. Candidates per request: the devices not allocated to another claim, not conflicting with
-//     one (a whole GPU and its MIG instances exclude each other: same `uuid` / `parentUUID`), and
+//     one (a whole GPU and its MIG instances exclude each other: same `uuid` / `parentUUID`;
+//     partitionable devices: what they consume of their pool's shared counters must still be
+//     left after what the allocated devices consume), and
 //     selected by every selector of the request's DeviceClass and of the request (CEL,
 //     kube/device_cel.h). A selector that fails to evaluate on a device leaves the device out;
 //     the first such error is reported if the claim cannot be allocated.
@@ -23,6 +25,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -40,6 +44,11 @@ struct SliceDevice {
   // driver's attributes, empty when absent).
   std::string uuid, parent_uuid;
   std::optional<int64_t> nvlink_domain;  // the driver's nvlinkDomain attribute
+  // Partitionable devices: what it takes of its pool's counter sets (consumesCounters), each
+  // counter keyed "<driver>/<pool>/<set>/<counter>" with the amount in milli-units, and what
+  // those counters hold (the pool's sharedCounters; a counter no slice declares holds 0).
+  std::vector<std::pair<std::string, int64_t>> consumes;
+  std::shared_ptr<const std::map<std::string, int64_t>> counters;
   std::string Id() const { return driver + "/" + pool + "/" + name; }
 };
 

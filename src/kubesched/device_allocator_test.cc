@@ -120,6 +120,59 @@ TEST(DeviceAllocatorTest, AGpuAndItsMigInstancesExcludeEachOther) {
   EXPECT_FALSE(AllocateClaim(both, d, {}).fits);
 }
 
+// Partitionable devices of another driver, with no uuid/parentUUID: only the shared counters,
+// declared in a slice of their own, keep the whole device and its parts apart.
+TEST(DeviceAllocatorTest, SharedCountersKeepAWholeDeviceAndItsPartsApart) {
+  const std::string driver = "fpga.example.com";
+  auto dev = [&](const std::string& name, const std::string& kind, int units) {
+    return Json{{"name", name},
+                {"attributes", {{"kind", {{"string", kind}}}}},
+                {"consumesCounters",
+                 Json::array({{{"counterSet", "board-0"},
+                               {"counters", {{"units", {{"value", absl::StrCat(units)}}}}}}})}};
+  };
+  Json devices = Json::array({dev("whole", "whole", 8)});
+  for (int i = 0; i < 4; ++i) devices.push_back(dev(absl::StrCat("part-", i), "part", 2));
+  auto slice = [&](const char* field, Json items) {
+    return Json{{"spec",
+                 {{"driver", driver},
+                  {"nodeName", "n1"},
+                  {"pool", {{"name", "n1"}}},
+                  {field, std::move(items)}}}};
+  };
+  Json counters = Json::array({{{"name", "board-0"}, {"counters", {{"units", {{"value", "8"}}}}}}});
+  std::vector<SliceDevice> d =
+      DevicesOfSlices({slice("devices", devices), slice("sharedCounters", counters)});
+  ASSERT_EQ(d.size(), 5u);
+  auto id = [&](const std::string& name) { return absl::StrCat(driver, "/n1/", name); };
+  auto claim = [&](const std::string& kind, int64_t count) {
+    ClaimSpec c;
+    c.requests.push_back(
+        {"r",
+         {Sel(absl::StrCat(R"(device.attributes["fpga.example.com"].kind == ")", kind, "\""))},
+         false,
+         count});
+    return c;
+  };
+  // Nothing allocated: the whole board, or all four parts.
+  EXPECT_TRUE(AllocateClaim(claim("whole", 1), d, {}).fits);
+  EXPECT_TRUE(AllocateClaim(claim("part", 4), d, {}).fits);
+  // Within one claim: the board and a part would need 10 of 8 units.
+  ClaimSpec both = claim("whole", 1);
+  both.requests.push_back(claim("part", 1).requests[0]);
+  EXPECT_FALSE(AllocateClaim(both, d, {}).fits);
+  // A part allocated elsewhere: the board is not free, three parts are.
+  EXPECT_FALSE(AllocateClaim(claim("whole", 1), d, {id("part-2")}).fits);
+  AllocationOutcome o = AllocateClaim(claim("part", 3), d, {id("part-2")});
+  ASSERT_TRUE(o.fits) << o.why;
+  EXPECT_EQ(Names(o), (std::vector<std::string>{"part-0", "part-1", "part-3"}));
+  // The board allocated: no part is.
+  EXPECT_FALSE(AllocateClaim(claim("part", 1), d, {id("whole")}).fits);
+  // A counter set no slice declares holds nothing: what consumes it is never allocated.
+  d = DevicesOfSlices({slice("devices", devices)});
+  EXPECT_FALSE(AllocateClaim(claim("part", 1), d, {}).fits);
+}
+
 TEST(DeviceAllocatorTest, AllModeTakesEveryMatchingDeviceOrNothing) {
   Json devs = Json::array({GpuDevice(0, 0), GpuDevice(1, 0, 40), GpuDevice(2, 1)});
   std::vector<SliceDevice> d = DevicesOfSlices({Slice(devs)});

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "../server_process.h"
+#include "deviceplugin/testing/fake_nodes.h"
+#include "dra/devices.h"
 #include "kube/api_error.h"
 #include "kube_scheduler_fixture.h"
 
@@ -371,6 +373,76 @@ TEST_F(KubeClaimsTest, KubeSchedulerAsAPeerOnTheSameObjects) {
   bed->StopKubeScheduler();
   std::cout << "same node (islands 4+2+2), same claims:\n";
   for (const auto& [who, what] : report) std::cout << "  " << who << ": " << what << "\n";
+}
+
+// A GPU in MIG mode as `tessera dra-driver` publishes it where the API server keeps shared
+// counters: whole (migEnabled) and as its instances, one counter set of its memory in a second
+// slice of the pool (dra/devices.h). Neither tessera scheduler nor kube-scheduler (the peer, on
+// the same objects in turn) allocates the GPU and one of its instances both.
+TEST_F(KubeClaimsTest, AMigGpuAndItsInstancesAreNeverBothAllocated) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  absl::StatusOr<agent::NodeSnapshot> snap =
+      deviceplugin::testing::DiscoverYaml(deviceplugin::testing::kMigMixed2);
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  AddNode("x", 0);
+  const std::string node = NodeName("x");
+  for (const Json& slice : dra::ResourceSlicesJson(
+           kDriver, node, dra::BuildDraDevices(*snap), [](const std::string&) { return true; }, 1,
+           true)) {
+    absl::StatusOr<Json> r = client_->Create(kube::ResourceSlicesResource(), "", slice);
+    ASSERT_TRUE(r.ok()) << r.status();
+    slices_.push_back(slice["metadata"]["name"]);
+  }
+  // The API server kept the counter sets (DRAPartitionableDevices: beta, on by default).
+  absl::StatusOr<Json> counters =
+      client_->Get(kube::ResourceSlicesResource(), "", dra::CounterSliceName(kDriver, node));
+  ASSERT_TRUE(counters.ok()) << counters.status();
+  ASSERT_TRUE((*counters)["spec"].contains("sharedCounters")) << counters->dump();
+  const std::string whole = suite_ + "-mig-gpu", slice1g = suite_ + "-mig-1g";
+  AddClass(whole, R"(device.attributes["gpu.tessera.dev"].type == "gpu" &&
+device.attributes["gpu.tessera.dev"].uuid == "GPU-mig-0")");
+  AddClass(slice1g, R"(device.attributes["gpu.tessera.dev"].type == "mig" &&
+device.attributes["gpu.tessera.dev"].profile == "1g.10gb")");
+  PodWatch w(*client_, ns_);
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  for (const std::string who : {"tessera", "kube-scheduler"}) {
+    const bool kube = who == "kube-scheduler";
+    const std::string scheduler = kube ? "default-scheduler" : "tessera";
+    if (kube) {
+      const std::string e = bed->StartKubeScheduler(
+          {"--kubeconfig=" + bed->admin_kubeconfig(), "--leader-elect=false", "--secure-port=0"});
+      ASSERT_EQ(e, "") << e;
+    } else {
+      StartScheduler();
+    }
+    const std::string gpu = who + "-gpu", mig = who + "-1g";
+    AddClaim(gpu, whole, 1, false);
+    AddPod(ClaimPod("p-" + gpu, gpu, scheduler));
+    ASSERT_TRUE(w.Until([&] { return !w.Nodes()["p-" + gpu].empty(); }))
+        << who << ": " << w.Get("p-" + gpu).dump();
+    EXPECT_EQ(Devices(gpu), std::set<std::string>({"gpu-0"})) << who;
+    // An instance of that GPU: its memory is all taken; the Pod waits.
+    AddClaim(mig, slice1g, 1, false);
+    AddPod(ClaimPod("p-" + mig, mig, scheduler));
+    ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("p-" + mig).empty(); }))
+        << who << ": " << w.Get("p-" + mig).dump();
+    EXPECT_TRUE(Devices(mig).empty()) << who << ": " << Claim(mig).dump();
+    std::cout << who << ": the whole MIG GPU allocated, a 1g instance waits: "
+              << w.Unschedulable("p-" + mig) << "\n";
+    if (kube) break;  // its claims are deallocated by kube-controller-manager, not run here
+    // The GPU's Pod goes: the instance is allocated.
+    ASSERT_TRUE(client_->Delete(kube::PodsResource(), ns_, "p-" + gpu, now).ok());
+    ASSERT_TRUE(w.Until([&] { return !Devices(mig).empty(); })) << w.Unschedulable("p-" + mig);
+    EXPECT_EQ(Devices(mig).size(), 1u);
+    // Free the node for the peer.
+    ASSERT_TRUE(client_->Delete(kube::PodsResource(), ns_, "p-" + mig, now).ok());
+    ASSERT_TRUE(w.Until([&] { return Devices(mig).empty() && Devices(gpu).empty(); }));
+    sched_->Stop();
+    sched_.reset();
+  }
+  bed->StopKubeScheduler();
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "agent/fake/fake_backend.h"
 #include "cli/yaml_json.h"
 #include "common/clock.h"
+#include "deviceplugin/testing/fake_nodes.h"
 #include "dra/driver.h"
 #include "kube/api_error.h"
 #include "kube_fixtures.h"
@@ -105,6 +106,18 @@ bool AwaitSlice(RestClient& c, const std::string& node, const std::string& want)
   return PollUntil([&] { return SliceDevices(c, node) == want; }, absl::Seconds(30));
 }
 
+// A driver of `node` in the test process, its sockets and files under `dir`, deleting its slices
+// when stopped.
+dra::DriverOptions InProcessDriver(const std::string& dir, const std::string& node) {
+  dra::DriverOptions o;
+  o.node_name = node;
+  o.plugin_dir = dir + "/plugin";
+  o.registry_dir = dir + "/registry";
+  o.cdi_dir = dir + "/cdi";
+  o.cleanup_on_exit = true;
+  return o;
+}
+
 TEST(KubeDraTest, SliceFollowsHealthAndIsDeletedOnCleanup) {
   KUBE_BED_OR_SKIP(bed);
   std::shared_ptr<RestClient> admin = SharedClient(bed->admin_kubeconfig());
@@ -116,12 +129,7 @@ TEST(KubeDraTest, SliceFollowsHealthAndIsDeletedOnCleanup) {
   ASSERT_TRUE(backend.ok()) << backend.status();
   ASSERT_TRUE((*backend)->Init().ok());
   const std::string node = UniqueName("dra-node");
-  dra::DriverOptions o;
-  o.node_name = node;
-  o.plugin_dir = dir + "/plugin";
-  o.registry_dir = dir + "/registry";
-  o.cdi_dir = dir + "/cdi";
-  o.cleanup_on_exit = true;
+  dra::DriverOptions o = InProcessDriver(dir, node);
   o.metrics_every = absl::Milliseconds(200);
   dra::DraDriver driver(**backend, clock, dra::KubeClaimGetter(admin), dra::KubeSliceWriter(admin),
                         o);
@@ -164,6 +172,52 @@ TEST(KubeDraTest, SliceFollowsHealthAndIsDeletedOnCleanup) {
   fs::remove_all(dir);
 }
 
+// A GPU in MIG mode on the real API server: published whole and as its instances with a counter
+// set in a second slice (the bed's API server keeps sharedCounters), both slices at one pool
+// generation, both deleted by a clean stop.
+TEST(KubeDraTest, AMigGpuIsPublishedPartitionableWithItsCounterSet) {
+  KUBE_BED_OR_SKIP(bed);
+  std::shared_ptr<RestClient> admin = SharedClient(bed->admin_kubeconfig());
+  ASSERT_NE(admin, nullptr);
+  RealClock clock;
+  const std::string dir = TempDir();
+  std::ofstream(dir + "/mig.yaml") << deviceplugin::testing::kMigMixed2;
+  absl::StatusOr<std::unique_ptr<agent::FakeBackend>> backend =
+      agent::FakeBackend::FromFile(dir + "/mig.yaml", clock);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE((*backend)->Init().ok());
+  const std::string node = UniqueName("dra-mig");
+  const dra::DriverOptions o = InProcessDriver(dir, node);
+  dra::DraDriver driver(**backend, clock, dra::KubeClaimGetter(admin), dra::KubeSliceWriter(admin),
+                        o);
+  ASSERT_TRUE(driver.Start().ok());
+  ASSERT_TRUE(AwaitSlice(*admin, node, "gpu-0,gpu-0-mig-0,gpu-0-mig-1,gpu-0-mig-2,gpu-1"))
+      << SliceDevices(*admin, node);
+  const std::string counters = dra::CounterSliceName(kDriver, node);
+  absl::StatusOr<Json> c;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        c = admin->Get(kube::ResourceSlicesResource(), "", counters);
+        return c.ok();
+      },
+      absl::Seconds(30)))
+      << c.status();
+  ASSERT_EQ((*c)["spec"]["sharedCounters"].size(), 1u) << c->dump();
+  EXPECT_EQ((*c)["spec"]["sharedCounters"][0]["name"], "gpu-0");
+  EXPECT_EQ((*c)["spec"]["pool"]["resourceSliceCount"], 2);
+  absl::StatusOr<Json> d =
+      admin->Get(kube::ResourceSlicesResource(), "", dra::SliceName(kDriver, node));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ((*d)["spec"]["pool"]["generation"], (*c)["spec"]["pool"]["generation"]);
+  EXPECT_EQ((*d)["spec"]["devices"][1]["consumesCounters"][0]["counterSet"], "gpu-0") << d->dump();
+  EXPECT_EQ((*d)["spec"]["devices"][0]["attributes"]["migEnabled"]["bool"], true) << d->dump();
+  driver.Stop();
+  EXPECT_EQ(SliceDevices(*admin, node), "");
+  EXPECT_TRUE(
+      kube::IsApiNotFound(admin->Get(kube::ResourceSlicesResource(), "", counters).status()));
+  fs::remove_all(dir);
+}
+
 // Creates deploy/kubernetes/dra's objects once per process, strictly (fieldValidation=Strict);
 // "" or what failed. An object that exists already (namespace.yaml, shared) is fine.
 std::string DeployDra(RestClient& c) {
@@ -180,8 +234,8 @@ TEST(KubeDraTest, ManifestsApplyStrictlyAndGrantTheDriversRightsOnly) {
   std::unique_ptr<RestClient> admin = ClientFor(bed->admin_kubeconfig());
   ASSERT_NE(admin, nullptr);
   ASSERT_EQ(DeployDra(*admin), "");
-  for (const char* name :
-       {"gpu.tessera.dev", "mig-1g.10gb.gpu.tessera.dev", "gpu-40gi.gpu.tessera.dev"}) {
+  for (const char* name : {"gpu.tessera.dev", "mig-gpu.gpu.tessera.dev",
+                           "mig-1g.10gb.gpu.tessera.dev", "gpu-40gi.gpu.tessera.dev"}) {
     EXPECT_TRUE(admin->Get(kube::DeviceClassesResource(), "", name).ok()) << name;
   }
   const std::string g = "resource.k8s.io";
