@@ -23,8 +23,8 @@ std::string CdiSpecPath(const std::string& cdi_dir, const CdiClaim& claim,
       .string();
 }
 
-kube::Json CdiSpecJson(const CdiClaim& claim, const DraDevice& device,
-                       const std::string& dev_root) {
+kube::Json CdiSpecJson(const CdiClaim& claim, const DraDevice& device, const std::string& dev_root,
+                       const std::map<std::string, std::string>& env) {
   auto host = [&](const std::string& path) {
     if (dev_root.empty() || dev_root == "/") return path;
     return (std::filesystem::path(dev_root) / path.substr(1)).string();
@@ -37,15 +37,15 @@ kube::Json CdiSpecJson(const CdiClaim& claim, const DraDevice& device,
   node("/dev/nvidiactl");
   node("/dev/nvidia-uvm");
   node("/dev/nvidia-uvm-tools");
+  kube::Json vars = {
+      absl::StrCat("NVIDIA_VISIBLE_DEVICES=", device.uuid),
+      absl::StrCat("TESSERA_DRA_CLAIM=", claim.claim_namespace, "/", claim.claim_name)};
+  for (const auto& [name, value] : env) vars.push_back(absl::StrCat(name, "=", value));
   return {{"cdiVersion", kCdiVersion},
           {"kind", absl::StrCat(claim.driver, "/claim")},
           {"devices",
            {{{"name", absl::StrCat(claim.claim_uid, "-", device.name)},
-             {"containerEdits",
-              {{"env",
-                {absl::StrCat("NVIDIA_VISIBLE_DEVICES=", device.uuid),
-                 absl::StrCat("TESSERA_DRA_CLAIM=", claim.claim_namespace, "/", claim.claim_name)}},
-               {"deviceNodes", std::move(nodes)}}}}}}};
+             {"containerEdits", {{"env", std::move(vars)}, {"deviceNodes", std::move(nodes)}}}}}}};
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents) {
@@ -66,12 +66,14 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 }
 
 absl::StatusOr<std::string> WriteCdiSpec(const std::string& cdi_dir, const CdiClaim& claim,
-                                         const DraDevice& device, const std::string& dev_root) {
+                                         const DraDevice& device, const std::string& dev_root,
+                                         const std::map<std::string, std::string>& env) {
   std::error_code ec;
   std::filesystem::create_directories(cdi_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("--cdi-dir ", cdi_dir, ": ", ec.message()));
   const std::string path = CdiSpecPath(cdi_dir, claim, device.name);
-  absl::Status st = WriteFileAtomically(path, CdiSpecJson(claim, device, dev_root).dump(2) + "\n");
+  absl::Status st =
+      WriteFileAtomically(path, CdiSpecJson(claim, device, dev_root, env).dump(2) + "\n");
   if (!st.ok()) return st;
   return path;
 }

@@ -7,11 +7,12 @@
 // device nodes /dev/nvidia<minor> (of the physical GPU; a MIG instance shares its parent's),
 // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools (each under `dev_root` on the host, as
 // the device plugin's Allocate) and env NVIDIA_VISIBLE_DEVICES=<uuid> plus
-// TESSERA_DRA_CLAIM=<namespace>/<name>. Written with the current CDI spec version (kCdiVersion,
-// SPEC.md of cncf-tags/container-device-interface). Files are written to a temporary name and
-// renamed, so a runtime never reads half a spec.
+// TESSERA_DRA_CLAIM=<namespace>/<name>, then the claim's configured env (claim_config.h). Written
+// with the current CDI spec version (kCdiVersion, SPEC.md of cncf-tags/container-device-interface).
+// Files are written to a temporary name and renamed, so a runtime never reads half a spec.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,8 @@ struct CdiClaim {
 };
 
 // The spec of one device of a claim.
-kube::Json CdiSpecJson(const CdiClaim& claim, const DraDevice& device, const std::string& dev_root);
+kube::Json CdiSpecJson(const CdiClaim& claim, const DraDevice& device, const std::string& dev_root,
+                       const std::map<std::string, std::string>& env = {});
 
 // "<driver>/claim=<uid>-<device>".
 std::string CdiDeviceId(const CdiClaim& claim, const DraDevice& device);
@@ -42,7 +44,8 @@ std::string CdiSpecPath(const std::string& cdi_dir, const CdiClaim& claim,
 
 // Writes the device's spec file (atomically); returns its path. Idempotent.
 absl::StatusOr<std::string> WriteCdiSpec(const std::string& cdi_dir, const CdiClaim& claim,
-                                         const DraDevice& device, const std::string& dev_root);
+                                         const DraDevice& device, const std::string& dev_root,
+                                         const std::map<std::string, std::string>& env = {});
 
 // Writes `contents` to `path` through a temporary file and rename.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);

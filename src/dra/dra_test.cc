@@ -1,6 +1,7 @@
 // The DRA driver's parts without an API server: devices and the ResourceSlice, CDI specs, the
 // checkpoint (corruption included), ClaimPreparer (idempotence, restart, per-claim errors) and
 // the kubelet-facing gRPC server over a Unix socket (v1 and v1beta1).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -290,6 +291,52 @@ TEST_F(PreparerTest, PrepareIsIdempotentAndSurvivesRestart) {
   EXPECT_EQ(CdiFiles(), 0);
   EXPECT_TRUE(restarted->Unprepare({"ns", "c-u1", "u1"}).ok());  // idempotent
   EXPECT_TRUE(restarted->prepared().empty());
+}
+
+// The claim's opaque configuration, as the scheduler copies it into the allocation (the class's
+// first, then the claim's): its env reaches each device's CDI spec; bad parameters are a per-claim
+// error naming every field, and nothing is written.
+TEST_F(PreparerTest, ClaimConfigEnvReachesTheCdiSpec) {
+  Json c = Claim("u6", {"gpu-0"});
+  c["status"]["allocation"]["devices"]["config"] = Json::array(
+      {{{"source", "FromClass"},
+        {"requests", Json::array({"gpus"})},
+        {"opaque",
+         {{"driver", "gpu.tessera.dev"}, {"parameters", {{"env", {{"A", "class"}, {"B", "b"}}}}}}}},
+       {{"source", "FromClaim"},
+        {"opaque", {{"driver", "other.example.com"}, {"parameters", {{"whatever", 1}}}}}},
+       {{"source", "FromClaim"},
+        {"requests", Json::array({"other-request"})},
+        {"opaque", {{"driver", "gpu.tessera.dev"}, {"parameters", {{"env", {{"C", "no"}}}}}}}},
+       {{"source", "FromClaim"},
+        {"opaque", {{"driver", "gpu.tessera.dev"}, {"parameters", {{"env", {{"A", "claim"}}}}}}}}});
+  claims_["ns/c-u6"] = c;
+  auto p = Make();
+  ASSERT_TRUE(p->Load().ok());
+  absl::StatusOr<std::vector<PreparedDevice>> prepared = p->Prepare({"ns", "c-u6", "u6"});
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  std::ifstream in(dir_ + "/cdi/gpu.tessera.dev-claim-u6-gpu-0.json");
+  const Json spec = Json::parse(in);
+  const Json env = spec["devices"][0]["containerEdits"]["env"];
+  EXPECT_EQ(env, Json::array({"NVIDIA_VISIBLE_DEVICES=GPU-pcie-0", "TESSERA_DRA_CLAIM=ns/c-u6",
+                              "A=claim", "B=b"}));
+  // Parameters this driver does not take.
+  Json bad = Claim("u7", {"gpu-1"});
+  bad["status"]["allocation"]["devices"]["config"] =
+      Json::array({{{"opaque",
+                     {{"driver", "gpu.tessera.dev"},
+                      {"parameters",
+                       {{"env", {{"9X", "v"}, {"NVIDIA_VISIBLE_DEVICES", "all"}, {"N", 3}}},
+                        {"mps", true}}}}}}});
+  claims_["ns/c-u7"] = bad;
+  absl::StatusOr<std::vector<PreparedDevice>> refused = p->Prepare({"ns", "c-u7", "u7"});
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  for (const char* field : {"parameters.env.9X: not an environment variable name",
+                            "parameters.env.NVIDIA_VISIBLE_DEVICES: set by the driver",
+                            "parameters.env.N: not a string", "parameters.mps: unknown"}) {
+    EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr(field));
+  }
+  EXPECT_EQ(CdiFiles(), 1);  // u6's only
 }
 
 TEST_F(PreparerTest, PerClaimErrorsLeaveNothingBehind) {

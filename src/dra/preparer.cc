@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dra/cdi.h"
+#include "dra/claim_config.h"
 
 namespace tessera::dra {
 namespace {
@@ -127,7 +128,17 @@ absl::StatusOr<PreparedClaim> ClaimPreparer::PrepareNew(const ClaimRef& claim) {
                                                "' is not a device of this node"));
       break;
     }
-    absl::StatusOr<std::string> path = WriteCdiSpec(options_.cdi_dir, cdi, *dev, options_.dev_root);
+    const std::string request = r.value("request", "");
+    absl::StatusOr<DeviceConfig> config =
+        ConfigForDevice(status["allocation"]["devices"].value("config", kube::Json::array()),
+                        options_.driver, request);
+    if (!config.ok()) {
+      error = absl::InvalidArgumentError(
+          absl::StrCat(Describe(claim), ": ", config.status().message()));
+      break;
+    }
+    absl::StatusOr<std::string> path =
+        WriteCdiSpec(options_.cdi_dir, cdi, *dev, options_.dev_root, config->env);
     if (!path.ok()) {
       error = absl::Status(path.status().code(),
                            absl::StrCat(Describe(claim), ": ", path.status().message()));

@@ -148,6 +148,12 @@ absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::strin
     if (absl::Status s = add(ex.value("selectors", Json::array()), field + ".exactly"); !s.ok()) {
       return s;
     }
+    for (const Json& cfg : c->second.value("spec", Json::object()).value("config", Json::array())) {
+      if (!cfg.is_object() || !cfg.contains("opaque")) continue;
+      out.config.push_back({{"source", "FromClass"},
+                            {"requests", Json::array({req.name})},
+                            {"opaque", cfg["opaque"]}});
+    }
     const std::string mode = ex.value("allocationMode", "ExactCount");
     if (mode == "All") {
       req.all = true;
@@ -162,6 +168,12 @@ absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::strin
           absl::StrCat(who, field, ".exactly.allocationMode: ", mode, " is not ExactCount or All"));
     }
     out.spec.requests.push_back(std::move(req));
+  }
+  for (const Json& cfg : devices.value("config", Json::array())) {
+    if (!cfg.is_object() || !cfg.contains("opaque")) continue;
+    Json entry = {{"source", "FromClaim"}, {"opaque", cfg["opaque"]}};
+    if (cfg.contains("requests")) entry["requests"] = cfg["requests"];
+    out.config.push_back(std::move(entry));
   }
   for (const Json& c : devices.value("constraints", Json::array())) {
     if (!c.is_object() || !c.contains("matchAttribute")) continue;
@@ -259,15 +271,17 @@ std::vector<std::string> ClaimedGpuNames(const Json& claim) {
 }
 
 Json AllocationStatus(const std::vector<DeviceAllocation>& devices, const std::string& node,
-                      const std::string& pod_name, const std::string& pod_uid) {
+                      const std::string& pod_name, const std::string& pod_uid, const Json& config) {
   Json results = Json::array();
   for (const DeviceAllocation& d : devices) {
     results.push_back(
         {{"request", d.request}, {"driver", d.driver}, {"pool", d.pool}, {"device", d.device}});
   }
+  Json allocated = {{"results", std::move(results)}};
+  if (config.is_array() && !config.empty()) allocated["config"] = config;
   return {
       {"allocation",
-       {{"devices", {{"results", std::move(results)}}},
+       {{"devices", std::move(allocated)},
         {"nodeSelector",
          {{"nodeSelectorTerms",
            Json::array({{{"matchFields", Json::array({{{"key", "metadata.name"},

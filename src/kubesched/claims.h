@@ -65,6 +65,9 @@ struct PlacedClaim {
   int64_t gpus = 0;        // kGpus: whole GPUs it takes, all requests together
   bool allocated = false;  // its allocation was written (KubeScheduler: deallocate at the end)
   std::vector<std::string> held;  // once allocated: its devices (SliceDevice::Id)
+  // status.allocation.devices.config: each request's DeviceClass config (source FromClass, the
+  // request named), then the claim's own (FromClaim), as kube-scheduler writes it.
+  nlohmann::json config = nlohmann::json::array();
 };
 
 // `claim` (a ResourceClaim object) with the DeviceClasses by name. InvalidArgument names the
@@ -97,10 +100,12 @@ std::vector<std::string> ClaimedGpuNames(const nlohmann::json& claim);
 // The id (SliceDevice::Id) of an allocation result.
 std::string DeviceId(const DeviceAllocation& a);
 
-// The claim's status once allocated on `node` to Pod `pod_name`/`pod_uid`: allocation.devices,
-// allocation.nodeSelector (the node by name) and reservedFor.
+// The claim's status once allocated on `node` to Pod `pod_name`/`pod_uid`: allocation.devices
+// (with `config`, PlacedClaim::config, when not empty), allocation.nodeSelector (the node by
+// name) and reservedFor.
 nlohmann::json AllocationStatus(const std::vector<DeviceAllocation>& devices,
                                 const std::string& node, const std::string& pod_name,
-                                const std::string& pod_uid);
+                                const std::string& pod_uid,
+                                const nlohmann::json& config = nlohmann::json::array());
 
 }  // namespace tessera::kubesched

@@ -168,6 +168,27 @@ TEST(ClaimsTest, OtherDevicesComeFromWhatIsFreeAndNeverTwice) {
   EXPECT_EQ(AllocatedDeviceIds(claim), std::vector<std::string>{d[2].Id()});
 }
 
+// The class's opaque config (FromClass, naming the request) then the claim's (FromClaim), copied
+// into the allocation as kube-scheduler copies them, for the driver to apply.
+TEST(ClaimsTest, ClassAndClaimConfigGoIntoTheAllocation) {
+  std::map<std::string, Json> classes = Classes();
+  classes["gpu"]["spec"]["config"] = Json::array(
+      {{{"opaque", {{"driver", kDraDriver}, {"parameters", {{"env", {{"A", "1"}}}}}}}}});
+  Json claim = ClaimJson(1);
+  claim["spec"]["devices"]["config"] = Json::array(
+      {{{"requests", Json::array({"gpus"})},
+        {"opaque", {{"driver", kDraDriver}, {"parameters", {{"env", {{"A", "2"}}}}}}}}});
+  absl::StatusOr<PlacedClaim> c = ClaimOf(claim, classes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->config.size(), 2u);
+  EXPECT_EQ(c->config[0]["source"], "FromClass");
+  EXPECT_EQ(c->config[0]["requests"], Json::array({"gpus"}));
+  EXPECT_EQ(c->config[1]["source"], "FromClaim");
+  EXPECT_EQ(c->config[1]["opaque"]["parameters"]["env"]["A"], "2");
+  Json st = AllocationStatus({{"gpus", kDraDriver, "n1", "gpu-0"}}, "n1", "p", "pu", c->config);
+  EXPECT_EQ(st["allocation"]["devices"]["config"], c->config);
+}
+
 TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
   std::vector<SliceDevice> d = DevicesOfSlices(
       {Slice(Json::array({Device(0, 0), Device(1, 0), Device(2, 1), Device(3, 1)}))});
@@ -186,6 +207,7 @@ TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
   EXPECT_THAT(why, HasSubstr("the GPUs chosen do not satisfy it"));
   Json st = AllocationStatus((*shares)[0], "n1", "p", "pu");
   EXPECT_EQ(st["reservedFor"][0]["uid"], "pu");
+  EXPECT_FALSE(st["allocation"]["devices"].contains("config"));
   EXPECT_EQ(st["allocation"]["devices"]["results"].size(), 2u);
   Json claim = {{"status", st}};
   EXPECT_EQ(ClaimedGpuNames(claim).size(), 2u);

@@ -276,8 +276,9 @@ KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& 
       PlacedClaim pc = it->second[c];
       pc.held.clear();
       for (const DeviceAllocation& a : (*shares)[c]) pc.held.push_back(DeviceId(a));
-      out[pk].push_back({std::move(pc), AllocationStatus((*shares)[c], node, pod->metadata.name,
-                                                         pod->metadata.uid)});
+      Json status =
+          AllocationStatus((*shares)[c], node, pod->metadata.name, pod->metadata.uid, pc.config);
+      out[pk].push_back({std::move(pc), std::move(status)});
     }
   }
   return out;

@@ -399,6 +399,11 @@ TEST(KubeDraTest, KubeletWithUpstreamStubsPreparesAndUnpreparesClaims) {
                    {{"requests",
                      {{{"name", "gpus"},
                        {"exactly", {{"deviceClassName", "gpu.tessera.dev"}, {"count", 2}}}}}}}}}}};
+  // With opaque parameters for the driver: env for the containers (claim_config.h).
+  const Json config = {
+      {"requests", Json::array({"gpus"})},
+      {"opaque", {{"driver", kDriver}, {"parameters", {{"env", {{"TESSERA_TEST_MODE", "e2e"}}}}}}}};
+  claim["spec"]["devices"]["config"] = Json::array({config});
   absl::StatusOr<Json> created = admin->Create(kube::ResourceClaimsResource(), ns, claim);
   ASSERT_TRUE(created.ok()) << created.status();
   Json status = *created;
@@ -407,7 +412,10 @@ TEST(KubeDraTest, KubeletWithUpstreamStubsPreparesAndUnpreparesClaims) {
        {{"devices",
          {{"results",
            {{{"request", "gpus"}, {"driver", kDriver}, {"pool", node}, {"device", "gpu-2"}},
-            {{"request", "gpus"}, {"driver", kDriver}, {"pool", node}, {"device", "gpu-3"}}}}}}}}};
+            {{"request", "gpus"}, {"driver", kDriver}, {"pool", node}, {"device", "gpu-3"}}}},
+          {"config", Json::array({{{"source", "FromClaim"},
+                                   {"requests", config["requests"]},
+                                   {"opaque", config["opaque"]}}})}}}}}};
   absl::StatusOr<Json> allocated =
       admin->Update(kube::ResourceClaimsResource(), ns, "two-gpus", status, "status");
   ASSERT_TRUE(allocated.ok()) << allocated.status();
@@ -427,6 +435,8 @@ TEST(KubeDraTest, KubeletWithUpstreamStubsPreparesAndUnpreparesClaims) {
       Json::parse(ReadText(absl::StrCat(dir, "/cdi/gpu.tessera.dev-claim-", uid, "-gpu-3.json")),
                   nullptr, false);
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["env"][0], "NVIDIA_VISIBLE_DEVICES=GPU-l40s-3")
+      << spec.dump();
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["env"].back(), "TESSERA_TEST_MODE=e2e")
       << spec.dump();
   // Repeated: the same answer, nothing more written.
   EXPECT_EQ(run("prepare -socket " + dra + " -claims " + ref), first);
