@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes test bed (tests/kube: kube-apiserver, kube-scheduler,
-# kube-controller-manager and etcd from their Go modules, pinned by tests/kube/go.sum) into a cache
+# kube-controller-manager, kubelet and etcd from their Go modules, pinned by tests/kube/go.sum) into a cache
 # outside the clone and prints the bin directory on stdout. A second run with the same go.mod,
 # go.sum, Go version and flags only checks the stamp and prints the directory (seconds).
 #
@@ -70,7 +70,7 @@ cd "$MOD"
 export GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 go build -p "${KUBE_BED_JOBS:-2}" -trimpath -ldflags="$LDFLAGS" -o "$STAGE/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler \
-  k8s.io/kubernetes/cmd/kube-controller-manager ./etcd >&2
+  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubelet ./etcd >&2
 mv -T "$STAGE" "$BIN" 2>/dev/null || { rm -rf "$BIN"; mv -T "$STAGE" "$BIN"; }
 trap - EXIT
 "$BIN/etcd" --version | head -1 >&2

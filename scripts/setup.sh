@@ -12,6 +12,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus openssl libssl-dev
   iproute2 util-linux
+  containerd runc containernetworking-plugins
   python3
   chromium
 )

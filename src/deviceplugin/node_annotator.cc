@@ -132,6 +132,12 @@ void NodeAnnotator::Set(const NvLinkDomains& domains) {
   woken_ = true;
 }
 
+void NodeAnnotator::Resync() {
+  absl::MutexLock l(&mu_);
+  forced_ = true;
+  woken_ = true;
+}
+
 std::optional<std::string> NodeAnnotator::written() const {
   absl::MutexLock l(&mu_);
   return written_;
@@ -159,6 +165,10 @@ void NodeAnnotator::Run() {
       const absl::Time now = clock_.Now();
       absl::Time until = absl::InfiniteFuture();
       if (desired_.has_value()) {
+        if (forced_ && desired_ == written_) {
+          forced_ = false;
+          break;
+        }
         if (desired_ != written_) {
           if (now >= retry_due_) break;
           until = retry_due_;

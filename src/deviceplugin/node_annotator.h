@@ -102,6 +102,9 @@ class NodeAnnotator {
 
   // The value the Node is known to carry (written by the last patch; nullopt before the first
   // success and after a failure), and patches tried so far.
+  // Writes the value again soon even though it was written (someone else deleted or changed
+  // what was written: kubelet wipes a node's ResourceSlices when it starts). Thread-safe.
+  void Resync();
   std::optional<std::string> written() const;
   int attempts() const;
 
@@ -117,6 +120,7 @@ class NodeAnnotator {
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;  // Set or Stop since the thread last looked
+  bool forced_ ABSL_GUARDED_BY(mu_) = false;  // Resync since the thread last wrote
   std::optional<std::string> desired_ ABSL_GUARDED_BY(mu_);
   bool desired_complete_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<std::string> written_ ABSL_GUARDED_BY(mu_);

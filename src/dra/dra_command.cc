@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,8 @@
 #include "common/clock.h"
 #include "deviceplugin/node_annotator.h"
 #include "dra/driver.h"
+#include "kube/informer.h"
+#include "kube/resource.h"
 #include "kube/rest_client.h"
 
 namespace tessera::dra {
@@ -79,9 +82,30 @@ int RunDraDriver(const DraDriverFlags& flags) {
       std::cerr << "dra-driver: " << st.message() << "\n";
       code = 1;
     } else {
+      // The node's slices, watched: one of ours deleted (kubelet wipes its node's slices when
+      // it starts; an administrator) is written again at once.
+      const std::set<std::string> ours = {SliceName(options.driver, options.node_name),
+                                          CounterSliceName(options.driver, options.node_name)};
+      auto ours_gone = [&] {
+        std::cerr
+            << "dra-driver: a ResourceSlice of this node is missing (deleted); writing it again\n";
+        driver.Republish();
+      };
+      kube::ReflectorOptions ro;
+      ro.type = kube::ResourceSlicesResource();
+      ro.field_selector = "spec.nodeName=" + options.node_name;
+      kube::Informer slices(**client, ro);
+      slices.AddEventHandlers({nullptr, nullptr, [&](const kube::ObjectPtr& o) {
+                                 if (ours.contains((*o)["metadata"].value("name", ""))) ours_gone();
+                               }});
+      slices.Start();
+      if (slices.WaitForSync(absl::Seconds(30)) && slices.store().Get(*ours.begin()) == nullptr) {
+        ours_gone();  // deleted before the watch began
+      }
       int sig = 0;
       sigwait(&stop_signals, &sig);
       std::cerr << "dra-driver: signal " << sig << ", stopping\n";
+      slices.Stop();
       driver.Stop();
     }
   }

@@ -107,6 +107,10 @@ void DraDriver::Publish() {
   if (publisher_) publisher_->Set({value.dump(), true});
 }
 
+void DraDriver::Republish() {
+  if (publisher_) publisher_->Resync();
+}
+
 absl::Status DraDriver::WriteSlices(const std::string& value) {
   const std::string devices = SliceName(options_.driver, options_.node_name);
   const std::string counters = CounterSliceName(options_.driver, options_.node_name);
@@ -174,8 +178,9 @@ absl::Status DraDriver::Start() {
   so.plugin_dir = options_.plugin_dir;
   so.registry_dir = options_.registry_dir;
   so.log = options_.log;
+  // kubelet deletes its node's slices when it starts, before drivers register again.
+  so.on_registered = [this] { Republish(); };
   server_ = std::make_unique<KubeletServer>(*preparer_, so);
-  if (absl::Status st = server_->Start(); !st.ok()) return st;
 
   if (write_) {
     deviceplugin::NodeAnnotatorOptions po2 = options_.publish;
@@ -207,6 +212,9 @@ absl::Status DraDriver::Start() {
     Publish();
   });
   Publish();
+  // Serve kubelet once the publisher exists (registration republishes through it); publish
+  // only once kubelet can be served.
+  if (absl::Status st = server_->Start(); !st.ok()) return st;
   if (publisher_) publisher_->Start();
 
   agent::HealthMonitor::Options mo;

@@ -88,6 +88,10 @@ class DraDriver {
   KubeletServer& server() { return *server_; }
   // The checkpoint's load at Start: OK, or DataLoss when it was corrupted.
   absl::Status checkpoint_status() const { return checkpoint_status_; }
+  // Writes the slices again (someone deleted them: kubelet wipes a node's ResourceSlices when it
+  // starts, and the driver republishes when kubelet registers it). Thread-safe; no-op without
+  // a writer or before Start.
+  void Republish();
   // The devices' slice wanted now (after the last health change).
   kube::Json slice() const;
   // Every slice wanted now: the devices' and, when partitionable devices are published, the

@@ -70,6 +70,9 @@ class KubeletServer::Registration final : public ::pluginregistration::Registrat
     owner_.Log(status->plugin_registered()
                    ? std::string("registered with kubelet")
                    : absl::StrCat("kubelet refused the registration: ", status->error()));
+    if (status->plugin_registered() && owner_.options_.on_registered) {
+      owner_.options_.on_registered();
+    }
     return grpc::Status::OK;
   }
 

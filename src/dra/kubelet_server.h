@@ -38,6 +38,8 @@ struct KubeletServerOptions {
   std::string plugin_dir = "/var/lib/kubelet/plugins/gpu.tessera.dev";
   std::string registry_dir = "/var/lib/kubelet/plugins_registry";
   std::function<void(absl::string_view)> log;  // default stderr
+  // Called when kubelet says the registration succeeded (on its gRPC thread).
+  std::function<void()> on_registered;
 };
 
 class KubeletServer {

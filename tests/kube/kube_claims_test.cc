@@ -5,13 +5,22 @@
 // claim deallocated when its Pod goes, and a claim the scheduler cannot evaluate named to the
 // Pod. kubesched/claims.h has the design.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <string>
 
 #include "../server_process.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/testing/child_process.h"
 #include "deviceplugin/testing/fake_nodes.h"
 #include "dra/devices.h"
 #include "kube/api_error.h"
@@ -83,7 +92,8 @@ class KubeClaimsTest : public KubeSchedulerTest {
     classes_.push_back(name);
   }
   // `count` devices of class `cls` (count 0: allocationMode All).
-  void AddClaim(const std::string& name, const std::string& cls, int count, bool one_island) {
+  void AddClaim(const std::string& name, const std::string& cls, int count, bool one_island,
+                const Json& config = Json()) {
     Json exactly = {{"deviceClassName", cls}, {"allocationMode", "All"}};
     if (count > 0) exactly = {{"deviceClassName", cls}, {"count", count}};
     Json claim = {
@@ -98,6 +108,7 @@ class KubeClaimsTest : public KubeSchedulerTest {
           Json::array({{{"requests", Json::array({"gpus"})},
                         {"matchAttribute", "gpu.tessera.dev/nvlinkDomain"}}});
     }
+    if (!config.is_null()) claim["spec"]["devices"]["config"] = config;
     absl::StatusOr<Json> r = client_->Create(kube::ResourceClaimsResource(), ns_, claim);
     ASSERT_TRUE(r.ok()) << r.status();
   }
@@ -443,6 +454,165 @@ device.attributes["gpu.tessera.dev"].profile == "1g.10gb")");
     sched_.reset();
   }
   bed->StopKubeScheduler();
+}
+
+// End to end with a real kubelet (k8s.io/kubernetes/cmd/kubelet, built by scripts/kube-bed.sh as
+// the bed's other parts) on Debian's containerd: `tessera dra-driver` registers through kubelet's
+// plugins_registry; tessera scheduler allocates a Pod's claim (with its configuration) and binds
+// the Pod; kubelet calls the driver's NodePrepareResources (the CDI spec appears, with the
+// claim's env); deleting the Pod makes kubelet call NodeUnprepareResources (the spec goes). No
+// container runs: kubelet prepares claims before it creates the Pod's sandbox, whose image cannot
+// be pulled here (no registry). Skipped, saying why, unless root with containerd and the kubelet.
+TEST_F(KubeClaimsTest, ARealKubeletPreparesWhatTheSchedulerAllocated) {
+  KUBE_BED_OR_SKIP(bed);
+  if (geteuid() != 0) GTEST_SKIP() << "kubelet needs root";
+  if (TesseraBin().empty()) GTEST_SKIP() << "TESSERA_BIN is not set (run through ctest)";
+  std::string why;
+  const std::string bin_dir = FindBedBin(TESSERA_SOURCE_DIR, "kubelet", &why);
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::string kubelet = bin_dir.empty() ? "kubelet" : bin_dir + "/kubelet";
+  const std::string containerd = "/usr/bin/containerd";
+  if (!std::filesystem::exists(containerd)) {
+    GTEST_SKIP() << "no " << containerd << " (scripts/setup.sh installs Debian's containerd)";
+  }
+  SetUpClient(bed);
+  char tmpl[] = "/tmp/tessera-kubelet-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string root = dir + "/kubelet", sock = dir + "/containerd.sock";
+  std::filesystem::create_directories(dir + "/cni");
+  std::filesystem::create_directories(root);
+  std::ofstream(dir + "/containerd.toml")
+      << "version = 2\nroot = \"" << dir << "/containerd\"\nstate = \"" << dir
+      << "/containerd-state\"\n[grpc]\n  address = \"" << sock << "\"\n"
+      << "[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = "
+         "\"registry.k8s.io/pause:3.10\"\n"
+      << "  [plugins.\"io.containerd.grpc.v1.cri\".containerd]\n    snapshotter = \"native\"\n"
+      << "  [plugins.\"io.containerd.grpc.v1.cri\".cni]\n    bin_dir = \"/usr/lib/cni\"\n"
+      << "    conf_dir = \"" << dir << "/cni\"\n";
+  // A network configuration for the runtime to report its network ready (never run: no sandbox).
+  std::ofstream(dir + "/cni/10-bridge.conflist")
+      << R"({"cniVersion": "1.0.0", "name": "tessera-test", "plugins": [{"type": "bridge",
+"bridge": "tessera0", "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.7.0/24"}]]}},
+{"type": "loopback"}]})";
+  const std::string node = NodeName("kubelet");
+  const int port = FreeLoopbackPort();
+  std::ofstream(dir + "/kubelet.yaml")
+      << "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+      << "address: 127.0.0.1\nport: " << port << "\nreadOnlyPort: 0\nhealthzPort: 0\n"
+      << "authentication: {anonymous: {enabled: false}, webhook: {enabled: false}}\n"
+      << "authorization: {mode: AlwaysAllow}\ncgroupDriver: cgroupfs\nfailCgroupV1: false\n"
+      << "failSwapOn: false\ncgroupsPerQOS: false\nenforceNodeAllocatable: []\n"
+      << "containerRuntimeEndpoint: unix://" << sock << "\nresolvConf: \"\"\n"
+      << "evictionHard: {memory.available: \"0%\", nodefs.available: \"0%\", "
+         "imagefs.available: \"0%\"}\n"
+      << "localStorageCapacityIsolation: false\nserializeImagePulls: false\n";
+  std::ofstream(dir + "/gpus.yaml") << deviceplugin::testing::kPciePairs4;
+  struct Child {
+    pid_t pid = -1;
+    ~Child() { KillProcess(pid); }
+  } runtime, driver, agent;
+  runtime.pid =
+      SpawnProcess({containerd, "--config", dir + "/containerd.toml"}, dir + "/containerd.log");
+  ASSERT_TRUE(PollUntil([&] { return std::filesystem::exists(sock); }, absl::Seconds(30)))
+      << TailFile(dir + "/containerd.log");
+  driver.pid =
+      SpawnProcess({TesseraBin(), "dra-driver", "--backend", "fake", "--fake-config",
+                    dir + "/gpus.yaml", "--node-name", node, "--kubeconfig",
+                    bed->admin_kubeconfig(), "--plugin-dir", root + "/plugins/gpu.tessera.dev",
+                    "--registry-dir", root + "/plugins_registry", "--cdi-dir", dir + "/cdi"},
+                   dir + "/driver.log");
+  agent.pid = SpawnProcess(
+      {kubelet, "--config=" + dir + "/kubelet.yaml", "--kubeconfig=" + bed->admin_kubeconfig(),
+       "--root-dir=" + root, "--cert-dir=" + dir + "/pki", "--hostname-override=" + node,
+       "--node-labels=" + std::string(kSuite) + "=" + suite_},
+      dir + "/kubelet.log");
+  auto logs = [&] {
+    return absl::StrCat("\n--- kubelet:\n", TailFile(dir + "/kubelet.log"), "\n--- driver:\n",
+                        TailFile(dir + "/driver.log"), "\n--- containerd:\n",
+                        TailFile(dir + "/containerd.log"));
+  };
+  // The Node registers and turns Ready; kubelet takes the driver's registration.
+  auto ready = [&] {
+    absl::StatusOr<Json> n = client_->Get(kube::NodesResource(), "", node);
+    if (!n.ok()) return false;
+    for (const Json& c : (*n)["status"].value("conditions", Json::array())) {
+      if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+    }
+    return false;
+  };
+  ASSERT_TRUE(PollUntil(ready, absl::Seconds(90))) << logs();
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return TailFile(dir + "/driver.log").find("registered with kubelet") != std::string::npos;
+      },
+      absl::Seconds(60)))
+      << logs();
+  // The driver's slice gives the node its GPUs; a claim for two of them, with configuration.
+  const std::string cls = suite_ + "-gpu";
+  AddClass(cls, kGpuClass);
+  AddClaim("e2e", cls, 2, true,
+           Json::array(
+               {{{"opaque",
+                  {{"driver", kDriver}, {"parameters", {{"env", {{"TESSERA_E2E", "yes"}}}}}}}}}));
+  const std::string uid = Claim("e2e")["metadata"].value("uid", "");
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  // kubelet registers its Node with the not-ready taint, which kube-controller-manager's node
+  // lifecycle controller lifts once it is Ready; that controller does not run here.
+  Json pod = ClaimPod("p-e2e", "e2e");
+  pod["spec"]["tolerations"] = Json::array({{{"key", "node.kubernetes.io/not-ready"},
+                                             {"operator", "Exists"},
+                                             {"effect", "NoSchedule"}}});
+  AddPod(pod);
+  ASSERT_TRUE(w.Until([&] { return w.Nodes()["p-e2e"] == node; }, absl::Seconds(60)))
+      << w.Get("p-e2e").dump() << "\n"
+      << client_->List(kube::ResourceSlicesResource(), "", {})->dump() << logs();
+  // kubelet prepares the claim: its devices' CDI specs, with the configured env.
+  std::set<std::string> devices = Devices("e2e");
+  ASSERT_EQ(devices.size(), 2u);
+  auto spec_of = [&](const std::string& device) {
+    return absl::StrCat(dir, "/cdi/gpu.tessera.dev-claim-", uid, "-", device, ".json");
+  };
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return std::all_of(devices.begin(), devices.end(), [&](const std::string& d) {
+          return std::filesystem::exists(spec_of(d));
+        });
+      },
+      absl::Seconds(60)))
+      << logs();
+  std::ifstream in(spec_of(*devices.begin()));
+  const Json spec = Json::parse(in, nullptr, false);
+  ASSERT_FALSE(spec.is_discarded());
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["env"].back(), "TESSERA_E2E=yes") << spec.dump();
+  // The Pod goes: kubelet unprepares, the specs go.
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  ASSERT_TRUE(client_->Delete(kube::PodsResource(), ns_, "p-e2e", now).ok());
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return std::none_of(devices.begin(), devices.end(), [&](const std::string& d) {
+          return std::filesystem::exists(spec_of(d));
+        });
+      },
+      absl::Seconds(60)))
+      << logs();
+  std::cout << "a real kubelet prepared and unprepared claim e2e (" << absl::StrJoin(devices, ",")
+            << ") on " << node << "\n";
+  KillProcess(agent.pid);
+  KillProcess(runtime.pid);
+  // kubelet mounts under its root dir (the Pod's volumes): unmounted before the files go.
+  std::vector<std::string> mounts;
+  std::ifstream table("/proc/self/mounts");
+  for (std::string line; std::getline(table, line);) {
+    const std::vector<std::string> f = absl::StrSplit(line, ' ');
+    if (f.size() > 1 && absl::StartsWith(f[1], dir)) mounts.push_back(f[1]);
+  }
+  for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) umount2(it->c_str(), MNT_DETACH);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  EXPECT_FALSE(ec) << dir << ": " << ec.message();
 }
 
 }  // namespace

@@ -240,6 +240,7 @@ TEST(KubeDraTest, ManifestsApplyStrictlyAndGrantTheDriversRightsOnly) {
   }
   const std::string g = "resource.k8s.io";
   const std::vector<Access> allowed = {{"create", g, "resourceslices", "", "", ""},
+                                       {"watch", g, "resourceslices", "", "", ""},
                                        {"update", g, "resourceslices", "", "", "n-gpu"},
                                        {"delete", g, "resourceslices", "", "", "n-gpu"},
                                        {"get", g, "resourceclaims", "", "team", "c"}};
