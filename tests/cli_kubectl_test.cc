@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "cli_process_fixture.h"
+#include "httplib.h"
 
 namespace tessera::testing {
 namespace {
@@ -105,6 +107,46 @@ TEST_F(CliKubectlTest, WatchPrintsChangesAfterTheListing) {
   EXPECT_THAT(seen, HasSubstr("trainingjob/b"));
   EXPECT_NE(seen.rfind("trainingjob/a"), seen.find("trainingjob/a")) << "the deletion: " << seen;
   RunShell("pkill -f 'get jobs -w --request-timeout 20' || true");
+}
+
+// Many new objects go in one batch request (one store transaction), not a GET and a POST each;
+// applied again, the batch is refused (they exist) and each object is updated on its own.
+TEST_F(CliKubectlTest, ManyNewObjectsAreCreatedInOneBatch) {
+  std::string text;
+  for (int i = 0; i < 5; ++i) text += (i ? "---\n" : "") + Job("j" + std::to_string(i), 1, "nlp");
+  const std::string many = File("many.yaml", text);
+  auto batches = [&] {
+    httplib::Client c(url_);
+    auto r = c.Get("/metrics", {{"Authorization", "Bearer " + token_}});
+    if (!r || r->status != 200) return -1.0;
+    // tessera_api_requests_total{verb="batch",resource="...",code="201"} N
+    double n = 0;
+    std::istringstream in(r->body);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("tessera_api_requests_total{verb=\"batch\"", 0) == 0 &&
+          line.find("code=\"201\"") != std::string::npos) {
+        n += std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return n;
+  };
+  const double before = batches();
+  Result r = Run("apply -f " + many);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_THAT(r.out, HasSubstr("trainingjob.tessera.dev/j" + std::to_string(i) + " created"));
+  }
+  EXPECT_EQ(batches(), before + 1);
+  EXPECT_EQ(Names().size(), 5u);
+  // Again, one label changed: each exists, so each is configured on its own.
+  std::string changed = text;
+  changed.replace(changed.find("team: nlp"), 9, "team: cv");
+  r = Run("apply -f " + File("many.yaml", changed));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("trainingjob.tessera.dev/j0 configured"));
+  EXPECT_THAT(r.out, HasSubstr("trainingjob.tessera.dev/j4 configured"));
+  EXPECT_EQ(batches(), before + 1);
+  EXPECT_EQ(Names("-l team=cv").size(), 1u);
 }
 
 TEST_F(CliKubectlTest, DeleteByFileLabelAndAllWithDryRuns) {
