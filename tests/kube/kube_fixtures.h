@@ -66,12 +66,14 @@ inline void DeleteSuiteNodes(kube::RestClient& c, const std::string& suite) {
   for (const Json& n : items) (void)c.Delete(kube::NodesResource(), "", n["metadata"]["name"]);
 }
 
-// Pods of one namespace, watched: waits wake on the watch's events.
+// Pods of one namespace (or objects of another namespaced `type`), watched: waits wake on the
+// watch's events.
 class PodWatch {
  public:
-  PodWatch(kube::RestClient& c, const std::string& ns) {
+  PodWatch(kube::RestClient& c, const std::string& ns,
+           const kube::ResourceType& type = kube::PodsResource()) {
     kube::ReflectorOptions o;
-    o.type = kube::PodsResource();
+    o.type = type;
     o.ns = ns;
     inf_ = std::make_unique<kube::Informer>(c, o);
     auto bump = [this] {
