@@ -98,6 +98,70 @@ std::vector<model::Gpu> SliceGpus(const std::vector<SliceDevice>& devices,
   return gpus;
 }
 
+namespace {
+
+// One device request (an `exactly` request or a firstAvailable subrequest, `r` holding its
+// fields) named `name`, with its class's selectors and config (appended to `config`).
+absl::StatusOr<DeviceRequestSpec> RequestOf(const Json& r, const std::string& name,
+                                            const std::string& who, const std::string& field,
+                                            const std::map<std::string, Json>& classes,
+                                            Json* config) {
+  DeviceRequestSpec req;
+  req.name = name;
+  const std::string cls = r.value("deviceClassName", "");
+  auto c = classes.find(cls);
+  if (c == classes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, field, ".deviceClassName: no DeviceClass \"", cls, "\""));
+  }
+  auto add = [&](const Json& selectors, const std::string& where) -> absl::Status {
+    for (size_t k = 0; k < selectors.size(); ++k) {
+      const Json& s = selectors[k];
+      if (!s.is_object() || !s.contains("cel")) continue;
+      absl::StatusOr<kube::DeviceSelector> sel =
+          kube::DeviceSelector::Parse(s["cel"].value("expression", ""));
+      if (!sel.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who, where, ".selectors[", k, "]: ", sel.status().message()));
+      }
+      req.selectors.push_back(*std::move(sel));
+    }
+    return absl::OkStatus();
+  };
+  const Json class_spec = c->second.value("spec", Json::object());
+  if (absl::Status s =
+          add(class_spec.value("selectors", Json::array()), "DeviceClass " + cls + " spec");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = add(r.value("selectors", Json::array()), field); !s.ok()) return s;
+  for (const Json& cfg : class_spec.value("config", Json::array())) {
+    if (!cfg.is_object() || !cfg.contains("opaque")) continue;
+    config->push_back(
+        {{"source", "FromClass"}, {"requests", Json::array({name})}, {"opaque", cfg["opaque"]}});
+  }
+  const std::string mode = r.value("allocationMode", "ExactCount");
+  if (mode == "All") {
+    req.all = true;
+  } else if (mode == "ExactCount") {
+    req.count = r.value("count", int64_t{1});
+    if (req.count < 1) return absl::InvalidArgumentError(who + field + ".count: must be >= 1");
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, field, ".allocationMode: ", mode, " is not ExactCount or All"));
+  }
+  return req;
+}
+
+// Whole GPUs an ExactCount spec asks (All: known where it goes).
+int64_t CountedGpus(const ClaimSpec& spec) {
+  int64_t n = 0;
+  for (const DeviceRequestSpec& r : spec.requests) n += r.all ? 0 : r.count;
+  return n;
+}
+
+}  // namespace
+
 absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::string, Json>& classes) {
   PlacedClaim out;
   const Json meta = claim.value("metadata", Json::object());
@@ -109,72 +173,37 @@ absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::strin
   if (!requests.is_array() || requests.empty()) {
     return absl::InvalidArgumentError(who + "spec.devices.requests: none");
   }
+  // Each request's choices: one for `exactly`, its subrequests in order for firstAvailable.
+  std::vector<std::string> names;
+  std::vector<std::vector<DeviceRequestSpec>> choices;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Json& r = requests[i];
     const std::string field = absl::StrCat("spec.devices.requests[", i, "]");
-    if (!r.is_object() || !r.contains("exactly")) {
+    const std::string name = r.is_object() ? r.value("name", "") : "";
+    names.push_back(name);
+    choices.emplace_back();
+    if (r.is_object() && r.contains("exactly")) {
+      absl::StatusOr<DeviceRequestSpec> req =
+          RequestOf(r["exactly"], name, who, field + ".exactly", classes, &out.config);
+      if (!req.ok()) return req.status();
+      choices.back().push_back(*std::move(req));
+      continue;
+    }
+    const Json subs = r.is_object() ? r.value("firstAvailable", Json::array()) : Json::array();
+    if (!subs.is_array() || subs.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(who, field, ": only `exactly` requests are supported (not firstAvailable)"));
+          absl::StrCat(who, field, ": needs `exactly` or a non-empty `firstAvailable`"));
     }
-    const Json& ex = r["exactly"];
-    DeviceRequestSpec req;
-    req.name = r.value("name", "");
-    const std::string cls = ex.value("deviceClassName", "");
-    auto c = classes.find(cls);
-    if (c == classes.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(who, field, ".exactly.deviceClassName: no DeviceClass \"", cls, "\""));
+    for (size_t k = 0; k < subs.size(); ++k) {
+      const std::string sub = subs[k].is_object() ? subs[k].value("name", "") : "";
+      absl::StatusOr<DeviceRequestSpec> req =
+          RequestOf(subs[k], absl::StrCat(name, "/", sub), who,
+                    absl::StrCat(field, ".firstAvailable[", k, "]"), classes, &out.config);
+      if (!req.ok()) return req.status();
+      choices.back().push_back(*std::move(req));
     }
-    auto add = [&](const Json& selectors, const std::string& where) -> absl::Status {
-      for (size_t k = 0; k < selectors.size(); ++k) {
-        const Json& s = selectors[k];
-        if (!s.is_object() || !s.contains("cel")) continue;
-        absl::StatusOr<kube::DeviceSelector> sel =
-            kube::DeviceSelector::Parse(s["cel"].value("expression", ""));
-        if (!sel.ok()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(who, where, ".selectors[", k, "]: ", sel.status().message()));
-        }
-        req.selectors.push_back(*std::move(sel));
-      }
-      return absl::OkStatus();
-    };
-    if (absl::Status s =
-            add(c->second.value("spec", Json::object()).value("selectors", Json::array()),
-                "DeviceClass " + cls + " spec");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = add(ex.value("selectors", Json::array()), field + ".exactly"); !s.ok()) {
-      return s;
-    }
-    for (const Json& cfg : c->second.value("spec", Json::object()).value("config", Json::array())) {
-      if (!cfg.is_object() || !cfg.contains("opaque")) continue;
-      out.config.push_back({{"source", "FromClass"},
-                            {"requests", Json::array({req.name})},
-                            {"opaque", cfg["opaque"]}});
-    }
-    const std::string mode = ex.value("allocationMode", "ExactCount");
-    if (mode == "All") {
-      req.all = true;
-    } else if (mode == "ExactCount") {
-      req.count = ex.value("count", int64_t{1});
-      if (req.count < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(who, field, ".exactly.count: must be >= 1"));
-      }
-      out.gpus += req.count;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat(who, field, ".exactly.allocationMode: ", mode, " is not ExactCount or All"));
-    }
-    out.spec.requests.push_back(std::move(req));
   }
-  for (const Json& cfg : devices.value("config", Json::array())) {
-    if (!cfg.is_object() || !cfg.contains("opaque")) continue;
-    Json entry = {{"source", "FromClaim"}, {"opaque", cfg["opaque"]}};
-    if (cfg.contains("requests")) entry["requests"] = cfg["requests"];
-    out.config.push_back(std::move(entry));
-  }
+  std::vector<ClaimSpec::MatchAttribute> constraints;
   for (const Json& c : devices.value("constraints", Json::array())) {
     if (!c.is_object() || !c.contains("matchAttribute")) continue;
     ClaimSpec::MatchAttribute m;
@@ -183,14 +212,57 @@ absl::StatusOr<PlacedClaim> ClaimOf(const Json& claim, const std::map<std::strin
       m.attribute = std::string(kDraDriver) + "/" + m.attribute;
     for (const Json& n : c.value("requests", Json::array()))
       m.requests.push_back(n.get<std::string>());
-    out.spec.constraints.push_back(std::move(m));
+    constraints.push_back(std::move(m));
+  }
+  // The alternatives, most preferred first: every combination of the requests' choices in order
+  // (the first request's choice varying slowest), at most kMaxAlternatives. A constraint naming a
+  // request applies to the subrequest chosen; one naming a subrequest, only when it is chosen.
+  constexpr size_t kMaxAlternatives = 64;
+  std::vector<std::vector<size_t>> picks = {{}};
+  for (const auto& c : choices) {
+    std::vector<std::vector<size_t>> next;
+    for (const auto& p : picks) {
+      for (size_t k = 0; k < c.size() && next.size() < kMaxAlternatives; ++k) {
+        next.push_back(p);
+        next.back().push_back(k);
+      }
+    }
+    picks = std::move(next);
+  }
+  for (const std::vector<size_t>& p : picks) {
+    ClaimSpec spec;
+    for (size_t i = 0; i < p.size(); ++i) spec.requests.push_back(choices[i][p[i]]);
+    for (const ClaimSpec::MatchAttribute& m : constraints) {
+      ClaimSpec::MatchAttribute v{m.attribute, {}};
+      bool named = m.requests.empty();
+      for (const std::string& n : m.requests) {
+        for (size_t i = 0; i < p.size(); ++i) {
+          const std::string& chosen = choices[i][p[i]].name;
+          if (n == names[i] || n == chosen) {
+            v.requests.push_back(chosen);
+            named = true;
+          }
+        }
+      }
+      if (named) spec.constraints.push_back(std::move(v));
+    }
+    out.alternatives.push_back(std::move(spec));
+  }
+  out.spec = out.alternatives.front();
+  out.gpus = CountedGpus(out.spec);
+  for (const Json& cfg : devices.value("config", Json::array())) {
+    if (!cfg.is_object() || !cfg.contains("opaque")) continue;
+    Json entry = {{"source", "FromClaim"}, {"opaque", cfg["opaque"]}};
+    if (cfg.contains("requests")) entry["requests"] = cfg["requests"];
+    out.config.push_back(std::move(entry));
   }
   return out;
 }
 
-absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim* claim) {
+absl::StatusOr<ClaimKind> KindOf(const std::vector<SliceDevice>& cluster, const ClaimSpec& spec,
+                                 const std::string& claim_name) {
   std::vector<std::string> gpus, others;
-  for (const DeviceRequestSpec& r : claim->spec.requests) {
+  for (const DeviceRequestSpec& r : spec.requests) {
     bool whole = false, other = false;
     for (const SliceDevice& d : cluster) {
       if (whole && other) break;
@@ -206,18 +278,30 @@ absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim*
       if (match) (WholeGpu(d) ? whole : other) = true;
     }
     if (!whole && !other) {
-      return absl::UnavailableError(absl::StrCat("ResourceClaim ", claim->name, ": request ",
-                                                 r.name, " matches no published device yet"));
+      return absl::UnavailableError(absl::StrCat("ResourceClaim ", claim_name, ": request ", r.name,
+                                                 " matches no published device yet"));
     }
     (whole ? gpus : others).push_back(r.name);
   }
   if (!gpus.empty() && !others.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ResourceClaim ", claim->name, " asks for whole GPUs (request ", absl::StrJoin(gpus, ", "),
+        "ResourceClaim ", claim_name, " asks for whole GPUs (request ", absl::StrJoin(gpus, ", "),
         ") and other devices (request ", absl::StrJoin(others, ", "),
         ") at once: tessera scheduler places one or the other per claim"));
   }
-  claim->kind = gpus.empty() ? ClaimKind::kDevices : ClaimKind::kGpus;
+  return gpus.empty() ? ClaimKind::kDevices : ClaimKind::kGpus;
+}
+
+void PlacedClaim::Choose(size_t alternative, ClaimKind k) {
+  spec = alternatives[alternative];
+  kind = k;
+  gpus = kind == ClaimKind::kGpus ? CountedGpus(spec) : 0;
+}
+
+absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim* claim) {
+  absl::StatusOr<ClaimKind> kind = KindOf(cluster, claim->spec, claim->name);
+  if (!kind.ok()) return kind.status();
+  claim->kind = *kind;
   if (claim->kind == ClaimKind::kDevices) claim->gpus = 0;
   return absl::OkStatus();
 }

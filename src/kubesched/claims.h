@@ -7,13 +7,15 @@
 //     kDraDriver (SliceGpus): one per whole-GPU device, at its `index`, with memory, product and
 //     NVLink island (`nvlinkDomain`); indices missing from the slice (an unhealthy GPU leaves it)
 //     are unhealthy GPUs.
-//   - A Pod's claims (ClaimOf; `exactly` requests in ExactCount or All mode, any selectors,
-//     matchAttribute constraints) take one of two things (ClassifyClaim, by what their selectors
-//     match among the cluster's devices): whole GPUs of kDraDriver, which the core places as the
-//     member's GPUs (fit, gangs, preemption, the NVLink-aware chooser), or other devices (MIG
-//     instances, other drivers' devices), which the core does not model: those restrict the job
-//     to the nodes where they are free, and are allocated from what is free at binding. A claim
-//     mixing both, or a firstAvailable request, waits with a message naming it.
+//   - A Pod's claims (ClaimOf; `exactly` requests in ExactCount or All mode, firstAvailable
+//     subrequests, any selectors, matchAttribute constraints) take one of two things
+//     (ClassifyClaim, by what their selectors match among the cluster's devices): whole GPUs of
+//     kDraDriver, which the core places as the member's GPUs (fit, gangs, preemption, the
+//     NVLink-aware chooser), or other devices (MIG instances, other drivers' devices), which the
+//     core does not model: those restrict the job to the nodes where they are free, and are
+//     allocated from what is free at binding. A claim mixing both waits with a message naming it.
+//     With firstAvailable, each node takes the most preferred alternative it can hold, and the job
+//     goes where the most preferred one fits.
 //   - Where a claim can go: the nodes whose devices hold all the Pod's claims (AllocateClaim on
 //     the node's devices: whole GPUs as if free, since the core knows which are in use; other
 //     devices less those allocated to claims). An All request over whole GPUs takes the count
@@ -68,6 +70,12 @@ struct PlacedClaim {
   // status.allocation.devices.config: each request's DeviceClass config (source FromClass, the
   // request named), then the claim's own (FromClaim), as kube-scheduler writes it.
   nlohmann::json config = nlohmann::json::array();
+  // The claim's alternatives, most preferred first: one without firstAvailable requests; else
+  // every combination of the requests' subrequests in order (named "<request>/<subrequest>", as
+  // allocation results name them), at most 64. `spec` is the one chosen (the first at ClaimOf).
+  std::vector<ClaimSpec> alternatives;
+  // Makes alternative `alternative` of kind `k` the claim's spec (and its GPUs).
+  void Choose(size_t alternative, ClaimKind k);
 };
 
 // `claim` (a ResourceClaim object) with the DeviceClasses by name. InvalidArgument names the
@@ -75,6 +83,10 @@ struct PlacedClaim {
 // type not supported yet.
 absl::StatusOr<PlacedClaim> ClaimOf(const nlohmann::json& claim,
                                     const std::map<std::string, nlohmann::json>& classes);
+
+// What `spec` takes (see ClassifyClaim), for claim `claim_name`'s messages.
+absl::StatusOr<ClaimKind> KindOf(const std::vector<SliceDevice>& cluster, const ClaimSpec& spec,
+                                 const std::string& claim_name);
 
 // Sets `claim`'s kind from `cluster` (every device of the cluster's slices): kGpus when each
 // request's selectors match a whole GPU of kDraDriver, kDevices when none does. InvalidArgument

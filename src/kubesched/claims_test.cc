@@ -80,9 +80,6 @@ TEST(ClaimsTest, ClaimOfReadsRequestsAndConstraintsAndNamesWhatItCannotPlace) {
   EXPECT_EQ(all->gpus, 0);  // a node's count, known where it goes
   EXPECT_THAT(ClaimOf(ClaimJson(1, "gpu", "Some"), Classes()).status().message(),
               HasSubstr("allocationMode: Some is not ExactCount or All"));
-  Json first = ClaimJson(1);
-  first["spec"]["devices"]["requests"][0] = {{"name", "x"}, {"firstAvailable", Json::array()}};
-  EXPECT_THAT(ClaimOf(first, Classes()).status().message(), HasSubstr("firstAvailable"));
 }
 
 Json Mig(int parent, int k, const std::string& profile) {
@@ -92,7 +89,8 @@ Json Mig(int parent, int k, const std::string& profile) {
             {"index", {{"int", parent}}},
             {"profile", {{"string", profile}}},
             {"uuid", {{"string", absl::StrCat("MIG-", parent, "-", k)}}},
-            {"parentUUID", {{"string", absl::StrCat("GPU-", parent)}}}}}};
+            {"parentUUID", {{"string", absl::StrCat("GPU-", parent)}}},
+            {"nvlinkDomain", {{"int", parent}}}}}};
 }
 std::map<std::string, Json> MigClasses() {
   std::map<std::string, Json> c = Classes();
@@ -187,6 +185,51 @@ TEST(ClaimsTest, ClassAndClaimConfigGoIntoTheAllocation) {
   EXPECT_EQ(c->config[1]["opaque"]["parameters"]["env"]["A"], "2");
   Json st = AllocationStatus({{"gpus", kDraDriver, "n1", "gpu-0"}}, "n1", "p", "pu", c->config);
   EXPECT_EQ(st["allocation"]["devices"]["config"], c->config);
+}
+
+// firstAvailable: the alternatives in order of preference, results named "<request>/<sub>", a
+// constraint on the request applying to whichever subrequest is chosen.
+TEST(ClaimsTest, FirstAvailableGivesTheAlternativesInOrder) {
+  std::map<std::string, Json> classes = MigClasses();
+  Json claim = {
+      {"metadata", {{"name", "fa"}, {"uid", "u"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           Json::array({{{"name", "gpus"},
+                         {"firstAvailable",
+                          Json::array({{{"name", "four"}, {"deviceClassName", "gpu"}, {"count", 4}},
+                                       {{"name", "slice"}, {"deviceClassName", "mig-1g"}}})}}})},
+          {"constraints", Json::array({{{"requests", Json::array({"gpus"})},
+                                        {"matchAttribute", "gpu.tessera.dev/nvlinkDomain"}}})}}}}}};
+  absl::StatusOr<PlacedClaim> c = ClaimOf(claim, classes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->alternatives.size(), 2u);
+  EXPECT_EQ(c->alternatives[0].requests[0].name, "gpus/four");
+  EXPECT_EQ(c->alternatives[0].requests[0].count, 4);
+  EXPECT_EQ(c->alternatives[1].requests[0].name, "gpus/slice");
+  ASSERT_EQ(c->alternatives[1].constraints.size(), 1u);
+  EXPECT_EQ(c->alternatives[1].constraints[0].requests, std::vector<std::string>{"gpus/slice"});
+  EXPECT_EQ(c->spec.requests[0].name, "gpus/four");  // the first until placed
+  EXPECT_EQ(c->gpus, 4);
+  // A node with one whole GPU and MIG slices: the first alternative does not fit there, the
+  // second does; chosen, it takes no GPU of the core.
+  std::vector<SliceDevice> d =
+      DevicesOfSlices({Slice(Json::array({Device(0, 0), Mig(1, 0, "1g.10gb")}))});
+  EXPECT_EQ(*KindOf(d, c->alternatives[0], "fa"), ClaimKind::kGpus);
+  EXPECT_EQ(*KindOf(d, c->alternatives[1], "fa"), ClaimKind::kDevices);
+  EXPECT_FALSE(AllocateClaim(c->alternatives[0], d, {}).fits);
+  AllocationOutcome o = AllocateClaim(c->alternatives[1], d, {});
+  ASSERT_TRUE(o.fits) << o.why;
+  EXPECT_EQ(o.devices[0].request, "gpus/slice");
+  c->Choose(1, ClaimKind::kDevices);
+  EXPECT_EQ(c->spec.requests[0].name, "gpus/slice");
+  EXPECT_EQ(c->gpus, 0);
+  // Neither exactly nor firstAvailable: named.
+  claim["spec"]["devices"]["requests"][0] = {{"name", "x"}, {"firstAvailable", Json::array()}};
+  EXPECT_THAT(ClaimOf(claim, classes).status().message(),
+              HasSubstr("spec.devices.requests[0]: needs `exactly` or a non-empty "
+                        "`firstAvailable`"));
 }
 
 TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {

@@ -178,53 +178,76 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
     std::vector<SliceDevice>& d = devices[node] = DevicesOfSlices(slices);
     cluster.insert(cluster.end(), d.begin(), d.end());
   }
-  for (PlacedClaim& c : claims) {
-    if (c.allocated) continue;
-    if (absl::Status s = ClassifyClaim(cluster, &c); !s.ok()) return s;
+  // Each claim's alternatives (firstAvailable; one without) that something published could
+  // satisfy, with what they take.
+  std::vector<std::vector<std::pair<size_t, ClaimKind>>> usable(claims.size());
+  for (size_t c = 0; c < claims.size(); ++c) {
+    absl::Status first_error;
+    for (size_t a = 0; a < claims[c].alternatives.size(); ++a) {
+      absl::StatusOr<ClaimKind> kind = KindOf(cluster, claims[c].alternatives[a], claims[c].name);
+      if (kind.ok()) {
+        usable[c].push_back({a, *kind});
+      } else if (first_error.ok()) {
+        first_error = kind.status();
+      }
+    }
+    if (usable[c].empty()) return first_error;
   }
   // Where they could be allocated at all: whole GPUs as if free (the core knows which are in
-  // use), other devices less those allocated. Nodes by the whole GPUs they would take (All
-  // requests take a node's every match).
+  // use), other devices less those allocated. On each node each claim takes its most preferred
+  // alternative that fits; nodes are grouped by those choices and by the whole GPUs they would
+  // take (All requests take a node's every match).
   const std::set<std::string> allocated = AllocatedDevices();
   std::string why;
-  std::map<int64_t, std::vector<std::string>> by_gpus;
+  std::map<std::pair<std::vector<size_t>, int64_t>, std::vector<std::string>> groups;
   std::map<std::string, std::vector<int64_t>> shares;  // node -> each claim's GPUs
   for (const auto& [node, devs] : devices) {
     std::vector<SliceDevice> whole, others;
     for (const SliceDevice& d : devs) (WholeGpu(d) ? whole : others).push_back(d);
     std::set<std::string> gpus_taken, taken = allocated;
-    bool fits = true;
+    std::vector<size_t> choice;
     int64_t total = 0;
     std::vector<int64_t>& share = shares[node];
-    for (const PlacedClaim& c : claims) {
-      const bool gpus = c.kind == ClaimKind::kGpus;
-      std::set<std::string>& t = gpus ? gpus_taken : taken;
-      AllocationOutcome a = AllocateClaim(c.spec, gpus ? whole : others, t);
-      if (!a.fits) {
-        fits = false;
-        if (why.empty()) why = absl::StrCat("ResourceClaim ", c.name, " on ", node, ": ", a.why);
-        break;
+    for (size_t c = 0; c < claims.size(); ++c) {
+      for (size_t u = 0; u < usable[c].size() && choice.size() == c; ++u) {
+        const auto [a, kind] = usable[c][u];
+        const bool gpus = kind == ClaimKind::kGpus;
+        std::set<std::string>& t = gpus ? gpus_taken : taken;
+        AllocationOutcome o = AllocateClaim(claims[c].alternatives[a], gpus ? whole : others, t);
+        if (!o.fits) {
+          if (why.empty()) {
+            why = absl::StrCat("ResourceClaim ", claims[c].name, " on ", node, ": ", o.why);
+          }
+          continue;
+        }
+        for (const DeviceAllocation& d : o.devices) t.insert(DeviceId(d));
+        choice.push_back(u);
+        share.push_back(gpus ? static_cast<int64_t>(o.devices.size()) : 0);
+        total += share.back();
       }
-      for (const DeviceAllocation& d : a.devices) t.insert(DeviceId(d));
-      share.push_back(gpus ? static_cast<int64_t>(a.devices.size()) : 0);
-      total += share.back();
+      if (choice.size() == c) break;  // this claim fits nowhere on the node
     }
-    if (fits) by_gpus[total].push_back(node);
+    if (choice.size() == claims.size()) groups[{choice, total}].push_back(node);
   }
-  if (by_gpus.empty()) {
+  if (groups.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("no node's devices can hold the Pod's ResourceClaims",
                      why.empty() ? std::string(" (no ResourceSlices)") : ": " + why));
   }
-  // One GPU count for the member: the one most nodes agree on (fewer GPUs on a tie). Without
-  // All requests every node that fits agrees.
-  auto most = by_gpus.begin();
-  for (auto it = by_gpus.begin(); it != by_gpus.end(); ++it) {
-    if (it->second.size() > most->second.size()) most = it;
+  // One choice and one GPU count for the member: the most preferred alternatives any node
+  // holds; among nodes that agree on them, the GPU count most agree on (fewer on a tie).
+  // Without firstAvailable or All requests every node that fits agrees.
+  auto best = groups.begin();
+  for (auto it = groups.begin(); it != groups.end(); ++it) {
+    if (it->first.first == best->first.first && it->second.size() > best->second.size()) best = it;
   }
-  nodes->insert(most->second.begin(), most->second.end());
-  const std::vector<int64_t>& share = shares[most->second.front()];
-  for (size_t c = 0; c < claims.size(); ++c) claims[c].gpus = share[c];
+  nodes->insert(best->second.begin(), best->second.end());
+  const std::vector<int64_t>& share = shares[best->second.front()];
+  for (size_t c = 0; c < claims.size(); ++c) {
+    const auto [a, kind] = usable[c][best->first.first[c]];
+    claims[c].Choose(a, kind);
+    claims[c].gpus = share[c];
+  }
   pod_claims_[pod_key] = std::move(claims);
   return absl::OkStatus();
 }

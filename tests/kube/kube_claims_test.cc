@@ -336,6 +336,45 @@ device.attributes["gpu.tessera.dev"].productName.startsWith("NVIDIA A100"))");
   EXPECT_EQ(sched_->stats().bind_errors, 0);
 }
 
+// firstAvailable (a prioritized list): H200s preferred, else A100s; the cluster has A100s, so the
+// claim gets two of them, the results naming the subrequest chosen ("gpus/a100"), as the API
+// server checks.
+TEST_F(KubeClaimsTest, FirstAvailableTakesTheFirstAlternativeThatFits) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  const std::string h200 = suite_ + "-h200", a100 = suite_ + "-a100";
+  AddClass(h200, R"(device.attributes["gpu.tessera.dev"].productName.startsWith("NVIDIA H200"))");
+  AddClass(a100, R"(device.attributes["gpu.tessera.dev"].productName.startsWith("NVIDIA A100"))");
+  AddDraNode("f", {0, 0, 1, 1}, "NVIDIA A100-SXM4-80GB");
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  Json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "fa"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           Json::array(
+               {{{"name", "gpus"},
+                 {"firstAvailable",
+                  Json::array({{{"name", "h200"}, {"deviceClassName", h200}, {"count", 2}},
+                               {{"name", "a100"}, {"deviceClassName", a100}, {"count", 2}}})}}})},
+          {"constraints", Json::array({{{"requests", Json::array({"gpus"})},
+                                        {"matchAttribute", "gpu.tessera.dev/nvlinkDomain"}}})}}}}}};
+  absl::StatusOr<Json> created = client_->Create(kube::ResourceClaimsResource(), ns_, claim);
+  ASSERT_TRUE(created.ok()) << created.status();
+  AddPod(ClaimPod("p-fa", "fa"));
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 1; })) << w.Unschedulable("p-fa");
+  const Json results = Claim("fa")["status"]["allocation"]["devices"]["results"];
+  ASSERT_EQ(results.size(), 2u) << Claim("fa").dump();
+  for (const Json& r : results) EXPECT_EQ(r.value("request", ""), "gpus/a100") << r.dump();
+  const std::set<std::string> devices = Devices("fa");
+  EXPECT_TRUE(devices == std::set<std::string>({"gpu-0", "gpu-1"}) ||
+              devices == std::set<std::string>({"gpu-2", "gpu-3"}))
+      << Claim("fa").dump();  // one NVLink domain
+}
+
 // The bed's kube-scheduler, a peer on the same objects: the same node (a 4-GPU NVLink island
 // first, then two 2-GPU islands), the same claims (2 GPUs unconstrained, then 4 in one domain),
 // each Pod bound by one scheduler at a time. Tessera's best fit keeps the 4-GPU island whole for
