@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "controller/queue_codec.h"
 #include "kube/codec.h"
@@ -88,53 +89,80 @@ void KubeScheduler::Impl::Note(const std::function<void(Inbox&)>& f) {
   f(inbox_);
 }
 
-absl::Status KubeScheduler::Impl::Start() {
-  has_coscheduling_ = Served(client_, "scheduling.x-k8s.io/v1alpha1", "podgroups");
-  kep_groups_ = kube::PodGroupsResource();
-  for (const char* v : {"v1beta1", "v1alpha3"}) {
-    if (Served(client_, absl::StrCat("scheduling.k8s.io/", v), "podgroups")) {
-      has_kep_groups_ = true;
-      kep_groups_.version = v;
-      break;
+std::unique_ptr<kube::Informer> KubeScheduler::Impl::MakeInformer(
+    const kube::ResourceType& t, std::function<void(Inbox&, const std::string&)> f) {
+  kube::ReflectorOptions ro;
+  ro.type = t;
+  ro.log = opts_.log;
+  auto inf = std::make_unique<kube::Informer>(client_, ro);
+  auto note = [this, f](const kube::ObjectPtr& o) {
+    const std::string key = kube::KeyOf(*o);
+    Note([&](Inbox& in) { f(in, key); });
+  };
+  inf->AddEventHandlers({[note](const kube::ObjectPtr& o, bool) { note(o); },
+                         [note](const kube::ObjectPtr&, const kube::ObjectPtr& o) { note(o); },
+                         [note](const kube::ObjectPtr& o) { note(o); }});
+  return inf;
+}
+
+void KubeScheduler::Impl::DiscoverApis() {
+  const bool started = loop_.joinable();  // later passes start what they add
+  std::vector<kube::Informer*> added;
+  std::vector<std::string> names;
+  if (!has_coscheduling_ && Served(client_, "scheduling.x-k8s.io/v1alpha1", "podgroups")) {
+    has_coscheduling_ = true;
+    cogroups_inf_ =
+        MakeInformer(kube::CoschedulingPodGroupsResource(),
+                     [](Inbox& in, const std::string& k) { in.groups.insert("x:" + k); });
+    added.push_back(cogroups_inf_.get());
+    names.push_back("scheduling.x-k8s.io/v1alpha1 podgroups");
+  }
+  if (!has_kep_groups_) {
+    for (const char* v : {"v1beta1", "v1alpha3"}) {
+      if (Served(client_, absl::StrCat("scheduling.k8s.io/", v), "podgroups")) {
+        has_kep_groups_ = true;
+        kep_groups_ = kube::PodGroupsResource();
+        kep_groups_.version = v;
+        kgroups_inf_ = MakeInformer(
+            kep_groups_, [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
+        added.push_back(kgroups_inf_.get());
+        names.push_back(absl::StrCat("scheduling.k8s.io/", v, " podgroups"));
+        break;
+      }
     }
   }
-  has_queues_ = Served(client_, "tessera.dev/v1", "queues");
-  has_dra_ = Served(client_, "resource.k8s.io/v1", "resourceslices");
+  if (!has_queues_ && Served(client_, "tessera.dev/v1", "queues")) {
+    has_queues_ = true;
+    queues_inf_ = MakeInformer(kube::QueuesResource(),
+                               [](Inbox& in, const std::string&) { in.queues = true; });
+    added.push_back(queues_inf_.get());
+    names.push_back("tessera.dev/v1 queues");
+  }
+  if (!has_dra_ && Served(client_, "resource.k8s.io/v1", "resourceslices")) {
+    has_dra_ = true;
+    StartDraInformers();
+    for (auto* p : {&slices_inf_, &claims_inf_, &classes_inf_}) added.push_back(p->get());
+    names.push_back("resource.k8s.io/v1");
+  }
+  if (!started) return;  // Start starts and syncs every informer
+  for (kube::Informer* i : added) i->Start();
+  if (!names.empty()) {
+    opts_.log.Info("API now served; watching it", {{"apis", absl::StrJoin(names, ", ")}});
+  }
+}
+
+absl::Status KubeScheduler::Impl::Start() {
+  kep_groups_ = kube::PodGroupsResource();
+  nodes_inf_ = MakeInformer(kube::NodesResource(),
+                            [](Inbox& in, const std::string& k) { in.nodes.insert(k); });
+  pods_inf_ = MakeInformer(kube::PodsResource(),
+                           [](Inbox& in, const std::string& k) { in.pods.insert(k); });
+  DiscoverApis();
   opts_.log.Info("scheduler APIs", {{"coschedulingPodGroups", has_coscheduling_ ? "yes" : "no"},
                                     {"kepPodGroups", has_kep_groups_ ? kep_groups_.version : "no"},
                                     {"queues", has_queues_ ? "yes" : "no"},
                                     {"resourceClaims", has_dra_ ? "yes" : "no"}});
-  auto make = [&](const kube::ResourceType& t, std::function<void(Inbox&, const std::string&)> f) {
-    kube::ReflectorOptions ro;
-    ro.type = t;
-    ro.log = opts_.log;
-    auto inf = std::make_unique<kube::Informer>(client_, ro);
-    auto note = [this, f](const kube::ObjectPtr& o) {
-      const std::string key = kube::KeyOf(*o);
-      Note([&](Inbox& in) { f(in, key); });
-    };
-    inf->AddEventHandlers({[note](const kube::ObjectPtr& o, bool) { note(o); },
-                           [note](const kube::ObjectPtr&, const kube::ObjectPtr& o) { note(o); },
-                           [note](const kube::ObjectPtr& o) { note(o); }});
-    return inf;
-  };
-  nodes_inf_ =
-      make(kube::NodesResource(), [](Inbox& in, const std::string& k) { in.nodes.insert(k); });
-  pods_inf_ =
-      make(kube::PodsResource(), [](Inbox& in, const std::string& k) { in.pods.insert(k); });
-  if (has_coscheduling_) {
-    cogroups_inf_ = make(kube::CoschedulingPodGroupsResource(),
-                         [](Inbox& in, const std::string& k) { in.groups.insert("x:" + k); });
-  }
-  if (has_kep_groups_) {
-    kgroups_inf_ =
-        make(kep_groups_, [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
-  }
-  if (has_queues_) {
-    queues_inf_ =
-        make(kube::QueuesResource(), [](Inbox& in, const std::string&) { in.queues = true; });
-  }
-  if (has_dra_) StartDraInformers();
+  next_discovery_ = absl::Now() + opts_.api_rediscovery;
   std::vector<kube::Informer*> all;
   for (auto* p : {&nodes_inf_, &pods_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_,
                   &slices_inf_, &claims_inf_, &classes_inf_}) {
@@ -173,7 +201,8 @@ void KubeScheduler::Impl::Stop() {
     stop_ = true;
   }
   if (loop_.joinable()) loop_.join();
-  for (auto* p : {&pods_inf_, &nodes_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_}) {
+  for (auto* p : {&pods_inf_, &nodes_inf_, &cogroups_inf_, &kgroups_inf_, &queues_inf_,
+                  &slices_inf_, &claims_inf_, &classes_inf_}) {
     if (*p) (*p)->Stop();
   }
   if (writer_) writer_->Close();
@@ -198,6 +227,10 @@ void KubeScheduler::Impl::Loop() {
       processing_ = true;
     }
     if (in.empty()) cycle_needed_ = true;  // the tick
+    if (absl::Now() >= next_discovery_) {
+      next_discovery_ = absl::Now() + opts_.api_rediscovery;
+      if (!has_coscheduling_ || !has_kep_groups_ || !has_queues_ || !has_dra_) DiscoverApis();
+    }
     Process(in, /*initial=*/false);
     absl::MutexLock l(&mu_);
     processing_ = false;

@@ -58,6 +58,9 @@ struct KubeSchedulerOptions {
   int api_writers = 64;
   std::string identity = "tessera-scheduler";  // Events' reportingInstance
   absl::Duration sync_timeout = absl::Seconds(60);
+  // How often an API not served at start (the PodGroup APIs, Queue, resource.k8s.io/v1) is
+  // looked for again: CRDs installed after the scheduler are watched from then on.
+  absl::Duration api_rediscovery = absl::Seconds(30);
   obs::Logger log;
 };
 

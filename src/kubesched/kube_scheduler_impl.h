@@ -144,6 +144,12 @@ class KubeScheduler::Impl {
 
   std::optional<kube::Pod> GetPod(const std::string& key) const;
 
+  // Looks for the optional APIs not served yet and watches those that are now (their
+  // informers started; their first lists arrive as events). Loop thread (or Start).
+  void DiscoverApis();
+  // An informer on `t` whose events note `f(inbox, object key)`; not started.
+  std::unique_ptr<kube::Informer> MakeInformer(const kube::ResourceType& t,
+                                               std::function<void(Inbox&, const std::string&)> f);
   // kube_scheduler_claims.cc: ResourceClaims for the devices of `tessera dra-driver` (claims.h).
   // The informers on ResourceSlices, ResourceClaims and DeviceClasses, when resource.k8s.io/v1
   // is served.
@@ -183,6 +189,7 @@ class KubeScheduler::Impl {
   const Clock& clock_;
   KubeSchedulerOptions opts_;
   bool has_coscheduling_ = false, has_kep_groups_ = false, has_queues_ = false;
+  absl::Time next_discovery_ = absl::InfiniteFuture();  // loop thread
   // KEP-4671 PodGroups at the newest version served (v1beta1 where the apiserver serves it, as
   // kube-scheduler 1.37 reads them; else v1alpha3).
   kube::ResourceType kep_groups_;

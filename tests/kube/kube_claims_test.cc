@@ -156,6 +156,38 @@ class KubeClaimsTest : public KubeSchedulerTest {
 const char kGpuClass[] =
     R"(device.driver == "gpu.tessera.dev" && device.attributes["gpu.tessera.dev"].type == "gpu")";
 
+// An API installed after the scheduler started (here the PodGroup CRD of scheduler-plugins, as a
+// Helm chart may install it after the scheduler) is watched from then on: a gang held because
+// the API was not served is placed once its PodGroup exists. First in this binary, before any
+// test installs the CRDs on the shared bed.
+TEST_F(KubeClaimsTest, AGangApiInstalledAfterTheSchedulerStartsIsWatched) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  absl::StatusOr<kube::HttpResult> served =
+      client_->Raw("GET", "/apis/scheduling.x-k8s.io/v1alpha1");
+  if (served.ok() && served->status == 200) {
+    GTEST_SKIP() << "the PodGroup CRD is installed on this bed already (another test ran first)";
+  }
+  AddNode("g", 8);
+  PodWatch w(*client_, ns_);
+  StartScheduler(
+      [](kubesched::KubeSchedulerOptions& o) { o.api_rediscovery = absl::Milliseconds(200); });
+  for (const char* n : {"g0", "g1"}) {
+    Json pod = PodJson(n, suite_, 2);
+    pod["metadata"]["labels"] = {{"scheduling.x-k8s.io/pod-group", "g"}};
+    AddPod(pod);
+  }
+  ASSERT_TRUE(w.Until([&] { return !w.Unschedulable("g0").empty(); }));
+  EXPECT_NE(w.Unschedulable("g0").find("not served"), std::string::npos) << w.Unschedulable("g0");
+  InstallCrds(*client_);
+  Json group = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                {"kind", "PodGroup"},
+                {"metadata", {{"name", "g"}}},
+                {"spec", {{"minMember", 2}}}};
+  ASSERT_TRUE(client_->Create(kube::CoschedulingPodGroupsResource(), ns_, group).ok());
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 2; })) << w.Unschedulable("g0");
+}
+
 TEST_F(KubeClaimsTest, ClaimsTakeIslandsOfTheSlicesGpusAndAreWrittenBeforeTheBinding) {
   KUBE_BED_OR_SKIP(bed);
   SetUpClient(bed);
