@@ -266,16 +266,12 @@ absl::StatusOr<ClaimKind> KindOf(const std::vector<SliceDevice>& cluster, const 
     bool whole = false, other = false;
     for (const SliceDevice& d : cluster) {
       if (whole && other) break;
-      if (WholeGpu(d) ? whole : other) continue;  // that kind is known to match already
-      bool match = true;
-      for (const kube::DeviceSelector& s : r.selectors) {
+      bool& found = WholeGpu(d) ? whole : other;
+      if (found) continue;  // that kind is known to match already
+      found = std::all_of(r.selectors.begin(), r.selectors.end(), [&](const auto& s) {
         absl::StatusOr<bool> m = s.Matches(d.cel);
-        if (!m.ok() || !*m) {
-          match = false;
-          break;
-        }
-      }
-      if (match) (WholeGpu(d) ? whole : other) = true;
+        return m.ok() && *m;
+      });
     }
     if (!whole && !other) {
       return absl::UnavailableError(absl::StrCat("ResourceClaim ", claim_name, ": request ", r.name,
@@ -296,14 +292,6 @@ void PlacedClaim::Choose(size_t alternative, ClaimKind k) {
   spec = alternatives[alternative];
   kind = k;
   gpus = kind == ClaimKind::kGpus ? CountedGpus(spec) : 0;
-}
-
-absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim* claim) {
-  absl::StatusOr<ClaimKind> kind = KindOf(cluster, claim->spec, claim->name);
-  if (!kind.ok()) return kind.status();
-  claim->kind = *kind;
-  if (claim->kind == ClaimKind::kDevices) claim->gpus = 0;
-  return absl::OkStatus();
 }
 
 std::string DeviceId(const DeviceAllocation& a) {
@@ -345,12 +333,14 @@ std::optional<std::vector<std::vector<DeviceAllocation>>> ClaimShares(
   return out;
 }
 
-std::vector<std::string> ClaimedGpuNames(const Json& claim) {
-  std::vector<std::string> out;
-  const Json results = AllocationResults(claim);
-  for (const Json& r : results) {
-    if (r.value("driver", "") == kDraDriver) out.push_back(r.value("device", ""));
+std::vector<int> GpuIndicesOf(const std::vector<SliceDevice>& node,
+                              const std::set<std::string>& ids) {
+  std::vector<int> out;
+  for (const SliceDevice& d : node) {
+    std::optional<int> index = GpuIndex(d);
+    if (index && ids.contains(d.Id())) out.push_back(*index);
   }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -9,7 +9,7 @@
 //     are unhealthy GPUs.
 //   - A Pod's claims (ClaimOf; `exactly` requests in ExactCount or All mode, firstAvailable
 //     subrequests, any selectors, matchAttribute constraints) take one of two things
-//     (ClassifyClaim, by what their selectors match among the cluster's devices): whole GPUs of
+//     (KindOf, by what their selectors match among the cluster's devices): whole GPUs of
 //     kDraDriver, which the core places as the member's GPUs (fit, gangs, preemption, the
 //     NVLink-aware chooser), or other devices (MIG instances, other drivers' devices), which the
 //     core does not model: those restrict the job to the nodes where they are free, and are
@@ -84,15 +84,13 @@ struct PlacedClaim {
 absl::StatusOr<PlacedClaim> ClaimOf(const nlohmann::json& claim,
                                     const std::map<std::string, nlohmann::json>& classes);
 
-// What `spec` takes (see ClassifyClaim), for claim `claim_name`'s messages.
+// What `spec` (one of a claim's alternatives) takes, from `cluster` (every device of the
+// cluster's slices): kGpus when each request's selectors match a whole GPU of kDraDriver,
+// kDevices when none does. InvalidArgument names the requests when it mixes both; Unavailable
+// when a request matches no device at all (it waits for one to be published). `claim_name` is
+// for the messages.
 absl::StatusOr<ClaimKind> KindOf(const std::vector<SliceDevice>& cluster, const ClaimSpec& spec,
                                  const std::string& claim_name);
-
-// Sets `claim`'s kind from `cluster` (every device of the cluster's slices): kGpus when each
-// request's selectors match a whole GPU of kDraDriver, kDevices when none does. InvalidArgument
-// names the requests when it mixes both; Unavailable when a request matches no device at all
-// (it waits for one to be published).
-absl::Status ClassifyClaim(const std::vector<SliceDevice>& cluster, PlacedClaim* claim);
 
 // The devices (SliceDevice::Id) a claim object's status.allocation holds.
 std::vector<std::string> AllocatedDeviceIds(const nlohmann::json& claim);
@@ -106,8 +104,10 @@ std::optional<std::vector<std::vector<DeviceAllocation>>> ClaimShares(
     const std::vector<PlacedClaim>& claims, const std::vector<SliceDevice>& chosen,
     const std::vector<SliceDevice>& node, std::set<std::string>* allocated, std::string* why);
 
-// The devices of kDraDriver a claim object's status.allocation holds (their names).
-std::vector<std::string> ClaimedGpuNames(const nlohmann::json& claim);
+// The GPU indices (GpuIndex) of `node`'s whole GPUs whose ids (SliceDevice::Id) are in `ids`,
+// sorted: the GPUs that allocations holding `ids` take on the node.
+std::vector<int> GpuIndicesOf(const std::vector<SliceDevice>& node,
+                              const std::set<std::string>& ids);
 
 // The id (SliceDevice::Id) of an allocation result.
 std::string DeviceId(const DeviceAllocation& a);

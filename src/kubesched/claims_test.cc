@@ -112,24 +112,37 @@ Json MigClaim(int count, const std::string& cls = "mig-1g") {
                              {"exactly", {{"deviceClassName", cls}, {"count", count}}}}})}}}}}};
 }
 
-TEST(ClaimsTest, AClaimTakesWholeGpusOrOtherDevicesByWhatItsSelectorsMatch) {
-  // GPU 1 is in MIG mode: published as its instances only.
-  std::vector<SliceDevice> d = DevicesOfSlices({Slice(Json::array(
+// A node whose GPU 0 is whole and GPU 1 in MIG mode, published as its instances only: two
+// 1g.10gb and a 3g.40gb.
+std::vector<SliceDevice> MigNodeDevices() {
+  return DevicesOfSlices({Slice(Json::array(
       {Device(0, 0), Mig(1, 0, "1g.10gb"), Mig(1, 1, "1g.10gb"), Mig(1, 2, "3g.40gb")}))});
+}
+
+// The claim's first alternative classified and chosen, as PlaceClaims does.
+absl::Status Classify(const std::vector<SliceDevice>& cluster, PlacedClaim* claim) {
+  absl::StatusOr<ClaimKind> kind = KindOf(cluster, claim->alternatives[0], claim->name);
+  if (!kind.ok()) return kind.status();
+  claim->Choose(0, *kind);
+  return absl::OkStatus();
+}
+
+TEST(ClaimsTest, AClaimTakesWholeGpusOrOtherDevicesByWhatItsSelectorsMatch) {
+  std::vector<SliceDevice> d = MigNodeDevices();
   absl::StatusOr<PlacedClaim> gpus = ClaimOf(ClaimJson(1), MigClasses());
   ASSERT_TRUE(gpus.ok());
-  ASSERT_TRUE(ClassifyClaim(d, &*gpus).ok());
+  ASSERT_TRUE(Classify(d, &*gpus).ok());
   EXPECT_EQ(gpus->kind, ClaimKind::kGpus);
   EXPECT_EQ(gpus->gpus, 1);
   absl::StatusOr<PlacedClaim> mig = ClaimOf(MigClaim(2), MigClasses());
   ASSERT_TRUE(mig.ok()) << mig.status();
-  ASSERT_TRUE(ClassifyClaim(d, &*mig).ok());
+  ASSERT_TRUE(Classify(d, &*mig).ok());
   EXPECT_EQ(mig->kind, ClaimKind::kDevices);
   EXPECT_EQ(mig->gpus, 0);  // the core places no GPU for it
   // A request whose selectors match a whole GPU takes whole GPUs (the core counts them).
   absl::StatusOr<PlacedClaim> any = ClaimOf(MigClaim(1, "any"), MigClasses());
   ASSERT_TRUE(any.ok());
-  ASSERT_TRUE(ClassifyClaim(d, &*any).ok());
+  ASSERT_TRUE(Classify(d, &*any).ok());
   EXPECT_EQ(any->kind, ClaimKind::kGpus);
   // Whole GPUs and MIG instances in one claim: named, not placed.
   Json mixed = MigClaim(1);
@@ -137,20 +150,19 @@ TEST(ClaimsTest, AClaimTakesWholeGpusOrOtherDevicesByWhatItsSelectorsMatch) {
       {{"name", "whole"}, {"exactly", {{"deviceClassName", "gpu"}}}});
   absl::StatusOr<PlacedClaim> m = ClaimOf(mixed, MigClasses());
   ASSERT_TRUE(m.ok());
-  absl::Status s = ClassifyClaim(d, &*m);
+  absl::Status s = Classify(d, &*m);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("whole GPUs (request whole) and other devices (request "
                                      "slices)"));
   // Nothing published matches yet: it waits.
-  EXPECT_EQ(ClassifyClaim({d[0]}, &*mig).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Classify({d[0]}, &*mig).code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(ClaimsTest, OtherDevicesComeFromWhatIsFreeAndNeverTwice) {
-  std::vector<SliceDevice> d = DevicesOfSlices({Slice(Json::array(
-      {Device(0, 0), Mig(1, 0, "1g.10gb"), Mig(1, 1, "1g.10gb"), Mig(1, 2, "3g.40gb")}))});
+  std::vector<SliceDevice> d = MigNodeDevices();
   absl::StatusOr<PlacedClaim> mig = ClaimOf(MigClaim(1), MigClasses());
   ASSERT_TRUE(mig.ok());
-  ASSERT_TRUE(ClassifyClaim(d, &*mig).ok());
+  ASSERT_TRUE(Classify(d, &*mig).ok());
   std::set<std::string> allocated = {d[1].Id()};  // another claim holds gpu-1-mig-0
   std::string why;
   auto first = ClaimShares({*mig}, {}, d, &allocated, &why);
@@ -253,7 +265,7 @@ TEST(ClaimsTest, ClaimSharesSplitTheChosenGpusOrSayWhyNot) {
   EXPECT_FALSE(st["allocation"]["devices"].contains("config"));
   EXPECT_EQ(st["allocation"]["devices"]["results"].size(), 2u);
   Json claim = {{"status", st}};
-  EXPECT_EQ(ClaimedGpuNames(claim).size(), 2u);
+  EXPECT_EQ(AllocatedDeviceIds(claim).size(), 2u);
 }
 
 }  // namespace

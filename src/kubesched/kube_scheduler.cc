@@ -90,15 +90,12 @@ void KubeScheduler::Impl::Note(const std::function<void(Inbox&)>& f) {
 }
 
 std::unique_ptr<kube::Informer> KubeScheduler::Impl::MakeInformer(
-    const kube::ResourceType& t, std::function<void(Inbox&, const std::string&)> f) {
+    const kube::ResourceType& t, std::function<void(Inbox&, const kube::Json&)> f) {
   kube::ReflectorOptions ro;
   ro.type = t;
   ro.log = opts_.log;
   auto inf = std::make_unique<kube::Informer>(client_, ro);
-  auto note = [this, f](const kube::ObjectPtr& o) {
-    const std::string key = kube::KeyOf(*o);
-    Note([&](Inbox& in) { f(in, key); });
-  };
+  auto note = [this, f](const kube::ObjectPtr& o) { Note([&](Inbox& in) { f(in, *o); }); };
   inf->AddEventHandlers({[note](const kube::ObjectPtr& o, bool) { note(o); },
                          [note](const kube::ObjectPtr&, const kube::ObjectPtr& o) { note(o); },
                          [note](const kube::ObjectPtr& o) { note(o); }});
@@ -111,9 +108,9 @@ void KubeScheduler::Impl::DiscoverApis() {
   std::vector<std::string> names;
   if (!has_coscheduling_ && Served(client_, "scheduling.x-k8s.io/v1alpha1", "podgroups")) {
     has_coscheduling_ = true;
-    cogroups_inf_ =
-        MakeInformer(kube::CoschedulingPodGroupsResource(),
-                     [](Inbox& in, const std::string& k) { in.groups.insert("x:" + k); });
+    cogroups_inf_ = MakeInformer(
+        kube::CoschedulingPodGroupsResource(),
+        [](Inbox& in, const kube::Json& o) { in.groups.insert("x:" + kube::KeyOf(o)); });
     added.push_back(cogroups_inf_.get());
     names.push_back("scheduling.x-k8s.io/v1alpha1 podgroups");
   }
@@ -123,8 +120,9 @@ void KubeScheduler::Impl::DiscoverApis() {
         has_kep_groups_ = true;
         kep_groups_ = kube::PodGroupsResource();
         kep_groups_.version = v;
-        kgroups_inf_ = MakeInformer(
-            kep_groups_, [](Inbox& in, const std::string& k) { in.groups.insert("k:" + k); });
+        kgroups_inf_ = MakeInformer(kep_groups_, [](Inbox& in, const kube::Json& o) {
+          in.groups.insert("k:" + kube::KeyOf(o));
+        });
         added.push_back(kgroups_inf_.get());
         names.push_back(absl::StrCat("scheduling.k8s.io/", v, " podgroups"));
         break;
@@ -134,13 +132,13 @@ void KubeScheduler::Impl::DiscoverApis() {
   if (!has_queues_ && Served(client_, "tessera.dev/v1", "queues")) {
     has_queues_ = true;
     queues_inf_ = MakeInformer(kube::QueuesResource(),
-                               [](Inbox& in, const std::string&) { in.queues = true; });
+                               [](Inbox& in, const kube::Json&) { in.queues = true; });
     added.push_back(queues_inf_.get());
     names.push_back("tessera.dev/v1 queues");
   }
   if (!has_dra_ && Served(client_, "resource.k8s.io/v1", "resourceslices")) {
     has_dra_ = true;
-    StartDraInformers();
+    MakeDraInformers();
     for (auto* p : {&slices_inf_, &claims_inf_, &classes_inf_}) added.push_back(p->get());
     names.push_back("resource.k8s.io/v1");
   }
@@ -153,10 +151,11 @@ void KubeScheduler::Impl::DiscoverApis() {
 
 absl::Status KubeScheduler::Impl::Start() {
   kep_groups_ = kube::PodGroupsResource();
-  nodes_inf_ = MakeInformer(kube::NodesResource(),
-                            [](Inbox& in, const std::string& k) { in.nodes.insert(k); });
+  nodes_inf_ = MakeInformer(kube::NodesResource(), [](Inbox& in, const kube::Json& o) {
+    in.nodes.insert(kube::KeyOf(o));
+  });
   pods_inf_ = MakeInformer(kube::PodsResource(),
-                           [](Inbox& in, const std::string& k) { in.pods.insert(k); });
+                           [](Inbox& in, const kube::Json& o) { in.pods.insert(kube::KeyOf(o)); });
   DiscoverApis();
   opts_.log.Info("scheduler APIs", {{"coschedulingPodGroups", has_coscheduling_ ? "yes" : "no"},
                                     {"kepPodGroups", has_kep_groups_ ? kep_groups_.version : "no"},

@@ -2,6 +2,7 @@
 // claims as GPUs of its member, their allocation written before the binding, and released when
 // the Pod ends.
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,19 +32,8 @@ bool ReservedFor(const Json& claim, const std::string& uid) {
 
 }  // namespace
 
-void KubeScheduler::Impl::StartDraInformers() {
-  auto make = [&](const kube::ResourceType& t, std::function<void(Inbox&, const Json&)> f) {
-    kube::ReflectorOptions ro;
-    ro.type = t;
-    ro.log = opts_.log;
-    auto inf = std::make_unique<kube::Informer>(client_, ro);
-    auto note = [this, f](const kube::ObjectPtr& o) { Note([&](Inbox& in) { f(in, *o); }); };
-    inf->AddEventHandlers({[note](const kube::ObjectPtr& o, bool) { note(o); },
-                           [note](const kube::ObjectPtr&, const kube::ObjectPtr& o) { note(o); },
-                           [note](const kube::ObjectPtr& o) { note(o); }});
-    return inf;
-  };
-  slices_inf_ = make(kube::ResourceSlicesResource(), [](Inbox& in, const Json& o) {
+void KubeScheduler::Impl::MakeDraInformers() {
+  slices_inf_ = MakeInformer(kube::ResourceSlicesResource(), [](Inbox& in, const Json& o) {
     const std::string node = SliceNode(o);
     if (!node.empty()) in.nodes.insert(node);
     in.claims = true;  // where waiting claims could go
@@ -55,11 +45,11 @@ void KubeScheduler::Impl::StartDraInformers() {
   });
   // An allocation (the scheduler's own status writes above all) changes no waiting Pod's
   // placement; a new claim, or one deallocated or deleted unallocated, may.
-  claims_inf_ = make(kube::ResourceClaimsResource(), [](Inbox& in, const Json& o) {
+  claims_inf_ = MakeInformer(kube::ResourceClaimsResource(), [](Inbox& in, const Json& o) {
     if (!o.value("status", Json::object()).contains("allocation")) in.claims = true;
   });
   classes_inf_ =
-      make(kube::DeviceClassesResource(), [](Inbox& in, const Json&) { in.claims = true; });
+      MakeInformer(kube::DeviceClassesResource(), [](Inbox& in, const Json&) { in.claims = true; });
 }
 
 std::vector<SliceDevice> KubeScheduler::Impl::NodeDevices(const std::string& node) const {
@@ -148,10 +138,8 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
       pc.uid = obj->value("metadata", Json::object()).value("uid", "");
       pc.allocated = true;
       pc.held = AllocatedDeviceIds(*obj);
-      const std::set<std::string> held(pc.held.begin(), pc.held.end());
-      for (const SliceDevice& d : NodeDevices(pod.spec.node_name)) {
-        pc.gpus += WholeGpu(d) && held.contains(d.Id());
-      }
+      pc.gpus = static_cast<int64_t>(
+          GpuIndicesOf(NodeDevices(pod.spec.node_name), {pc.held.begin(), pc.held.end()}).size());
       pc.kind = pc.gpus > 0 ? ClaimKind::kGpus : ClaimKind::kDevices;
       claims.push_back(std::move(pc));
       continue;
@@ -172,11 +160,12 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
     const std::string node = SliceNode(*o);
     if (!node.empty()) by_node[node].push_back(*o);
   }
-  std::map<std::string, std::vector<SliceDevice>> devices;
   std::vector<SliceDevice> cluster;
+  std::map<std::string, std::pair<size_t, size_t>> devices;  // node -> its range of `cluster`
   for (const auto& [node, slices] : by_node) {
-    std::vector<SliceDevice>& d = devices[node] = DevicesOfSlices(slices);
-    cluster.insert(cluster.end(), d.begin(), d.end());
+    std::vector<SliceDevice> d = DevicesOfSlices(slices);
+    devices[node] = {cluster.size(), cluster.size() + d.size()};
+    std::move(d.begin(), d.end(), std::back_inserter(cluster));
   }
   // Each claim's alternatives (firstAvailable; one without) that something published could
   // satisfy, with what they take.
@@ -201,9 +190,11 @@ absl::Status KubeScheduler::Impl::PlaceClaims(const kube::Pod& pod, std::set<std
   std::string why;
   std::map<std::pair<std::vector<size_t>, int64_t>, std::vector<std::string>> groups;
   std::map<std::string, std::vector<int64_t>> shares;  // node -> each claim's GPUs
-  for (const auto& [node, devs] : devices) {
+  for (const auto& [node, range] : devices) {
     std::vector<SliceDevice> whole, others;
-    for (const SliceDevice& d : devs) (WholeGpu(d) ? whole : others).push_back(d);
+    for (size_t i = range.first; i < range.second; ++i) {
+      (WholeGpu(cluster[i]) ? whole : others).push_back(cluster[i]);
+    }
     std::set<std::string> gpus_taken, taken = allocated;
     std::vector<size_t> choice;
     int64_t total = 0;
@@ -270,8 +261,10 @@ KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& 
   std::map<std::string, std::vector<std::pair<PlacedClaim, Json>>> out;
   std::set<std::string> allocated;  // other devices: free ones only, across the members
   bool any_devices = false;
-  for (const auto& [pk, claims] : pod_claims_) {
-    for (const PlacedClaim& c : claims) any_devices |= c.kind == ClaimKind::kDevices;
+  for (const std::string& pk : jr.pods) {
+    if (auto it = pod_claims_.find(pk); it != pod_claims_.end()) {
+      for (const PlacedClaim& c : it->second) any_devices |= c.kind == ClaimKind::kDevices;
+    }
   }
   if (any_devices) allocated = AllocatedDevices();
   for (const sched::MemberPlacement& m : p.members) {
@@ -308,19 +301,13 @@ KubeScheduler::Impl::ClaimAllocations(const JobRec& jr, const sched::Placement& 
 }
 
 std::vector<int> KubeScheduler::Impl::ClaimedGpus(const kube::Pod& pod) const {
-  std::vector<int> out;
-  if (!has_dra_ || pod.spec.resource_claims.empty() || pod.spec.node_name.empty()) return out;
-  std::set<std::string> names;
+  if (!has_dra_ || pod.spec.resource_claims.empty() || pod.spec.node_name.empty()) return {};
+  std::set<std::string> ids;
   for (const PodClaimRef& ref : PodClaimRefs(pod)) {
     if (!ref.obj || !ReservedFor(*ref.obj, pod.metadata.uid)) continue;
-    for (const std::string& d : ClaimedGpuNames(*ref.obj)) names.insert(d);
+    for (std::string& id : AllocatedDeviceIds(*ref.obj)) ids.insert(std::move(id));
   }
-  for (const SliceDevice& d : NodeDevices(pod.spec.node_name)) {
-    std::optional<int> index = GpuIndex(d);
-    if (index && names.contains(d.name)) out.push_back(*index);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return GpuIndicesOf(NodeDevices(pod.spec.node_name), ids);
 }
 
 void KubeScheduler::Impl::ReleaseClaims(const std::string& pod_key) {

@@ -147,13 +147,13 @@ class KubeScheduler::Impl {
   // Looks for the optional APIs not served yet and watches those that are now (their
   // informers started; their first lists arrive as events). Loop thread (or Start).
   void DiscoverApis();
-  // An informer on `t` whose events note `f(inbox, object key)`; not started.
+  // An informer on `t` whose events note `f(inbox, object)`; not started.
   std::unique_ptr<kube::Informer> MakeInformer(const kube::ResourceType& t,
-                                               std::function<void(Inbox&, const std::string&)> f);
+                                               std::function<void(Inbox&, const kube::Json&)> f);
   // kube_scheduler_claims.cc: ResourceClaims for the devices of `tessera dra-driver` (claims.h).
   // The informers on ResourceSlices, ResourceClaims and DeviceClasses, when resource.k8s.io/v1
   // is served.
-  void StartDraInformers();
+  void MakeDraInformers();
   // Every device of the node's ResourceSlices.
   std::vector<SliceDevice> NodeDevices(const std::string& node) const;
   // Each of the Pod's spec.resourceClaims: the claim's name (its own, or the one its template

@@ -119,6 +119,22 @@ class KubeClaimsTest : public KubeSchedulerTest {
     pod["spec"]["containers"][0]["resources"] = {{"claims", Json::array({{{"name", "gpus"}}})}};
     return pod;
   }
+  // Tessera (in process) or, with `kube`, the bed's kube-scheduler as the scheduler of what
+  // follows (Tessera's stopped first); the schedulerName its Pods carry.
+  std::string UseScheduler(KubeBed* bed, bool kube) {
+    if (!kube) {
+      StartScheduler();
+      return "tessera";
+    }
+    if (sched_) {
+      sched_->Stop();
+      sched_.reset();
+    }
+    const std::string e = bed->StartKubeScheduler(
+        {"--kubeconfig=" + bed->admin_kubeconfig(), "--leader-elect=false", "--secure-port=0"});
+    EXPECT_EQ(e, "") << e;
+    return "default-scheduler";
+  }
   Json Claim(const std::string& name) {
     absl::StatusOr<Json> c = client_->Get(kube::ResourceClaimsResource(), ns_, name);
     return c.ok() ? *c : Json::object();
@@ -421,22 +437,15 @@ TEST_F(KubeClaimsTest, KubeSchedulerAsAPeerOnTheSameObjects) {
   std::map<std::string, std::string> report;
   for (const std::string who : {"tessera", "kube-scheduler"}) {
     const bool kube = who == "kube-scheduler";
-    if (kube) {
-      sched_->Stop();
-      sched_.reset();
-      const std::string e = bed->StartKubeScheduler(
-          {"--kubeconfig=" + bed->admin_kubeconfig(), "--leader-elect=false", "--secure-port=0"});
-      ASSERT_EQ(e, "") << e;
-    } else {
-      StartScheduler();
-    }
+    const std::string scheduler = UseScheduler(bed, kube);
+    ASSERT_FALSE(HasFailure());
     const std::string two = who + "-two", four = who + "-four";
     AddClaim(two, cls, 2, false);
-    AddPod(ClaimPod("p-" + two, two, kube ? "default-scheduler" : "tessera"));
+    AddPod(ClaimPod("p-" + two, two, scheduler));
     ASSERT_TRUE(w.Until([&] { return !w.Nodes()["p-" + two].empty(); }))
         << who << ": " << w.Get("p-" + two).dump();
     AddClaim(four, cls, 4, true);
-    AddPod(ClaimPod("p-" + four, four, kube ? "default-scheduler" : "tessera"));
+    AddPod(ClaimPod("p-" + four, four, scheduler));
     // Bound (Tessera), or, for the peer, bound or told why not.
     ASSERT_TRUE(w.Until([&] {
       return !w.Nodes()["p-" + four].empty() || (kube && !w.Unschedulable("p-" + four).empty());
@@ -501,14 +510,8 @@ device.attributes["gpu.tessera.dev"].profile == "1g.10gb")");
   now.grace_period_seconds = 0;
   for (const std::string who : {"tessera", "kube-scheduler"}) {
     const bool kube = who == "kube-scheduler";
-    const std::string scheduler = kube ? "default-scheduler" : "tessera";
-    if (kube) {
-      const std::string e = bed->StartKubeScheduler(
-          {"--kubeconfig=" + bed->admin_kubeconfig(), "--leader-elect=false", "--secure-port=0"});
-      ASSERT_EQ(e, "") << e;
-    } else {
-      StartScheduler();
-    }
+    const std::string scheduler = UseScheduler(bed, kube);
+    ASSERT_FALSE(HasFailure());
     const std::string gpu = who + "-gpu", mig = who + "-1g";
     AddClaim(gpu, whole, 1, false);
     AddPod(ClaimPod("p-" + gpu, gpu, scheduler));
