@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tessera::cli {
 namespace {
@@ -135,29 +136,138 @@ Json FromYaml(const YAML::Node& n) {
   return j.ok() ? *std::move(j) : Json();
 }
 
-void Emit(YAML::Emitter& out, const Json& v) {
+// Unicode noncharacters: U+FDD0..U+FDEF and the last two code points of every plane.
+bool NonCharacter(uint32_t cp) { return (cp & 0xFFFE) == 0xFFFE || (cp >= 0xFDD0 && cp <= 0xFDEF); }
+
+// The code point at s[i] and its length in bytes; a byte that does not start well-formed UTF-8
+// stands for itself (ToYaml's strings come from valid JSON, so this is only a guard).
+uint32_t CodePointAt(const std::string& s, size_t i, size_t* len) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  *len = 1;
+  size_t n = 0;
+  uint32_t cp = c;
+  if ((c & 0xE0) == 0xC0) {
+    n = 1, cp = c & 0x1Fu;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 2, cp = c & 0x0Fu;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 3, cp = c & 0x07u;
+  }
+  if (i + n >= s.size()) return c;
+  for (size_t k = 1; k <= n; ++k) {
+    const auto d = static_cast<unsigned char>(s[i + k]);
+    if ((d & 0xC0) != 0x80) return c;
+    cp = (cp << 6) | (d & 0x3Fu);
+  }
+  *len = n + 1;
+  return cp;
+}
+
+std::string Utf8(uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// yaml-cpp's emitter writes every Unicode noncharacter as U+FFFD, escaped or not, so a string
+// holding one would not read back the same (found by fuzz/manifest_fuzzer.cc). ToYaml has the
+// emitter write each one as `<mark>HEX<mark>`, with a private-use character found nowhere in
+// the value as the mark, inside a double-quoted scalar, and then puts YAML's escape in its place.
+class NonCharacters {
+ public:
+  // The mark for `value`, or "" when it holds no noncharacter (the common case: nothing to do).
+  static std::string MarkFor(const Json& value) {
+    const std::string all = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    bool any = false;
+    for (size_t i = 0, len = 0; i < all.size() && !any; i += len) {
+      any = NonCharacter(CodePointAt(all, i, &len));
+    }
+    if (!any) return "";
+    for (uint32_t cp = 0xE000; cp <= 0xF8FF; ++cp) {
+      std::string mark = Utf8(cp);
+      if (all.find(mark) == std::string::npos) return mark;
+    }
+    return "";  // every private-use character in one value: left to yaml-cpp
+  }
+
+  // `s` with its noncharacters marked; *marked tells whether there were any.
+  static std::string Mark(const std::string& s, const std::string& mark, bool* marked) {
+    *marked = false;
+    if (mark.empty()) return s;
+    std::string out;
+    for (size_t i = 0, len = 0; i < s.size(); i += len) {
+      const uint32_t cp = CodePointAt(s, i, &len);
+      if (NonCharacter(cp)) {
+        absl::StrAppend(&out, mark, absl::Hex(cp), mark);
+        *marked = true;
+      } else {
+        out.append(s, i, len);
+      }
+    }
+    return *marked ? out : s;
+  }
+
+  // The emitter's output with each `<mark>HEX<mark>` as YAML's \uXXXX or \UXXXXXXXX escape.
+  static std::string Unmark(const std::string& yaml, const std::string& mark) {
+    if (mark.empty()) return yaml;
+    std::string out;
+    size_t i = 0;
+    for (size_t at; (at = yaml.find(mark, i)) != std::string::npos;) {
+      const size_t end = yaml.find(mark, at + mark.size());
+      if (end == std::string::npos) break;
+      uint32_t cp = 0;
+      if (!absl::SimpleHexAtoi(yaml.substr(at + mark.size(), end - at - mark.size()), &cp)) break;
+      absl::StrAppend(
+          &out, yaml.substr(i, at - i),
+          cp > 0xFFFF ? absl::StrFormat("\\U%08X", cp) : absl::StrFormat("\\u%04X", cp));
+      i = end + mark.size();
+    }
+    absl::StrAppend(&out, yaml.substr(i));
+    return out;
+  }
+};
+
+// `mark`: NonCharacters::MarkFor the whole value being written.
+void Emit(YAML::Emitter& out, const Json& v, const std::string& mark) {
   if (v.is_object()) {
     out << YAML::BeginMap;
-    for (auto& [k, e] : v.items()) {
+    for (auto& [key, e] : v.items()) {
+      bool marked = false;
+      const std::string k = NonCharacters::Mark(key, mark, &marked);
+      out << YAML::Key;
       // YAML allows an implicit key of at most 1024 characters, escapes included: a longer one
       // is written as an explicit "? key" (found by fuzz/manifest_fuzzer.cc).
-      if (k.size() > 200)
-        out << YAML::Key << YAML::LongKey << k << YAML::Value;
-      else
-        out << YAML::Key << k << YAML::Value;
-      Emit(out, e);
+      if (k.size() > 200) out << YAML::LongKey;
+      if (marked) out << YAML::DoubleQuoted;
+      out << k << YAML::Value;
+      Emit(out, e, mark);
     }
     out << YAML::EndMap;
   } else if (v.is_array()) {
     out << YAML::BeginSeq;
-    for (const Json& e : v) Emit(out, e);
+    for (const Json& e : v) Emit(out, e, mark);
     out << YAML::EndSeq;
   } else if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
+    bool marked = false;
+    const std::string s = NonCharacters::Mark(v.get_ref<const std::string&>(), mark, &marked);
     // Quote strings that would read back as another type.
     // Line breaks, tabs and other control characters, or spaces at either end, are quoted too:
     // in a document they would end the line or be trimmed (found by fuzz/manifest_fuzzer.cc).
-    bool plain = !s.empty() && s.front() != ' ' && s.back() != ' ' &&
+    bool plain = !marked && !s.empty() && s.front() != ' ' && s.back() != ' ' &&
                  std::none_of(s.begin(), s.end(), [](char c) {
                    const auto u = static_cast<unsigned char>(c);
                    return u < 0x20 || u == 0x7f;
@@ -336,8 +446,9 @@ absl::StatusOr<std::vector<Json>> ParseManifests(const std::string& text) {
 
 std::string ToYaml(const Json& value) {
   YAML::Emitter out;
-  Emit(out, value);
-  return std::string(out.c_str()) + "\n";
+  const std::string mark = NonCharacters::MarkFor(value);
+  Emit(out, value, mark);
+  return NonCharacters::Unmark(std::string(out.c_str()), mark) + "\n";
 }
 
 }  // namespace tessera::cli

@@ -109,6 +109,17 @@ TEST(YamlJson, TextThatStallsTheYamlParserIsRefusedWithItsLine) {
   r = ParseManifests(ToYaml(odd));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)[0], odd);
+  // Unicode noncharacters (which yaml-cpp's emitter turns into U+FFFD) survive too, in keys and
+  // values, plain or otherwise, beside a private-use character like the mark ToYaml picks.
+  const Json nonchars = {{"f\xef\xbf\xbf]x\x0b", "\xef\xbf\xbe\xef\xb7\x90"},
+                         {"k\xef\xbf\xbf", "\xf0\x9f\xbf\xbf plain \xee\x80\x80"},
+                         {"list", {"\xef\xb7\xaf", "ok"}}};
+  const std::string yaml = ToYaml(nonchars);
+  EXPECT_THAT(yaml, ::testing::HasSubstr("\\uFFFF")) << yaml;
+  EXPECT_THAT(yaml, ::testing::HasSubstr("\\U0001FFFF")) << yaml;
+  r = ParseManifests(yaml);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0], nonchars) << yaml;
   // Documents, empty ones included, still parse.
   r = ParseManifests("a: 1\n---\n---\nb: 2\n");
   ASSERT_TRUE(r.ok()) << r.status();
