@@ -269,23 +269,46 @@ TEST_F(ServerProcessTest, ProfileFlag) {
   EXPECT_TRUE(scheduled);
 }
 
+// Runs a `tessera bench ...` command line; it must exit 0 and print one JSON object.
+void RunBench(const std::string& cmd, std::string* out) {
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << *out;
+  ASSERT_TRUE(Json::parse(*out, nullptr, false).is_object()) << *out;
+}
+
 TEST_F(ServerProcessTest, BenchApiPrintsJson) {
   std::string cmd = TesseraBin();
   cmd.append(" bench api --seconds 0.2 --clients 4 --batch 5 --restart-jobs 50 --dir ");
   cmd.append(dir_).append("/bench");
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  ASSERT_NO_FATAL_FAILURE(RunBench(cmd, &out));
   Json j = Json::parse(out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_GT(j["one_per_request"]["submissions_per_s"].get<double>(), 0);
   EXPECT_EQ(j["one_per_request"]["errors"], 0);
   EXPECT_GT(j["batched"]["submissions_per_s"].get<double>(), 0);
   EXPECT_EQ(j["restart"]["jobs_stored"], 50);
+}
+
+// `bench restart` rebuilds every stored placement and binds the one queued job in its first step.
+TEST_F(ServerProcessTest, BenchRestartRebuildsAndBindsTheQueuedJob) {
+  std::string cmd = TesseraBin();
+  cmd.append(" bench restart --nodes 8 --gpus-per-node 8 --jobs 32 --dir ");
+  cmd.append(dir_).append("/restart");
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(RunBench(cmd, &out));
+  Json j = Json::parse(out, nullptr, false);
+  EXPECT_EQ(j["gpus"], 64) << out;
+  EXPECT_EQ(j["gpus_per_job"], 2) << out;
+  EXPECT_EQ(j["placements_restored"], 31) << out;
+  EXPECT_EQ(j["bound_in_first_step"], 1) << out;
+  EXPECT_EQ(j["allocated_gpus"], 64) << out;
+  for (const char* phase : {"store_read_ms", "decode_and_rebuild_ms", "first_step_ms"}) {
+    EXPECT_GE(j[phase].get<double>(), 0) << phase;
+  }
 }
 
 }  // namespace

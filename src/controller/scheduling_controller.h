@@ -192,6 +192,7 @@ class SchedulingController {
     int64_t scale_ups = 0;        // autoscaled services grown toward desiredReplicas
     int64_t scale_downs = 0;      // autoscaled services shrunk to desiredReplicas
     absl::Duration start_time;
+    absl::Duration start_read_time;  // of start_time, reading the store (the rest: decoding)
   };
   const Stats& stats() const { return stats_; }
 
