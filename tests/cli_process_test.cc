@@ -15,6 +15,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -82,6 +83,19 @@ TEST_F(CliProcessTest, ApplyScheduleDescribeDrainRestart) {
   r = Run("get nodes -o wide");
   EXPECT_NE(r.out.find("l40s-0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dedicated:NoSchedule"), std::string::npos) << r.out;
+  // The table the server prints (api/table.h) is the one the CLI prints from objects (it does
+  // with --sort-by, which needs them): same rows, namespaces with -A. The AGE column is left
+  // out: the two runs may straddle a second.
+  auto without_age = [](const std::string& table) {
+    return std::regex_replace(table, std::regex(" [0-9]+[smhd] "), " AGE ");
+  };
+  for (const char* what : {"get jobs -o wide", "get nodes -o wide", "get jobs -A", "get queues"}) {
+    Result printed = Run(what);
+    Result local = Run(std::string(what) + " --sort-by .metadata.name");
+    ASSERT_EQ(printed.rc, 0) << printed.out;
+    EXPECT_EQ(without_age(printed.out), without_age(local.out)) << what;
+  }
+  EXPECT_NE(Run("get jobs -A").out.find("NAMESPACE"), std::string::npos);
   r = Run("top nodes");
   EXPECT_NE(r.out.find("100%"), std::string::npos) << r.out;  // ALLOC%
   // Allocation and measured use apart: no agent reports utilization here.

@@ -195,13 +195,15 @@ ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 ApiClient::~ApiClient() = default;
 
 absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::string& path,
-                                       const Json* body) {
+                                       const Json* body, const std::string& accept) {
   if (method != "GET" && method != "POST" && method != "PUT" && method != "DELETE") {
     return absl::InvalidArgumentError(absl::StrCat("unsupported method ", method));
   }
   const std::string payload = body ? body->dump() : "";
   auto send = [&]() -> httplib::Result {
-    if (method == "GET") return http_->Get(path);
+    if (method == "GET") {
+      return accept.empty() ? http_->Get(path) : http_->Get(path, {{"Accept", accept}});
+    }
     if (method == "POST") return http_->Post(path, payload, "application/json");
     if (method == "PUT") return http_->Put(path, payload, "application/json");
     return http_->Delete(path);

@@ -77,10 +77,10 @@ class ApiClient {
   ~ApiClient();
 
   // Sends METHOD path (under the server's base URL) with an optional JSON
-  // body. Errors only for transport failures (Unavailable); HTTP error codes
-  // come back in the Response.
+  // body, and `accept` as the Accept header when not empty. Errors only for transport failures
+  // (Unavailable); HTTP error codes come back in the Response.
   absl::StatusOr<Response> Do(const std::string& method, const std::string& path,
-                              const Json* body = nullptr);
+                              const Json* body = nullptr, const std::string& accept = "");
   // GET path as a stream of lines (a watch: one JSON event per line), each passed to `on_line`
   // until it returns false, the server ends the response or `timeout` (0: none) passes. Returns
   // the HTTP status (a non-200 answer's body comes back in `error_body`); Unavailable when the

@@ -90,24 +90,6 @@ void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& 
   }
 }
 
-std::string Age(const std::string& ts, absl::Time now) {
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, ts, &t, &err)) return "<unknown>";
-  int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(now - t));
-  if (s < 120) return absl::StrCat(s, "s");
-  if (s < 7200) return absl::StrCat(s / 60, "m");
-  if (s < 172800) return absl::StrCat(s / 3600, "h");
-  return absl::StrCat(s / 86400, "d");
-}
-
-std::string Phase(const Json& obj) {
-  if (obj.contains("status") && obj["status"].is_object()) {
-    return obj["status"].value("phase", "");
-  }
-  return "";
-}
-
 Response GetJob(ApiClient& client, const std::string& ns, const std::string& name,
                 const std::string& kind) {
   Response last;
@@ -121,36 +103,7 @@ Response GetJob(ApiClient& client, const std::string& ns, const std::string& nam
   return last;
 }
 
-std::string SubmittedBy(const Json& obj) {
-  if (!obj.contains("metadata")) return "-";
-  const Json ann = obj["metadata"].value("annotations", Json::object());
-  return ann.is_object() ? ann.value(api::kSubmittedByAnnotation, "-") : "-";
-}
-
 bool IsTerminal(const std::string& phase) { return phase == "Succeeded" || phase == "Failed"; }
-
-int64_t RequestedGpus(const Json& job) {
-  const Json& spec = job["spec"];
-  int64_t n = 0;
-  if (job.value("kind", "") == "InferenceService") {
-    return spec["replicas"].value("max", int64_t{0}) * spec.value("gpusPerReplica", int64_t{0});
-  }
-  if (spec.contains("groups")) {
-    for (const Json& g : spec["groups"]) {
-      n += g.value("count", int64_t{1}) * g.value("gpusPerReplica", int64_t{0});
-    }
-  }
-  return n;
-}
-
-int64_t HeldGpus(const Json& job) {
-  int64_t n = 0;
-  if (!job.contains("status") || !job["status"].contains("placement")) return n;
-  for (const Json& m : job["status"]["placement"]) {
-    if (m.contains("gpus")) n += static_cast<int64_t>(m["gpus"].size());
-  }
-  return n;
-}
 
 void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>>* out) {
   if (!job.contains("status") || !job["status"].contains("placement")) return;

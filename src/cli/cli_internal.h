@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/table.h"
 #include "cli/api_client.h"
 #include "cli/resources.h"
 
@@ -27,24 +28,20 @@ absl::StatusOr<std::vector<Json>> ListAll(ApiClient& client, const ResourceInfo&
 // Prints rows as aligned columns (two spaces apart).
 void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 
-// "5s", "3m", "2h", "4d" since an RFC 3339 timestamp; "<unknown>" otherwise.
-std::string Age(const std::string& timestamp, absl::Time now);
+// The values behind `tessera get`'s columns (api/table.h: the server prints the same).
+using api::Age;
+using api::HeldGpus;
+using api::Phase;
+using api::RequestedGpus;
+using api::SubmittedBy;
 
-// Members' total GPUs requested by a job object (whole GPUs, shares as 1).
-int64_t RequestedGpus(const Json& job);
-// GPUs bound to `job` (status.placement), whole or shared.
-int64_t HeldGpus(const Json& job);
 // Sum of milli-GPU per node name in a job's status.placement.
 void AddPlacedMilli(const Json& job, std::vector<std::pair<std::string, int64_t>>* out);
-std::string Phase(const Json& obj);
 // GET the job `name` of namespace `ns`: a TrainingJob, else an InferenceService (only `kind`
 // when given). The first answer that is not a 404 (or the last 404); dies when the server
 // cannot be reached.
 Response GetJob(ApiClient& client, const std::string& ns, const std::string& name,
                 const std::string& kind = "");
-// Who submitted a job (metadata.annotations["tessera.dev/submitted-by"], stamped by the
-// server); "-" when unknown.
-std::string SubmittedBy(const Json& obj);
 bool IsTerminal(const std::string& phase);
 
 // An object named in a manifest: its resource, namespace (namespaced kinds) and name, and

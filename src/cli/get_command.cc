@@ -24,27 +24,6 @@ std::string Meta(const Json& obj, const char* key) {
   return obj.contains("metadata") ? obj["metadata"].value(key, "") : "";
 }
 
-std::string JoinNodes(const Json& obj) {
-  std::vector<std::string> nodes;
-  if (obj.contains("status") && obj["status"].contains("placement")) {
-    for (const Json& m : obj["status"]["placement"]) {
-      std::string n = m.value("node", "");
-      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
-    }
-  }
-  return nodes.empty() ? "<none>" : absl::StrJoin(nodes, ",");
-}
-
-// squeue's START: when the job first started, or "~" and the backfill reservation's start
-// while one holds room for it, else "-".
-std::string StartColumn(const Json& st) {
-  if (st.contains("startTime") && st["startTime"].is_string()) return st["startTime"];
-  if (st.contains("estimatedStartTime") && st["estimatedStartTime"].is_string()) {
-    return "~" + st["estimatedStartTime"].get<std::string>();
-  }
-  return "-";
-}
-
 // --- get ----------------------------------------------------------------
 
 struct GetFlags {
@@ -61,120 +40,89 @@ struct GetFlags {
   double request_timeout = 0;  // seconds; 0: none (a watch runs until interrupted)
 };
 
+// The indices of the columns shown: the default ones, and with -o wide all of them.
+std::vector<size_t> Shown(const std::vector<api::TableColumn>& columns, bool wide) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (wide || columns[i].priority == 0) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<std::string> Pick(const std::vector<std::string>& all,
+                              const std::vector<size_t>& shown) {
+  std::vector<std::string> out;
+  out.reserve(shown.size());
+  for (size_t i : shown) out.push_back(i < all.size() ? all[i] : "");
+  return out;
+}
+
 std::vector<std::string> Header(const ResourceInfo& r, bool wide) {
-  if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
-    std::vector<std::string> h = {"NAME",    "PHASE",      "REASON",   "GPUS",
-                                  "MEMBERS", "GENERATION", "RESTARTS", "AGE"};
-    if (wide) h.insert(h.end(), {"QUEUE", "USER", "PRIORITY", "START", "NODES", "MESSAGE"});
-    return h;
-  }
-  if (r.kind == "Node") {
-    std::vector<std::string> h = {"NAME", "STATUS", "GPUS", "MODEL", "RACK", "AGE"};
-    if (wide) h.insert(h.end(), {"BLOCK", "UNHEALTHY", "HEARTBEAT", "TAINTS"});
-    return h;
-  }
-  if (r.kind == "Event") return {"AGE", "TYPE", "REASON", "OBJECT", "MESSAGE"};
-  if (r.kind == "Cluster") {
-    std::vector<std::string> h = {"NAME", "STATUS", "GPUS", "FREE", "SERVER", "AGE"};
-    if (wide) h.emplace_back("MESSAGE");
-    return h;
-  }
-  return {"NAME", "PHASE", "AGE"};
+  const std::vector<api::TableColumn> columns = api::TableColumns(r.kind);
+  std::vector<std::string> names;
+  names.reserve(columns.size());
+  for (const api::TableColumn& c : columns) names.push_back(c.name);
+  return Pick(names, Shown(columns, wide));
 }
 
 std::vector<std::string> Row(const ResourceInfo& r, const Json& o, bool wide, absl::Time now) {
-  const std::string age = Age(Meta(o, "creationTimestamp"), now);
-  const Json& st = o.contains("status") ? o["status"] : Json::object();
-  const Json& spec = o.contains("spec") ? o["spec"] : Json::object();
-  if (r.kind == "TrainingJob" || r.kind == "InferenceService") {
-    size_t placed = st.contains("placement") ? st["placement"].size() : 0;
-    std::string members = std::to_string(placed);
-    std::string gpus = std::to_string(RequestedGpus(o));
-    if (spec.contains("elastic") && spec["elastic"].is_object()) {
-      // An elastic job: current of maximum replicas ("2/4"), and while it is
-      // placed the GPUs it holds of those it asks for ("6/12"): a shrunken
-      // job holds fewer than it requested.
-      members = absl::StrCat(st.value("replicas", static_cast<int64_t>(placed)), "/",
-                             spec["elastic"].value("maxReplicas", 0));
-      if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
-    } else if (r.kind == "InferenceService" && spec.contains("slo") && spec["slo"].is_object()) {
-      // An autoscaled service: replicas bound of those its autoscaler wants
-      // ("2/4", as kubectl shows a Deployment's ready/desired), and the GPUs
-      // held of those its replicas.max could take.
-      members = absl::StrCat(placed, "/",
-                             st.contains("desiredReplicas")
-                                 ? std::to_string(st.value("desiredReplicas", int64_t{0}))
-                                 : std::string("-"));
-      if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
-    }
-    // status.reason is a bounded word (a waiting job's OverQuota, NoRoom...; a failed one's
-    // Error or Killed); one that only repeats the phase says nothing.
-    std::string reason = st.value("reason", "");
-    if (reason.empty() || reason == Phase(o)) reason = "-";
-    std::vector<std::string> row = {Meta(o, "name"),
-                                    Phase(o),
-                                    reason,
-                                    gpus,
-                                    members,
-                                    std::to_string(st.value("generation", 0)),
-                                    std::to_string(st.value("restarts", 0)),
-                                    age};
-    if (wide) {
-      std::string prio = st.contains("priority") ? std::to_string(st["priority"].get<int64_t>())
-                                                 : spec.value("priorityClassName", "-");
-      row.insert(row.end(), {spec.value("queue", "default"), SubmittedBy(o), prio, StartColumn(st),
-                             JoinNodes(o), st.value("message", "")});
-    }
-    return row;
-  }
-  if (r.kind == "Node") {
-    std::string status = Phase(o);
-    if (spec.value("unschedulable", false)) status += ",SchedulingDisabled";
-    const int64_t gpus = api::NodeGpuCount(spec);
-    std::string model = spec.value("gpuType", "");
-    if (model.empty() && spec.contains("gpus") && !spec["gpus"].empty()) {
-      model = spec["gpus"][0].value("model", "");
-    }
-    std::vector<std::string> row = {
-        Meta(o, "name"), status, std::to_string(gpus), model, spec.value("rack", "default"), age};
-    if (wide) {
-      std::vector<std::string> bad, taints;
-      if (st.contains("gpus")) {
-        for (const Json& g : st["gpus"]) {
-          if (g.value("health", "") == "Unhealthy")
-            bad.push_back(std::to_string(g.value("index", 0)));
-        }
+  return Pick(api::TableCells(r.kind, o, now), Shown(api::TableColumns(r.kind), wide));
+}
+
+// A list as the server printed it (a meta.k8s.io/v1 Table).
+struct PrintedList {
+  std::vector<api::TableColumn> columns;
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;  // namespace, cells
+};
+
+// Lists page by page as a Table, the way kubectl asks (the server computes the cells: no
+// object crosses the wire). nullopt when the server answers with objects instead (one that
+// does not print tables); `revision` as ListAll's.
+absl::StatusOr<std::optional<PrintedList>> ListPrinted(ApiClient& client, const ResourceInfo& r,
+                                                       const std::string& ns, bool all_namespaces,
+                                                       const std::string& selector,
+                                                       const std::string& field_selector,
+                                                       std::string* revision) {
+  PrintedList out;
+  std::string cont;
+  while (true) {
+    // Each row's object metadata only for its namespace, which only -A shows.
+    std::string path = absl::StrCat(CollectionPath(r, ns, all_namespaces), "?limit=500",
+                                    all_namespaces ? "" : "&includeObject=None");
+    absl::StrAppend(&path, SelectorQuery(selector, field_selector));
+    if (!cont.empty()) absl::StrAppend(&path, "&continue=", QueryEscape(cont));
+    absl::StatusOr<Response> res = client.Do("GET", path, nullptr, api::kTableAccept);
+    if (!res.ok()) return res.status();
+    if (res->code != 200) return absl::InternalError(ErrorText(*res));
+    const Json& body = res->body;
+    if (!body.is_object() || body.value("kind", "") != "Table") return std::nullopt;
+    // Walked in place: Json::value() would copy each array.
+    static const Json kNone = Json::array();
+    auto member = [](const Json& o, const char* key) -> const Json& {
+      auto it = o.find(key);
+      return it != o.end() && it->is_array() ? *it : kNone;
+    };
+    if (out.columns.empty()) {
+      for (const Json& c : member(body, "columnDefinitions")) {
+        out.columns.push_back({c.value("name", ""), "", c.value("priority", 0)});
       }
-      if (spec.contains("taints")) {
-        for (const Json& t : spec["taints"]) {
-          taints.push_back(absl::StrCat(t.value("key", ""), ":", t.value("effect", "")));
-        }
-      }
-      row.insert(row.end(),
-                 {spec.value("block", "default"), bad.empty() ? "<none>" : absl::StrJoin(bad, ","),
-                  st.value("lastHeartbeatTime", "<none>"),
-                  taints.empty() ? "<none>" : absl::StrJoin(taints, ",")});
     }
-    return row;
+    for (const Json& row : member(body, "rows")) {
+      std::vector<std::string> cells;
+      for (const Json& c : member(row, "cells")) {
+        cells.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+      }
+      std::string row_ns;
+      if (auto o = row.find("object"); o != row.end() && o->contains("metadata")) {
+        row_ns = (*o)["metadata"].value("namespace", "");
+      }
+      out.rows.emplace_back(std::move(row_ns), std::move(cells));
+    }
+    const Json meta = body.value("metadata", Json::object());
+    if (revision != nullptr && revision->empty()) *revision = meta.value("resourceVersion", "");
+    cont = meta.value("continue", "");
+    if (cont.empty()) return out;
   }
-  if (r.kind == "Cluster") {
-    // A federation member, as the hub last probed it (docs/federation.md).
-    std::vector<std::string> row = {Meta(o, "name"),
-                                    Phase(o).empty() ? "Unknown" : Phase(o),
-                                    std::to_string(st.value("gpus", int64_t{0})),
-                                    std::to_string(st.value("freeGpus", int64_t{0})),
-                                    spec.value("server", ""),
-                                    age};
-    if (wide) row.push_back(st.value("message", ""));
-    return row;
-  }
-  if (r.kind == "Event") {
-    const Json& inv = spec["involvedObject"];
-    return {Age(spec.value("eventTime", ""), now), spec.value("type", ""), spec.value("reason", ""),
-            absl::StrCat(absl::AsciiStrToLower(inv.value("kind", "")), "/", inv.value("name", "")),
-            spec.value("message", "")};
-  }
-  return {Meta(o, "name"), Phase(o), age};
 }
 
 // How objects are printed, parsed once from -o.
@@ -294,6 +242,33 @@ void Print(const ResourceInfo& r, const Printer& p, const GetFlags& f,
   std::cout.flush();
 }
 
+// Prints a list the server printed; "No resources found" when it is empty.
+void PrintPrinted(const ResourceInfo& r, const Printer& p, const GetFlags& f,
+                  const PrintedList& list, const std::string& ns) {
+  if (list.rows.empty()) {
+    std::cerr << "No resources found"
+              << (r.namespaced && !f.all_namespaces ? absl::StrCat(" in ", ns, " namespace") : "")
+              << ".\n";
+    return;
+  }
+  const bool show_ns = r.namespaced && f.all_namespaces;
+  const std::vector<size_t> shown = Shown(list.columns, p.kind == Printer::Kind::kWide);
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(list.rows.size() + 1);
+  if (!f.no_headers) {
+    std::vector<std::string> names;
+    for (const api::TableColumn& c : list.columns) names.push_back(c.name);
+    rows.push_back(Pick(names, shown));
+    if (show_ns) rows.back().insert(rows.back().begin(), "NAMESPACE");
+  }
+  for (const auto& [row_ns, cells] : list.rows) {
+    rows.push_back(Pick(cells, shown));
+    if (show_ns) rows.back().insert(rows.back().begin(), row_ns);
+  }
+  PrintTable(std::cout, rows);
+  std::cout.flush();
+}
+
 // Follows changes after `revision` until interrupted or --request-timeout, printing each
 // changed object (deletions too, as kubectl does). A watch the server ends (its own timeout)
 // resumes from the last revision seen; an expired revision (410) is a clear error.
@@ -367,6 +342,18 @@ void RunGet(const GetFlags& f) {
       if (!l.ok()) Die(std::string(l.status().message()));
     }
   } else {
+    // Tables the server prints unless the objects themselves are needed (--sort-by sorts them).
+    if ((printer.kind == Printer::Kind::kTable || printer.kind == Printer::Kind::kWide) &&
+        f.sort_by.empty()) {
+      absl::StatusOr<std::optional<PrintedList>> printed =
+          ListPrinted(client, *r, ns, f.all_namespaces, f.selector, f.field_selector, &revision);
+      if (!printed.ok()) Die(std::string(printed.status().message()));
+      if (printed->has_value()) {
+        PrintPrinted(*r, printer, f, **printed, ns);
+        if (f.watch) Watch(client, *r, printer, f, revision);
+        return;
+      }
+    }
     absl::StatusOr<std::vector<Json>> l =
         ListAll(client, *r, ns, f.all_namespaces, f.selector, f.field_selector, &revision);
     if (!l.ok()) Die(std::string(l.status().message()));

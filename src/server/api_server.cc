@@ -14,6 +14,7 @@
 #include "api/kinds.h"
 #include "api/object_codec.h"
 #include "api/selector.h"
+#include "api/table.h"
 #include "http/bounded_server.h"
 #include "server/api_server_internal.h"
 #include "server/elastic_pool.h"
@@ -619,10 +620,20 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
     }
     opts.continue_after = key;
   }
+  // Asked for as a Table (kubectl's server-side printing, api/table.h): rows of cells instead
+  // of objects, each with its PartialObjectMetadata unless includeObject=None.
+  const bool as_table = api::AcceptsTable(req.get_header_value("Accept"));
+  const std::string include =
+      req.has_param("includeObject") ? req.get_param_value("includeObject") : "Metadata";
+  if (as_table && include != "Metadata" && include != "None") {
+    return Fail(res, 400, "BadRequest",
+                absl::StrCat("includeObject: \"", include, "\" must be Metadata or None"));
+  }
+  const absl::Time now = absl::Now();
   // Read store pages until `limit` objects matched the selectors.
   opts.limit = limit > 0 ? std::max<int64_t>(limit, 500) : 0;
   // Items are spliced as text (no parse/dump per object) unless a selector
-  // needs to look inside them.
+  // needs to look inside them, or a table its cells.
   const bool filter = !sel->empty();
   std::string items;
   int64_t count = 0;
@@ -634,12 +645,17 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
     if (revision < 0) revision = page->revision;
     bool full = false;
     for (const store::KeyValue& kv : page->kvs) {
+      std::optional<Json> obj;
       if (filter) {
-        absl::StatusOr<Json> obj = api::FromStored(kv.value, kv.mod_revision);
-        if (!obj.ok()) return FailStore(res, obj.status(), kv.key);
-        if (!sel->Matches(*obj)) continue;
+        absl::StatusOr<Json> o = api::FromStored(kv.value, kv.mod_revision);
+        if (!o.ok()) return FailStore(res, o.status(), kv.key);
+        if (!sel->Matches(*o)) continue;
+        obj = *std::move(o);
       }
-      absl::StatusOr<std::string> text = api::StoredToApiText(kv.value, kv.mod_revision);
+      absl::StatusOr<std::string> text =
+          as_table ? table_rows_.RowText(r.kind->kind, kv, obj ? &*obj : nullptr, now,
+                                         include == "Metadata")
+                   : api::StoredToApiText(kv.value, kv.mod_revision);
       if (!text.ok()) return FailStore(res, text.status(), kv.key);
       if (count++ > 0) items.push_back(',');
       items.append(*text);
@@ -656,6 +672,10 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
   Json meta = {{"resourceVersion", std::to_string(revision)}};
   if (!next.empty()) meta["continue"] = absl::WebSafeBase64Escape(next);
   res.status = 200;
+  if (as_table) {
+    res.set_content(api::TableText(r.kind->kind, items, meta), "application/json");
+    return;
+  }
   res.set_content(absl::StrCat("{\"apiVersion\":", Json(api::kApiVersion).dump(), ",\"items\":[",
                                items, "],\"kind\":", Json(r.kind->kind + "List").dump(),
                                ",\"metadata\":", meta.dump(), "}\n"),

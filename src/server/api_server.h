@@ -36,6 +36,7 @@
 #include "server/request_metrics.h"
 #include "server/resource_quota.h"
 #include "server/slot_shares.h"
+#include "server/table_rows.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -199,6 +200,7 @@ class ApiServer {
   std::unique_ptr<NodeBindingIndex> bindings_;
   QuotaGate quotas_{store_};                // ResourceQuota on creates (resource_quota.h)
   LargestNode largest_node_{store_};        // GPUs per member within the fleet (largest_node.h)
+  TableRows table_rows_;                    // lists asked for as Tables (table_rows.h)
   ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   metrics::Registry request_registry_;      // API request rate and latency, in /metrics

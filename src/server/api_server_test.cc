@@ -285,6 +285,70 @@ TEST_F(ApiServerTest, ListWithSelectorsAndPagination) {
   EXPECT_EQ(Do("GET", "/api/v1/trainingjobs").body["items"].size(), 26u);
 }
 
+// kubectl's server-side printing: a list asked for as a Table answers rows of cells, paged as
+// objects are, and an object that changed is printed anew (rows are kept per revision).
+TEST_F(ApiServerTest, ListsAsTablesForKubectl) {
+  for (int i = 0; i < 12; ++i) {
+    Json labels = {{"team", i % 2 ? "nlp" : "cv"}};
+    ASSERT_EQ(Do("POST", kJobs, Job(absl::StrCat("job-", 100 + i), 1, labels)).status, 201);
+  }
+  auto table = [&](const std::string& path) {
+    httplib::Client cli("127.0.0.1", port_);
+    auto r = cli.Get(path, {{"Authorization", absl::StrCat("Bearer ", kAdmin)},
+                            {"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}});
+    EXPECT_TRUE(r) << path;
+    Resp out;
+    if (r) {
+      out.status = r->status;
+      out.text = r->body;
+      out.body = Json::parse(r->body, nullptr, false);
+    }
+    return out;
+  };
+  Resp t = table(kJobs);
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(t.body["kind"], "Table");
+  EXPECT_EQ(t.body["apiVersion"], "meta.k8s.io/v1");
+  EXPECT_EQ(t.body["columnDefinitions"][0]["name"], "NAME");
+  ASSERT_EQ(t.body["rows"].size(), 12u);
+  EXPECT_EQ(t.body["rows"][0]["cells"][0], "job-100");
+  EXPECT_EQ(t.body["rows"][0]["cells"][1], "Pending");
+  EXPECT_EQ(t.body["rows"][0]["cells"][8], "research");  // QUEUE, a -o wide column
+  EXPECT_EQ(t.body["rows"][0]["object"]["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(t.body["metadata"]["resourceVersion"], "12");
+
+  // Pages and selectors as for objects; includeObject=None leaves the metadata out.
+  std::vector<std::string> names;
+  std::string cont;
+  do {
+    std::string path = absl::StrCat(kJobs, "?limit=4&includeObject=None&labelSelector=team%3Dnlp");
+    if (!cont.empty()) path += "&continue=" + cont;
+    Resp page = table(path);
+    ASSERT_EQ(page.status, 200) << page.body;
+    for (const Json& row : page.body["rows"]) {
+      EXPECT_FALSE(row.contains("object"));
+      names.push_back(row["cells"][0]);
+    }
+    cont = page.body["metadata"].value("continue", "");
+  } while (!cont.empty());
+  EXPECT_EQ(names, (std::vector<std::string>{"job-101", "job-103", "job-105", "job-107", "job-109",
+                                             "job-111"}));
+
+  // A changed object gets a new row.
+  Resp got = Do("GET", absl::StrCat(kJobs, "/job-100"));
+  got.body["spec"]["queue"] = "training";
+  ASSERT_EQ(Do("PUT", absl::StrCat(kJobs, "/job-100"), got.body).status, 200);
+  t = table(kJobs);
+  EXPECT_EQ(t.body["rows"][0]["cells"][8], "training");
+  EXPECT_EQ(t.body["rows"][1]["cells"][8], "research");
+
+  Resp bad = table(absl::StrCat(kJobs, "?includeObject=Everything"));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body.dump(), ::testing::HasSubstr("includeObject"));
+  // Without the Accept header, objects as before.
+  EXPECT_EQ(Do("GET", kJobs).body["kind"], "TrainingJobList");
+}
+
 TEST_F(ApiServerTest, ClusterScopedKinds) {
   Json q = {{"apiVersion", "tessera.dev/v1"},
             {"kind", "Queue"},

@@ -1,0 +1,345 @@
+#include "api/table.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "api/kinds.h"
+#include "api/store_layout.h"
+
+namespace tessera::api {
+
+using Json = nlohmann::json;
+
+namespace {
+
+std::string Meta(const Json& obj, const char* key) {
+  return obj.contains("metadata") && obj["metadata"].is_object() ? obj["metadata"].value(key, "")
+                                                                 : "";
+}
+
+std::string JoinNodes(const Json& st) {
+  std::vector<std::string> nodes;
+  if (st.contains("placement") && st["placement"].is_array()) {
+    for (const Json& m : st["placement"]) {
+      std::string n = m.value("node", "");
+      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+    }
+  }
+  return nodes.empty() ? "<none>" : absl::StrJoin(nodes, ",");
+}
+
+// squeue's START: when the job first started, or "~" and the backfill reservation's start
+// while one holds room for it, else "-".
+std::string StartColumn(const Json& st) {
+  if (st.contains("startTime") && st["startTime"].is_string()) return st["startTime"];
+  if (st.contains("estimatedStartTime") && st["estimatedStartTime"].is_string()) {
+    return "~" + st["estimatedStartTime"].get<std::string>();
+  }
+  return "-";
+}
+
+bool IsJobKind(absl::string_view kind) {
+  return kind == "TrainingJob" || kind == "InferenceService";
+}
+
+std::vector<std::string> JobCells(absl::string_view kind, const Json& o, const Json& st,
+                                  const Json& spec, const std::string& age) {
+  size_t placed = st.contains("placement") ? st["placement"].size() : 0;
+  std::string members = std::to_string(placed);
+  std::string gpus = std::to_string(RequestedGpus(o));
+  if (spec.contains("elastic") && spec["elastic"].is_object()) {
+    // An elastic job: current of maximum replicas ("2/4"), and while it is placed the GPUs it
+    // holds of those it asks for ("6/12"): a shrunken job holds fewer than it requested.
+    members = absl::StrCat(st.value("replicas", static_cast<int64_t>(placed)), "/",
+                           spec["elastic"].value("maxReplicas", 0));
+    if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
+  } else if (kind == "InferenceService" && spec.contains("slo") && spec["slo"].is_object()) {
+    // An autoscaled service: replicas bound of those its autoscaler wants ("2/4", as kubectl
+    // shows a Deployment's ready/desired), and the GPUs held of those its replicas.max could take.
+    members = absl::StrCat(placed, "/",
+                           st.contains("desiredReplicas")
+                               ? std::to_string(st.value("desiredReplicas", int64_t{0}))
+                               : std::string("-"));
+    if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
+  }
+  // status.reason is a bounded word (a waiting job's OverQuota, NoRoom...; a failed one's Error
+  // or Killed); one that only repeats the phase says nothing.
+  std::string reason = st.value("reason", "");
+  if (reason.empty() || reason == Phase(o)) reason = "-";
+  std::string prio = st.contains("priority") && st["priority"].is_number_integer()
+                         ? std::to_string(st["priority"].get<int64_t>())
+                         : spec.value("priorityClassName", "-");
+  return {Meta(o, "name"),
+          Phase(o),
+          reason,
+          gpus,
+          members,
+          std::to_string(st.value("generation", 0)),
+          std::to_string(st.value("restarts", 0)),
+          age,
+          spec.value("queue", "default"),
+          SubmittedBy(o),
+          prio,
+          StartColumn(st),
+          JoinNodes(st),
+          st.value("message", "")};
+}
+
+std::vector<std::string> NodeCells(const Json& o, const Json& st, const Json& spec,
+                                   const std::string& age) {
+  std::string status = Phase(o);
+  if (spec.value("unschedulable", false)) status += ",SchedulingDisabled";
+  std::string model = spec.value("gpuType", "");
+  if (model.empty() && spec.contains("gpus") && spec["gpus"].is_array() && !spec["gpus"].empty()) {
+    model = spec["gpus"][0].value("model", "");
+  }
+  std::vector<std::string> bad, taints;
+  if (st.contains("gpus") && st["gpus"].is_array()) {
+    for (const Json& g : st["gpus"]) {
+      if (g.value("health", "") == "Unhealthy") bad.push_back(std::to_string(g.value("index", 0)));
+    }
+  }
+  if (spec.contains("taints") && spec["taints"].is_array()) {
+    for (const Json& t : spec["taints"]) {
+      taints.push_back(absl::StrCat(t.value("key", ""), ":", t.value("effect", "")));
+    }
+  }
+  return {Meta(o, "name"),
+          status,
+          std::to_string(NodeGpuCount(spec)),
+          model,
+          spec.value("rack", "default"),
+          age,
+          spec.value("block", "default"),
+          bad.empty() ? "<none>" : absl::StrJoin(bad, ","),
+          st.value("lastHeartbeatTime", "<none>"),
+          taints.empty() ? "<none>" : absl::StrJoin(taints, ",")};
+}
+
+}  // namespace
+
+std::vector<TableColumn> TableColumns(absl::string_view kind) {
+  if (IsJobKind(kind)) {
+    return {{"NAME", "metadata.name", 0},
+            {"PHASE", "status.phase", 0},
+            {"REASON", "status.reason, when it says more than the phase", 0},
+            {"GPUS", "GPUs requested (held/requested for elastic and autoscaled jobs)", 0},
+            {"MEMBERS", "members placed (replicas/maximum for elastic jobs)", 0},
+            {"GENERATION", "status.generation: bumped by each restart or resize", 0},
+            {"RESTARTS", "status.restarts", 0},
+            {"AGE", "since metadata.creationTimestamp", 0},
+            {"QUEUE", "spec.queue", 1},
+            {"USER", "who submitted it", 1},
+            {"PRIORITY", "status.priority, else spec.priorityClassName", 1},
+            {"START", "status.startTime, or ~ the backfill reservation's start", 1},
+            {"NODES", "the nodes of status.placement", 1},
+            {"MESSAGE", "status.message", 1}};
+  }
+  if (kind == "Node") {
+    return {{"NAME", "metadata.name", 0},
+            {"STATUS", "status.phase, and SchedulingDisabled when cordoned", 0},
+            {"GPUS", "GPUs the node declares", 0},
+            {"MODEL", "GPU model", 0},
+            {"RACK", "spec.rack", 0},
+            {"AGE", "since metadata.creationTimestamp", 0},
+            {"BLOCK", "spec.block", 1},
+            {"UNHEALTHY", "indices of unhealthy GPUs", 1},
+            {"HEARTBEAT", "status.lastHeartbeatTime", 1},
+            {"TAINTS", "spec.taints as key:effect", 1}};
+  }
+  if (kind == "Event") {
+    return {{"AGE", "since spec.eventTime", 0},
+            {"TYPE", "Normal or Warning", 0},
+            {"REASON", "spec.reason", 0},
+            {"OBJECT", "the object it is about", 0},
+            {"MESSAGE", "spec.message", 0}};
+  }
+  if (kind == "Cluster") {
+    return {{"NAME", "metadata.name", 0},    {"STATUS", "as the hub last probed it", 0},
+            {"GPUS", "status.gpus", 0},      {"FREE", "status.freeGpus", 0},
+            {"SERVER", "spec.server", 0},    {"AGE", "since metadata.creationTimestamp", 0},
+            {"MESSAGE", "status.message", 1}};
+  }
+  return {{"NAME", "metadata.name", 0},
+          {"PHASE", "status.phase", 0},
+          {"AGE", "since metadata.creationTimestamp", 0}};
+}
+
+namespace {
+
+// The cells of `o` with AGE left empty, and the time it counts from (nullopt: unknown).
+std::vector<std::string> CellsWithoutAge(absl::string_view kind, const Json& o,
+                                         std::optional<absl::Time>* since) {
+  static const Json kEmpty = Json::object();
+  const Json& st = o.contains("status") && o["status"].is_object() ? o["status"] : kEmpty;
+  const Json& spec = o.contains("spec") && o["spec"].is_object() ? o["spec"] : kEmpty;
+  absl::Time t;
+  const std::string from =
+      kind == "Event" ? spec.value("eventTime", "") : Meta(o, "creationTimestamp");
+  *since = ParseTimestamp(from, &t) ? std::optional<absl::Time>(t) : std::nullopt;
+  const std::string age;
+  if (IsJobKind(kind)) return JobCells(kind, o, st, spec, age);
+  if (kind == "Node") return NodeCells(o, st, spec, age);
+  if (kind == "Cluster") {
+    // A federation member, as the hub last probed it (docs/federation.md).
+    return {Meta(o, "name"),
+            Phase(o).empty() ? "Unknown" : Phase(o),
+            std::to_string(st.value("gpus", int64_t{0})),
+            std::to_string(st.value("freeGpus", int64_t{0})),
+            spec.value("server", ""),
+            age,
+            st.value("message", "")};
+  }
+  if (kind == "Event") {
+    const Json& inv = spec.contains("involvedObject") && spec["involvedObject"].is_object()
+                          ? spec["involvedObject"]
+                          : kEmpty;
+    return {age, spec.value("type", ""), spec.value("reason", ""),
+            absl::StrCat(absl::AsciiStrToLower(inv.value("kind", "")), "/", inv.value("name", "")),
+            spec.value("message", "")};
+  }
+  return {Meta(o, "name"), Phase(o), age};
+}
+
+// The index of the AGE column of `kind`, or -1.
+int AgeColumn(absl::string_view kind) {
+  const std::vector<TableColumn> columns = TableColumns(kind);
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].name == "AGE") return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string AgeSince(const std::optional<absl::Time>& since, absl::Time now) {
+  if (!since) return "<unknown>";
+  int64_t s = std::max<int64_t>(0, absl::ToInt64Seconds(now - *since));
+  if (s < 120) return absl::StrCat(s, "s");
+  if (s < 7200) return absl::StrCat(s / 60, "m");
+  if (s < 172800) return absl::StrCat(s / 3600, "h");
+  return absl::StrCat(s / 86400, "d");
+}
+
+}  // namespace
+
+std::vector<std::string> TableCells(absl::string_view kind, const Json& o, absl::Time now) {
+  std::optional<absl::Time> since;
+  std::vector<std::string> cells = CellsWithoutAge(kind, o, &since);
+  if (const int age = AgeColumn(kind); age >= 0 && age < static_cast<int>(cells.size())) {
+    cells[age] = AgeSince(since, now);
+  }
+  return cells;
+}
+
+PreparedRow PrepareRow(absl::string_view kind, const Json& obj) {
+  PreparedRow row;
+  const std::vector<std::string> cells = CellsWithoutAge(kind, obj, &row.since);
+  const int age = AgeColumn(kind);
+  row.has_age = age >= 0 && age < static_cast<int>(cells.size());
+  // Cells as JSON strings; "before" ends with the comma that precedes AGE.
+  std::vector<std::string> before;
+  for (int i = 0; i < static_cast<int>(cells.size()); ++i) {
+    const std::string text = Json(cells[i]).dump();
+    if (row.has_age && i > age) {
+      absl::StrAppend(&row.cells_after_age, ",", text);
+    } else if (i != age || !row.has_age) {
+      before.push_back(text);
+    }
+  }
+  row.cells_before_age = absl::StrJoin(before, ",");
+  if (row.has_age && !before.empty()) row.cells_before_age.push_back(',');
+  Json meta = Json::object();
+  for (const char* k : {"name", "namespace", "resourceVersion"}) {
+    if (std::string v = Meta(obj, k); !v.empty()) meta[k] = v;
+  }
+  row.object = Json{{"apiVersion", "meta.k8s.io/v1"},
+                    {"kind", "PartialObjectMetadata"},
+                    {"metadata", std::move(meta)}}
+                   .dump();
+  return row;
+}
+
+std::string RowText(const PreparedRow& row, absl::Time now, bool with_metadata) {
+  // The age is digits and a unit, or "<unknown>": nothing in it needs escaping.
+  return absl::StrCat(R"({"cells":[)", row.cells_before_age,
+                      row.has_age ? absl::StrCat("\"", AgeSince(row.since, now), "\"") : "",
+                      row.cells_after_age, "]", with_metadata ? R"(,"object":)" : "",
+                      with_metadata ? row.object : "", "}");
+}
+
+std::string TableText(absl::string_view kind, const std::string& rows, const Json& list_metadata) {
+  Json columns = Json::array();
+  for (const TableColumn& c : TableColumns(kind)) {
+    columns.push_back({{"name", c.name},
+                       {"type", "string"},
+                       {"format", ""},
+                       {"description", c.description},
+                       {"priority", c.priority}});
+  }
+  return absl::StrCat(R"({"apiVersion":"meta.k8s.io/v1","columnDefinitions":)", columns.dump(),
+                      R"(,"kind":"Table","metadata":)", list_metadata.dump(), R"(,"rows":[)", rows,
+                      "]}\n");
+}
+
+bool AcceptsTable(absl::string_view accept) {
+  for (absl::string_view type : absl::StrSplit(accept, ',')) {
+    // "application/json;as=Table;v=v1;g=meta.k8s.io": the first type offered that the server
+    // serves decides, as in kube-apiserver (a plain JSON first means objects).
+    type = absl::StripAsciiWhitespace(type);
+    if (absl::StrContains(type, "as=Table")) {
+      return absl::StrContains(type, "g=meta.k8s.io") && !absl::StrContains(type, "v=v1beta1");
+    }
+    if (absl::StartsWith(type, "application/json") || type == "*/*") return false;
+  }
+  return false;
+}
+
+std::string Age(const std::string& ts, absl::Time now) {
+  absl::Time t;
+  return AgeSince(ParseTimestamp(ts, &t) ? std::optional<absl::Time>(t) : std::nullopt, now);
+}
+
+std::string Phase(const Json& obj) {
+  if (obj.contains("status") && obj["status"].is_object()) {
+    return obj["status"].value("phase", "");
+  }
+  return "";
+}
+
+std::string SubmittedBy(const Json& obj) {
+  if (!obj.contains("metadata") || !obj["metadata"].is_object()) return "-";
+  const Json& meta = obj["metadata"];
+  if (!meta.contains("annotations") || !meta["annotations"].is_object()) return "-";
+  return meta["annotations"].value(kSubmittedByAnnotation, "-");
+}
+
+int64_t RequestedGpus(const Json& job) {
+  if (!job.contains("spec") || !job["spec"].is_object()) return 0;
+  const Json& spec = job["spec"];
+  if (job.value("kind", "") == "InferenceService") {
+    if (!spec.contains("replicas") || !spec["replicas"].is_object()) return 0;
+    return spec["replicas"].value("max", int64_t{0}) * spec.value("gpusPerReplica", int64_t{0});
+  }
+  int64_t n = 0;
+  if (spec.contains("groups") && spec["groups"].is_array()) {
+    for (const Json& g : spec["groups"]) {
+      n += g.value("count", int64_t{1}) * g.value("gpusPerReplica", int64_t{0});
+    }
+  }
+  return n;
+}
+
+int64_t HeldGpus(const Json& job) {
+  int64_t n = 0;
+  if (!job.contains("status") || !job["status"].contains("placement")) return n;
+  for (const Json& m : job["status"]["placement"]) {
+    if (m.contains("gpus")) n += static_cast<int64_t>(m["gpus"].size());
+  }
+  return n;
+}
+
+}  // namespace tessera::api
