@@ -28,7 +28,7 @@ namespace tessera::server {
 
 class TableRows {
  public:
-  explicit TableRows(size_t max_entries = 400000) : max_entries_(max_entries) {}
+  explicit TableRows(size_t max_entries = 200000) : max_entries_(max_entries) {}
 
   // The Table row of the object of `kind` stored at `kv`, as of `now`. `parsed` is the object
   // when the caller has it already (a selector looked inside), else nullptr: it is parsed here
