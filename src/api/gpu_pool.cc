@@ -2,22 +2,14 @@
 
 #include <algorithm>
 
+#include "api/json_fields.h"
+
 namespace tessera::api {
 namespace {
 
 using Json = nlohmann::json;
 
-const Json& Field(const Json& obj, const char* key) {
-  static const Json* const kNull = new Json();
-  if (!obj.is_object()) return *kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? *kNull : *it;
-}
-
-bool BoolField(const Json& obj, const char* key) {
-  const Json& v = Field(obj, key);
-  return v.is_boolean() && v.get<bool>();
-}
+bool BoolField(const Json& obj, const char* key) { return BoolOr(obj, key, false); }
 
 bool BeingDeleted(const Json& obj) {
   const Json& ts = Field(Field(obj, "metadata"), "deletionTimestamp");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "api/json_fields.h"
 #include "api/kinds.h"
 #include "api/store_layout.h"
 
@@ -17,18 +18,13 @@ using Json = nlohmann::json;
 
 namespace {
 
-std::string Meta(const Json& obj, const char* key) {
-  return obj.contains("metadata") && obj["metadata"].is_object() ? obj["metadata"].value(key, "")
-                                                                 : "";
-}
+std::string Meta(const Json& obj, const char* key) { return StrOr(Sub(obj, "metadata"), key); }
 
 std::string JoinNodes(const Json& st) {
   std::vector<std::string> nodes;
-  if (st.contains("placement") && st["placement"].is_array()) {
-    for (const Json& m : st["placement"]) {
-      std::string n = m.value("node", "");
-      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
-    }
+  for (const Json& m : Items(st, "placement")) {
+    std::string n = StrOr(m, "node");
+    if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
   }
   return nodes.empty() ? "<none>" : absl::StrJoin(nodes, ",");
 }
@@ -55,69 +51,70 @@ std::vector<std::string> JobCells(absl::string_view kind, const Json& o, const J
   if (spec.contains("elastic") && spec["elastic"].is_object()) {
     // An elastic job: current of maximum replicas ("2/4"), and while it is placed the GPUs it
     // holds of those it asks for ("6/12"): a shrunken job holds fewer than it requested.
-    members = absl::StrCat(st.value("replicas", static_cast<int64_t>(placed)), "/",
-                           spec["elastic"].value("maxReplicas", 0));
+    members = absl::StrCat(IntOr(st, "replicas", static_cast<int64_t>(placed)), "/",
+                           IntOr(spec["elastic"], "maxReplicas", 0));
     if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
   } else if (kind == "InferenceService" && spec.contains("slo") && spec["slo"].is_object()) {
     // An autoscaled service: replicas bound of those its autoscaler wants ("2/4", as kubectl
     // shows a Deployment's ready/desired), and the GPUs held of those its replicas.max could take.
     members = absl::StrCat(placed, "/",
                            st.contains("desiredReplicas")
-                               ? std::to_string(st.value("desiredReplicas", int64_t{0}))
+                               ? std::to_string(IntOr(st, "desiredReplicas", int64_t{0}))
                                : std::string("-"));
     if (placed > 0) gpus = absl::StrCat(HeldGpus(o), "/", gpus);
   }
   // status.reason is a bounded word (a waiting job's OverQuota, NoRoom...; a failed one's Error
   // or Killed); one that only repeats the phase says nothing.
-  std::string reason = st.value("reason", "");
+  std::string reason = StrOr(st, "reason", "");
   if (reason.empty() || reason == Phase(o)) reason = "-";
   std::string prio = st.contains("priority") && st["priority"].is_number_integer()
                          ? std::to_string(st["priority"].get<int64_t>())
-                         : spec.value("priorityClassName", "-");
+                         : StrOr(spec, "priorityClassName", "-");
   return {Meta(o, "name"),
           Phase(o),
           reason,
           gpus,
           members,
-          std::to_string(st.value("generation", 0)),
-          std::to_string(st.value("restarts", 0)),
+          std::to_string(IntOr(st, "generation", 0)),
+          std::to_string(IntOr(st, "restarts", 0)),
           age,
-          spec.value("queue", "default"),
+          StrOr(spec, "queue", "default"),
           SubmittedBy(o),
           prio,
           StartColumn(st),
           JoinNodes(st),
-          st.value("message", "")};
+          StrOr(st, "message", "")};
 }
 
 std::vector<std::string> NodeCells(const Json& o, const Json& st, const Json& spec,
                                    const std::string& age) {
   std::string status = Phase(o);
-  if (spec.value("unschedulable", false)) status += ",SchedulingDisabled";
-  std::string model = spec.value("gpuType", "");
+  if (BoolOr(spec, "unschedulable", false)) status += ",SchedulingDisabled";
+  std::string model = StrOr(spec, "gpuType", "");
   if (model.empty() && spec.contains("gpus") && spec["gpus"].is_array() && !spec["gpus"].empty()) {
-    model = spec["gpus"][0].value("model", "");
+    model = StrOr(spec["gpus"][0], "model", "");
   }
   std::vector<std::string> bad, taints;
   if (st.contains("gpus") && st["gpus"].is_array()) {
     for (const Json& g : st["gpus"]) {
-      if (g.value("health", "") == "Unhealthy") bad.push_back(std::to_string(g.value("index", 0)));
+      if (StrOr(g, "health", "") == "Unhealthy")
+        bad.push_back(std::to_string(IntOr(g, "index", 0)));
     }
   }
   if (spec.contains("taints") && spec["taints"].is_array()) {
     for (const Json& t : spec["taints"]) {
-      taints.push_back(absl::StrCat(t.value("key", ""), ":", t.value("effect", "")));
+      taints.push_back(absl::StrCat(StrOr(t, "key", ""), ":", StrOr(t, "effect", "")));
     }
   }
   return {Meta(o, "name"),
           status,
           std::to_string(NodeGpuCount(spec)),
           model,
-          spec.value("rack", "default"),
+          StrOr(spec, "rack", "default"),
           age,
-          spec.value("block", "default"),
+          StrOr(spec, "block", "default"),
           bad.empty() ? "<none>" : absl::StrJoin(bad, ","),
-          st.value("lastHeartbeatTime", "<none>"),
+          StrOr(st, "lastHeartbeatTime", "<none>"),
           taints.empty() ? "<none>" : absl::StrJoin(taints, ",")};
 }
 
@@ -175,12 +172,11 @@ namespace {
 // The cells of `o` with AGE left empty, and the time it counts from (nullopt: unknown).
 std::vector<std::string> CellsWithoutAge(absl::string_view kind, const Json& o,
                                          std::optional<absl::Time>* since) {
-  static const Json kEmpty = Json::object();
-  const Json& st = o.contains("status") && o["status"].is_object() ? o["status"] : kEmpty;
-  const Json& spec = o.contains("spec") && o["spec"].is_object() ? o["spec"] : kEmpty;
+  const Json& st = Sub(o, "status");
+  const Json& spec = Sub(o, "spec");
   absl::Time t;
   const std::string from =
-      kind == "Event" ? spec.value("eventTime", "") : Meta(o, "creationTimestamp");
+      kind == "Event" ? StrOr(spec, "eventTime", "") : Meta(o, "creationTimestamp");
   *since = ParseTimestamp(from, &t) ? std::optional<absl::Time>(t) : std::nullopt;
   const std::string age;
   if (IsJobKind(kind)) return JobCells(kind, o, st, spec, age);
@@ -189,19 +185,18 @@ std::vector<std::string> CellsWithoutAge(absl::string_view kind, const Json& o,
     // A federation member, as the hub last probed it (docs/federation.md).
     return {Meta(o, "name"),
             Phase(o).empty() ? "Unknown" : Phase(o),
-            std::to_string(st.value("gpus", int64_t{0})),
-            std::to_string(st.value("freeGpus", int64_t{0})),
-            spec.value("server", ""),
+            std::to_string(IntOr(st, "gpus", int64_t{0})),
+            std::to_string(IntOr(st, "freeGpus", int64_t{0})),
+            StrOr(spec, "server", ""),
             age,
-            st.value("message", "")};
+            StrOr(st, "message", "")};
   }
   if (kind == "Event") {
-    const Json& inv = spec.contains("involvedObject") && spec["involvedObject"].is_object()
-                          ? spec["involvedObject"]
-                          : kEmpty;
-    return {age, spec.value("type", ""), spec.value("reason", ""),
-            absl::StrCat(absl::AsciiStrToLower(inv.value("kind", "")), "/", inv.value("name", "")),
-            spec.value("message", "")};
+    const Json& inv = Sub(spec, "involvedObject");
+    return {
+        age, StrOr(spec, "type", ""), StrOr(spec, "reason", ""),
+        absl::StrCat(absl::AsciiStrToLower(StrOr(inv, "kind", "")), "/", StrOr(inv, "name", "")),
+        StrOr(spec, "message", "")};
   }
   return {Meta(o, "name"), Phase(o), age};
 }
@@ -303,31 +298,23 @@ std::string Age(const std::string& ts, absl::Time now) {
   return AgeSince(ParseTimestamp(ts, &t) ? std::optional<absl::Time>(t) : std::nullopt, now);
 }
 
-std::string Phase(const Json& obj) {
-  if (obj.contains("status") && obj["status"].is_object()) {
-    return obj["status"].value("phase", "");
-  }
-  return "";
-}
+std::string Phase(const Json& obj) { return StrOr(Sub(obj, "status"), "phase"); }
 
 std::string SubmittedBy(const Json& obj) {
-  if (!obj.contains("metadata") || !obj["metadata"].is_object()) return "-";
-  const Json& meta = obj["metadata"];
-  if (!meta.contains("annotations") || !meta["annotations"].is_object()) return "-";
-  return meta["annotations"].value(kSubmittedByAnnotation, "-");
+  return StrOr(Sub(Sub(obj, "metadata"), "annotations"), kSubmittedByAnnotation, "-");
 }
 
 int64_t RequestedGpus(const Json& job) {
   if (!job.contains("spec") || !job["spec"].is_object()) return 0;
   const Json& spec = job["spec"];
-  if (job.value("kind", "") == "InferenceService") {
+  if (StrOr(job, "kind", "") == "InferenceService") {
     if (!spec.contains("replicas") || !spec["replicas"].is_object()) return 0;
-    return spec["replicas"].value("max", int64_t{0}) * spec.value("gpusPerReplica", int64_t{0});
+    return IntOr(spec["replicas"], "max", int64_t{0}) * IntOr(spec, "gpusPerReplica", int64_t{0});
   }
   int64_t n = 0;
   if (spec.contains("groups") && spec["groups"].is_array()) {
     for (const Json& g : spec["groups"]) {
-      n += g.value("count", int64_t{1}) * g.value("gpusPerReplica", int64_t{0});
+      n += IntOr(g, "count", 1) * IntOr(g, "gpusPerReplica", 0);
     }
   }
   return n;

@@ -50,9 +50,24 @@ TEST(TableTest, EveryKindHasOneCellPerColumn) {
   // Objects missing whole sections, or with the wrong types, still give a full row.
   for (const char* kind :
        {"TrainingJob", "InferenceService", "Node", "Event", "Cluster", "Queue"}) {
-    for (const Json& odd :
-         {Json::object(), Json{{"spec", 3}, {"status", "x"}, {"metadata", 1}},
-          Json{{"spec", {{"groups", 1}, {"involvedObject", 2}, {"taints", 4}}}}}) {
+    for (const Json& odd : {Json::object(), Json{{"spec", 3}, {"status", "x"}, {"metadata", 1}},
+                            Json{{"spec", {{"groups", 1}, {"involvedObject", 2}, {"taints", 4}}}},
+                            // Every field of another type than the cells read: no exception.
+                            Json{{"kind", 1},
+                                 {"metadata", {{"name", 2}, {"annotations", 3}}},
+                                 {"spec",
+                                  {{"groups", {{{"count", "x"}}, 5}},
+                                   {"elastic", {{"maxReplicas", "y"}}},
+                                   {"queue", 6},
+                                   {"unschedulable", "no"},
+                                   {"taints", {{{"key", 1}}}},
+                                   {"replicas", 7}}},
+                                 {"status",
+                                  {{"phase", 8},
+                                   {"generation", "9"},
+                                   {"placement", {{{"node", 1}, {"gpus", 2}}, 3}},
+                                   {"gpus", {{{"health", 4}}}},
+                                   {"priority", "high"}}}}}) {
       EXPECT_EQ(TableCells(kind, odd, now).size(), TableColumns(kind).size()) << kind << odd;
     }
   }

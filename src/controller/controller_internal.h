@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "api/conditions.h"
+#include "api/json_fields.h"
 #include "controller/autoscaler.h"
 #include "controller/scheduling_controller.h"
 #include "controller/store_layout.h"
@@ -119,17 +120,11 @@ inline bool BoundPhase(absl::string_view phase) {
          phase == "Degraded";
 }
 
+// The API module's lenient readers (api/json_fields.h).
 inline std::string Str(const Json& o, const char* key, const std::string& def = "") {
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_string()) return def;
-  return it->get<std::string>();
+  return api::StrOr(o, key, def);
 }
-
-inline int64_t IntOr(const Json& o, const char* key, int64_t def) {
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_number_integer()) return def;
-  return it->get<int64_t>();
-}
+using api::IntOr;
 
 // A node's pool: spec.pool, else metadata.labels.pool, else "".
 inline std::string PoolOf(const Json& node) {

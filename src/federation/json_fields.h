@@ -5,23 +5,15 @@
 
 #include <string>
 
+#include "api/json_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera::federation {
 
 // o[key] as a string; "" when absent or not a string.
-inline std::string Str(const nlohmann::json& o, const char* key) {
-  if (!o.is_object()) return "";
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
-}
+inline std::string Str(const nlohmann::json& o, const char* key) { return api::StrOr(o, key); }
 
 // o[key]; null when absent.
-inline const nlohmann::json& Field(const nlohmann::json& o, const char* key) {
-  static const nlohmann::json kNull;
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
+using api::Field;
 
 }  // namespace tessera::federation

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "api/json_fields.h"
 #include "api/store_layout.h"
 #include "nlohmann/json.hpp"
 
@@ -13,12 +14,11 @@ namespace tessera::op {
 
 using Json = nlohmann::json;
 
-// obj[key], or null when obj is not an object or has no such key.
-const Json& Field(const Json& obj, const char* key);
-// obj[key] when it is an object, else an empty object.
-const Json& Sub(const Json& obj, const char* key);
-int64_t IntOr(const Json& obj, const char* key, int64_t dflt);
-std::string StrOr(const Json& obj, const char* key, const std::string& dflt = "");
+// The API module's lenient readers (api/json_fields.h).
+using api::Field;
+using api::IntOr;
+using api::StrOr;
+using api::Sub;
 const Json& Meta(const Json& obj);  // Sub(obj, "metadata")
 std::string Label(const Json& obj, const char* key);
 std::string Annotation(const Json& obj, const char* key);
