@@ -291,6 +291,10 @@ TEST_F(ServerProcessTest, BenchApiPrintsJson) {
   EXPECT_EQ(j["one_per_request"]["errors"], 0);
   EXPECT_GT(j["batched"]["submissions_per_s"].get<double>(), 0);
   EXPECT_EQ(j["restart"]["jobs_stored"], 50);
+  // As the server runs by default: a token on every request, the controller admitting the jobs.
+  EXPECT_EQ(j["authentication"], true);
+  EXPECT_EQ(j["scheduler"], true);
+  EXPECT_GT(j["jobs_submitted"].get<int64_t>(), 0);
 }
 
 // `bench restart` rebuilds every stored placement and binds the one queued job in its first step.

@@ -3,7 +3,10 @@
 //
 // The server runs in-process on a SqliteStore (WAL, synchronous=FULL: every
 // acknowledged submission is fsynced) in a temporary directory, on a loopback
-// port; clients are real HTTP clients on keep-alive connections.
+// port; clients are real HTTP clients on keep-alive connections. As `tessera server` runs by
+// default, requests carry a bearer token that the server checks, and the scheduling controller
+// runs on the same store, admitting each job (its Queued status and Event: the writes a job
+// costs besides its own); --no-auth and --no-scheduler measure without them.
 #include "server/bench_api.h"
 
 #include <httplib.h>
@@ -15,9 +18,11 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/clock.h"
+#include "controller/scheduling_controller.h"
 #include "nlohmann/json.hpp"
 #include "server/api_server.h"
 #include "store/metered_store.h"
@@ -34,15 +39,19 @@ struct BenchFlags {
   int batch = 50;
   int restart_jobs = 50000;
   bool no_group_commit = false;
+  bool no_auth = false;
+  bool no_scheduler = false;
   std::string dir;
 };
+
+constexpr char kToken[] = "bench-admin-token";
 
 Json Job(const std::string& name) {
   return {{"apiVersion", "tessera.dev/v1"},
           {"kind", "TrainingJob"},
           {"metadata", {{"name", name}, {"namespace", "bench"}, {"labels", {{"team", "bench"}}}}},
           {"spec",
-           {{"queue", "research"},
+           {{"queue", "default"},
             {"groups", {{{"name", "workers"}, {"count", 4}, {"gpusPerReplica", 8}}}}}}};
 }
 
@@ -55,7 +64,8 @@ double Percentile(std::vector<double>& v, double q) {
 
 // Runs `clients` threads for `seconds`, each POSTing `batch` jobs per request
 // (batch 1: one job per request to the collection; else /api/v1/batch).
-Json Submit(int port, int clients, double seconds, int batch, const std::string& tag) {
+Json Submit(int port, int clients, double seconds, int batch, const std::string& tag,
+            const httplib::Headers& headers) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> jobs{0}, requests{0}, errors{0};
   std::vector<std::vector<double>> lat(clients);
@@ -68,6 +78,7 @@ Json Submit(int port, int clients, double seconds, int batch, const std::string&
       cli.set_keep_alive(true);
       cli.set_tcp_nodelay(true);  // as HTTP clients usually do (Go's net/http, curl)
       cli.set_read_timeout(30, 0);
+      cli.set_default_headers(headers);
       for (int seq = 0; !stop; ++seq) {
         std::string body;
         if (batch == 1) {
@@ -148,14 +159,52 @@ int RunBench(const BenchFlags& f) {
     store::MeteredStore metered(**db, clock);
     ApiServerOptions so;
     so.threads = f.clients + 8;
-    ApiServer server(metered, clock, Authenticator::AllowAll(), so);
+    ApiServer server(metered, clock,
+                     f.no_auth ? Authenticator::AllowAll() : Authenticator::SingleAdmin(kToken),
+                     so);
     auto port = server.Start("127.0.0.1", 0);
     if (!port.ok()) {
       std::cerr << "bench api: " << port.status().message() << "\n";
       return 1;
     }
-    out["one_per_request"] = Submit(*port, f.clients, f.seconds, 1, "single");
-    out["batched"] = Submit(*port, f.clients, f.seconds, f.batch, "batch");
+    std::unique_ptr<controller::SchedulingController> ctl;
+    if (!f.no_scheduler) {
+      absl::StatusOr<std::unique_ptr<controller::SchedulingController>> c =
+          controller::SchedulingController::Create(metered, clock, controller::ControllerOptions{});
+      if (!c.ok()) {
+        std::cerr << "bench api: " << c.status().message() << "\n";
+        return 1;
+      }
+      ctl = *std::move(c);
+      ctl->RunInBackground();
+    }
+    const httplib::Headers headers =
+        f.no_auth ? httplib::Headers{}
+                  : httplib::Headers{{"Authorization", absl::StrCat("Bearer ", kToken)}};
+    out["authentication"] = !f.no_auth;
+    out["scheduler"] = !f.no_scheduler;
+    out["one_per_request"] = Submit(*port, f.clients, f.seconds, 1, "single", headers);
+    out["batched"] = Submit(*port, f.clients, f.seconds, f.batch, "batch", headers);
+    if (ctl) {
+      // Whether admission kept up: the jobs the controller had admitted (phase Queued) when it
+      // stopped, of all submitted.
+      ctl->Stop();
+      int64_t submitted = 0, queued = 0;
+      store::ListOptions lo;
+      lo.limit = 5000;
+      while (true) {
+        absl::StatusOr<store::ListResult> page = (*db)->List("/registry/trainingjobs/bench/", lo);
+        if (!page.ok()) break;
+        for (const store::KeyValue& kv : page->kvs) {
+          ++submitted;
+          if (absl::StrContains(kv.value, R"("phase":"Queued")")) ++queued;
+        }
+        if (!page->more) break;
+        lo.continue_after = page->next_key;
+      }
+      out["jobs_submitted"] = submitted;
+      out["jobs_admitted_when_stopped"] = queued;
+    }
     store::StoreMetrics m = metered.Metrics();
     out["store"] = {
         {"txns", m.txns},
@@ -247,6 +296,9 @@ void RegisterApiBenchCommand(CLI::App& bench) {
   cmd->add_option("--restart-jobs", flags->restart_jobs, "Jobs stored for the restart test");
   cmd->add_flag("--no-group-commit", flags->no_group_commit,
                 "One SQLite transaction (one fsync) per write, for comparison");
+  cmd->add_flag("--no-auth", flags->no_auth, "Serve without authentication (default: a token)");
+  cmd->add_flag("--no-scheduler", flags->no_scheduler,
+                "Without the scheduling controller (default: it admits every job)");
   cmd->add_option("--dir", flags->dir, "Data directory (default: a temporary one, removed)");
   cmd->callback([flags] {
     if (int rc = RunBench(*flags); rc != 0) throw CLI::RuntimeError(rc);
