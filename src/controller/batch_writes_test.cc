@@ -1,5 +1,6 @@
-// The controller's batched writes (binding_writes.cc, admission_writes.cc): a cycle's bindings
-// and a page's admissions share store transactions in runs the store takes, and a conflict in a
+// The controller's batched writes (binding_writes.cc, admission_writes.cc, queue_cycle.cc's
+// waiting reasons): a cycle's bindings, a page's admissions and new waiting reasons share store
+// transactions in runs the store takes, and a conflict in a
 // run costs only its own job.
 #include <gtest/gtest.h>
 
@@ -135,6 +136,41 @@ TEST(ControllerBatchTest, AdmissionsAndBindingsAreWrittenInRunsTheStoreTakes) {
   EXPECT_GE(store.batched, 4) << "runs of several admissions, then of several bindings";
   EXPECT_LE(store.txns, 8) << "not one write per job and step (16)";
   EXPECT_TRUE((*ctl)->cluster().CheckConsistency().ok());
+}
+
+// Jobs no node can hold yet: each gets its waiting reason (status.message and an Unschedulable
+// Event, once) in runs the store takes too, not one commit each.
+TEST(ControllerBatchTest, WaitingReasonsAreWrittenInRuns) {
+  SmallTxnStore store;
+  ManualClock clock{absl::FromUnixSeconds(1767225600)};
+  PutNode(store);
+  auto ctl = SchedulingController::Create(store, clock, ControllerOptions{});
+  ASSERT_TRUE(ctl.ok()) << ctl.status();
+  ASSERT_TRUE((*ctl)->Start().ok());
+  PutJobs(store, 12, 16);  // 16 GPUs on one member: more than the 8-GPU node has
+  store.txns = 0;
+  ASSERT_TRUE((*ctl)->Step().ok());
+  for (int i = 0; i < 12; ++i) {
+    Json job =
+        *ParseStored(store.Get(ObjectKey("trainingjobs", "team-a", absl::StrCat("j", i)))->value);
+    EXPECT_EQ(job["status"].value("phase", ""), "Queued") << i;
+    EXPECT_EQ(job["status"].value("message", "").rfind("waiting: ", 0), 0u) << job["status"];
+  }
+  // 12 admissions and 12 waiting reasons, each with its Event: 48 operations, 12 Txns of 4 at
+  // the least; one Txn per write would be 24.
+  EXPECT_LE(store.txns, 14) << "one commit per waiting reason";
+  int unschedulable = 0;
+  absl::StatusOr<store::ListResult> events = store.List("/registry/events/team-a/", {});
+  ASSERT_TRUE(events.ok());
+  for (const store::KeyValue& kv : events->kvs) {
+    unschedulable += (*ParseStored(kv.value))["spec"]["reason"] == "Unschedulable";
+  }
+  EXPECT_EQ(unschedulable, 12);
+  // Nothing changed: the next steps write nothing more.
+  store.txns = 0;
+  clock.Advance(absl::Seconds(6));
+  ASSERT_TRUE((*ctl)->Step().ok());
+  EXPECT_EQ(store.txns, 0);
 }
 
 }  // namespace
