@@ -73,7 +73,7 @@ go build -p "${KUBE_BED_JOBS:-2}" -trimpath -ldflags="$LDFLAGS" -o "$STAGE/" \
   k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubelet ./etcd >&2
 mv -T "$STAGE" "$BIN" 2>/dev/null || { rm -rf "$BIN"; mv -T "$STAGE" "$BIN"; }
 trap - EXIT
-"$BIN/etcd" --version | head -1 >&2
+"$BIN/etcd" --version | sed -n 1p >&2  # sed reads it all: head would leave etcd a SIGPIPE (141)
 "$BIN/kube-apiserver" --version >&2
 echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start ))s" >"$CACHE/stamp"
 echo "kube-bed: built in $(( $(date +%s) - start ))s" >&2
