@@ -131,7 +131,7 @@ struct DeleteFlags {
 // kubectl's forms: `delete RESOURCE NAME...`, `delete RESOURCE -l SEL | --all [-A]`,
 // `delete -f FILE|DIR`. Each object's result is printed; the exit code is 1 when any could not
 // be deleted (the rest are still tried), or when a form selects nothing by name that exists.
-void RunDelete(DeleteFlags f) {
+void RunDelete(const DeleteFlags& f) {
   // `tessera delete -f x.yaml` parses x.yaml's path as the resource argument when it comes
   // first; with -f every positional is a file name too.
   if (!f.files.empty() && !f.resource.empty()) {
