@@ -25,6 +25,9 @@ inline constexpr size_t kMaxManifestValues = 500000;  // per text, all documents
 inline constexpr int kMaxManifestDepth = 64;
 
 // One object of a manifest and where its parts are in the text.
+// nlohmann::json's move constructor is noexcept but not declared so for clang-tidy, which cannot
+// see that Manifest's implicit move never throws (as cli::Response).
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct Manifest {
   Json object;
   int line = 0;  // 1-based line where the object starts
