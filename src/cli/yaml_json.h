@@ -25,8 +25,7 @@ inline constexpr size_t kMaxManifestValues = 500000;  // per text, all documents
 inline constexpr int kMaxManifestDepth = 64;
 
 // One object of a manifest and where its parts are in the text.
-// nlohmann::json's move constructor is noexcept but not declared so for clang-tidy, which cannot
-// see that Manifest's implicit move never throws (as cli::Response).
+// clang-tidy cannot see that its implicit special members never throw (as cli::Response).
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct Manifest {
   Json object;
