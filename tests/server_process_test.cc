@@ -291,6 +291,7 @@ TEST_F(ServerProcessTest, BenchApiPrintsJson) {
   EXPECT_EQ(j["one_per_request"]["errors"], 0);
   EXPECT_GT(j["batched"]["submissions_per_s"].get<double>(), 0);
   EXPECT_EQ(j["restart"]["jobs_stored"], 50);
+  EXPECT_EQ(j["restart"]["table_rows"], 50);
   // As the server runs by default: a token on every request, the controller admitting the jobs.
   EXPECT_EQ(j["authentication"], true);
   EXPECT_EQ(j["scheduler"], true);
