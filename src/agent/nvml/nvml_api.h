@@ -161,6 +161,11 @@ typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int, nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int);  // UUID, Name
 typedef nvmlReturn_t (*nvmlDeviceGetUInt_fn)(nvmlDevice_t, unsigned int*);  // minor, power, NUMA
+typedef int nvmlAffinityScope_t;  // NVML_AFFINITY_SCOPE_NODE = 0, NVML_AFFINITY_SCOPE_SOCKET = 1
+// The NUMA nodes nearest the GPU as a bit set of nodeSetSize unsigned longs (nvidia-smi topo -m's
+// "NUMA Affinity").
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryAffinity_fn)(nvmlDevice_t, unsigned int, unsigned long*,
+                                                       nvmlAffinityScope_t);
 typedef nvmlReturn_t (*nvmlDeviceGetULL_fn)(nvmlDevice_t, unsigned long long*);  // energy, throttle
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_v2_fn)(nvmlDevice_t, nvmlMemory_v2_t*);

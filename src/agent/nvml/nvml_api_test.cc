@@ -175,6 +175,7 @@ const std::set<std::string>& RealEntryPoints() {
       "nvmlDeviceGetPciInfo",
       "nvmlDeviceGetMinorNumber",
       "nvmlDeviceGetNumaNodeId",
+      "nvmlDeviceGetMemoryAffinity",
       "nvmlDeviceGetNvLinkState",
       "nvmlDeviceGetNvLinkRemotePciInfo_v2",
       "nvmlDeviceGetNvLinkRemotePciInfo",

@@ -34,6 +34,7 @@ struct NvmlBackend::Api {
   bool pci_info_v1 = false;  // old layout: only busIdLegacy is meaningful
   nvmlDeviceGetUInt_fn minor_number = nullptr;
   nvmlDeviceGetUInt_fn numa_node = nullptr;
+  nvmlDeviceGetMemoryAffinity_fn memory_affinity = nullptr;
   nvmlDeviceGetNvLinkState_fn nvlink_state = nullptr;
   nvmlDeviceGetNvLinkRemotePciInfo_fn nvlink_remote_pci = nullptr;
   bool nvlink_remote_pci_v1 = false;
@@ -292,6 +293,9 @@ absl::Status NvmlBackend::InitLocked() {
   optional(a.minor_number, "nvmlDeviceGetMinorNumber");
   a.numa_node = Lookup<nvmlDeviceGetUInt_fn>(dl_, resolved_, {"nvmlDeviceGetNumaNodeId"});
   optional(a.numa_node, "nvmlDeviceGetNumaNodeId");
+  a.memory_affinity =
+      Lookup<nvmlDeviceGetMemoryAffinity_fn>(dl_, resolved_, {"nvmlDeviceGetMemoryAffinity"});
+  optional(a.memory_affinity, "nvmlDeviceGetMemoryAffinity");
   a.nvlink_state =
       Lookup<nvmlDeviceGetNvLinkState_fn>(dl_, resolved_, {"nvmlDeviceGetNvLinkState"});
   optional(a.nvlink_state, "nvmlDeviceGetNvLinkState");
@@ -487,6 +491,25 @@ absl::StatusOr<GpuInfo> NvmlBackend::GetDeviceInfo(int index) {
     info.numa_node = static_cast<int>(u);
   } else if (!info.pci_bus_id.empty()) {
     info.numa_node = NumaNodeFromSysfs(info.pci_bus_id);
+  }
+  if (!info.numa_node && a.memory_affinity) {
+    // A VM often gives its PCI devices no NUMA node (sysfs -1) and x86 GPUs have no NUMA id of
+    // their own, while the driver still knows the nearest node (found on an H200 VM, where
+    // nvidia-smi topo -m said NUMA Affinity 0). Only one nearest node names one.
+    unsigned long nodes[4] = {};
+    if (a.memory_affinity(dev, 4, nodes, /*NVML_AFFINITY_SCOPE_NODE=*/0) == NVML_SUCCESS) {
+      std::optional<int> only;
+      int set = 0;
+      for (int w = 0; w < 4; ++w) {
+        for (int b = 0; b < static_cast<int>(8 * sizeof(unsigned long)); ++b) {
+          if ((nodes[w] >> b) & 1UL) {
+            ++set;
+            only = w * static_cast<int>(8 * sizeof(unsigned long)) + b;
+          }
+        }
+      }
+      if (set == 1) info.numa_node = only;
+    }
   }
   {
     MemoryInfo mem;

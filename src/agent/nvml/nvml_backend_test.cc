@@ -23,7 +23,8 @@ class NvmlBackendTest : public ::testing::Test {
     for (const char* v :
          {"TESSERA_STUB_NVML_GPUS", "TESSERA_STUB_NVML_MIG_GPU", "TESSERA_STUB_NVML_XID",
           "TESSERA_STUB_NVML_WAIT_ERROR", "TESSERA_STUB_NVML_INIT_ERROR",
-          "TESSERA_STUB_NVML_LOST_GPU", "TESSERA_STUB_NVML_NO_HANDLE", "TESSERA_NVML_LIB"}) {
+          "TESSERA_STUB_NVML_LOST_GPU", "TESSERA_STUB_NVML_NO_HANDLE", "TESSERA_NVML_LIB",
+          "TESSERA_STUB_NVML_NO_NUMA_ID"}) {
       unsetenv(v);
     }
   }
@@ -109,6 +110,17 @@ TEST_F(NvmlBackendTest, DiscoversEightGpuNvSwitchNode) {
   EXPECT_EQ(snap->topology.Level(0, 5), TopologyLevel::kSystem);
   EXPECT_TRUE(nvml.Shutdown().ok());
   EXPECT_EQ(nvml.DeviceCount().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Without a NUMA id of the GPU's own and without one in sysfs (a VM), the nearest node comes
+// from the driver's memory affinity, when it names exactly one.
+TEST_F(NvmlBackendTest, NumaNodeFromMemoryAffinityWhenTheGpuHasNoNumaId) {
+  setenv("TESSERA_STUB_NVML_NO_NUMA_ID", "1", 1);
+  NvmlBackend nvml(clock_, STUB_NVML_PATH);
+  ASSERT_TRUE(nvml.Init().ok());
+  EXPECT_EQ(nvml.GetDeviceInfo(2)->numa_node, 0);
+  EXPECT_EQ(nvml.GetDeviceInfo(5)->numa_node, 1);
+  EXPECT_EQ(nvml.GetDeviceInfo(7)->numa_node, std::nullopt);  // near two nodes
 }
 
 TEST_F(NvmlBackendTest, ReportsMigInstances) {

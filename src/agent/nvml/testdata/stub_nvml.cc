@@ -236,9 +236,21 @@ STUB_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* 
   pci->pciDeviceId = 0x233010DE;
   return NVML_SUCCESS;
 }
+// TESSERA_STUB_NVML_NO_NUMA_ID=1: no NUMA id of the GPU's own (an x86 GPU, as the driver says
+// NOT_SUPPORTED there); the nearest node then comes from nvmlDeviceGetMemoryAffinity.
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t d, unsigned int* node) {
   if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  if (EnvInt("TESSERA_STUB_NVML_NO_NUMA_ID", 0) == 1) return NVML_ERROR_NOT_SUPPORTED;
   *node = d->gpu < 4 ? 0 : 1;
+  return NVML_SUCCESS;
+}
+// GPUs 0-3 near node 0, 4-5 near node 1, 6-7 near both (no single node).
+STUB_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t d, unsigned int size,
+                                                     unsigned long* nodes, int scope) {
+  if (int r = CheckDevice(d); r != NVML_SUCCESS) return r;
+  if (size < 1 || scope != 0) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned int i = 0; i < size; ++i) nodes[i] = 0;
+  nodes[0] = d->gpu < 4 ? 1UL : d->gpu < 6 ? 2UL : 3UL;
   return NVML_SUCCESS;
 }
 STUB_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link,
