@@ -442,18 +442,10 @@ void SchedulingController::WaitingReasons(absl::Time now) {
   }
   std::sort(waiting.begin(), waiting.end(),
             [](const JobRec* a, const JobRec* b) { return a->key < b->key; });
-  // New waiting reasons are written together, in runs the store takes (CommitInRuns), as
-  // admissions are: a burst of thousands of jobs that cannot be placed yet would otherwise cost
-  // one commit each, serially, and hold up the next step's admissions. A run that fails (a job
-  // changed under it) is written job by job.
-  struct Planned {
-    JobRec* rec;
-    Change why;
-    std::string status_reason;
-    Json extra;
-    PreparedWrite w;
-  };
-  std::vector<Planned> planned;
+  // New waiting reasons are written together (SetJobPhases), as admissions are: a burst of
+  // thousands of jobs that cannot be placed yet would otherwise cost one commit each, serially,
+  // and hold up the next step's admissions.
+  std::vector<PhaseWrite> writes;
   for (JobRec* rec : waiting) {
     const model::Job& job = *rec->job;
     const std::string reason = qm_->WaitingReason(job.key());
@@ -481,41 +473,17 @@ void SchedulingController::WaitingReasons(absl::Time now) {
           qm_->reservation()->job == job.key()) {
         extra["estimatedStartTime"] = Timestamp(qm_->reservation()->start);
       }
-      Planned p{rec,
-                {"Unschedulable", msg, never, never},
-                std::string(sched::WaitReasonName(cls)),
-                std::move(extra),
-                {}};
-      absl::StatusOr<PreparedWrite> w = PrepareUpdate(
-          rec->key, -1,
-          [&](Json& obj) {
-            return ApplyPhase(obj, rec->phase, p.why, false, p.status_reason, &p.extra, now);
-          },
-          p.why);
-      if (w.ok()) {
-        p.w = *std::move(w);
-        planned.push_back(std::move(p));
-      } else if (!absl::IsCancelled(w.status())) {
-        (void)SetJobPhase(*rec, rec->phase, p.why, false, p.status_reason, &p.extra);
-      }
+      PhaseWrite w;
+      w.rec = rec;
+      w.phase = rec->phase;
+      w.why = {"Unschedulable", msg, never, never};
+      w.status_reason = std::string(sched::WaitReasonName(cls));
+      w.extra_status = std::move(extra);
+      writes.push_back(std::move(w));
     }
     rec->wait_class = cls;
   }
-  std::vector<PreparedWrite*> writes;
-  writes.reserve(planned.size());
-  for (Planned& p : planned) writes.push_back(&p.w);
-  CommitInRuns(writes, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
-    for (size_t i = begin; i < end; ++i) {
-      Planned& p = planned[i];
-      if (!rev.ok()) {
-        (void)SetJobPhase(*p.rec, p.rec->phase, p.why, false, p.status_reason, &p.extra);
-        continue;
-      }
-      LogChange(p.w.obj, p.why);
-      p.rec->last_message = p.why.message;
-      if (p.w.base == p.rec->revision) p.rec->revision = *rev;
-    }
-  });
+  SetJobPhases(writes);
 }
 
 // --- Queue status and metrics -----------------------------------------------

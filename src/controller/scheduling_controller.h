@@ -420,10 +420,25 @@ class SchedulingController {
       const std::vector<PreparedWrite*>& writes,
       absl::FunctionRef<void(size_t begin, size_t end, const absl::StatusOr<int64_t>& rev)>
           written);
-  // admission_writes.cc: admissions (Pending -> Queued, the Admitted condition and Event) that
-  // Admit decided, written together in runs the store takes (one commit for a page of new jobs,
-  // not one each) by WriteAdmissions, which Step and Start call before any cycle can bind them.
-  // A run that fails is written job by job (SetJobPhase).
+  // admission_writes.cc: SetJobPhase for many jobs at once. Each write is prepared (CAS on
+  // `expected`, or on the revision read when -1; `current`, when not null, is the object as
+  // stored at `expected`: no read), then committed in runs the store takes (CommitInRuns: one
+  // commit for a page of jobs, not one each); the writes of a run that fails are each done on
+  // their own by SetJobPhase, whose failures are logged. Returns the number of runs that failed.
+  struct PhaseWrite {
+    JobRec* rec = nullptr;
+    std::string phase;
+    Change why;
+    bool clear_placement = false;
+    std::string status_reason;
+    Json extra_status;  // null: none
+    int64_t expected = -1;
+    const Json* current = nullptr;
+  };
+  int SetJobPhases(std::vector<PhaseWrite>& writes);
+  // Admissions (Pending -> Queued, the Admitted condition and Event) that Admit decided, written
+  // together (SetJobPhases) by WriteAdmissions, which Step and Start call before any cycle can
+  // bind them.
   void WriteAdmissions();
   struct PendingAdmission {
     std::string phase;     // the job's, when admitted (Pending or Suspended)
