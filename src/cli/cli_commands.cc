@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/json_fields.h"
 #include "api/kinds.h"
 #include "cli/cli_internal.h"
 #include "cli/yaml_json.h"
@@ -45,33 +46,41 @@ std::string SelectorQuery(const std::string& labels, const std::string& fields) 
   return q;
 }
 
+absl::Status ForEachPage(ApiClient& client, const ResourceInfo& r, const std::string& ns,
+                         bool all_namespaces, const std::string& selector,
+                         const std::string& field_selector, const std::string& extra_query,
+                         const std::string& accept, std::string* revision,
+                         absl::FunctionRef<bool(Json& body)> page) {
+  std::string cont;
+  while (true) {
+    std::string path =
+        absl::StrCat(CollectionPath(r, ns, all_namespaces), "?limit=500", extra_query);
+    absl::StrAppend(&path, SelectorQuery(selector, field_selector));
+    if (!cont.empty()) absl::StrAppend(&path, "&continue=", QueryEscape(cont));
+    absl::StatusOr<Response> res = client.Do("GET", path, nullptr, accept);
+    if (!res.ok()) return res.status();
+    if (res->code != 200) return absl::InternalError(ErrorText(*res));
+    const Json& meta = api::Sub(res->body, "metadata");
+    // The first page's revision: the whole list is consistent at it (continue keeps it).
+    if (revision != nullptr && revision->empty()) *revision = api::StrOr(meta, "resourceVersion");
+    cont = api::StrOr(meta, "continue");
+    if (!page(res->body) || cont.empty()) return absl::OkStatus();
+  }
+}
+
 absl::StatusOr<std::vector<Json>> ListAll(ApiClient& client, const ResourceInfo& r,
                                           const std::string& ns, bool all_namespaces,
                                           const std::string& selector,
                                           const std::string& field_selector,
                                           std::string* revision) {
   std::vector<Json> items;
-  std::string cont;
-  while (true) {
-    std::string path = absl::StrCat(CollectionPath(r, ns, all_namespaces), "?limit=500");
-    absl::StrAppend(&path, SelectorQuery(selector, field_selector));
-    if (!cont.empty()) absl::StrAppend(&path, "&continue=", QueryEscape(cont));
-    absl::StatusOr<Response> res = client.Do("GET", path);
-    if (!res.ok()) return res.status();
-    if (res->code != 200) return absl::InternalError(ErrorText(*res));
-    for (Json& item : res->body["items"]) items.push_back(std::move(item));
-    const Json& meta = res->body["metadata"];
-    // The first page's revision: the whole list is consistent at it (continue keeps it).
-    if (revision != nullptr && revision->empty() && meta.contains("resourceVersion") &&
-        meta["resourceVersion"].is_string()) {
-      *revision = meta["resourceVersion"].get<std::string>();
-    }
-    if (!meta.contains("continue") || !meta["continue"].is_string() ||
-        meta["continue"].get<std::string>().empty()) {
-      return items;
-    }
-    cont = meta["continue"].get<std::string>();
-  }
+  absl::Status s = ForEachPage(client, r, ns, all_namespaces, selector, field_selector, "", "",
+                               revision, [&items](Json& body) {
+                                 for (Json& item : body["items"]) items.push_back(std::move(item));
+                                 return true;
+                               });
+  if (!s.ok()) return s;
+  return items;
 }
 
 void PrintTable(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {

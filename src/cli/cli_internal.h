@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "api/table.h"
@@ -16,9 +17,17 @@ namespace tessera::cli {
 
 // "&labelSelector=...&fieldSelector=..." for the non-empty ones, escaped.
 std::string SelectorQuery(const std::string& labels, const std::string& fields);
-// Every item of a collection (following `continue`), with optional label and
-// field selectors; `revision`, when given, receives the list's resourceVersion
-// (to watch from). On an HTTP error, returns Internal with the server's message.
+// A collection page by page (500 a page, following `continue`), with optional label and field
+// selectors, `extra_query` ("&k=v") and an Accept header (`accept`, when not empty): each answer's
+// body goes to `page`, which returns false to stop. `revision`, when given and empty, receives
+// the first page's resourceVersion (to watch from). On an HTTP error, returns Internal with the
+// server's message.
+absl::Status ForEachPage(ApiClient& client, const ResourceInfo& r, const std::string& ns,
+                         bool all_namespaces, const std::string& selector,
+                         const std::string& field_selector, const std::string& extra_query,
+                         const std::string& accept, std::string* revision,
+                         absl::FunctionRef<bool(Json& body)> page);
+// Every item of a collection (ForEachPage).
 absl::StatusOr<std::vector<Json>> ListAll(ApiClient& client, const ResourceInfo& r,
                                           const std::string& ns, bool all_namespaces,
                                           const std::string& selector,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "api/json_fields.h"
 #include "api/kinds.h"
 #include "cli/cli_internal.h"
 #include "cli/jsonpath.h"
@@ -84,45 +85,33 @@ absl::StatusOr<std::optional<PrintedList>> ListPrinted(ApiClient& client, const 
                                                        const std::string& field_selector,
                                                        std::string* revision) {
   PrintedList out;
-  std::string cont;
-  while (true) {
-    // Each row's object metadata only for its namespace, which only -A shows.
-    std::string path = absl::StrCat(CollectionPath(r, ns, all_namespaces), "?limit=500",
-                                    all_namespaces ? "" : "&includeObject=None");
-    absl::StrAppend(&path, SelectorQuery(selector, field_selector));
-    if (!cont.empty()) absl::StrAppend(&path, "&continue=", QueryEscape(cont));
-    absl::StatusOr<Response> res = client.Do("GET", path, nullptr, api::kTableAccept);
-    if (!res.ok()) return res.status();
-    if (res->code != 200) return absl::InternalError(ErrorText(*res));
-    const Json& body = res->body;
-    if (!body.is_object() || body.value("kind", "") != "Table") return std::nullopt;
-    // Walked in place: Json::value() would copy each array.
-    static const Json kNone = Json::array();
-    auto member = [](const Json& o, const char* key) -> const Json& {
-      auto it = o.find(key);
-      return it != o.end() && it->is_array() ? *it : kNone;
-    };
-    if (out.columns.empty()) {
-      for (const Json& c : member(body, "columnDefinitions")) {
-        out.columns.push_back({c.value("name", ""), "", c.value("priority", 0)});
-      }
-    }
-    for (const Json& row : member(body, "rows")) {
-      std::vector<std::string> cells;
-      for (const Json& c : member(row, "cells")) {
-        cells.push_back(c.is_string() ? c.get<std::string>() : c.dump());
-      }
-      std::string row_ns;
-      if (auto o = row.find("object"); o != row.end() && o->contains("metadata")) {
-        row_ns = (*o)["metadata"].value("namespace", "");
-      }
-      out.rows.emplace_back(std::move(row_ns), std::move(cells));
-    }
-    const Json meta = body.value("metadata", Json::object());
-    if (revision != nullptr && revision->empty()) *revision = meta.value("resourceVersion", "");
-    cont = meta.value("continue", "");
-    if (cont.empty()) return out;
-  }
+  bool table = true;
+  // Each row's object metadata only for its namespace, which only -A shows.
+  absl::Status s = ForEachPage(
+      client, r, ns, all_namespaces, selector, field_selector,
+      all_namespaces ? "" : "&includeObject=None", api::kTableAccept, revision, [&](Json& body) {
+        table = api::StrOr(body, "kind") == "Table";
+        if (!table) return false;
+        if (out.columns.empty()) {
+          for (const Json& c : api::Items(body, "columnDefinitions")) {
+            out.columns.push_back(
+                {api::StrOr(c, "name"), "", static_cast<int>(api::IntOr(c, "priority", 0))});
+          }
+        }
+        for (const Json& row : api::Items(body, "rows")) {
+          std::vector<std::string> cells;
+          for (const Json& c : api::Items(row, "cells")) {
+            cells.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+          }
+          out.rows.emplace_back(
+              api::StrOr(api::Sub(api::Sub(row, "object"), "metadata"), "namespace"),
+              std::move(cells));
+        }
+        return true;
+      });
+  if (!s.ok()) return s;
+  if (!table) return std::nullopt;
+  return out;
 }
 
 // How objects are printed, parsed once from -o.
