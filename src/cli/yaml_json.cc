@@ -14,37 +14,37 @@
 namespace tessera::cli {
 namespace {
 
+// The code point at s[i] and its length in bytes; a byte that does not start a well-formed
+// sequence stands for itself, with length 1 (ValidUtf8 refuses it when it is not ASCII).
+uint32_t CodePointAt(const std::string& s, size_t i, size_t* len) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  *len = 1;
+  size_t n = 0;
+  uint32_t cp = c;
+  if ((c & 0xE0) == 0xC0) {
+    n = 1, cp = c & 0x1Fu;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 2, cp = c & 0x0Fu;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 3, cp = c & 0x07u;
+  }
+  if (i + n >= s.size()) return c;
+  for (size_t k = 1; k <= n; ++k) {
+    const auto d = static_cast<unsigned char>(s[i + k]);
+    if ((d & 0xC0) != 0x80) return c;
+    cp = (cp << 6) | (d & 0x3Fu);
+  }
+  *len = n + 1;
+  return cp;
+}
+
 // True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool ValidUtf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // cut short
-    for (size_t k = 1; k <= n; ++k) {
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};  // by length in bytes
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    const uint32_t cp = CodePointAt(s, i, &len);
+    if (len == 1 ? cp >= 0x80 : cp < kMin[len]) return false;  // a stray byte; an overlong form
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
   }
   return true;
 }
@@ -138,30 +138,6 @@ Json FromYaml(const YAML::Node& n) {
 
 // Unicode noncharacters: U+FDD0..U+FDEF and the last two code points of every plane.
 bool NonCharacter(uint32_t cp) { return (cp & 0xFFFE) == 0xFFFE || (cp >= 0xFDD0 && cp <= 0xFDEF); }
-
-// The code point at s[i] and its length in bytes; a byte that does not start well-formed UTF-8
-// stands for itself (ToYaml's strings come from valid JSON, so this is only a guard).
-uint32_t CodePointAt(const std::string& s, size_t i, size_t* len) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  *len = 1;
-  size_t n = 0;
-  uint32_t cp = c;
-  if ((c & 0xE0) == 0xC0) {
-    n = 1, cp = c & 0x1Fu;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 2, cp = c & 0x0Fu;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 3, cp = c & 0x07u;
-  }
-  if (i + n >= s.size()) return c;
-  for (size_t k = 1; k <= n; ++k) {
-    const auto d = static_cast<unsigned char>(s[i + k]);
-    if ((d & 0xC0) != 0x80) return c;
-    cp = (cp << 6) | (d & 0x3Fu);
-  }
-  *len = n + 1;
-  return cp;
-}
 
 std::string Utf8(uint32_t cp) {
   std::string out;

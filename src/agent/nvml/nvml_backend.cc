@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -498,17 +499,12 @@ absl::StatusOr<GpuInfo> NvmlBackend::GetDeviceInfo(int index) {
     // nvidia-smi topo -m said NUMA Affinity 0). Only one nearest node names one.
     unsigned long nodes[4] = {};
     if (a.memory_affinity(dev, 4, nodes, /*NVML_AFFINITY_SCOPE_NODE=*/0) == NVML_SUCCESS) {
-      std::optional<int> only;
       int set = 0;
-      for (int w = 0; w < 4; ++w) {
-        for (int b = 0; b < static_cast<int>(8 * sizeof(unsigned long)); ++b) {
-          if ((nodes[w] >> b) & 1UL) {
-            ++set;
-            only = w * static_cast<int>(8 * sizeof(unsigned long)) + b;
-          }
-        }
+      for (unsigned long w : nodes) set += std::popcount(w);
+      for (int w = 0; w < 4 && set == 1; ++w) {
+        constexpr int kBits = sizeof(unsigned long) * CHAR_BIT;
+        if (nodes[w] != 0) info.numa_node = w * kBits + std::countr_zero(nodes[w]);
       }
-      if (set == 1) info.numa_node = only;
     }
   }
   {
