@@ -118,9 +118,7 @@ std::vector<std::string> NodeCells(const Json& o, const Json& st, const Json& sp
           taints.empty() ? "<none>" : absl::StrJoin(taints, ",")};
 }
 
-}  // namespace
-
-std::vector<TableColumn> TableColumns(absl::string_view kind) {
+std::vector<TableColumn> ColumnsOf(absl::string_view kind) {
   if (IsJobKind(kind)) {
     return {{"NAME", "metadata.name", 0},
             {"PHASE", "status.phase", 0},
@@ -167,6 +165,22 @@ std::vector<TableColumn> TableColumns(absl::string_view kind) {
           {"AGE", "since metadata.creationTimestamp", 0}};
 }
 
+}  // namespace
+
+const std::vector<TableColumn>& TableColumns(absl::string_view kind) {
+  // Built once per kind: every row asks for its kind's columns (the AGE cell's place).
+  static const auto* const kJobs = new std::vector<TableColumn>(ColumnsOf("TrainingJob"));
+  static const auto* const kNodes = new std::vector<TableColumn>(ColumnsOf("Node"));
+  static const auto* const kEvents = new std::vector<TableColumn>(ColumnsOf("Event"));
+  static const auto* const kClusters = new std::vector<TableColumn>(ColumnsOf("Cluster"));
+  static const auto* const kOthers = new std::vector<TableColumn>(ColumnsOf(""));
+  if (IsJobKind(kind)) return *kJobs;
+  if (kind == "Node") return *kNodes;
+  if (kind == "Event") return *kEvents;
+  if (kind == "Cluster") return *kClusters;
+  return *kOthers;
+}
+
 namespace {
 
 // The cells of `o` with AGE left empty, and the time it counts from (nullopt: unknown).
@@ -203,7 +217,7 @@ std::vector<std::string> CellsWithoutAge(absl::string_view kind, const Json& o,
 
 // The index of the AGE column of `kind`, or -1.
 int AgeColumn(absl::string_view kind) {
-  const std::vector<TableColumn> columns = TableColumns(kind);
+  const std::vector<TableColumn>& columns = TableColumns(kind);
   for (size_t i = 0; i < columns.size(); ++i) {
     if (columns[i].name == "AGE") return static_cast<int>(i);
   }

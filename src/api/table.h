@@ -28,7 +28,7 @@ struct TableColumn {
 };
 
 // The columns of `kind` (TrainingJob, Node, Event...), default ones first.
-std::vector<TableColumn> TableColumns(absl::string_view kind);
+const std::vector<TableColumn>& TableColumns(absl::string_view kind);
 
 // The cells of `obj`, one per TableColumns(kind) column, as of `now` (ages).
 std::vector<std::string> TableCells(absl::string_view kind, const nlohmann::json& obj,

@@ -59,7 +59,7 @@ std::vector<std::string> Pick(const std::vector<std::string>& all,
 }
 
 std::vector<std::string> Header(const ResourceInfo& r, bool wide) {
-  const std::vector<api::TableColumn> columns = api::TableColumns(r.kind);
+  const std::vector<api::TableColumn>& columns = api::TableColumns(r.kind);
   std::vector<std::string> names;
   names.reserve(columns.size());
   for (const api::TableColumn& c : columns) names.push_back(c.name);
