@@ -629,7 +629,7 @@ void ApiServer::HandleList(const Route& r, const httplib::Request& req, httplib:
     return Fail(res, 400, "BadRequest",
                 absl::StrCat("includeObject: \"", include, "\" must be Metadata or None"));
   }
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_.Now();  // ages in the cells, on the API clock
   // Read store pages until `limit` objects matched the selectors.
   opts.limit = limit > 0 ? std::max<int64_t>(limit, 500) : 0;
   // Items are spliced as text (no parse/dump per object) unless a selector
