@@ -5,7 +5,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git libboost-dev
   clang libclang-rt-14-dev
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev

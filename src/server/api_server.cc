@@ -158,29 +158,37 @@ http::ConnectionLimits Limits(const ApiServerOptions& o) {
   return l;
 }
 
-// The plain server, or the TLS one configured by tls_policy.h. Files that fail its checks leave
-// `tls_error` saying why (Start returns it) and a plain server that is never started. `cuts`
-// counts the connections a limit cut.
-std::unique_ptr<httplib::Server> MakeHttpServer(
-    const ApiServerOptions& o, absl::Status& tls_error,
-    std::function<void(http::DeadlineStream::Failure)> cuts) {
-  auto plain = [&] {
-    auto s = std::make_unique<http::BoundedServer>(Limits(o));
-    s->set_cut_handler(std::move(cuts));
-    return s;
-  };
-  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return plain();
+// The front end's options; TLS as tls_policy.h configures it. Files that fail its checks leave
+// `tls_error` saying why (Start returns it) and a plain server that is never started.
+http::EventServerOptions FrontEndOptions(const ApiServerOptions& o, absl::Status& tls_error) {
+  http::EventServerOptions e;
+  e.limits = Limits(o);
+  // The front end reads whole bodies, decoded, before the API sees them: past what
+  // ReadBoundedBody would read (the limit, then kDrainBytes it discards to answer 413 and keep
+  // the connection), the front end answers 413 itself and closes.
+  e.limits.max_body_wire_bytes = static_cast<int64_t>(o.max_body_bytes + kDrainBytes);
+  e.keep_alive_idle = absl::Seconds(5);  // also bounds how long Stop() waits for idle clients
+  e.keep_alive_max = 100000;
+  e.io_threads = o.io_threads;
+  e.worker_threads = o.threads;
+  e.max_connections = o.max_connections;
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return e;
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     tls_error = absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-    return plain();
+    return e;
   }
   tls_error = CheckTlsFiles(o.tls_cert_file, o.tls_key_file);
-  if (!tls_error.ok()) return plain();
-  auto s = std::make_unique<http::BoundedSslServer>(Limits(o), [&o](SSL_CTX& ctx) {
-    return ApplyTlsPolicy(ctx, o.tls_cert_file, o.tls_key_file);
-  });
-  s->set_cut_handler(std::move(cuts));
-  return s;
+  if (!tls_error.ok()) return e;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr || !ApplyTlsPolicy(*ctx, o.tls_cert_file, o.tls_key_file)) {
+    if (ctx != nullptr) SSL_CTX_free(ctx);
+    tls_error = absl::InvalidArgumentError(absl::StrCat("OpenSSL refused the TLS certificate ",
+                                                        o.tls_cert_file, " or key ",
+                                                        o.tls_key_file));
+    return e;
+  }
+  e.tls = ctx;
+  return e;
 }
 
 }  // namespace
@@ -191,11 +199,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
       clock_(clock),
       auth_(std::move(auth)),
       options_(options),
-      http_(MakeHttpServer(options_, tls_error_,
-                           [this](http::DeadlineStream::Failure f) {
-                             cuts_->With({http::DeadlineStream::FailureName(f)}).Inc();
-                           })),
-      watches_("watches", options.max_watches > 0 ? options.max_watches : options.threads / 2,
+      watches_("watches", options.max_watches > 0 ? options.max_watches : 64,
                options.max_watches_per_token),
       binding_waits_("binding waits", options.max_binding_waits,
                      options.max_binding_waits_per_token),
@@ -204,35 +208,73 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   for (http::DeadlineStream::Failure f : http::CutCounters::kLimits) {
     cuts_->With({http::DeadlineStream::FailureName(f)});  // exported at 0 from the start
   }
-  http_->new_task_queue = [this] {
-    ElasticPoolOptions po;
-    po.min_threads = options_.threads;
-    po.max_threads = options_.threads + options_.max_binding_waits;
-    pool_ = new ElasticPool(po);
-    return pool_;
+  http::EventServerOptions fe = FrontEndOptions(options_, tls_error_);
+  fe.on_cut = [this](http::DeadlineStream::Failure f) {
+    cuts_->With({http::DeadlineStream::FailureName(f)}).Inc();
   };
+  fe.cut_response = [this](http::DeadlineStream::Failure f, uint64_t body_bytes,
+                           httplib::Response& res) {
+    // Over the limit already when it stalled: the size is the answer.
+    if (f == http::DeadlineStream::Failure::kBodyTooLarge || body_bytes > options_.max_body_bytes) {
+      return Fail(res, 413, "RequestEntityTooLarge",
+                  absl::StrCat("request body over the limit of ", options_.max_body_bytes,
+                               " bytes (any encoding)"));
+    }
+    Fail(res, 400, "BadRequest",
+         "malformed HTTP request, or it did not arrive within the read timeout");
+  };
+  // On the headers alone, before any body is read: a body the API would refuse anyway (no
+  // token, a method or path that takes none) is never read.
+  fe.screen = [this](const httplib::Request& head, httplib::Response& res) {
+    const std::string& m = head.method;
+    if (m != "POST" && m != "PUT" && m != "DELETE" && m != "PATCH") {
+      if (m != "GET" && m != "HEAD" && m != "OPTIONS") {
+        RefuseAndClose(res, 405, "MethodNotAllowed", absl::StrCat(m, " is not supported"));
+        return true;
+      }
+      if (!DeclaresBody(head)) return false;
+      RefuseAndClose(res, 400, "BadRequest", absl::StrCat(m, " requests take no body"));
+      return true;
+    }
+    if (!DeclaresBody(head)) return false;
+    if (!absl::StartsWith(head.path, "/api/v1/")) {
+      RefuseAndClose(res, 404, "NotFound", "no such path");
+      return true;
+    }
+    if (!auth_.Authenticate(head.get_header_value("Authorization"))) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      RefuseAndClose(res, 401, "Unauthorized", "a valid bearer token is required");
+      return true;
+    }
+    if (head.is_multipart_form_data()) {
+      RefuseAndClose(res, 415, "UnsupportedMediaType",
+                     "multipart bodies are not accepted; the API takes JSON");
+      return true;
+    }
+    return false;
+  };
+  // Watches stream for minutes: each on a thread of its own (at most max_watches hold one).
+  fe.is_stream = [](const httplib::Request& head) {
+    const size_t q = head.target.find("?");
+    if (q == std::string::npos) return false;
+    httplib::Params params;
+    httplib::detail::parse_query_text(head.target.substr(q + 1), params);
+    auto it = params.find("watch");
+    return it != params.end() && (it->second == "true" || it->second == "1");
+  };
+  ElasticPoolOptions po;
+  po.min_threads = 0;
+  po.max_threads = watches_.total() + 8;
+  streams_ = std::make_unique<ElasticPool>(po);
+  fe.stream_executor = [this](std::function<void()> fn) { streams_->enqueue(std::move(fn)); };
+  http_ = std::make_unique<http::EventServer>(std::move(fe));
   // A backstop only: bodies are read by ReadBoundedBody (request_body.h), which keeps at most
   // max_body_bytes and discards up to kDrainBytes more; httplib's own check must not cut that.
   http_->set_payload_max_length(options_.max_body_bytes + kDrainBytes);
-  const int64_t read_us = absl::ToInt64Microseconds(options_.read_timeout);
-  http_->set_read_timeout(read_us / 1000000, read_us % 1000000);
-  // Remember the listening socket: this cpp-httplib listens with a backlog of
-  // 5, which drops connections when many clients connect at once; Start()
-  // raises it.
-  http_->set_socket_options([this](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd_ = sock;
-  });
-  // Without TCP_NODELAY a keep-alive exchange stalls on Nagle's algorithm
-  // against the peer's delayed ACK (~40 ms on Linux) whenever a message goes
-  // out in two writes (headers, then body): that, not the store, bounded
-  // one-job-per-request submissions at ~1,100/s with 100 clients. Accepted
-  // sockets inherit the option from the listening socket. (It also keeps a
-  // node agent's bindings long-poll answers from waiting ~40 ms.)
-  http_->set_tcp_nodelay(true);
-  http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(5);  // also bounds how long Stop() waits for idle clients
+  http_->AddDeferred("GET", "/api/v1/nodes/([^/]+)/bindings/?",
+                     [this](const httplib::Request& req, std::shared_ptr<http::Responder> r) {
+                       ServeNodeBindings(req, std::move(r));
+                     });
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     const absl::Time start = absl::Now();  // real time: network latency, not the API clock
     Handle(req, res);
@@ -278,12 +320,21 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
                     heartbeats_written_.load(),
                     "\ntessera_api_node_heartbeats_total{written=\"false\"} ",
                     heartbeats_renewed_.load(), "\n");
-    if (pool_ != nullptr) {
-      absl::StrAppend(&out,
-                      "# HELP tessera_api_threads Request threads (one per open connection).\n"
-                      "# TYPE tessera_api_threads gauge\ntessera_api_threads ",
-                      pool_->threads(), "\n");
-    }
+    absl::StrAppend(
+        &out,
+        "# HELP tessera_api_threads Threads serving the API: I/O, workers and open watches.\n"
+        "# TYPE tessera_api_threads gauge\ntessera_api_threads ",
+        http_->threads() + streams_->threads(),
+        "\n# HELP tessera_api_open_connections Open API connections.\n"
+        "# TYPE tessera_api_open_connections gauge\ntessera_api_open_connections ",
+        http_->open_connections(),
+        "\n# HELP tessera_api_parked_requests Requests waiting without a thread (long-polls).\n"
+        "# TYPE tessera_api_parked_requests gauge\ntessera_api_parked_requests ",
+        http_->parked(),
+        "\n# HELP tessera_api_refused_connections_total Connections answered 503: too many "
+        "open.\n# TYPE tessera_api_refused_connections_total counter\n"
+        "tessera_api_refused_connections_total ",
+        http_->refused_connections(), "\n");
     out += request_registry_.Render();
     if (options_.extra_metrics) out += options_.extra_metrics();
     res.set_content(out, "text/plain; version=0.0.4");
@@ -398,20 +449,8 @@ ApiServer::~ApiServer() { Stop(); }
 
 absl::StatusOr<int> ApiServer::Start(const std::string& host, int port) {
   if (!tls_error_.ok()) return tls_error_;
-  if (!http_->is_valid()) {
-    return absl::InvalidArgumentError(absl::StrCat("OpenSSL refused the TLS certificate ",
-                                                   options_.tls_cert_file, " or key ",
-                                                   options_.tls_key_file));
-  }
-  int bound =
-      port == 0 ? http_->bind_to_any_port(host) : (http_->bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port));
-  }
   if (absl::Status s = bindings_->Start(); !s.ok()) return s;
-  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
-  return bound;
+  return http_->Start(host, port);
 }
 
 void ApiServer::Stop() {
@@ -421,9 +460,9 @@ void ApiServer::Stop() {
     stopped_ = true;
   }
   stopping_ = true;
-  bindings_->Stop();  // ends open binding long-polls
-  http_->stop();
-  if (listener_.joinable()) listener_.join();
+  bindings_->Stop();  // answers open binding long-polls
+  http_->Stop();
+  streams_->shutdown();  // open watches end: they see stopping_
 }
 
 void ApiServer::Wait() {
@@ -480,7 +519,8 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
     if (!api::IsDnsLabel(seg[1])) {
       return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
     }
-    return HandleNodeBindings(*who, seg[1], req, res);
+    // GETs are the front end's deferred route (ServeNodeBindings) and never come here.
+    return Fail(res, 404, "NotFound", absl::StrCat("no such path ", req.path));
   }
   Route r;
   // The status subresource: .../NAME/status (docs/api.md, "Status").

@@ -13,13 +13,14 @@
 //
 // Ownership: the server does not own the Store or the Clock; both must
 // outlive it. Thread safety: Start/Stop from one thread; requests are served
-// concurrently by a thread pool.
+// concurrently by the event-driven front end's workers (http/event_server.h).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "http/event_server.h"
 #include "metrics/registry.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
@@ -61,9 +63,15 @@ class GpuSamples;
 
 struct ApiServerOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
-  // Request threads kept ready. Each connection holds a thread for its life (cpp-httplib), so the
-  // pool grows beyond this on demand (ElasticPool), up to threads + max_binding_waits.
-  int threads = 128;
+  // Worker threads that run requests (http/event_server.h): connections, idle keep-alives and
+  // node-binding long-polls hold none; a request holds one while it runs (a durable write while
+  // its fsync is shared with the others', group commit). Watches run on threads of their own,
+  // at most max_watches.
+  int threads = 16;
+  // Threads that accept, read and write connections.
+  int io_threads = 2;
+  // Open connections beyond this are answered 503 and closed.
+  int max_connections = 50000;
   // Open node binding long-polls (GET /api/v1/nodes/NAME/bindings?resourceVersion=R&
   // timeoutSeconds=S; one per node agent) beyond this get 429; so do those of a token that holds
   // max_binding_waits_per_token already (0: a quarter of max_binding_waits). slot_shares.h.
@@ -82,8 +90,7 @@ struct ApiServerOptions {
   absl::Duration body_timeout = absl::Seconds(60);
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
-  // Open watches beyond this get 429, so that watches cannot take every
-  // request thread. 0 = threads / 2. A token holding max_watches_per_token watches gets 429 for
+  // Open watches beyond this get 429 (each holds a thread while it streams). 0 = 64. A token holding max_watches_per_token watches gets 429 for
   // another, so that one tenant cannot hold every slot (0: a quarter of max_watches).
   int max_watches = 0;
   int max_watches_per_token = 0;
@@ -174,8 +181,21 @@ class ApiServer {
   // GET /api/v1/nodes/NAME/utilization: the node's per-GPU, per-minute utilization of the last
   // hour (GpuSamples::History), for the dashboard's sparklines. Whoever may read the Node.
   void HandleNodeUtilization(const Principal& who, const std::string& node, httplib::Response& res);
-  // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex.
-  void HandleNodeBindings(const Principal& p, const std::string& node, const httplib::Request& req,
+  // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex
+  // (api_server_wait.cc). A deferred route of the front end: a long-poll waits parked, holding
+  // no thread, until the index reports a change for the node or its deadline passes.
+  void ServeNodeBindings(const httplib::Request& req, std::shared_ptr<http::Responder> responder);
+  struct BindingsWait {
+    int64_t since = 0;
+    absl::Time deadline = absl::InfinitePast();  // past: answer at once
+    std::shared_ptr<SlotShares::Slot> slot;      // held while the request waits
+  };
+  // Checks a bindings request; nullopt when `res` was answered (refused) already.
+  std::optional<BindingsWait> StartNodeBindings(const Principal& p, const std::string& node,
+                                                const httplib::Request& req,
+                                                httplib::Response& res);
+  // Answers from the index's snapshot, reading each bound job.
+  void AnswerNodeBindings(const std::string& node, const NodeBindingIndex::Snapshot& snap,
                           httplib::Response& res);
   // POST /api/v1/nodes/NAME/heartbeat (node_heartbeat.cc).
   void HandleNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
@@ -189,10 +209,9 @@ class ApiServer {
   const Authenticator auth_;
   const ApiServerOptions options_;
   absl::Status tls_error_;  // why the TLS files were refused (tls_policy.h); before http_
-  std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
+  std::unique_ptr<http::EventServer> http_;
+  std::unique_ptr<ElasticPool> streams_;  // watch streams' threads
   std::atomic<bool> stopping_{false};
-  std::atomic<int> listen_fd_{-1};
   SlotShares watches_;                          // open watch streams, shared fairly between tokens
   SlotShares binding_waits_;                    // open node-binding long-polls, likewise
   std::atomic<int64_t> heartbeats_written_{0};  // node heartbeats that wrote the Node
@@ -201,7 +220,6 @@ class ApiServer {
   QuotaGate quotas_{store_};                // ResourceQuota on creates (resource_quota.h)
   LargestNode largest_node_{store_};        // GPUs per member within the fleet (largest_node.h)
   TableRows table_rows_;                    // lists asked for as Tables (table_rows.h)
-  ElasticPool* pool_ = nullptr;             // owned by http_
   std::atomic<int64_t> responses_[6] = {};  // by status class: [2] = 2xx, ...
   metrics::Registry request_registry_;      // API request rate and latency, in /metrics
   ApiRequestMetrics request_metrics_{request_registry_};

@@ -1,5 +1,6 @@
-// ApiServer's long-lived requests: watch streams (GET ...?watch=true) and node-bindings
-// long-polls (GET /api/v1/nodes/NAME/bindings). Each holds one request thread while it waits.
+// ApiServer's long-lived requests: watch streams (GET ...?watch=true), each on a thread of its
+// own while it streams, and node-bindings long-polls (GET /api/v1/nodes/NAME/bindings), parked
+// without a thread while they wait.
 #include <httplib.h>
 
 #include <deque>
@@ -156,31 +157,93 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
 }
 
 // GET /api/v1/nodes/NAME/bindings[?resourceVersion=R&timeoutSeconds=S]: the jobs bound to node
-// NAME (docs/api.md, "Node bindings"). With R and S, waits up to S seconds for a change after R.
-void ApiServer::HandleNodeBindings(const Principal& p, const std::string& node,
-                                   const httplib::Request& req, httplib::Response& res) {
+// NAME (docs/api.md, "Node bindings"). With R and S, waits up to S seconds for a change after R,
+// parked: no thread waits. A change to the node's bindings (the index's wake-up) or the deadline
+// (the front end's timer), whichever comes first, answers on a worker; the other then does
+// nothing.
+void ApiServer::ServeNodeBindings(const httplib::Request& req,
+                                  std::shared_ptr<http::Responder> responder) {
+  const absl::Time start = absl::Now();  // real time: network latency, not the API clock
+  auto finish = [this, start, path = req.path, responder](httplib::Response& res) {
+    if (res.status <= 0) res.status = 200;
+    if (int cls = res.status / 100; cls >= 1 && cls <= 5) responses_[cls]++;
+    request_metrics_.Observe(ClassifyRequest("GET", path, false), res.status,
+                             absl::ToDoubleSeconds(absl::Now() - start));
+    responder->Send(std::move(res));
+  };
+  httplib::Response res;
+  std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
+  if (!who) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+    return finish(res);
+  }
+  const std::string node = req.matches[1];
+  if (!api::IsDnsLabel(node)) {
+    Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+    return finish(res);
+  }
+  std::optional<BindingsWait> wait = StartNodeBindings(*who, node, req, res);
+  if (!wait) return finish(res);
+  NodeBindingIndex::Snapshot now = bindings_->Wait(node, wait->since, absl::InfinitePast());
+  if (now.changed || wait->deadline <= absl::Now() || stopping_) {
+    AnswerNodeBindings(node, now, res);
+    return finish(res);
+  }
+  struct Parked {
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> id{0};
+    std::shared_ptr<SlotShares::Slot> slot;
+  };
+  auto parked = std::make_shared<Parked>();
+  parked->slot = std::move(wait->slot);
+  auto answer = [this, parked, node, since = wait->since, finish](bool timed_out) {
+    if (parked->done.exchange(true)) return;
+    if (timed_out) bindings_->CancelNotify(node, parked->id.load());
+    httplib::Response r;
+    AnswerNodeBindings(node, bindings_->Wait(node, since, absl::InfinitePast()), r);
+    parked->slot.reset();
+    finish(r);
+  };
+  responder->RunAt(wait->deadline, [answer] { answer(true); });
+  parked->id = bindings_->NotifyOnChange(node, wait->since, [responder, answer] {
+    responder->Post([answer] { answer(false); });
+  });
+}
+
+std::optional<ApiServer::BindingsWait> ApiServer::StartNodeBindings(const Principal& p,
+                                                                    const std::string& node,
+                                                                    const httplib::Request& req,
+                                                                    httplib::Response& res) {
   // A node sees only its own bindings; users none (they span tenants).
-  if (!AllowNodeRoute(p, node, "node bindings", "read its own bindings", res)) return;
-  int64_t since = 0, timeout_s = 0;
-  if (!QueryInt(req, "resourceVersion", since, res)) return;
-  if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return;
+  if (!AllowNodeRoute(p, node, "node bindings", "read its own bindings", res)) return std::nullopt;
+  BindingsWait w;
+  int64_t timeout_s = 0;
+  if (!QueryInt(req, "resourceVersion", w.since, res)) return std::nullopt;
+  if (!QueryInt(req, "timeoutSeconds", timeout_s, res)) return std::nullopt;
   // From another store (restored, or a new cluster at the same address): answer in full.
-  if (since > store_.CurrentRevision()) since = 0;
+  if (w.since > store_.CurrentRevision()) w.since = 0;
   // Fresh for a plain read (a registering agent fences on it); a long-poll is woken by the
   // index's follower instead.
-  if (absl::Status s = bindings_->CatchUp(); !s.ok()) return FailStore(res, s, "bindings");
-  absl::Time deadline = absl::InfinitePast();
-  std::shared_ptr<SlotShares::Slot> slot;  // held while this request waits
-  if (since > 0 && timeout_s > 0) {
-    std::string why;
-    slot = binding_waits_.Acquire(p.id, &why);
-    if (slot == nullptr) {
-      res.set_header("Retry-After", "1");
-      return Fail(res, 429, "TooManyRequests", why);
-    }
-    deadline = absl::Now() + std::min(absl::Seconds(timeout_s), options_.max_binding_wait);
+  if (absl::Status s = bindings_->CatchUp(); !s.ok()) {
+    FailStore(res, s, "bindings");
+    return std::nullopt;
   }
-  NodeBindingIndex::Snapshot snap = bindings_->Wait(node, since, deadline);
+  if (w.since > 0 && timeout_s > 0) {
+    std::string why;
+    w.slot = binding_waits_.Acquire(p.id, &why);
+    if (w.slot == nullptr) {
+      res.set_header("Retry-After", "1");
+      Fail(res, 429, "TooManyRequests", why);
+      return std::nullopt;
+    }
+    w.deadline = absl::Now() + std::min(absl::Seconds(timeout_s), options_.max_binding_wait);
+  }
+  return w;
+}
+
+void ApiServer::AnswerNodeBindings(const std::string& node, const NodeBindingIndex::Snapshot& snap,
+                                   httplib::Response& res) {
   Json out = {{"apiVersion", api::kApiVersion},
               {"kind", "NodeBindingList"},
               {"metadata", {{"resourceVersion", std::to_string(snap.revision)}}}};

@@ -64,13 +64,54 @@ absl::Status NodeBindingIndex::Start() {
 }
 
 void NodeBindingIndex::Stop() {
+  std::vector<std::function<void()>> due;
   {
     absl::MutexLock l(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    for (auto& [name, e] : nodes_) e->cv.SignalAll();
+    for (auto& [name, e] : nodes_) {
+      e->cv.SignalAll();
+      TakeDue(*e, due);
+    }
   }
+  for (auto& wake : due) wake();
   if (follower_.joinable()) follower_.join();
+}
+
+void NodeBindingIndex::TakeDue(NodeEntry& e, std::vector<std::function<void()>>& due) {
+  const int64_t changed = std::max(e.changed, base_);
+  for (auto it = e.notify.begin(); it != e.notify.end();) {
+    if (stopping_ || changed > it->second.first) {
+      due.push_back(std::move(it->second.second));
+      it = e.notify.erase(it);
+      --notifying_;
+    } else {
+      ++it;
+    }
+  }
+}
+
+uint64_t NodeBindingIndex::NotifyOnChange(const std::string& node, int64_t since,
+                                          std::function<void()> wake) {
+  {
+    absl::MutexLock l(&mu_);
+    NodeEntry& e = Entry(node);
+    if (!stopping_ && std::max(e.changed, base_) <= since) {
+      const uint64_t id = next_notify_++;
+      e.notify.emplace(id, std::make_pair(since, std::move(wake)));
+      ++notifying_;
+      return id;
+    }
+  }
+  wake();
+  return 0;
+}
+
+void NodeBindingIndex::CancelNotify(const std::string& node, uint64_t id) {
+  if (id == 0) return;
+  absl::MutexLock l(&mu_);
+  auto it = nodes_.find(node);
+  if (it != nodes_.end() && it->second->notify.erase(id) > 0) --notifying_;
 }
 
 NodeBindingIndex::NodeEntry& NodeBindingIndex::Entry(const std::string& node) {
@@ -103,16 +144,23 @@ absl::Status NodeBindingIndex::Rebuild() {
     }
   }
   job_rev_ = std::move(job_rev);
-  absl::MutexLock l(&mu_);
-  job_nodes_ = std::move(job_nodes);
-  for (auto& [name, e] : nodes_) e->jobs.clear();
-  for (const auto& [job, nodes] : job_nodes_) {
-    for (const std::string& n : nodes) Entry(n).jobs.insert(job);
+  std::vector<std::function<void()>> due;
+  {
+    absl::MutexLock l(&mu_);
+    job_nodes_ = std::move(job_nodes);
+    for (auto& [name, e] : nodes_) e->jobs.clear();
+    for (const auto& [job, nodes] : job_nodes_) {
+      for (const std::string& n : nodes) Entry(n).jobs.insert(job);
+    }
+    applied_ = revision;
+    base_ = revision;
+    // Everyone re-reads: bindings may have changed while the index was not looking.
+    for (auto& [name, e] : nodes_) {
+      e->cv.SignalAll();
+      TakeDue(*e, due);
+    }
   }
-  applied_ = revision;
-  base_ = revision;
-  // Everyone re-reads: bindings may have changed while the index was not looking.
-  for (auto& [name, e] : nodes_) e->cv.SignalAll();
+  for (auto& wake : due) wake();
   return absl::OkStatus();
 }
 
@@ -184,12 +232,18 @@ absl::Status NodeBindingIndex::CatchUp() {
     Apply(e.kv.key, e.type == store::Event::Type::kDelete ? nullptr : &e.kv.value, e.revision,
           touched);
   }
-  absl::MutexLock l(&mu_);
-  applied_ = std::max(applied_, reached);
-  for (const std::string& n : touched) {
-    auto it = nodes_.find(n);
-    if (it != nodes_.end()) it->second->cv.SignalAll();
+  std::vector<std::function<void()>> due;
+  {
+    absl::MutexLock l(&mu_);
+    applied_ = std::max(applied_, reached);
+    for (const std::string& n : touched) {
+      auto it = nodes_.find(n);
+      if (it == nodes_.end()) continue;
+      it->second->cv.SignalAll();
+      TakeDue(*it->second, due);
+    }
   }
+  for (auto& wake : due) wake();
   return absl::OkStatus();
 }
 
@@ -242,7 +296,7 @@ int64_t NodeBindingIndex::revision() const {
 
 int NodeBindingIndex::waiters() const {
   absl::MutexLock l(&mu_);
-  return waiting_;
+  return waiting_ + notifying_;
 }
 
 size_t NodeBindingIndex::bound_nodes() const {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -60,8 +61,17 @@ class NodeBindingIndex {
   // The node's bound jobs once they changed after `since` (at once when since <= 0 or they
   // already did), or when `deadline` passes or Stop() is called (then changed == false).
   Snapshot Wait(const std::string& node, int64_t since, absl::Time deadline);
+  // Waiting without a thread: calls `wake` once, as soon as the node's bound jobs change after
+  // `since` (on the thread applying the change: keep it short, e.g. post the real work), or
+  // when Stop() is called; at once, on this thread, when they already did (or the index is
+  // stopped). Returns an id for CancelNotify, 0 when `wake` ran already.
+  uint64_t NotifyOnChange(const std::string& node, int64_t since, std::function<void()> wake);
+  // Forgets a NotifyOnChange whose `wake` has not run (its request was answered by a deadline).
+  // No-op for id 0 or one that ran.
+  void CancelNotify(const std::string& node, uint64_t id);
 
   int64_t revision() const;
+  // Requests waiting for a change: Wait() and NotifyOnChange() together.
   int waiters() const;
   // Nodes with at least one bound job.
   size_t bound_nodes() const;
@@ -72,7 +82,11 @@ class NodeBindingIndex {
     int64_t changed = 0;
     int waiters = 0;
     absl::CondVar cv;
+    std::map<uint64_t, std::pair<int64_t, std::function<void()>>> notify;  // id -> since, wake
   };
+  // Moves the wake-ups of `e` that are due into `due` (run them after releasing mu_).
+  void TakeDue(NodeEntry& e, std::vector<std::function<void()>>& due)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Rebuild();
   // Applies one job's new state (deleted: empty object); returns the nodes to wake.
   void Apply(const std::string& key, const std::string* value, int64_t revision,
@@ -88,6 +102,8 @@ class NodeBindingIndex {
   int64_t base_ ABSL_GUARDED_BY(mu_) = 0;  // revision of the last (re)build
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  int notifying_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_notify_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::set<std::string>> job_nodes_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int64_t> job_rev_ ABSL_GUARDED_BY(apply_mu_);
   std::map<std::string, std::unique_ptr<NodeEntry>> nodes_ ABSL_GUARDED_BY(mu_);
