@@ -5,7 +5,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/http.hpp>
-
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -54,9 +53,9 @@ std::string Serialize(const httplib::Response& res, bool close) {
   }
   const std::string& body = provided.empty() ? res.body : provided;
   const int status = res.status <= 0 ? 200 : res.status;
-  std::string out = absl::StrCat("HTTP/1.1 ", status, " ",
-                                 SV(bhttp::obsolete_reason(static_cast<bhttp::status>(status))),
-                                 "\r\n");
+  std::string out =
+      absl::StrCat("HTTP/1.1 ", status, " ",
+                   SV(bhttp::obsolete_reason(static_cast<bhttp::status>(status))), "\r\n");
   for (const auto& [k, v] : res.headers) {
     if (absl::EqualsIgnoreCase(k, "Content-Length") || absl::EqualsIgnoreCase(k, "Connection")) {
       continue;
@@ -89,15 +88,13 @@ httplib::Request Head(const Message& m) {
 // The request again as bytes, for cpp-httplib's parser: the body decoded (chunks joined), so it
 // goes with a Content-Length and without Transfer-Encoding.
 std::string Replay(const Message& m) {
-  std::string out =
-      absl::StrCat(SV(m.method_string()), " ", SV(m.target()),
-                   m.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
+  std::string out = absl::StrCat(SV(m.method_string()), " ", SV(m.target()),
+                                 m.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
   for (const auto& f : m) {
     if (f.name() == bhttp::field::content_length || f.name() == bhttp::field::transfer_encoding) {
       continue;
     }
-    absl::StrAppend(&out, SV(f.name_string()), ": ", SV(f.value()),
-                    "\r\n");
+    absl::StrAppend(&out, SV(f.name_string()), ": ", SV(f.value()), "\r\n");
   }
   if (!m.body().empty() || m.has_content_length() || m.chunked()) {
     absl::StrAppend(&out, "Content-Length: ", m.body().size(), "\r\n");
@@ -285,12 +282,13 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
       ReadNext();
     } else {
       Arm(timer_, srv_.options.limits.header_timeout);
-      stream_.async_handshake(asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](const boost::system::error_code& ec) {
-                                self->Disarm();
-                                if (ec) return self->CloseNow();
-                                self->ReadNext();
-                              });
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](const boost::system::error_code& ec) {
+            self->Disarm();
+            if (ec) return self->CloseNow();
+            self->ReadNext();
+          });
     }
   }
 
@@ -372,9 +370,10 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     parser_.emplace();
     parser_->header_limit(lim.max_header_bytes > 0 ? static_cast<uint32_t>(lim.max_header_bytes)
                                                    : std::numeric_limits<uint32_t>::max());
-    parser_->body_limit(lim.max_body_wire_bytes > 0
-                            ? boost::optional<uint64_t>(static_cast<uint64_t>(lim.max_body_wire_bytes))
-                            : boost::none);
+    parser_->body_limit(
+        lim.max_body_wire_bytes > 0
+            ? boost::optional<uint64_t>(static_cast<uint64_t>(lim.max_body_wire_bytes))
+            : boost::none);
     phase_deadline_ = Deadline(lim.header_timeout);
     ReadMore(Phase::kHeader);
   }
@@ -459,10 +458,11 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
       httplib::Response res;
       res.status = 503;
       res.set_header("Retry-After", "1");
-      res.set_content("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
-                      "\"the server is overloaded: too many requests queued\",\"reason\":"
-                      "\"ServiceUnavailable\",\"code\":503}",
-                      "application/json");
+      res.set_content(
+          "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":"
+          "\"the server is overloaded: too many requests queued\",\"reason\":"
+          "\"ServiceUnavailable\",\"code\":503}",
+          "application/json");
       Enqueue(Serialize(res, close), false);
       finishing_ = true;
       close_after_ = close;
@@ -475,7 +475,8 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
       httplib::Request req = Head(m);
       if (!std::regex_match(req.path, req.matches, d.path)) continue;
       const size_t q = req.target.find('?');
-      if (q != std::string::npos) httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
+      if (q != std::string::npos)
+        httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
       req.body = std::move(m.body());
       req.remote_addr = remote_ip;
       req.remote_port = remote_port;
@@ -528,24 +529,25 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
       boost::system::error_code ignored;
       beast::get_lowest_layer(self->stream_).cancel(ignored);
     });
-    asio::async_write(stream_, bufs,
-                      [self = this->shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                        self->writing_ = false;
-                        self->wtimer_.cancel();
-                        if (ec) {
-                          if (self->write_timed_out_ && self->srv_.options.on_cut) {
-                            self->srv_.options.on_cut(Failure::kIoTimeout);
-                          }
-                          return self->CloseNow();
-                        }
-                        self->batch_.clear();
-                        {
-                          std::lock_guard l(self->mu_);
-                          self->pending_ -= n;
-                        }
-                        self->cv_.notify_all();
-                        self->Kick();
-                      });
+    asio::async_write(
+        stream_, bufs,
+        [self = this->shared_from_this()](const boost::system::error_code& ec, size_t n) {
+          self->writing_ = false;
+          self->wtimer_.cancel();
+          if (ec) {
+            if (self->write_timed_out_ && self->srv_.options.on_cut) {
+              self->srv_.options.on_cut(Failure::kIoTimeout);
+            }
+            return self->CloseNow();
+          }
+          self->batch_.clear();
+          {
+            std::lock_guard l(self->mu_);
+            self->pending_ -= n;
+          }
+          self->cv_.notify_all();
+          self->Kick();
+        });
   }
 
   // Closes after the answer: stops sending, then reads (and drops) what the peer still sends
@@ -627,34 +629,33 @@ void EventServer::Impl::Refuse(tcp::socket sock) {
       "\"too many open connections\",\"reason\":\"ServiceUnavailable\",\"code\":503}",
       "application/json");
   auto busy = std::make_shared<std::string>(Serialize(res, true));
-  asio::async_write(*s, asio::buffer(*busy),
-                    [s, busy](const boost::system::error_code&, size_t) {
-                      boost::system::error_code ec;
-                      s->shutdown(tcp::socket::shutdown_both, ec);
-                    });
+  asio::async_write(*s, asio::buffer(*busy), [s, busy](const boost::system::error_code&, size_t) {
+    boost::system::error_code ec;
+    s->shutdown(tcp::socket::shutdown_both, ec);
+  });
 }
 
 void EventServer::Impl::Accept() {
-  acceptor.async_accept(asio::make_strand(io), [this](const boost::system::error_code& ec,
-                                                      tcp::socket sock) {
-    if (stopping) return;
-    if (!ec) {
-      if (open.load() >= options.max_connections) {
-        Refuse(std::move(sock));
-      } else {
-        boost::system::error_code ignored;
-        sock.set_option(tcp::no_delay(true), ignored);
-        if (tls) {
-          std::make_shared<ConnImpl<asio::ssl::stream<tcp::socket>>>(
-              *this, asio::ssl::stream<tcp::socket>(std::move(sock), *tls))
-              ->Start();
-        } else {
-          std::make_shared<ConnImpl<tcp::socket>>(*this, std::move(sock))->Start();
+  acceptor.async_accept(
+      asio::make_strand(io), [this](const boost::system::error_code& ec, tcp::socket sock) {
+        if (stopping) return;
+        if (!ec) {
+          if (open.load() >= options.max_connections) {
+            Refuse(std::move(sock));
+          } else {
+            boost::system::error_code ignored;
+            sock.set_option(tcp::no_delay(true), ignored);
+            if (tls) {
+              std::make_shared<ConnImpl<asio::ssl::stream<tcp::socket>>>(
+                  *this, asio::ssl::stream<tcp::socket>(std::move(sock), *tls))
+                  ->Start();
+            } else {
+              std::make_shared<ConnImpl<tcp::socket>>(*this, std::move(sock))->Start();
+            }
+          }
         }
-      }
-    }
-    Accept();
-  });
+        Accept();
+      });
 }
 
 EventServer::EventServer(EventServerOptions options)

@@ -182,9 +182,8 @@ http::EventServerOptions FrontEndOptions(const ApiServerOptions& o, absl::Status
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr || !ApplyTlsPolicy(*ctx, o.tls_cert_file, o.tls_key_file)) {
     if (ctx != nullptr) SSL_CTX_free(ctx);
-    tls_error = absl::InvalidArgumentError(absl::StrCat("OpenSSL refused the TLS certificate ",
-                                                        o.tls_cert_file, " or key ",
-                                                        o.tls_key_file));
+    tls_error = absl::InvalidArgumentError(absl::StrCat(
+        "OpenSSL refused the TLS certificate ", o.tls_cert_file, " or key ", o.tls_key_file));
     return e;
   }
   e.tls = ctx;

@@ -90,8 +90,9 @@ struct ApiServerOptions {
   absl::Duration body_timeout = absl::Seconds(60);
   absl::Duration max_watch = absl::Minutes(30);
   absl::Duration watch_heartbeat = absl::Seconds(10);  // idle watch keep-alive / bookmark
-  // Open watches beyond this get 429 (each holds a thread while it streams). 0 = 64. A token holding max_watches_per_token watches gets 429 for
-  // another, so that one tenant cannot hold every slot (0: a quarter of max_watches).
+  // Open watches beyond this get 429 (each holds a thread while it streams). 0 = 64. A token
+  // holding max_watches_per_token watches gets 429 for another, so that one tenant cannot hold
+  // every slot (0: a quarter of max_watches).
   int max_watches = 0;
   int max_watches_per_token = 0;
   uint64_t uid_seed = 1;  // seeds metadata.uid generation

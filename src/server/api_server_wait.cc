@@ -206,9 +206,8 @@ void ApiServer::ServeNodeBindings(const httplib::Request& req,
     finish(r);
   };
   responder->RunAt(wait->deadline, [answer] { answer(true); });
-  parked->id = bindings_->NotifyOnChange(node, wait->since, [responder, answer] {
-    responder->Post([answer] { answer(false); });
-  });
+  parked->id = bindings_->NotifyOnChange(
+      node, wait->since, [responder, answer] { responder->Post([answer] { answer(false); }); });
 }
 
 std::optional<ApiServer::BindingsWait> ApiServer::StartNodeBindings(const Principal& p,

@@ -48,7 +48,9 @@ struct ServerFlags {
   std::string tokens_file;
   bool insecure_no_auth = false;
   int64_t retain_revisions = 100000;
-  int threads = 128;
+  int threads = 16;
+  int max_watches = 64;
+  int max_connections = 50000;
   double header_timeout_s = 10;
   bool scheduler = true;
   double node_grace_s = 40;
@@ -249,6 +251,8 @@ int RunServer(const ServerFlags& f) {
   controller::NodeLeases leases;
   ApiServerOptions so;
   so.threads = f.threads;
+  so.max_watches = f.max_watches;
+  so.max_connections = f.max_connections;
   so.header_timeout = absl::Seconds(f.header_timeout_s);
   so.node_leases = &leases;
   // Their utilization samples, live for the dashboard (gpu_samples.h).
@@ -479,7 +483,12 @@ void RegisterServerCommands(CLI::App& app) {
                 "--listen is a loopback address");
   cmd->add_option("--retain-revisions", flags->retain_revisions,
                   "Watch history kept, in revisions (older: 410 Gone)");
-  cmd->add_option("--threads", flags->threads, "Request threads (each open watch holds one)");
+  cmd->add_option("--threads", flags->threads,
+                  "Worker threads running requests (connections and long-polls hold none)");
+  cmd->add_option("--max-watches", flags->max_watches,
+                  "Open watch streams at most (each holds a thread while it streams; 429 past it)");
+  cmd->add_option("--max-connections", flags->max_connections,
+                  "Open connections at most (503 past it)");
   cmd->add_option("--header-timeout-seconds", flags->header_timeout_s,
                   "A request's line and headers (and a TLS handshake) must arrive within this "
                   "long of their first byte, however they trickle; then 400 and the connection "
@@ -546,7 +555,7 @@ void RegisterServerCommands(CLI::App& app) {
                   "(http://HOST:4318)");
   cmd->footer(
       "Limits at the edge (docs/api.md): request bodies at most 1 MiB in any transfer encoding "
-      "(413; read only after the token is checked, 401 first); open watches at most --threads/2, "
+      "(413; read only after the token is checked, 401 first); open watches at most --max-watches, "
       "binding long-polls at most 20000, and no token more than a quarter of either (429).\n"
       "Examples:\n"
       "  tessera server --data-dir /var/lib/tessera   # an admin token in DATA_DIR/admin-token\n"

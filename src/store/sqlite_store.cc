@@ -20,6 +20,8 @@ namespace tessera::store {
 namespace {
 
 constexpr int64_t kSchemaVersion = 1;
+// Reader connections (Impl::Reader): reads run concurrently up to this many.
+constexpr int kReaders = 4;
 
 // One prepared statement, reset after each use. Not thread-safe; each is used
 // under the mutex of its connection.
@@ -120,11 +122,44 @@ struct SqliteStore::Impl {
   int64_t compacted_w ABSL_GUARDED_BY(write_mu) = 0;
   std::atomic<int64_t> durable_commits{0};  // successful COMMITs of the writer connection
 
-  // Reader connection.
+  // Reader connections: a few, so that concurrent reads (a fleet's heartbeats each read their
+  // Node) do not queue on one connection's lock. Each sees a WAL snapshot of its own.
+  struct Reader {
+    sqlite3* db = nullptr;
+    std::unique_ptr<Stmt> get_kv, list_from, list_range, events, get_meta, begin, commit;
+    ~Reader() {
+      get_kv.reset(), list_from.reset(), list_range.reset(), events.reset();
+      get_meta.reset(), begin.reset(), commit.reset();
+      if (db) sqlite3_close_v2(db);
+    }
+    // Reads meta `name`; `dir` names the store in errors.
+    absl::StatusOr<int64_t> ReadMeta(const char* name, const std::string& dir);
+  };
+  // Borrows a free reader for its lifetime (waits for one).
+  class ReaderLease {
+   public:
+    explicit ReaderLease(Impl& m) : m_(m) {
+      absl::MutexLock l(&m_.read_mu);
+      m_.read_mu.Await(absl::Condition(
+          +[](std::vector<Reader*>* f) { return !f->empty(); }, &m_.free_readers));
+      r_ = m_.free_readers.back();
+      m_.free_readers.pop_back();
+    }
+    ~ReaderLease() {
+      absl::MutexLock l(&m_.read_mu);
+      m_.free_readers.push_back(r_);
+    }
+    ReaderLease(const ReaderLease&) = delete;
+    ReaderLease& operator=(const ReaderLease&) = delete;
+    Reader* operator->() const { return r_; }
+
+   private:
+    Impl& m_;
+    Reader* r_;
+  };
+  std::vector<std::unique_ptr<Reader>> readers;  // set by OpenFiles, then fixed
   absl::Mutex read_mu;
-  sqlite3* rdb ABSL_GUARDED_BY(read_mu) = nullptr;
-  std::unique_ptr<Stmt> r_get_kv, r_list_from, r_list_range, r_events, r_get_meta, r_begin,
-      r_commit;
+  std::vector<Reader*> free_readers ABSL_GUARDED_BY(read_mu);
 
   // Published state: what readers and waiters may rely on.
   absl::Mutex rev_mu;
@@ -146,16 +181,11 @@ struct SqliteStore::Impl {
     w_get_kv.reset(), w_upsert_kv.reset(), w_delete_kv.reset(), w_insert_event.reset();
     w_set_meta.reset(), w_delete_events.reset(), w_begin.reset(), w_commit.reset();
     w_rollback.reset();
-    r_get_kv.reset(), r_list_from.reset(), r_list_range.reset(), r_events.reset();
-    r_get_meta.reset(), r_begin.reset(), r_commit.reset();
     {
       absl::MutexLock l(&write_mu);
       if (wdb) sqlite3_close_v2(wdb);
     }
-    {
-      absl::MutexLock l(&read_mu);
-      if (rdb) sqlite3_close_v2(rdb);
-    }
+    readers.clear();
     if (lock_fd >= 0) close(lock_fd);  // releases the flock
   }
 
@@ -171,8 +201,6 @@ struct SqliteStore::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu);
   absl::StatusOr<std::optional<KeyValue>> WriterGet(const std::string& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu);
-  // Reads meta `name` on the reader connection.
-  absl::StatusOr<int64_t> ReadMeta(const char* name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu);
   absl::Status WriteMeta(const char* name, int64_t v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu) {
     return w_set_meta->BindText(1, name).Bind(2, v).Run();
   }
@@ -216,7 +244,6 @@ absl::Status SqliteStore::Impl::OpenFiles() {
     return absl::NotFoundError(absl::StrCat("data dir ", dir, " has no store.db"));
   }
   absl::MutexLock wl(&write_mu);
-  absl::MutexLock rl(&read_mu);
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(db_path.c_str(), &wdb, flags, nullptr) != SQLITE_OK) {
     return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(wdb)));
@@ -265,10 +292,6 @@ absl::Status SqliteStore::Impl::OpenFiles() {
       !s.ok()) {
     return absl::DataLossError(absl::StrCat("data dir ", dir, ": ", s.message()));
   }
-  if (sqlite3_open_v2(db_path.c_str(), &rdb, flags, nullptr) != SQLITE_OK) {
-    return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(rdb)));
-  }
-  sqlite3_busy_timeout(rdb, 10000);
 
 #define PREP(var, db, sql)            \
   do {                                \
@@ -285,21 +308,34 @@ absl::Status SqliteStore::Impl::OpenFiles() {
   PREP(w_begin, wdb, "BEGIN IMMEDIATE");
   PREP(w_commit, wdb, "COMMIT");
   PREP(w_rollback, wdb, "ROLLBACK");
-  PREP(r_get_kv, rdb, "SELECT value, create_rev, mod_rev FROM kv WHERE key=?1");
-  PREP(r_list_from, rdb,
-       "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
-       " ORDER BY key LIMIT ?3");
-  PREP(r_list_range, rdb,
-       "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
-       " AND key < ?4 ORDER BY key LIMIT ?3");
-  PREP(r_events, rdb,
-       "SELECT rev, type, key, value, create_rev, prev_mod_rev FROM events WHERE rev > ?1"
-       " ORDER BY rev, idx");
-  PREP(r_get_meta, rdb, "SELECT value FROM meta WHERE name=?1");
-  PREP(r_begin, rdb, "BEGIN");
-  PREP(r_commit, rdb, "COMMIT");
+  for (int i = 0; i < kReaders; ++i) {
+    auto r = std::make_unique<Reader>();
+    if (sqlite3_open_v2(db_path.c_str(), &r->db, flags, nullptr) != SQLITE_OK) {
+      return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(r->db)));
+    }
+    sqlite3_busy_timeout(r->db, 10000);
+    PREP(r->get_kv, r->db, "SELECT value, create_rev, mod_rev FROM kv WHERE key=?1");
+    PREP(r->list_from, r->db,
+         "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
+         " ORDER BY key LIMIT ?3");
+    PREP(r->list_range, r->db,
+         "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
+         " AND key < ?4 ORDER BY key LIMIT ?3");
+    PREP(r->events, r->db,
+         "SELECT rev, type, key, value, create_rev, prev_mod_rev FROM events WHERE rev > ?1"
+         " ORDER BY rev, idx");
+    PREP(r->get_meta, r->db, "SELECT value FROM meta WHERE name=?1");
+    PREP(r->begin, r->db, "BEGIN");
+    PREP(r->commit, r->db, "COMMIT");
+    readers.push_back(std::move(r));
+  }
 #undef PREP
-
+  {
+    absl::MutexLock l(&read_mu);
+    for (auto& r : readers) free_readers.push_back(r.get());
+  }
+  Reader& reader = *readers.front();
+  auto ReadMeta = [&](const char* name) { return reader.ReadMeta(name, dir); };
   absl::StatusOr<int64_t> version = ReadMeta("schema_version");
   if (!version.ok()) return version.status();
   if (*version != kSchemaVersion) {
@@ -362,11 +398,12 @@ absl::Status SqliteStore::Impl::ApplyOne(const std::vector<Op>& ops, int64_t rev
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> SqliteStore::Impl::ReadMeta(const char* name) {
-  r_get_meta->BindText(1, name);
-  absl::StatusOr<bool> row = r_get_meta->Step();
-  int64_t v = row.ok() && *row ? r_get_meta->Int(0) : -1;
-  r_get_meta->Reset();
+absl::StatusOr<int64_t> SqliteStore::Impl::Reader::ReadMeta(const char* name,
+                                                            const std::string& dir) {
+  get_meta->BindText(1, name);
+  absl::StatusOr<bool> row = get_meta->Step();
+  int64_t v = row.ok() && *row ? get_meta->Int(0) : -1;
+  get_meta->Reset();
   if (!row.ok()) return row.status();
   if (v < 0)
     return absl::DataLossError(absl::StrCat("data dir ", dir, ": meta ", name, " missing"));
@@ -436,8 +473,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
 }
 
 absl::StatusOr<KeyValue> SqliteStore::Get(std::string_view key) {
-  absl::MutexLock l(&impl_->read_mu);
-  Stmt& s = *impl_->r_get_kv;
+  Impl::ReaderLease r(*impl_);
+  Stmt& s = *r->get_kv;
   s.Bind(1, key);
   absl::StatusOr<bool> row = s.Step();
   std::optional<KeyValue> kv;
@@ -451,20 +488,20 @@ absl::StatusOr<KeyValue> SqliteStore::Get(std::string_view key) {
 absl::StatusOr<ListResult> SqliteStore::List(std::string_view prefix, const ListOptions& options) {
   if (options.limit < 0) return absl::InvalidArgumentError("list: negative limit");
   std::optional<std::string> end = PrefixEnd(prefix);
-  absl::MutexLock l(&impl_->read_mu);
   Impl& m = *impl_;
+  Impl::ReaderLease r(m);
   // A read transaction pins one WAL snapshot for the revision and the rows.
-  if (absl::Status s = m.r_begin->Run(); !s.ok()) return s;
+  if (absl::Status s = r->begin->Run(); !s.ok()) return s;
   ListResult result;
   absl::Status status = absl::OkStatus();
-  if (absl::StatusOr<int64_t> rev = m.ReadMeta("revision"); rev.ok()) {
+  if (absl::StatusOr<int64_t> rev = r->ReadMeta("revision", m.dir); rev.ok()) {
     result.revision = *rev;
   } else {
     status = rev.status();
   }
-  Stmt& s = end ? *m.r_list_range : *m.r_list_from;
+  Stmt& s = end ? *r->list_range : *r->list_from;
   if (!status.ok()) {
-    m.r_commit->Run().IgnoreError();
+    r->commit->Run().IgnoreError();
     return status;
   }
   s.Bind(1, std::string_view(options.continue_after)).Bind(2, prefix);
@@ -485,7 +522,7 @@ absl::StatusOr<ListResult> SqliteStore::List(std::string_view prefix, const List
     result.kvs.push_back(KeyValue{s.Blob(0), s.Blob(1), s.Int(2), s.Int(3)});
   }
   s.Reset();
-  m.r_commit->Run().IgnoreError();
+  r->commit->Run().IgnoreError();
   if (!status.ok()) return status;
   return result;
 }
@@ -525,15 +562,15 @@ absl::StatusOr<int64_t> SqliteStore::Txn(const std::vector<Op>& ops) {
 absl::StatusOr<EventsResult> SqliteStore::Events(std::string_view prefix, int64_t since_revision,
                                                  int64_t limit) {
   Impl& m = *impl_;
-  absl::MutexLock l(&m.read_mu);
-  if (absl::Status s = m.r_begin->Run(); !s.ok()) return s;
-  auto finish = [&](absl::StatusOr<EventsResult> r) {
-    m.r_commit->Run().IgnoreError();
-    return r;
+  Impl::ReaderLease r(m);
+  if (absl::Status s = r->begin->Run(); !s.ok()) return s;
+  auto finish = [&](absl::StatusOr<EventsResult> res) {
+    r->commit->Run().IgnoreError();
+    return res;
   };
-  absl::StatusOr<int64_t> rev_or = m.ReadMeta("revision");
+  absl::StatusOr<int64_t> rev_or = r->ReadMeta("revision", m.dir);
   if (!rev_or.ok()) return finish(rev_or.status());
-  absl::StatusOr<int64_t> comp_or = m.ReadMeta("compacted");
+  absl::StatusOr<int64_t> comp_or = r->ReadMeta("compacted", m.dir);
   if (!comp_or.ok()) return finish(comp_or.status());
   const int64_t rev = *rev_or, comp = *comp_or;
   if (since_revision < 0 || since_revision > rev) {
@@ -547,7 +584,7 @@ absl::StatusOr<EventsResult> SqliteStore::Events(std::string_view prefix, int64_
   }
   EventsResult result;
   result.revision = rev;
-  Stmt& s = *m.r_events;
+  Stmt& s = *r->events;
   s.Bind(1, since_revision);
   absl::Status status = absl::OkStatus();
   while (true) {

@@ -59,6 +59,7 @@ struct BenchFlags {
   int poll_timeout_s = 30;
   int register_concurrency = 64;
   std::string dir;
+  std::vector<std::string> server_args;
   bool put_heartbeats = false;  // the older GET + PUT of the Node instead of the heartbeat route
 };
 
@@ -398,6 +399,7 @@ int RunBench(const BenchFlags& f) {
   // by the server's scheduler, so it runs when there are binds to make.
   so.args = {"--data-dir", dir + "/store", "--insecure-no-auth"};
   if (f.binds_per_second <= 0) so.args.push_back("--no-scheduler");
+  for (const std::string& a : f.server_args) so.args.push_back(a);
   so.log_path = dir + "/server.log";
   absl::StatusOr<std::unique_ptr<ServerChild>> child = ServerChild::Start(so);
   if (!child.ok()) {
@@ -515,6 +517,8 @@ void RegisterAgentsBenchCommand(CLI::App& bench) {
   cmd->add_option("--register-concurrency", f->register_concurrency,
                   "Registrations in flight at once (default 64)");
   cmd->add_option("--dir", f->dir, "Server data directory (default: a temporary one, removed)");
+  cmd->add_option("--server-arg", f->server_args,
+                  "A further flag for the server (repeatable), e.g. --server-arg=--threads=8");
   cmd->add_flag("--put-heartbeats", f->put_heartbeats,
                 "Heartbeat as GET + PUT of the Node (servers before the heartbeat route)");
   cmd->callback([f] {
