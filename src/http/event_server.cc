@@ -427,6 +427,7 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     AnswerAndClose(res);
   }
   void AnswerAndClose(const httplib::Response& res) {
+    linger_ = true;
     Enqueue(Serialize(res, true), false);
     finishing_ = true;
     close_after_ = true;
@@ -514,7 +515,8 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     if (batch_.empty()) {
       if (!finishing_) return;
       finishing_ = false;
-      if (close_after_) return Linger();
+      // After a cut (unread bytes may follow) linger; after a whole request close at once.
+      if (close_after_) return linger_ ? Linger() : CloseNow();
       return ReadNext();
     }
     std::vector<asio::const_buffer> bufs;
@@ -606,6 +608,7 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   bool finishing_ = false;
   bool close_after_ = false;
   bool closed_reading_ = false;
+  bool linger_ = false;  // the peer may still be sending: drain before closing
   bool closed_ = false;
   // any thread
   mutable std::mutex mu_;
@@ -730,6 +733,7 @@ bool EventServer::Process(httplib::Stream& stream, bool close, bool& closed, con
 
 int EventServer::open_connections() const { return impl_->open.load(); }
 int EventServer::parked() const { return impl_->parked.load(); }
+int EventServer::queued() const { return impl_->queued.load(); }
 int64_t EventServer::refused_connections() const { return impl_->refused_connections.load(); }
 int64_t EventServer::refused_requests() const { return impl_->refused_requests.load(); }
 int EventServer::threads() const {

@@ -113,6 +113,7 @@ class EventServer final : public httplib::Server {
   // Gauges and counters, for metrics and tests.
   int open_connections() const;
   int parked() const;  // deferred requests not answered yet
+  int queued() const;  // requests read, waiting for a worker
   int64_t refused_connections() const;
   int64_t refused_requests() const;
   int threads() const;  // I/O and worker threads (not stream_executor's)

@@ -327,6 +327,9 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
         "\n# HELP tessera_api_open_connections Open API connections.\n"
         "# TYPE tessera_api_open_connections gauge\ntessera_api_open_connections ",
         http_->open_connections(),
+        "\n# HELP tessera_api_queued_requests Requests read and waiting for a worker.\n"
+        "# TYPE tessera_api_queued_requests gauge\ntessera_api_queued_requests ",
+        http_->queued(),
         "\n# HELP tessera_api_parked_requests Requests waiting without a thread (long-polls).\n"
         "# TYPE tessera_api_parked_requests gauge\ntessera_api_parked_requests ",
         http_->parked(),

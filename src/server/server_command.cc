@@ -51,6 +51,7 @@ struct ServerFlags {
   int threads = 16;
   int max_watches = 64;
   int max_connections = 50000;
+  int io_threads = 2;
   double header_timeout_s = 10;
   bool scheduler = true;
   double node_grace_s = 40;
@@ -253,6 +254,7 @@ int RunServer(const ServerFlags& f) {
   so.threads = f.threads;
   so.max_watches = f.max_watches;
   so.max_connections = f.max_connections;
+  so.io_threads = f.io_threads;
   so.header_timeout = absl::Seconds(f.header_timeout_s);
   so.node_leases = &leases;
   // Their utilization samples, live for the dashboard (gpu_samples.h).
@@ -487,6 +489,8 @@ void RegisterServerCommands(CLI::App& app) {
                   "Worker threads running requests (connections and long-polls hold none)");
   cmd->add_option("--max-watches", flags->max_watches,
                   "Open watch streams at most (each holds a thread while it streams; 429 past it)");
+  cmd->add_option("--io-threads", flags->io_threads,
+                  "Threads that accept, read and write connections (event-driven)");
   cmd->add_option("--max-connections", flags->max_connections,
                   "Open connections at most (503 past it)");
   cmd->add_option("--header-timeout-seconds", flags->header_timeout_s,
