@@ -84,11 +84,10 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
     } else {
       r.ready = true;
       if (phase != "Ready") {
-        WriteNodeReadiness(
-            key, r, true, "Registered", "node registered",
-            {"Registered", absl::StrCat("node registered with ", node->gpus.size(), " ",
-                                        node->gpu_model(), " GPUs in rack ", node->rack)},
-            now);
+        pending_ready_.push_back(
+            {key, rev, obj,
+             {"Registered", absl::StrCat("node registered with ", node->gpus.size(), " ",
+                                         node->gpu_model(), " GPUs in rack ", node->rack)}});
       }
     }
     if (!r.ready) (void)cluster_->SetSchedulable(r.id, false);
@@ -274,6 +273,56 @@ void SchedulingController::NodeTimers() {
                true});
     rec->evicted = true;
   }
+}
+
+void SchedulingController::WriteRegistrations() {
+  if (pending_ready_.empty()) return;
+  std::vector<PendingReady> pending;
+  pending.swap(pending_ready_);
+  const absl::Time now = clock_.Now();
+  auto ready = [&](Json& o) {
+    Json& s = StatusOf(o);
+    s["phase"] = "Ready";
+    SetCondition(s, "Ready", "True", "Registered", "node registered", now);
+    return true;
+  };
+  // One at a time, from what is stored: a node that moved on since it registered.
+  auto write_one = [&](const PendingReady& p) {
+    auto it = nodes_.find(p.key);
+    if (it == nodes_.end()) return;  // deleted since
+    WriteNodeReadiness(p.key, *it->second, true, "Registered", "node registered", p.event, now);
+  };
+  struct Planned {
+    const PendingReady* p;
+    PreparedWrite prepared;
+  };
+  std::vector<Planned> planned;
+  planned.reserve(pending.size());
+  for (const PendingReady& p : pending) {
+    if (!nodes_.contains(p.key)) continue;
+    absl::StatusOr<PreparedWrite> w = PrepareUpdate(p.key, p.revision, ready, p.event, &p.obj);
+    if (w.ok()) {
+      planned.push_back({&p, *std::move(w)});
+    } else if (!absl::IsCancelled(w.status())) {
+      write_one(p);
+    }
+  }
+  std::vector<PreparedWrite*> ops;
+  ops.reserve(planned.size());
+  for (Planned& p : planned) ops.push_back(&p.prepared);
+  CommitInRuns(ops, [&](size_t begin, size_t end, const absl::StatusOr<int64_t>& rev) {
+    for (size_t i = begin; i < end; ++i) {
+      if (!rev.ok()) {
+        write_one(*planned[i].p);
+        continue;
+      }
+      LogChange(planned[i].prepared.obj, planned[i].p->event);
+      auto it = nodes_.find(planned[i].p->key);
+      if (it != nodes_.end() && planned[i].prepared.base == it->second->revision) {
+        it->second->revision = *rev;
+      }
+    }
+  });
 }
 
 void SchedulingController::WriteNodeReadiness(const std::string& key, NodeRec& rec, bool ready,

@@ -147,6 +147,7 @@ absl::Status SchedulingController::Step() {
     for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
     WritePhases();
     WriteAdmissions();
+    WriteRegistrations();
     if (!evs->events.empty()) cycle_needed_ = true;
     revision_ = evs->revision;
     if (evs->events.empty()) break;

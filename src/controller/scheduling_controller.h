@@ -436,6 +436,17 @@ class SchedulingController {
     const Json* current = nullptr;
   };
   int SetJobPhases(std::vector<PhaseWrite>& writes);
+  // Nodes that registered since the last step, to be marked Ready (node_lifecycle.cc): written
+  // together by WriteRegistrations (CommitInRuns), not one durable write each on this thread
+  // (12,500 agents starting at once held the controller, and every binding, for a minute).
+  struct PendingReady {
+    std::string key;
+    int64_t revision = 0;  // the registration's
+    Json obj;              // the Node as registered
+    Change event;
+  };
+  std::vector<PendingReady> pending_ready_;
+  void WriteRegistrations();
   // Admissions (Pending -> Queued, the Admitted condition and Event) that Admit decided, written
   // together (SetJobPhases) by WriteAdmissions, which Step and Start call before any cycle can
   // bind them.
