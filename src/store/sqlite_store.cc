@@ -347,10 +347,6 @@ absl::Status SqliteStore::Impl::OpenFiles() {
       return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(r->db)));
     }
     sqlite3_busy_timeout(r->db, 10000);
-    // Reads through a memory map (no pread per page) and a larger page cache: a fleet's Nodes
-    // and jobs are read again and again.
-    sqlite3_exec(r->db, "PRAGMA mmap_size=1073741824; PRAGMA cache_size=-32768", nullptr, nullptr,
-                 nullptr);
     PREP(r->get_kv, r->db, "SELECT value, create_rev, mod_rev FROM kv WHERE key=?1");
     PREP(r->list_from, r->db,
          "SELECT key, value, create_rev, mod_rev FROM kv WHERE key > ?1 AND key >= ?2"
