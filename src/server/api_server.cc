@@ -160,6 +160,9 @@ http::ConnectionLimits Limits(const ApiServerOptions& o) {
 
 // The front end's options; TLS as tls_policy.h configures it. Files that fail its checks leave
 // `tls_error` saying why (Start returns it) and a plain server that is never started.
+// The dashboard's fleet long-polls (DashboardRoutes' default cap), which run on stream threads.
+constexpr int kDashboardWaits = 256;
+
 http::EventServerOptions FrontEndOptions(const ApiServerOptions& o, absl::Status& tls_error) {
   http::EventServerOptions e;
   e.limits = Limits(o);
@@ -252,18 +255,22 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
     }
     return false;
   };
-  // Watches stream for minutes: each on a thread of its own (at most max_watches hold one).
+  // Watches stream for minutes, and the dashboard's fleet long-polls wait in their handler:
+  // each on a thread of its own (at most max_watches, and the dashboard's 256, hold one), never
+  // on a worker.
   fe.is_stream = [](const httplib::Request& head) {
     const size_t q = head.target.find("?");
     if (q == std::string::npos) return false;
     httplib::Params params;
     httplib::detail::parse_query_text(head.target.substr(q + 1), params);
-    auto it = params.find("watch");
-    return it != params.end() && (it->second == "true" || it->second == "1");
+    if (auto it = params.find("watch"); it != params.end()) {
+      return it->second == "true" || it->second == "1";
+    }
+    return head.path == "/api/v1/fleet" && params.contains("waitSeconds");
   };
   ElasticPoolOptions po;
   po.min_threads = 0;
-  po.max_threads = watches_.total() + 8;
+  po.max_threads = watches_.total() + kDashboardWaits + 8;
   streams_ = std::make_unique<ElasticPool>(po);
   fe.stream_executor = [this](std::function<void()> fn) { streams_->enqueue(std::move(fn)); };
   http_ = std::make_unique<http::EventServer>(std::move(fe));
