@@ -149,19 +149,21 @@ TEST(EventServerTest, DeferredRequestsParkWithoutHoldingThreads) {
                        std::lock_guard l(mu);
                        waiting.push_back(std::move(r));
                      });
-  server.AddDeferred("GET", "/timer", [&](const httplib::Request&, std::shared_ptr<Responder> r) {
-    r->RunAt(absl::Now() + absl::Milliseconds(50), [r] {
-      httplib::Response res;
-      res.status = 204;
-      r->Send(std::move(res));
-    });
-  });
+  server.AddDeferred("GET", "/timer",
+                     [&](const httplib::Request&, const std::shared_ptr<Responder>& r) {
+                       r->RunAt(absl::Now() + absl::Milliseconds(50), [r] {
+                         httplib::Response res;
+                         res.status = 204;
+                         r->Send(std::move(res));
+                       });
+                     });
   absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   EXPECT_NE(Raw(*port, "GET /wait/7?now=1 HTTP/1.1\r\nConnection: close\r\n\r\n").find("now 7"),
             std::string::npos);
   constexpr int kWaiters = 40;  // 20x the workers
   std::vector<std::future<std::string>> replies;
+  replies.reserve(kWaiters);
   for (int i = 0; i < kWaiters; ++i) {
     replies.push_back(std::async(std::launch::async, [&, i] {
       return Raw(*port,
@@ -234,6 +236,7 @@ TEST(EventServerTest, LimitsCutRequestsAndConnections) {
   }
   // Connections past the cap: 503 at once.
   std::vector<int> idle;
+  idle.reserve(3);
   for (int i = 0; i < 3; ++i) idle.push_back(testing::ConnectLoopback(*port));
   ASSERT_TRUE(WaitFor([&] { return server.open_connections() == 3; }));
   EXPECT_NE(Raw(*port, "GET / HTTP/1.1\r\n\r\n").find("HTTP/1.1 503"), std::string::npos);

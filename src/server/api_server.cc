@@ -279,7 +279,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   http_->set_payload_max_length(options_.max_body_bytes + kDrainBytes);
   http_->AddDeferred("GET", "/api/v1/nodes/([^/]+)/bindings/?",
                      [this](const httplib::Request& req, std::shared_ptr<http::Responder> r) {
-                       ServeNodeBindings(req, std::move(r));
+                       ServeNodeBindings(req, r);
                      });
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     const absl::Time start = absl::Now();  // real time: network latency, not the API clock

@@ -185,7 +185,8 @@ class ApiServer {
   // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex
   // (api_server_wait.cc). A deferred route of the front end: a long-poll waits parked, holding
   // no thread, until the index reports a change for the node or its deadline passes.
-  void ServeNodeBindings(const httplib::Request& req, std::shared_ptr<http::Responder> responder);
+  void ServeNodeBindings(const httplib::Request& req,
+                         const std::shared_ptr<http::Responder>& responder);
   struct BindingsWait {
     int64_t since = 0;
     absl::Time deadline = absl::InfinitePast();  // past: answer at once

@@ -162,7 +162,7 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
 // (the front end's timer), whichever comes first, answers on a worker; the other then does
 // nothing.
 void ApiServer::ServeNodeBindings(const httplib::Request& req,
-                                  std::shared_ptr<http::Responder> responder) {
+                                  const std::shared_ptr<http::Responder>& responder) {
   const absl::Time start = absl::Now();  // real time: network latency, not the API clock
   auto finish = [this, start, path = req.path, responder](httplib::Response& res) {
     if (res.status <= 0) res.status = 200;

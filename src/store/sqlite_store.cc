@@ -330,7 +330,7 @@ absl::Status SqliteStore::Impl::OpenFiles() {
   do {                                \
     auto _s = Prep(db, sql);          \
     if (!_s.ok()) return _s.status(); \
-    var = std::move(*_s);             \
+    (var) = std::move(*_s);           \
   } while (0)
   PREP(w_get_kv, wdb, "SELECT value, create_rev, mod_rev FROM kv WHERE key=?1");
   PREP(w_upsert_kv, wdb, "INSERT OR REPLACE INTO kv VALUES(?1, ?2, ?3, ?4)");
