@@ -166,10 +166,10 @@ constexpr int kDashboardWaits = 256;
 http::EventServerOptions FrontEndOptions(const ApiServerOptions& o, absl::Status& tls_error) {
   http::EventServerOptions e;
   e.limits = Limits(o);
-  // The front end reads whole bodies, decoded, before the API sees them: past what
-  // ReadBoundedBody would read (the limit, then kDrainBytes it discards to answer 413 and keep
-  // the connection), the front end answers 413 itself and closes.
-  e.limits.max_body_wire_bytes = static_cast<int64_t>(o.max_body_bytes + kDrainBytes);
+  // The front end reads whole bodies, decoded, before the API sees them, so it holds at most the
+  // limit (and a little over, for ReadBoundedBody's own 413): past that it answers 413 itself
+  // and closes, without buffering the rest (no drain to keep the connection, as before).
+  e.limits.max_body_wire_bytes = static_cast<int64_t>(o.max_body_bytes + (64 << 10));
   e.keep_alive_idle = absl::Seconds(5);  // also bounds how long Stop() waits for idle clients
   e.keep_alive_max = 100000;
   e.io_threads = o.io_threads;
