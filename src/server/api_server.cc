@@ -277,6 +277,16 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   // A backstop only: bodies are read by ReadBoundedBody (request_body.h), which keeps at most
   // max_body_bytes and discards up to kDrainBytes more; httplib's own check must not cut that.
   http_->set_payload_max_length(options_.max_body_bytes + kDrainBytes);
+  // Heartbeats that write wait for the store's fsync on writers_ (at most 32 threads), not on a
+  // worker.
+  ElasticPoolOptions wo;
+  wo.min_threads = 0;
+  wo.max_threads = 32;
+  writers_ = std::make_unique<ElasticPool>(wo);
+  http_->AddDeferred("POST", "/api/v1/nodes/([^/]+)/heartbeat/?",
+                     [this](const httplib::Request& req, std::shared_ptr<http::Responder> r) {
+                       ServeNodeHeartbeat(req, r);
+                     });
   http_->AddDeferred("GET", "/api/v1/nodes/([^/]+)/bindings/?",
                      [this](const httplib::Request& req, std::shared_ptr<http::Responder> r) {
                        ServeNodeBindings(req, r);
@@ -472,6 +482,7 @@ void ApiServer::Stop() {
   bindings_->Stop();  // answers open binding long-polls
   http_->Stop();
   streams_->shutdown();  // open watches end: they see stopping_
+  writers_->shutdown();
 }
 
 void ApiServer::Wait() {

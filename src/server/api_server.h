@@ -200,8 +200,17 @@ class ApiServer {
   void AnswerNodeBindings(const std::string& node, const NodeBindingIndex::Snapshot& snap,
                           httplib::Response& res);
   // POST /api/v1/nodes/NAME/heartbeat (node_heartbeat.cc).
+  // `write_later` not null: when the heartbeat must be written (a change, a stale stored one),
+  // answers nothing and sets *write_later; the caller runs it again, without, where a wait for
+  // the store's fsync holds no request worker (ServeNodeHeartbeat).
   void HandleNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
-                           httplib::Response& res);
+                           httplib::Response& res, bool* write_later = nullptr,
+                           bool report_samples = true);
+  // POST /api/v1/nodes/NAME/heartbeat, a deferred route of the front end: lease renewals are
+  // answered on the worker; the heartbeats that write go to writers_, so that a slow fsync never
+  // holds every worker (and with them every renewal) behind it.
+  void ServeNodeHeartbeat(const httplib::Request& req,
+                          const std::shared_ptr<http::Responder>& responder);
   // GET /api/v1/nodes/NAME/heartbeat: the node's lease (its last heartbeat).
   void HandleNodeLease(const Principal& p, const std::string& node, httplib::Response& res);
   std::string NewUid();
@@ -213,6 +222,7 @@ class ApiServer {
   absl::Status tls_error_;  // why the TLS files were refused (tls_policy.h); before http_
   std::unique_ptr<http::EventServer> http_;
   std::unique_ptr<ElasticPool> streams_;  // watch streams' threads
+  std::unique_ptr<ElasticPool> writers_;  // heartbeats that write the Node
   std::atomic<bool> stopping_{false};
   SlotShares watches_;                          // open watch streams, shared fairly between tokens
   SlotShares binding_waits_;                    // open node-binding long-polls, likewise

@@ -26,7 +26,9 @@
 #include "controller/store_layout.h"
 #include "server/api_server.h"
 #include "server/api_server_internal.h"
+#include "server/elastic_pool.h"
 #include "server/gpu_samples.h"
+#include "server/request_body.h"
 
 namespace tessera::server {
 
@@ -62,8 +64,47 @@ GpuSamples::Samples Samples(const Json& gpus, int64_t count) {
 
 }  // namespace
 
+void ApiServer::ServeNodeHeartbeat(const httplib::Request& req,
+                                   const std::shared_ptr<http::Responder>& responder) {
+  const absl::Time start = absl::Now();  // real time: network latency, not the API clock
+  auto finish = [this, start, path = req.path, responder](httplib::Response& res) {
+    if (res.status <= 0) res.status = 200;
+    if (int cls = res.status / 100; cls >= 1 && cls <= 5) responses_[cls]++;
+    request_metrics_.Observe(ClassifyRequest("POST", path, false), res.status,
+                             absl::ToDoubleSeconds(absl::Now() - start));
+    responder->Send(std::move(res));
+  };
+  httplib::Response res;
+  std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
+  if (!who) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+    return finish(res);
+  }
+  const std::string node = req.matches[1];
+  if (!api::IsDnsLabel(node)) {
+    Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+    return finish(res);
+  }
+  if (req.body.size() > options_.max_body_bytes) {
+    Fail(res, 413, "RequestEntityTooLarge",
+         absl::StrCat("request body over the limit of ", options_.max_body_bytes,
+                      " bytes (any encoding)"));
+    return finish(res);
+  }
+  bool write_later = false;
+  HandleNodeHeartbeat(*who, node, req, res, &write_later);
+  if (!write_later) return finish(res);
+  writers_->enqueue([this, p = *who, node, req, finish] {
+    httplib::Response r;
+    HandleNodeHeartbeat(p, node, req, r, nullptr, /*report_samples=*/false);  // reported above
+    finish(r);
+  });
+}
+
 void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
-                                    const httplib::Request& req, httplib::Response& res) {
+                                    const httplib::Request& req, httplib::Response& res,
+                                    bool* write_later, bool report_samples) {
   if (!AllowNodeRoute(p, node, "node heartbeats", "heartbeat for itself", res)) return;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
   if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
@@ -114,7 +155,7 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
     }
     const absl::Time now = clock_.Now();
     if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
-    if (options_.gpu_samples != nullptr && attempt == 0) {
+    if (options_.gpu_samples != nullptr && attempt == 0 && report_samples) {
       options_.gpu_samples->Report(
           node, Samples((*body)["gpus"], api::NodeGpuCount(old->value("spec", Json::object()))),
           now);
@@ -137,6 +178,10 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
                    {{"kind", "NodeHeartbeat"},
                     {"written", false},
                     {"resourceVersion", absl::StrCat(cur->mod_revision)}});
+    }
+    if (write_later != nullptr) {
+      *write_later = true;  // the caller runs this again where the write may wait
+      return;
     }
     Json obj = std::move(*old);
     Json& out = obj["status"];
