@@ -1,11 +1,10 @@
-// ElasticPool: the request thread pool of ApiServer. cpp-httplib serves each connection on one
-// pool thread for the connection's whole life (keep-alive included), so a fixed pool of N threads
-// serves at most N connections at once and queues the rest. Node agents hold one long-poll
-// connection each (GET /api/v1/nodes/NAME/bindings, docs/agent.md), mostly asleep: with a fixed
-// pool, 12,500 of them would starve every other request. This pool keeps `min_threads` and
-// starts another thread whenever a task arrives and no thread is idle, up to `max_threads`
-// (beyond that tasks queue); threads above `min_threads` exit after `idle_exit` without work.
-// Threads get `stack_bytes` stacks (the default 8 MiB of address space each adds up at 12,500).
+// ElasticPool: threads for ApiServer's work that waits (watch streams, the dashboard's fleet
+// long-polls, heartbeats waiting for their write's fsync), next to the event-driven front end's
+// fixed workers (http/event_server.h), so that such waits never take a worker. It keeps
+// `min_threads` and starts another thread whenever a task arrives and no thread is idle, up to
+// `max_threads` (beyond that tasks queue); threads above `min_threads` exit after `idle_exit`
+// without work. Threads get `stack_bytes` stacks. (It was the request pool of the
+// thread-per-connection server, which is why it is a cpp-httplib TaskQueue.)
 //
 // Thread safety: enqueue from any thread; shutdown once (joins every thread).
 #pragma once
