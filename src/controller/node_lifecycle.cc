@@ -85,7 +85,9 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       r.ready = true;
       if (phase != "Ready") {
         pending_ready_.push_back(
-            {key, rev, obj,
+            {key,
+             rev,
+             obj,
              {"Registered", absl::StrCat("node registered with ", node->gpus.size(), " ",
                                          node->gpu_model(), " GPUs in rack ", node->rack)}});
       }
