@@ -45,10 +45,10 @@ std::string Serialize(const httplib::Response& res, bool close) {
     };
     sink.is_writable = [] { return true; };
     sink.done = [] {};
-    for (size_t off = 0; provided.size() < res.content_length_ && off == provided.size();) {
+    while (provided.size() < res.content_length_) {
+      const size_t off = provided.size();
       res.content_provider_(off, res.content_length_ - off, sink);
-      if (provided.size() == off) break;
-      off = provided.size();
+      if (provided.size() == off) break;  // the provider gave up
     }
   }
   const std::string& body = provided.empty() ? res.body : provided;
@@ -330,7 +330,7 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
 
  private:
   using Self = std::shared_ptr<ConnImpl>;
-  enum class Phase { kIdle, kHeader, kBody };
+  enum class Phase { kHeader, kBody };
 
   // Arms `t` to cancel the socket's operations after `d` (strand).
   void Arm(asio::steady_timer& t, absl::Duration d) {
@@ -428,18 +428,23 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   }
   void AnswerAndClose(const httplib::Response& res) {
     linger_ = true;
-    Enqueue(Serialize(res, true), false);
+    Answer(res, true);
+  }
+  // Answers on this strand (no worker): then reads the next request, or closes.
+  void Answer(const httplib::Response& res, bool close) {
+    Enqueue(Serialize(res, close), false);
     finishing_ = true;
-    close_after_ = true;
+    close_after_ = close;
     Kick();
   }
 
   void OnHeader() {
     ++served_;
     const Message& m = parser_->get();
+    head_ = Head(m);  // for screen, the deferred routes and is_stream alike
     if (srv_.options.screen) {
       httplib::Response res;
-      if (srv_.options.screen(Head(m), res)) return AnswerAndClose(res);
+      if (srv_.options.screen(head_, res)) return AnswerAndClose(res);
     }
     if (parser_->is_done()) return Dispatch();
     if (absl::EqualsIgnoreCase(SV(m[bhttp::field::expect]), "100-continue")) {
@@ -464,20 +469,19 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
           "\"the server is overloaded: too many requests queued\",\"reason\":"
           "\"ServiceUnavailable\",\"code\":503}",
           "application/json");
-      Enqueue(Serialize(res, close), false);
-      finishing_ = true;
-      close_after_ = close;
-      return Kick();
+      return Answer(res, close);
     }
     std::shared_ptr<Conn> conn = this->shared_from_this();
     EventServer::Impl& srv = srv_;
     for (const EventServer::Impl::Deferred& d : srv_.deferred) {
-      if (d.method != SV(m.method_string())) continue;
-      httplib::Request req = Head(m);
-      if (!std::regex_match(req.path, req.matches, d.path)) continue;
+      if (d.method != head_.method || !std::regex_match(head_.path, head_.matches, d.path)) {
+        continue;
+      }
+      httplib::Request req = std::move(head_);
       const size_t q = req.target.find('?');
-      if (q != std::string::npos)
+      if (q != std::string::npos) {
         httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
+      }
       req.body = std::move(m.body());
       req.remote_addr = remote_ip;
       req.remote_port = remote_port;
@@ -497,7 +501,7 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
       conn->Finish(close || closed);
     };
     srv_.queued++;
-    if (srv_.options.is_stream && srv_.options.stream_executor && srv_.options.is_stream(Head(m))) {
+    if (srv_.options.is_stream && srv_.options.stream_executor && srv_.options.is_stream(head_)) {
       srv_.options.stream_executor(std::move(run));
     } else {
       srv_.PostWork(std::move(run));
@@ -556,7 +560,6 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   // for a moment, so that the kernel does not reset the connection over unread bytes before the
   // peer has read the answer.
   void Linger() {
-    closed_reading_ = true;
     boost::system::error_code ec;
     if constexpr (std::is_same_v<S, tcp::socket>) {
       stream_.shutdown(tcp::socket::shutdown_send, ec);
@@ -596,6 +599,7 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   asio::steady_timer wtimer_;  // writes
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  httplib::Request head_;  // the request being read: method, target, path, headers
   std::vector<std::string> batch_;
   std::array<char, 4096> drain_{};
   uint64_t gen_ = 0;
@@ -607,7 +611,6 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   bool writing_ = false;
   bool finishing_ = false;
   bool close_after_ = false;
-  bool closed_reading_ = false;
   bool linger_ = false;  // the peer may still be sending: drain before closing
   bool closed_ = false;
   // any thread

@@ -1,9 +1,6 @@
 #include "server/api_server.h"
 
 #include <httplib.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -17,6 +14,7 @@
 #include "api/table.h"
 #include "http/bounded_server.h"
 #include "server/api_server_internal.h"
+#include "server/dashboard.h"
 #include "server/elastic_pool.h"
 #include "server/request_body.h"
 #include "server/status_write.h"
@@ -145,30 +143,18 @@ using namespace internal;  // NOLINT: this module's reply helpers
 
 namespace {
 
-// The limits on each connection (bounded_server.h): the options' header and body deadlines and
-// header size; the body's wire bytes (chunk framing included) bounded by twice what
-// ReadBoundedBody may read, so the chunk decoder never buffers more than that.
-http::ConnectionLimits Limits(const ApiServerOptions& o) {
-  http::ConnectionLimits l;
-  l.header_timeout = o.header_timeout;
-  l.max_header_bytes = o.max_header_bytes;
-  l.body_timeout = o.body_timeout;
-  l.max_body_wire_bytes = static_cast<int64_t>(2 * (o.max_body_bytes + kDrainBytes) + (64 << 10));
-  l.io_timeout = o.read_timeout;
-  return l;
-}
-
-// The front end's options; TLS as tls_policy.h configures it. Files that fail its checks leave
+// The front end's options: the options' header and body deadlines and sizes on each
+// connection, and TLS as tls_policy.h configures it. Files that fail its checks leave
 // `tls_error` saying why (Start returns it) and a plain server that is never started.
-// The dashboard's fleet long-polls (DashboardRoutes' default cap), which run on stream threads.
-constexpr int kDashboardWaits = 256;
-
 http::EventServerOptions FrontEndOptions(const ApiServerOptions& o, absl::Status& tls_error) {
   http::EventServerOptions e;
-  e.limits = Limits(o);
+  e.limits.header_timeout = o.header_timeout;
+  e.limits.max_header_bytes = o.max_header_bytes;
+  e.limits.body_timeout = o.body_timeout;
+  e.limits.io_timeout = o.read_timeout;
   // The front end reads whole bodies, decoded, before the API sees them, so it holds at most the
   // limit (and a little over, for ReadBoundedBody's own 413): past that it answers 413 itself
-  // and closes, without buffering the rest (no drain to keep the connection, as before).
+  // and closes, without buffering the rest.
   e.limits.max_body_wire_bytes = static_cast<int64_t>(o.max_body_bytes + (64 << 10));
   e.keep_alive_idle = absl::Seconds(5);  // also bounds how long Stop() waits for idle clients
   e.keep_alive_max = 100000;
@@ -270,7 +256,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   };
   ElasticPoolOptions po;
   po.min_threads = 0;
-  po.max_threads = watches_.total() + kDashboardWaits + 8;
+  po.max_threads = watches_.total() + kMaxFleetWaits + 8;
   streams_ = std::make_unique<ElasticPool>(po);
   fe.stream_executor = [this](std::function<void()> fn) { streams_->enqueue(std::move(fn)); };
   http_ = std::make_unique<http::EventServer>(std::move(fe));
@@ -283,21 +269,24 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
   wo.min_threads = 0;
   wo.max_threads = 32;
   writers_ = std::make_unique<ElasticPool>(wo);
-  http_->AddDeferred("POST", "/api/v1/nodes/([^/]+)/heartbeat/?",
-                     [this](const httplib::Request& req, std::shared_ptr<http::Responder> r) {
-                       ServeNodeHeartbeat(req, r);
-                     });
-  http_->AddDeferred("GET", "/api/v1/nodes/([^/]+)/bindings/?",
-                     [this](const httplib::Request& req, std::shared_ptr<http::Responder> r) {
-                       ServeNodeBindings(req, r);
-                     });
+  http_->AddDeferred(
+      "POST", "/api/v1/nodes/([^/]+)/heartbeat/?",
+      [this](const httplib::Request& req, const std::shared_ptr<http::Responder>& r) {
+        ServeNodeRoute(req, r, [&](const Principal& p, const std::string& node, const Finish& f) {
+          ServeNodeHeartbeat(p, node, req, f);
+        });
+      });
+  http_->AddDeferred(
+      "GET", "/api/v1/nodes/([^/]+)/bindings/?",
+      [this](const httplib::Request& req, const std::shared_ptr<http::Responder>& r) {
+        ServeNodeRoute(req, r, [&](const Principal& p, const std::string& node, const Finish& f) {
+          ServeNodeBindings(p, node, req, r, f);
+        });
+      });
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {
     const absl::Time start = absl::Now();  // real time: network latency, not the API clock
     Handle(req, res);
-    const std::string watch = req.get_param_value("watch");
-    request_metrics_.Observe(ClassifyRequest(req.method, req.path, watch == "true" || watch == "1"),
-                             res.status <= 0 ? 200 : res.status,
-                             absl::ToDoubleSeconds(absl::Now() - start));
+    ObserveRequest(req, res.status <= 0 ? 200 : res.status, start);
   };
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
@@ -503,6 +492,41 @@ std::string ApiServer::NewUid() {
                          b >> 48, b & 0xffffffffffffULL);
 }
 
+void ApiServer::ObserveRequest(const httplib::Request& req, int status, absl::Time start) {
+  const std::string watch = req.get_param_value("watch");
+  request_metrics_.Observe(ClassifyRequest(req.method, req.path, watch == "true" || watch == "1"),
+                           status, absl::ToDoubleSeconds(absl::Now() - start));
+}
+
+void ApiServer::ServeNodeRoute(
+    const httplib::Request& req, const std::shared_ptr<http::Responder>& responder,
+    const std::function<void(const Principal&, const std::string& node, const Finish&)>& serve) {
+  const absl::Time start = absl::Now();  // real time: network latency, not the API clock
+  // The request minus its body, for the metrics when the answer comes (maybe much later).
+  httplib::Request head;
+  head.method = req.method;
+  head.path = req.path;
+  Finish finish = [this, start, head = std::move(head), responder](httplib::Response& res) {
+    if (res.status <= 0) res.status = 200;
+    if (int cls = res.status / 100; cls >= 1 && cls <= 5) responses_[cls]++;
+    ObserveRequest(head, res.status, start);
+    responder->Send(std::move(res));
+  };
+  httplib::Response res;
+  std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
+  if (!who) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    Fail(res, 401, "Unauthorized", "a valid bearer token is required");
+    return finish(res);
+  }
+  const std::string node = req.matches[1];
+  if (!api::IsDnsLabel(node)) {
+    Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
+    return finish(res);
+  }
+  serve(*who, node, finish);
+}
+
 void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
   std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
   if (!who) {
@@ -525,7 +549,8 @@ void ApiServer::Handle(const httplib::Request& req, httplib::Response& res) {
       return Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
     }
     if (req.method == "GET") return HandleNodeLease(*who, seg[1], res);
-    return HandleNodeHeartbeat(*who, seg[1], req, res);
+    // POSTs are the front end's deferred route (ServeNodeHeartbeat) and never come here.
+    return Fail(res, 404, "NotFound", absl::StrCat("no such path ", req.path));
   }
   if (seg.size() == 3 && seg[0] == "nodes" && seg[2] == "utilization") {
     if (req.method != "GET") return Fail(res, 405, "MethodNotAllowed", "utilization takes GET");

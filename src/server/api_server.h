@@ -179,14 +179,24 @@ class ApiServer {
   // Runs options_.admit; on refusal answers `res` and returns false.
   bool Admit(const api::KindInfo& kind, const std::string& name, const Json* obj,
              httplib::Response& res);
+  // Sends a deferred route's answer, counted as the other routes' answers are (responses by
+  // status class, the request metrics). Copyable; called once, from any thread.
+  using Finish = std::function<void(httplib::Response&)>;
+  // A deferred route of the front end over node NAME (.../nodes/NAME/...): authenticates and
+  // checks NAME (answering 401 / 400 itself), then runs `serve`.
+  void ServeNodeRoute(
+      const httplib::Request& req, const std::shared_ptr<http::Responder>& responder,
+      const std::function<void(const Principal&, const std::string& node, const Finish&)>& serve);
+  // Observes a request's status and latency since `start` in the request metrics.
+  void ObserveRequest(const httplib::Request& req, int status, absl::Time start);
   // GET /api/v1/nodes/NAME/utilization: the node's per-GPU, per-minute utilization of the last
   // hour (GpuSamples::History), for the dashboard's sparklines. Whoever may read the Node.
   void HandleNodeUtilization(const Principal& who, const std::string& node, httplib::Response& res);
   // GET /api/v1/nodes/NAME/bindings: the jobs bound to one node, from the NodeBindingIndex
   // (api_server_wait.cc). A deferred route of the front end: a long-poll waits parked, holding
   // no thread, until the index reports a change for the node or its deadline passes.
-  void ServeNodeBindings(const httplib::Request& req,
-                         const std::shared_ptr<http::Responder>& responder);
+  void ServeNodeBindings(const Principal& p, const std::string& node, const httplib::Request& req,
+                         const std::shared_ptr<http::Responder>& responder, const Finish& finish);
   struct BindingsWait {
     int64_t since = 0;
     absl::Time deadline = absl::InfinitePast();  // past: answer at once
@@ -199,18 +209,27 @@ class ApiServer {
   // Answers from the index's snapshot, reading each bound job.
   void AnswerNodeBindings(const std::string& node, const NodeBindingIndex::Snapshot& snap,
                           httplib::Response& res);
-  // POST /api/v1/nodes/NAME/heartbeat (node_heartbeat.cc).
-  // `write_later` not null: when the heartbeat must be written (a change, a stale stored one),
-  // answers nothing and sets *write_later; the caller runs it again, without, where a wait for
-  // the store's fsync holds no request worker (ServeNodeHeartbeat).
-  void HandleNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
-                           httplib::Response& res, bool* write_later = nullptr,
-                           bool report_samples = true);
-  // POST /api/v1/nodes/NAME/heartbeat, a deferred route of the front end: lease renewals are
-  // answered on the worker; the heartbeats that write go to writers_, so that a slow fsync never
-  // holds every worker (and with them every renewal) behind it.
-  void ServeNodeHeartbeat(const httplib::Request& req,
-                          const std::shared_ptr<http::Responder>& responder);
+  // POST /api/v1/nodes/NAME/heartbeat (node_heartbeat.cc), a deferred route of the front end:
+  // lease renewals are answered on the worker; the heartbeats that write go to writers_, so that
+  // a slow fsync never holds every worker (and with them every renewal) behind it.
+  void ServeNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
+                          const Finish& finish);
+  // The Node as a heartbeat writes it, compare-and-swap on the revision it was read at.
+  struct HeartbeatWrite {
+    std::string key;
+    std::string value;
+    int64_t base = 0;
+  };
+  // Checks the heartbeat, renews the lease and (report_samples) reports the samples; answers
+  // `res` unless the Node must be written (a change, a stale stored heartbeat): that write is
+  // returned, unanswered, for WriteNodeHeartbeat.
+  std::optional<HeartbeatWrite> PrepareNodeHeartbeat(const Principal& p, const std::string& node,
+                                                     const httplib::Request& req,
+                                                     httplib::Response& res, bool report_samples);
+  // Writes it and answers; when the controller wrote the Node since it was read, prepares the
+  // heartbeat again from a fresh read (up to 10 times).
+  void WriteNodeHeartbeat(const Principal& p, const std::string& node, const httplib::Request& req,
+                          HeartbeatWrite w, httplib::Response& res);
   // GET /api/v1/nodes/NAME/heartbeat: the node's lease (its last heartbeat).
   void HandleNodeLease(const Principal& p, const std::string& node, httplib::Response& res);
   std::string NewUid();

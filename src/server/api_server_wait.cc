@@ -161,29 +161,12 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
 // parked: no thread waits. A change to the node's bindings (the index's wake-up) or the deadline
 // (the front end's timer), whichever comes first, answers on a worker; the other then does
 // nothing.
-void ApiServer::ServeNodeBindings(const httplib::Request& req,
-                                  const std::shared_ptr<http::Responder>& responder) {
-  const absl::Time start = absl::Now();  // real time: network latency, not the API clock
-  auto finish = [this, start, path = req.path, responder](httplib::Response& res) {
-    if (res.status <= 0) res.status = 200;
-    if (int cls = res.status / 100; cls >= 1 && cls <= 5) responses_[cls]++;
-    request_metrics_.Observe(ClassifyRequest("GET", path, false), res.status,
-                             absl::ToDoubleSeconds(absl::Now() - start));
-    responder->Send(std::move(res));
-  };
+void ApiServer::ServeNodeBindings(const Principal& p, const std::string& node,
+                                  const httplib::Request& req,
+                                  const std::shared_ptr<http::Responder>& responder,
+                                  const Finish& finish) {
   httplib::Response res;
-  std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
-  if (!who) {
-    res.set_header("WWW-Authenticate", "Bearer");
-    Fail(res, 401, "Unauthorized", "a valid bearer token is required");
-    return finish(res);
-  }
-  const std::string node = req.matches[1];
-  if (!api::IsDnsLabel(node)) {
-    Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
-    return finish(res);
-  }
-  std::optional<BindingsWait> wait = StartNodeBindings(*who, node, req, res);
+  std::optional<BindingsWait> wait = StartNodeBindings(p, node, req, res);
   if (!wait) return finish(res);
   NodeBindingIndex::Snapshot now = bindings_->Wait(node, wait->since, absl::InfinitePast());
   if (now.changed || wait->deadline <= absl::Now() || stopping_) {

@@ -22,11 +22,13 @@ namespace tessera::server {
 // Register before the /api/v1 catch-all (ApiServerOptions::extra_routes).
 // `metrics_freshness`: how old an autoscaled service's replica reading may be
 // to count in the latency the summary shows (the autoscaler's freshness).
+// Long-polls (waitSeconds > 0) open at once, by default.
+inline constexpr int kMaxFleetWaits = 256;
 // Long-polls (waitSeconds > 0) each hold a request thread: at most `max_waits` at once, and no
 // token more than `max_waits_per_token` (0: a quarter); beyond, 429 (slot_shares.h).
 void RegisterDashboardRoutes(httplib::Server& http, store::Store& store, Authenticator auth,
                              const GpuSamples* samples = nullptr,
                              absl::Duration metrics_freshness = absl::Seconds(30),
-                             int max_waits = 256, int max_waits_per_token = 0);
+                             int max_waits = kMaxFleetWaits, int max_waits_per_token = 0);
 
 }  // namespace tessera::server

@@ -12,7 +12,9 @@
 // heartbeat's utilization samples also go to the server's GpuSamples (gpu_samples.h), from
 // which the dashboard shows them live. On a replica that is not the leader (options_.is_leader)
 // the stale interval is standby_node_status_interval, so that the leader hears the node. Without a
-// lease table every heartbeat is written. GET on the same path reads the lease: {"kind":
+// lease table every heartbeat is written. A renewal is answered on the front end's worker; a
+// heartbeat that writes waits for its fsync on ApiServer's writer threads (the route is deferred,
+// http/event_server.h), so slow commits never hold the workers that renewals need. GET on the same path reads the lease: {"kind":
 // "NodeLease", "renewTime": "..." or null (none since the server started)}.
 #include <algorithm>
 #include <set>
@@ -28,7 +30,6 @@
 #include "server/api_server_internal.h"
 #include "server/elastic_pool.h"
 #include "server/gpu_samples.h"
-#include "server/request_body.h"
 
 namespace tessera::server {
 
@@ -64,50 +65,59 @@ GpuSamples::Samples Samples(const Json& gpus, int64_t count) {
 
 }  // namespace
 
-void ApiServer::ServeNodeHeartbeat(const httplib::Request& req,
-                                   const std::shared_ptr<http::Responder>& responder) {
-  const absl::Time start = absl::Now();  // real time: network latency, not the API clock
-  auto finish = [this, start, path = req.path, responder](httplib::Response& res) {
-    if (res.status <= 0) res.status = 200;
-    if (int cls = res.status / 100; cls >= 1 && cls <= 5) responses_[cls]++;
-    request_metrics_.Observe(ClassifyRequest("POST", path, false), res.status,
-                             absl::ToDoubleSeconds(absl::Now() - start));
-    responder->Send(std::move(res));
-  };
+void ApiServer::ServeNodeHeartbeat(const Principal& p, const std::string& node,
+                                   const httplib::Request& req, const Finish& finish) {
   httplib::Response res;
-  std::optional<Principal> who = auth_.Authenticate(req.get_header_value("Authorization"));
-  if (!who) {
-    res.set_header("WWW-Authenticate", "Bearer");
-    Fail(res, 401, "Unauthorized", "a valid bearer token is required");
-    return finish(res);
-  }
-  const std::string node = req.matches[1];
-  if (!api::IsDnsLabel(node)) {
-    Fail(res, 400, "BadRequest", "name in the URL is not a valid DNS label");
-    return finish(res);
-  }
   if (req.body.size() > options_.max_body_bytes) {
     Fail(res, 413, "RequestEntityTooLarge",
          absl::StrCat("request body over the limit of ", options_.max_body_bytes,
                       " bytes (any encoding)"));
     return finish(res);
   }
-  bool write_later = false;
-  HandleNodeHeartbeat(*who, node, req, res, &write_later);
-  if (!write_later) return finish(res);
-  writers_->enqueue([this, p = *who, node, req, finish] {
+  std::optional<HeartbeatWrite> write =
+      PrepareNodeHeartbeat(p, node, req, res, /*report_samples=*/true);
+  if (!write) return finish(res);
+  writers_->enqueue([this, p, node, req, w = *std::move(write), finish]() mutable {
     httplib::Response r;
-    HandleNodeHeartbeat(p, node, req, r, nullptr, /*report_samples=*/false);  // reported above
+    WriteNodeHeartbeat(p, node, req, std::move(w), r);
     finish(r);
   });
 }
 
-void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
-                                    const httplib::Request& req, httplib::Response& res,
-                                    bool* write_later, bool report_samples) {
-  if (!AllowNodeRoute(p, node, "node heartbeats", "heartbeat for itself", res)) return;
+void ApiServer::WriteNodeHeartbeat(const Principal& p, const std::string& node,
+                                   const httplib::Request& req, HeartbeatWrite w,
+                                   httplib::Response& res) {
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<int64_t> rev = store_.Put(w.key, w.value, w.base);
+    if (rev.ok()) {
+      ++heartbeats_written_;
+      return Reply(
+          res, 200,
+          {{"kind", "NodeHeartbeat"}, {"written", true}, {"resourceVersion", absl::StrCat(*rev)}});
+    }
+    if (!absl::IsFailedPrecondition(rev.status()) || attempt >= 10) {
+      return FailStore(res, rev.status(), absl::StrCat("node \"", node, "\""));
+    }
+    // The controller wrote the node meanwhile (its phase): read it again. The samples went to
+    // GpuSamples the first time.
+    std::optional<HeartbeatWrite> again =
+        PrepareNodeHeartbeat(p, node, req, res, /*report_samples=*/false);
+    if (!again) return;  // answered: a renewal now, or refused
+    w = *std::move(again);
+  }
+}
+
+std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
+    const Principal& p, const std::string& node, const httplib::Request& req,
+    httplib::Response& res, bool report_samples) {
+  auto fail = [&](int code, absl::string_view reason, absl::string_view message,
+                  const std::vector<api::FieldError>& causes = {}) {
+    Fail(res, code, reason, message, causes);
+    return std::nullopt;
+  };
+  if (!AllowNodeRoute(p, node, "node heartbeats", "heartbeat for itself", res)) return std::nullopt;
   absl::StatusOr<Json> body = api::ParseBody(req.body);
-  if (!body.ok()) return Fail(res, 400, "BadRequest", body.status().message());
+  if (!body.ok()) return fail(400, "BadRequest", body.status().message());
   std::vector<api::FieldError> errors;
   if (!body->is_object()) {
     errors.push_back({"", "the body must be a JSON object"});
@@ -125,79 +135,68 @@ void ApiServer::HandleNodeHeartbeat(const Principal& p, const std::string& node,
   }
   const std::string key = api::StoreKey(*api::KindByPlural("nodes"), "", node);
   const std::string what = absl::StrCat("node \"", node, "\"");
-  for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<store::KeyValue> cur = store_.Get(key);
-    if (!cur.ok()) {
-      if (absl::IsNotFound(cur.status())) {
-        return Fail(res, 404, "NotFound", absl::StrCat(what, " not found: register it first"));
-      }
-      return FailStore(res, cur.status(), what);
+  absl::StatusOr<store::KeyValue> cur = store_.Get(key);
+  if (!cur.ok()) {
+    if (absl::IsNotFound(cur.status())) {
+      return fail(404, "NotFound", absl::StrCat(what, " not found: register it first"));
     }
-    absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
-    if (!old.ok()) return FailStore(res, old.status(), what);
-    if (errors.empty()) {
-      const int64_t count = api::NodeGpuCount(old->value("spec", Json::object()));
-      std::set<int64_t> seen;
-      const Json& gpus = (*body)["gpus"];
-      for (size_t i = 0; i < gpus.size(); ++i) {
-        const int64_t idx = gpus[i].value("index", int64_t{-1});
-        const std::string field = absl::StrCat("gpus[", i, "].index");
-        if (idx >= count) {
-          errors.push_back({field, absl::StrCat("the node has ", count, " GPUs")});
-        } else if (!seen.insert(idx).second) {
-          errors.push_back({field, absl::StrCat("GPU ", idx, " is listed twice")});
-        }
-      }
-    }
-    if (!errors.empty()) {
-      return Fail(res, 422, "Invalid",
-                  absl::StrCat("heartbeat is invalid: ", errors.front().ToString()), errors);
-    }
-    const absl::Time now = clock_.Now();
-    if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
-    if (options_.gpu_samples != nullptr && attempt == 0 && report_samples) {
-      options_.gpu_samples->Report(
-          node, Samples((*body)["gpus"], api::NodeGpuCount(old->value("spec", Json::object()))),
-          now);
-    }
-    const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
-    absl::Time last = absl::InfinitePast();
-    const bool stale =
-        !st.is_object() || !st.contains("lastHeartbeatTime") ||
-        !st["lastHeartbeatTime"].is_string() ||
-        !controller::ParseTimestamp(st["lastHeartbeatTime"].get<std::string>(), &last) ||
-        now - last >=
-            (options_.is_leader && !options_.is_leader()
-                 ? std::min(options_.standby_node_status_interval, options_.node_status_interval)
-                 : options_.node_status_interval);
-    const bool changed = !st.is_object() || !st.contains("gpus") ||
-                         WithoutSamples(st["gpus"]) != WithoutSamples((*body)["gpus"]);
-    if (options_.node_leases != nullptr && !stale && !changed) {
-      ++heartbeats_renewed_;
-      return Reply(res, 200,
-                   {{"kind", "NodeHeartbeat"},
-                    {"written", false},
-                    {"resourceVersion", absl::StrCat(cur->mod_revision)}});
-    }
-    if (write_later != nullptr) {
-      *write_later = true;  // the caller runs this again where the write may wait
-      return;
-    }
-    Json obj = std::move(*old);
-    Json& out = obj["status"];
-    if (!out.is_object()) out = Json::object();
-    out["gpus"] = (*body)["gpus"];
-    out["lastHeartbeatTime"] = controller::Timestamp(now);
-    absl::StatusOr<int64_t> rev = store_.Put(key, api::ToStored(obj), cur->mod_revision);
-    if (!rev.ok() && absl::IsFailedPrecondition(rev.status()) && attempt < 10) {
-      continue;  // the controller wrote the node meanwhile (its phase): read it again
-    }
-    if (!rev.ok()) return FailStore(res, rev.status(), what);
-    ++heartbeats_written_;
-    return Reply(
-        res, 200,
-        {{"kind", "NodeHeartbeat"}, {"written", true}, {"resourceVersion", absl::StrCat(*rev)}});
+    FailStore(res, cur.status(), what);
+    return std::nullopt;
   }
+  absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
+  if (!old.ok()) {
+    FailStore(res, old.status(), what);
+    return std::nullopt;
+  }
+  const int64_t count = api::NodeGpuCount(old->value("spec", Json::object()));
+  if (errors.empty()) {
+    std::set<int64_t> seen;
+    const Json& gpus = (*body)["gpus"];
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      const int64_t idx = gpus[i].value("index", int64_t{-1});
+      const std::string field = absl::StrCat("gpus[", i, "].index");
+      if (idx >= count) {
+        errors.push_back({field, absl::StrCat("the node has ", count, " GPUs")});
+      } else if (!seen.insert(idx).second) {
+        errors.push_back({field, absl::StrCat("GPU ", idx, " is listed twice")});
+      }
+    }
+  }
+  if (!errors.empty()) {
+    return fail(422, "Invalid", absl::StrCat("heartbeat is invalid: ", errors.front().ToString()),
+                errors);
+  }
+  const absl::Time now = clock_.Now();
+  if (options_.node_leases != nullptr) options_.node_leases->Renew(node, now);
+  if (options_.gpu_samples != nullptr && report_samples) {
+    options_.gpu_samples->Report(node, Samples((*body)["gpus"], count), now);
+  }
+  const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
+  absl::Time last = absl::InfinitePast();
+  const bool stale =
+      !st.is_object() || !st.contains("lastHeartbeatTime") ||
+      !st["lastHeartbeatTime"].is_string() ||
+      !controller::ParseTimestamp(st["lastHeartbeatTime"].get<std::string>(), &last) ||
+      now - last >=
+          (options_.is_leader && !options_.is_leader()
+               ? std::min(options_.standby_node_status_interval, options_.node_status_interval)
+               : options_.node_status_interval);
+  const bool changed = !st.is_object() || !st.contains("gpus") ||
+                       WithoutSamples(st["gpus"]) != WithoutSamples((*body)["gpus"]);
+  if (options_.node_leases != nullptr && !stale && !changed) {
+    ++heartbeats_renewed_;
+    Reply(res, 200,
+          {{"kind", "NodeHeartbeat"},
+           {"written", false},
+           {"resourceVersion", absl::StrCat(cur->mod_revision)}});
+    return std::nullopt;
+  }
+  Json obj = std::move(*old);
+  Json& out = obj["status"];
+  if (!out.is_object()) out = Json::object();
+  out["gpus"] = (*body)["gpus"];
+  out["lastHeartbeatTime"] = controller::Timestamp(now);
+  return HeartbeatWrite{key, api::ToStored(obj), cur->mod_revision};
 }
 
 void ApiServer::HandleNodeLease(const Principal& p, const std::string& node,
