@@ -257,8 +257,16 @@ TEST_F(CliProcessTest, ElasticJobShrinksWhenANodeGoesSilentAndGetShowsWhatItHold
   EXPECT_NE(got.find("2/2"), std::string::npos) << got;  // MEMBERS
   stop_b = true;  // b goes NotReady after 1 s, its member is dropped 1 s later
   job = WaitFor("jobs", "el", [](const Json& j) { return j["status"].value("replicas", 0) == 1; });
-  stop_a = true;
-  beats.join();
+  // a keeps heartbeating while we look: with a 1 s grace, a slow machine (sanitizers, a loaded
+  // CI) took longer than that over the commands below and saw a lost too.
+  struct StopBeats {
+    std::atomic<bool>& stop;
+    std::thread& beats;
+    ~StopBeats() {
+      stop = true;
+      beats.join();
+    }
+  } stop_beats{stop_a, beats};
   ASSERT_EQ(job["status"]["placement"].size(), 1u) << job.dump();
   EXPECT_EQ(job["status"]["placement"][0]["node"], "a");
   EXPECT_EQ(job["status"]["generation"], 2);
