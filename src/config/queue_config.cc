@@ -208,12 +208,22 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
       return s;
   }
   if (const YAML::Node b = root["backfill"]) {
-    if (s = OnlyKeys(b, "backfill", {"enabled", "defaultRuntime"}); !s.ok()) return s;
+    if (s = OnlyKeys(b, "backfill", {"enabled", "defaultRuntime", "reservations"}); !s.ok()) {
+      return s;
+    }
     if (b["enabled"] && !(s = GetBool(b["enabled"], "backfill.enabled", &c.backfill)).ok())
       return s;
     if (b["defaultRuntime"] &&
         !(s = GetDuration(b["defaultRuntime"], "backfill.defaultRuntime", &c.default_runtime)).ok())
       return s;
+    if (b["reservations"]) {
+      double v = 0;
+      if (s = GetDouble(b["reservations"], "backfill.reservations", &v); !s.ok()) return s;
+      if (v != std::floor(v) || v < 1 || v > 64) {
+        return Bad("backfill.reservations", "must be an integer in 1..64");
+      }
+      c.reservations = static_cast<int32_t>(v);
+    }
   }
   if (!root["queues"]) return Bad("queues", "required: at least one queue");
   if (s = ParseQueues(root["queues"], &c); !s.ok()) return s;

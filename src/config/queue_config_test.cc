@@ -12,7 +12,7 @@ fairShare: {halfLife: 30m}
 priorityClasses: {batch: 50}
 defaultPriorityClass: research
 preemption: {maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 45s, crossQueueLowerPriority: true, order: gangsFirst}
-backfill: {defaultRuntime: 2h}
+backfill: {defaultRuntime: 2h, reservations: 8}
 queues:
   - name: org
     quotas:
@@ -36,6 +36,7 @@ TEST(QueueConfig, ParsesEveryField) {
   EXPECT_TRUE(c->preemption.cross_queue_lower_priority);
   EXPECT_TRUE(c->preemption.gangs_first);
   EXPECT_EQ(c->default_runtime, absl::Hours(2));
+  EXPECT_EQ(c->reservations, 8);
   ASSERT_EQ(c->tree.queues.size(), 3u);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").guaranteed, 256000);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").borrowing_limit, 0);
@@ -76,6 +77,10 @@ TEST(QueueConfig, BadConfigurationsNameTheField) {
       {"queues: [{name: a}, {name: a}]\n", "queues[1].name: queue \"a\" is defined twice"},
       {"queues: [{name: a, parent: nope}]\n", "queues[0].parent: unknown queue \"nope\""},
       {"fairShare: {halfLife: 0s}\nqueues: [{name: a}]\n", "fairShare.halfLife: must be > 0"},
+      {"backfill: {reservations: 0}\nqueues: [{name: a}]\n",
+       "backfill.reservations: must be an integer in 1..64"},
+      {"backfill: {reservations: 2.5}\nqueues: [{name: a}]\n",
+       "backfill.reservations: must be an integer in 1..64"},
       {"queues: [\n", "yaml: "},
   };
   for (const BadCase& c : cases) {

@@ -469,9 +469,10 @@ void SchedulingController::WaitingReasons(absl::Time now) {
       const bool never = cls == sched::WaitReason::kUnschedulable && rec->wait_class != cls;
       // The backfill reservation's start is the job's start estimate (squeue's START).
       Json extra = {{"estimatedStartTime", nullptr}};
-      if (cls == sched::WaitReason::kReserved && qm_->reservation() &&
-          qm_->reservation()->job == job.key()) {
-        extra["estimatedStartTime"] = Timestamp(qm_->reservation()->start);
+      const sched::Reservation* res =
+          cls == sched::WaitReason::kReserved ? qm_->ReservationOf(job.key()) : nullptr;
+      if (res != nullptr) {
+        extra["estimatedStartTime"] = Timestamp(res->start);
       }
       PhaseWrite w;
       w.rec = rec;

@@ -203,10 +203,7 @@ class Search {
   }
   bool Usable(NodeId n) const {
     const NodeState& st = cs_.state(n);
-    if (env_.avoid_reserved && n < static_cast<NodeId>(env_.reserved_nodes.size()) &&
-        env_.reserved_nodes[n]) {
-      return false;  // backfilling: room there belongs to the reservation
-    }
+    if (env_.KeepsOff(n)) return false;  // backfilling: room there belongs to a reservation
     return st.indexed() && ctx_.AllowsModel(st.model);
   }
 

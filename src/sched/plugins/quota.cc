@@ -11,9 +11,8 @@ PluginStatus Quota::PreFilter(CycleState&, const JobContext&, PreFilterResult*) 
 
 PluginStatus ReservationFilter::Filter(CycleState&, const JobContext&, const model::MemberGroup&,
                                        const NodeView& n) {
-  if (!env_->avoid_reserved) return PluginStatus::Success();
-  if (n.id < static_cast<NodeId>(env_->reserved_nodes.size()) && env_->reserved_nodes[n.id]) {
-    return PluginStatus::Unschedulable("node reserved for the head-of-line job");
+  if (env_->KeepsOff(n.id)) {
+    return PluginStatus::Unschedulable("node reserved for a waiting job (backfill)");
   }
   return PluginStatus::Success();
 }

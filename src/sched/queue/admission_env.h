@@ -79,10 +79,16 @@ struct AdmissionEnv {
   // scales j.usage by the share of members.
   std::function<ResourceList(const RunningJob& j, const std::vector<MemberPlacement>& members)>
       placed_usage;
-  // Backfill: nodes held by the head-of-line reservation, and whether the
-  // current job must keep off them (it would still run at the reservation time).
-  std::vector<bool> reserved_nodes;
-  bool avoid_reserved = false;
+  // Backfill: per node slot, the earliest start of a reservation holding it
+  // (InfiniteFuture: none), and the end of the current job's run: it keeps
+  // off every node reserved from before then, so that no reservation is
+  // delayed (InfinitePast: it keeps off none; InfiniteFuture: all, as the
+  // reservation search and Grow do).
+  std::vector<absl::Time> reserved_from;
+  absl::Time keep_off_before = absl::InfinitePast();
+  bool KeepsOff(NodeId n) const {
+    return n < static_cast<NodeId>(reserved_from.size()) && reserved_from[n] < keep_off_before;
+  }
   // Set by the QueueManager when it knows the preemption search for the
   // current job would find no victims, with this plan: the same search failed
   // for a job of the same shape on the same state (search_memo.h). The

@@ -48,7 +48,7 @@ struct Sim {
     if (getenv("TRACE2")) {
       for (const QueueEvent& e : r.events)
         printf("%s %d %s | ", e.job.c_str(), (int)e.kind, e.message.c_str());
-      if (r.reservation) printf(" res=%s", r.reservation->job.c_str());
+      if (!r.reservations.empty()) printf(" res=%s", r.reservations[0].job.c_str());
       printf("\n");
     }
     for (const QueueEvent& e : r.events) {

@@ -45,6 +45,10 @@ absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c) {
   if (c.default_runtime <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("backfill.defaultRuntime: must be > 0");
   }
+  if (c.reservations < 1 || c.reservations > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backfill.reservations: must be in 1..64, got ", c.reservations));
+  }
   return absl::OkStatus();
 }
 
@@ -525,60 +529,6 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
   return r.placed();
 }
 
-std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, absl::Time now) {
-  std::vector<std::pair<absl::Time, int32_t>> order;
-  for (int32_t s = 0; s < running_.num_slots(); ++s) {
-    if (!running_.live(s)) continue;
-    const RunningJob& rj = running_.at(s);
-    // A victim ends at its kill time or expected end; one being shrunk runs on.
-    order.push_back({rj.terminating && !rj.shrinking() ? std::min(rj.kill_at, rj.expected_end)
-                                                       : rj.expected_end,
-                     s});
-  }
-  // Released in order of (end, slot), popped from a min-heap: the search
-  // usually stops after a few releases, so sorting them all would be wasted.
-  const auto later = std::greater<std::pair<absl::Time, int32_t>>();
-  std::make_heap(order.begin(), order.end(), later);
-  int64_t need = 0;
-  for (const auto& g : p.job->groups) need += int64_t{g.count} * g.resources.gpus;
-  std::vector<ModelId> models;
-  for (ModelId m = 0; m < cluster_->num_models(); ++m) {
-    if (model::AnyGpuModelMatches(p.job->gpu_models, cluster_->model_name(m))) models.push_back(m);
-  }
-  std::optional<Reservation> res;
-  // Slots taken out; the running set itself does not change here.
-  std::vector<int32_t> out;
-  int dry_runs = 0;
-  SetEnv(p, false);
-  env_.allow_preemption = false;
-  for (size_t i = 0; !order.empty() && i < static_cast<size_t>(config_.reservation_max_releases);
-       ++i) {
-    std::pop_heap(order.begin(), order.end(), later);
-    const std::pair<absl::Time, int32_t> cur = order.back();
-    order.pop_back();
-    const RunningJob& rj = running_.at(cur.second);
-    out.push_back(cur.second);
-    TakeOut(rj);
-    int64_t free = 0;
-    for (ModelId m : models) free += cluster_->cluster_free(m).free_gpus;
-    if (free < need) continue;
-    // Jobs ending at the same moment are released together.
-    if (!order.empty() && order.front().first == cur.first) continue;
-    if (++dry_runs > config_.reservation_max_dry_runs) break;
-    ScheduleResult r = scheduler_->Evaluate(*p.job);
-    if (r.placed()) {
-      Reservation rv;
-      rv.job = p.job->key();
-      rv.start = std::max(now, cur.first);
-      for (const MemberPlacement& m : r.placement.members) rv.nodes.push_back(m.node);
-      res = std::move(rv);
-      break;
-    }
-  }
-  for (auto it = out.rbegin(); it != out.rend(); ++it) PutBack(running_.at(*it));
-  return res;
-}
-
 CycleReport QueueManager::Cycle(absl::Time now) {
   CycleReport rep;
   env_.now = now;
@@ -599,16 +549,17 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   OrderPending(&order);
 
   // 3-4. Schedule in order, with backfill behind the first job that waits.
-  reservation_.reset();
-  env_.avoid_reserved = false;
-  env_.reserved_nodes.assign(cluster_->num_node_slots(), false);
+  reservations_.clear();
+  reserved_node_sets_.clear();
+  env_.keep_off_before = absl::InfinitePast();
+  env_.reserved_from.assign(cluster_->num_node_slots(), absl::InfiniteFuture());
   // A job identical in shape (queue, priority, members, constraints) to one
-  // that already failed this cycle fails the same way: skip it. This keeps a
-  // cycle O(distinct shapes) rather than O(pending) for a homogeneous backlog.
-  // failed_shapes_[shape * 2 + avoid] holds for this cycle while its gen is
-  // failed_gen_.
+  // that already failed this cycle under the same backfill rule fails the
+  // same way: skip it. This keeps a cycle O(distinct shapes) rather than
+  // O(pending) for a homogeneous backlog. failed_shapes_[{shape, mask}]
+  // holds for this cycle while its gen is failed_gen_.
   ++failed_gen_;
-  if (failed_shapes_.size() < 2 * shape_ids_.size()) failed_shapes_.resize(2 * shape_ids_.size());
+  failed_shapes_.clear();
   // Preemptions in flight, for reclaim decisions; refreshed after each plan.
   RefreshReclaimView();
   for (size_t oi = 0; oi < order.size(); ++oi) {
@@ -616,15 +567,17 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     Pending& p = *order[oi].p;
     const std::string& key = *order[oi].key;
     if (p.nominated && !p.victims.empty()) continue;  // waiting for its victims
-    const bool avoid = reservation_.has_value() && now + p.runtime > reservation_->start;
-    int64_t shape = -1;
-    if (p.protected_jobs.empty() && !p.nominated && p.shape >= 0) shape = p.shape * 2 + avoid;
-    if (shape >= 0) {
-      const FailedShape& f = failed_shapes_[shape];
-      if (f.gen == failed_gen_) {
-        p.reason = f.reason;
-        p.reason_class = f.reason_class;
-        p.waits_for_room = f.waits_for_room;
+    // The reservations this job would still be running at: it keeps off their nodes.
+    const uint64_t avoid = ReservationsBefore(now + p.runtime);
+    const bool keyed = p.protected_jobs.empty() && !p.nominated && p.shape >= 0;
+    // The search memo's key: the reserved nodes themselves tell masks apart.
+    const int64_t shape = keyed ? int64_t{p.shape} * 2 + (avoid != 0) : -1;
+    if (keyed) {
+      auto f = failed_shapes_.find({p.shape, avoid});
+      if (f != failed_shapes_.end() && f->second.gen == failed_gen_) {
+        p.reason = f->second.reason;
+        p.reason_class = f->second.reason_class;
+        p.waits_for_room = f->second.waits_for_room;
         continue;
       }
     }
@@ -656,16 +609,19 @@ CycleReport QueueManager::Cycle(absl::Time now) {
         env_.quota_checked = true;
       }
     }
-    env_.avoid_reserved = avoid;
+    env_.keep_off_before = now + p.runtime;
     preemption_->Reset();
     // A search that failed for this shape on this state fails again
     // (search_memo.h): the plugin takes the remembered plan.
-    const std::vector<NodeId>* reserved = avoid ? &reservation_->nodes : nullptr;
+    const std::vector<NodeId>* reserved = avoid != 0 ? &ReservedNodes(avoid) : nullptr;
     const SearchMemo::Gens before = Gens();
     const uint64_t state = memo_.StateId(before);
     env_.known_failure = shape >= 0 ? memo_.Find(shape, state, now, reserved) : nullptr;
     if (env_.known_failure != nullptr) ++memo_.hits;
+    // Quota the reservations it overlaps will need is charged while it tries.
+    ChargeReservations(avoid, +1);
     ScheduleResult r = scheduler_->Schedule(*job);
+    ChargeReservations(avoid, -1);
     if (!r.placed()) memo_.Absorb(before, Gens());  // members assumed were forgotten
     if (shape >= 0 && env_.known_failure == nullptr && preemption_->ran() &&
         env_.allow_preemption && SearchMemo::Cacheable(preemption_->last_plan(), env_.policy)) {
@@ -677,7 +633,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     if (attempt_observer_) attempt_observer_(*job, r);
     env_.quota_checked = false;
     if (r.placed()) {
-      env_.avoid_reserved = false;
+      env_.keep_off_before = absl::InfinitePast();
       FitToQuota(p, &r.placement);
       Start(p, r.placement, now, &rep, r.trace.explanation);
       continue;
@@ -735,10 +691,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
         }
       }
       RefreshReclaimView();
-      env_.avoid_reserved = false;
+      env_.keep_off_before = absl::InfinitePast();
       continue;
     }
-    env_.avoid_reserved = false;
+    env_.keep_off_before = absl::InfinitePast();
     p.nominated = false;
     p.waits_for_room = (quota_ok || blocking == -1) && !r.unresolvable;
     p.reason = r.reason.empty() ? "does not fit" : r.reason;
@@ -756,31 +712,32 @@ CycleReport QueueManager::Cycle(absl::Time now) {
                      : p.waits_for_room ? WaitReason::kNoRoom
                                         : WaitReason::kOverQuota;
     bool made_reservation = false;
-    if (config_.backfill && !reservation_ && quota_ok && !r.unresolvable) {
+    if (config_.backfill && reservations_.size() < static_cast<size_t>(config_.reservations) &&
+        (quota_ok || blocking == -1) && !r.unresolvable) {
       dry = Gens();
-      reservation_ = ComputeReservation(p, now);
+      std::optional<Reservation> res = ComputeReservation(p, now);
       memo_.Absorb(dry, Gens());
-      rep.started_before_reservation = rep.started;
-      if (reservation_) {
-        for (NodeId n : reservation_->nodes) env_.reserved_nodes[n] = true;
+      if (reservations_.empty()) rep.started_before_reservation = rep.started;
+      if (res) {
         made_reservation = true;
         p.reason = absl::StrCat(p.reason, "; reserved to start by ",
-                                absl::FormatTime(reservation_->start, absl::UTCTimeZone()));
+                                absl::FormatTime(res->start, absl::UTCTimeZone()));
         p.reason_class = WaitReason::kReserved;
+        AddReservation(*std::move(res));
       }
     }
-    // Backfill changes what later jobs may use: only cache failures made
-    // under the same rules.
-    if (shape >= 0 && !made_reservation) {
-      FailedShape& f = failed_shapes_[shape];
+    // A reservation changes what later jobs may use, and a job of the same
+    // shape may get the next one: cache only failures that made none.
+    if (keyed && !made_reservation) {
+      FailedShape& f = failed_shapes_[{p.shape, avoid}];
       f.gen = failed_gen_;
       f.reason = p.reason;
       f.reason_class = p.reason_class;
       f.waits_for_room = p.waits_for_room;
     }
   }
-  if (!reservation_) rep.started_before_reservation = rep.started;
-  rep.reservation = reservation_;
+  if (reservations_.empty()) rep.started_before_reservation = rep.started;
+  rep.reservations = reservations_;
   return rep;
 }
 

@@ -21,12 +21,17 @@
 //     only the plan's members instead and runs on (kShrunk;
 //     queue_manager_shrink.cc). Otherwise it waits with the scheduler's
 //     reason, which names the queue and quota or the topology shortfall;
-//  4. backfill: the first job that waits for placement (quota allows it) gets
-//     a reservation at its earliest start: running jobs are taken out in
-//     order of expected end (start + runtime estimate, or the configured
-//     default) until a dry run places it; the nodes of that placement are
-//     reserved. A later job starts now only if it ends before the reservation
-//     or keeps off the reserved nodes, so it never delays it.
+//  4. backfill (queue_manager_backfill.cc): the first `reservations` jobs
+//     that wait for placement (quota allows it) each get a reservation at
+//     their earliest start: running jobs are taken out in order of expected
+//     end (start + runtime estimate, or the configured default) until a dry
+//     run places the job off the nodes earlier reservations hold; the nodes
+//     of that placement are reserved from that start. A later job starts now
+//     only where its run (now + its runtime estimate) ends before every
+//     reservation of the nodes it lands on, so it delays none of them. One
+//     reservation is EASY backfill; more is conservative backfill, which
+//     also keeps a long job out of the room the second big gang in line
+//     drains for (the drain `sim replay` measured in issue 27).
 //
 // Admission is thus placement-aware: quota is charged only when a whole gang
 // is placed, and a job its quota allows but no placement can hold is not
@@ -73,6 +78,8 @@ struct QueueManagerConfig {
   PreemptionPolicy preemption;
   bool backfill = true;
   absl::Duration default_runtime = absl::Hours(1);
+  // Waiting jobs that get a backfill reservation per cycle, in order (1..64).
+  int32_t reservations = 1;
   // Bounds on the reservation search (releases simulated, dry runs).
   int32_t reservation_max_releases = 4096;
   int32_t reservation_max_dry_runs = 32;
@@ -129,6 +136,12 @@ struct Reservation {
   std::string job;
   absl::Time start;
   std::vector<NodeId> nodes;
+  // What the job will charge its queue (QueueTree leaf `leaf`): a job that
+  // runs past `start` is admitted only as if this were already charged, so
+  // that backfill takes neither the reserved nodes nor the quota (a full
+  // fleet's root capacity, a parent's limit) the job needs then.
+  int leaf = -1;
+  ResourceList demand;
 };
 
 struct CycleReport {
@@ -138,7 +151,8 @@ struct CycleReport {
   int32_t attempts = 0;     // Schedule calls (jobs skipped by shape not counted)
   // Jobs started before the reservation was made (all of them when none was).
   int32_t started_before_reservation = 0;
-  std::optional<Reservation> reservation;
+  // In the order they were made: the first is the head-of-line job's.
+  std::vector<Reservation> reservations;
 };
 
 class QueueManager {
@@ -239,7 +253,10 @@ class QueueManager {
   const QueueTree& tree() const { return *tree_; }
   ClusterState& cluster() { return *cluster_; }
   size_t pending_size() const { return pending_.size(); }
-  const std::optional<Reservation>& reservation() const { return reservation_; }
+  // The last cycle's reservations, in the order they were made.
+  const std::vector<Reservation>& reservations() const { return reservations_; }
+  // Job `key`'s reservation of the last cycle, or null.
+  const Reservation* ReservationOf(absl::string_view key) const;
   // For tracing options (clock, explanations); placements go through Cycle.
   Scheduler& scheduler() { return *scheduler_; }
   // The preemption plan of the last Schedule that reached PostFilter.
@@ -326,7 +343,19 @@ class QueueManager {
              const std::string& explanation = "");
   bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
   void Kill(const std::string& key, absl::Time now, CycleReport* rep);
+  // The earliest start of `p` off the nodes the reservations made so far
+  // hold; nullopt when none is found within the search bounds.
   std::optional<Reservation> ComputeReservation(const Pending& p, absl::Time now);
+  // Adds `r` to reservations_ and env_.reserved_from.
+  void AddReservation(Reservation r);
+  // Bitmask of the reservations starting before `end` (the ones a job
+  // running until then keeps off); the key of its backfill rule.
+  uint64_t ReservationsBefore(absl::Time end) const;
+  // The nodes of the reservations in `mask`, sorted (the search memo's key).
+  const std::vector<NodeId>& ReservedNodes(uint64_t mask);
+  // Charges (`sign` +1) or uncharges (-1) the demand of the reservations in
+  // `mask` to their queues, around an attempt that must leave them room.
+  void ChargeReservations(uint64_t mask, int sign);
   // --- Preemption by shrinking elastic victims (queue_manager_shrink.cc) ---
   // Sets rj's `dropping` (and its charge) when `plan` shrinks it; false when
   // the plan takes it whole.
@@ -357,14 +386,16 @@ class QueueManager {
   absl::flat_hash_map<std::string, Pending> pending_;
   // Running jobs' protected sets and runtimes survive a kill.
   absl::flat_hash_map<std::string, Pending> running_meta_;
-  std::optional<Reservation> reservation_;
+  std::vector<Reservation> reservations_;
+  // ReservedNodes' answers of this cycle, by mask.
+  absl::flat_hash_map<uint64_t, std::vector<NodeId>> reserved_node_sets_;
   uint64_t seq_ = 0;
   AttemptObserver attempt_observer_;
   // Caches of the cycle (queue_manager_order.cc): Pending's derived fields
   // are valid for cache_epoch_, bumped when the tree or the fleet's GPU
   // models change; shape strings interned to ids; failures of this cycle
-  // per shape id * 2 + keeps off the reservation, valid while their gen is
-  // failed_gen_; preemption searches that failed, across cycles.
+  // per (shape id, reservations kept off: ReservationsBefore), valid while
+  // their gen is failed_gen_; preemption searches that failed, across cycles.
   uint64_t cache_epoch_ = 1;
   int32_t cached_models_ = -1;
   absl::flat_hash_map<std::string, int32_t> shape_ids_;
@@ -374,7 +405,7 @@ class QueueManager {
     WaitReason reason_class = WaitReason::kNoRoom;
     bool waits_for_room = false;
   };
-  std::vector<FailedShape> failed_shapes_;
+  absl::flat_hash_map<std::pair<int32_t, uint64_t>, FailedShape> failed_shapes_;
   uint64_t failed_gen_ = 0;
   SearchMemo memo_;
   // Bumped when the running set or the reclaim bookkeeping changes in a way

@@ -142,7 +142,7 @@ QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time no
       out.reason = absl::StrCat("a preemption is in progress (for ", k, ")");
       return out;
     }
-    if (p.waits_for_room && !(reservation_.has_value() && reservation_->job == k)) {
+    if (p.waits_for_room && ReservationOf(k) == nullptr) {
       out.reason = absl::StrCat("pending job ", k, " waits for room");
       return out;
     }
@@ -205,10 +205,11 @@ QueueManager::GrowResult QueueManager::Grow(absl::string_view key, absl::Time no
   static const absl::flat_hash_set<std::string> kNone;
   env_.protected_jobs = &kNone;
   env_.allow_preemption = false;
-  env_.avoid_reserved = reservation_.has_value();
+  // Keeps off every reservation, as a backfilled job that never ends would.
+  env_.keep_off_before = absl::InfiniteFuture();
   preemption_->Reset();
   ScheduleResult r = scheduler_->Evaluate(missing);
-  env_.avoid_reserved = false;
+  env_.keep_off_before = absl::InfinitePast();
   env_.allow_preemption = true;
   if (!r.placed()) {
     out.reason = r.reason.empty() ? "the missing members do not fit" : r.reason;

@@ -194,8 +194,9 @@ TEST_F(ElasticQueueTest, GrowKeepsOffTheReservationOfAWaitingJob) {
   ASSERT_TRUE(qm_->Submit(GangJob("big", "team", 2, 6), {}, kT0).ok());
   qm_->Cycle(kT0 + absl::Seconds(1));
   ASSERT_EQ(qm_->Phase("default/big"), JobPhase::kPending);
-  ASSERT_TRUE(qm_->reservation().has_value()) << qm_->WaitingReason("default/big");
-  std::set<NodeId> reserved(qm_->reservation()->nodes.begin(), qm_->reservation()->nodes.end());
+  ASSERT_FALSE(qm_->reservations().empty()) << qm_->WaitingReason("default/big");
+  std::set<NodeId> reserved(qm_->reservations()[0].nodes.begin(),
+                            qm_->reservations()[0].nodes.end());
   int free_reserved = 0;
   for (NodeId n : reserved) free_reserved += cs_->state(n).whole_free;
   ASSERT_GE(free_reserved, 4);  // room a grow could have taken

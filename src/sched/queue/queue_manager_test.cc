@@ -68,8 +68,8 @@ TEST(Admission, FragmentedFleetIsNotAdmittedAndSaysWhy) {
       << why;
   EXPECT_NE(why.find("reserved to start by"), std::string::npos) << why;
   EXPECT_EQ(qm->WaitingReasonClass("default/w"), WaitReason::kReserved);
-  ASSERT_TRUE(qm->reservation().has_value());
-  EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(1));      // x ends (default runtime)
+  ASSERT_EQ(qm->reservations().size(), 1u);
+  EXPECT_EQ(qm->reservations()[0].start, kT0 + absl::Hours(1));   // x ends (default runtime)
   EXPECT_EQ(qm->tree().usage(qm->tree().Find("team"), 0), 8000);  // w holds no quota
 }
 
@@ -227,10 +227,16 @@ TEST(FairShareHistory, SurvivesAReconfigurationOfAnotherQueue) {
   EXPECT_FALSE(qm->SetFairShareHistory("team-z", 0, 0).ok());
 }
 
-TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
+// Without quotas, and with a queue whose guarantee is the whole fleet: then a
+// job the fleet has no room for fails the root's capacity check, not its
+// queue's, and it must still get the reservation (a full fleet is exactly
+// when backfill has to protect the big gang in front).
+class Backfill : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
   auto cs = SmallCluster(2, 8);
   QueueManagerConfig c;
-  c.tree.queues = {Q("q", "")};
+  c.tree.queues = {GetParam() ? Q("q", "", 8) : Q("q", "")};
   auto qm = Make(cs.get(), c);
   ASSERT_TRUE(
       qm->Submit(GangJob("long", "q", 1, 8), {.expected_runtime = absl::Hours(10)}, kT0).ok());
@@ -246,16 +252,77 @@ TEST(Backfill, SmallJobsRunOnlyIfTheyDoNotDelayTheReservation) {
                          kT0 + absl::Seconds(3))
                   .ok());
   qm->Cycle(kT0 + absl::Seconds(5));
-  ASSERT_TRUE(qm->reservation().has_value());
-  EXPECT_EQ(qm->reservation()->job, "default/head");
-  EXPECT_EQ(qm->reservation()->start, kT0 + absl::Hours(10));
+  ASSERT_EQ(qm->reservations().size(), 1u);
+  EXPECT_EQ(qm->reservations()[0].job, "default/head");
+  EXPECT_EQ(qm->reservations()[0].start, kT0 + absl::Hours(10));
   EXPECT_EQ(qm->Phase("default/fits-before"), JobPhase::kRunning);
   EXPECT_EQ(qm->Phase("default/too-long"), JobPhase::kPending);
-  EXPECT_NE(qm->WaitingReason("default/too-long").find("reserved for the head-of-line job"),
+  // Without quotas the reserved nodes stop it; with them, first the fleet's
+  // capacity the reservation holds (it would take 2 of the 16 GPUs "head" needs).
+  EXPECT_NE(qm->WaitingReason("default/too-long")
+                .find(GetParam() ? "left to borrow in the fleet" : "reserved for a waiting job"),
             std::string::npos)
       << qm->WaitingReason("default/too-long");
   EXPECT_EQ(qm->WaitingReasonClass("default/too-long"), WaitReason::kNoRoom);
   EXPECT_EQ(qm->WaitingReasonClass("default/head"), WaitReason::kReserved);
+}
+
+INSTANTIATE_TEST_SUITE_P(QuotaOnTheFleet, Backfill, ::testing::Bool());
+
+// Conservative backfill: with two reservations, a long job that keeps off the
+// head's node still may not take the room the second waiting job drains for;
+// with one (EASY) it may, and so delays the second job.
+TEST(ConservativeBackfill, TheSecondWaitingJobKeepsItsRoom) {
+  for (int32_t reservations : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("reservations ", reservations));
+    auto cs = SmallCluster(3, 8);
+    QueueManagerConfig c;
+    c.tree.queues = {Q("q", "")};
+    c.reservations = reservations;
+    auto qm = Make(cs.get(), c);
+    // Node A: 8 GPUs to +2h; node B: 8 GPUs to +6h; node C: 4 of 8 GPUs to +2.5h.
+    const std::pair<int, absl::Duration> runs[] = {
+        {8, absl::Hours(2)}, {8, absl::Hours(6)}, {4, absl::Minutes(150)}};
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(qm->Submit(GangJob(absl::StrCat("run", i), "q", 1, runs[i].first),
+                             {.expected_runtime = runs[i].second}, kT0 + absl::Seconds(i))
+                      .ok());
+    }
+    const absl::Time t0 = kT0 + absl::Seconds(3);  // they start here
+    qm->Cycle(t0);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(qm->Phase(absl::StrCat("default/run", i)), JobPhase::kRunning);
+    }
+    const absl::Time t1 = kT0 + absl::Seconds(10);
+    for (const char* name : {"first", "second"}) {
+      ASSERT_TRUE(
+          qm->Submit(GangJob(name, "q", 1, 8), {.expected_runtime = absl::Hours(5)}, t1).ok());
+    }
+    ASSERT_TRUE(qm->Submit(GangJob("long", "q", 1, 4), {.expected_runtime = absl::Hours(10)},
+                           t1 + absl::Seconds(1))
+                    .ok());
+    qm->Cycle(t1 + absl::Seconds(2));
+    ASSERT_GE(qm->reservations().size(), 1u);
+    EXPECT_EQ(qm->reservations()[0].job, "default/first");
+    EXPECT_EQ(qm->reservations()[0].start, t0 + absl::Hours(2));  // node A
+    if (reservations == 1) {
+      // EASY: "long" keeps off node A only and takes node C's free half.
+      EXPECT_EQ(qm->reservations().size(), 1u);
+      EXPECT_EQ(qm->Phase("default/long"), JobPhase::kRunning);
+    } else {
+      // "second" holds node C from +2.5h: "long" (to +10h) may not start there.
+      ASSERT_EQ(qm->reservations().size(), 2u);
+      EXPECT_EQ(qm->reservations()[1].job, "default/second");
+      EXPECT_EQ(qm->reservations()[1].start, t0 + absl::Minutes(150));
+      EXPECT_EQ(qm->Phase("default/long"), JobPhase::kPending);
+      EXPECT_NE(qm->WaitingReason("default/long").find("reserved for a waiting job"),
+                std::string::npos)
+          << qm->WaitingReason("default/long");
+      EXPECT_EQ(qm->ReservationOf("default/second"), &qm->reservations()[1]);
+      EXPECT_EQ(qm->WaitingReasonClass("default/second"), WaitReason::kReserved);
+    }
+    EXPECT_EQ(qm->ReservationOf("default/long"), nullptr);
+  }
 }
 
 // A gang a failure stopped (SubmitOptions::restart) goes before older jobs of

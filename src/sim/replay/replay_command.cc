@@ -86,6 +86,7 @@ struct Flags {
   std::string cadence = "fixed";      // fixed | young-daly
   std::string gpu_mtbf;               // young-daly: per-GPU MTBF (default: from the failure flags)
   std::string reserve_after;          // empty: each policy's own
+  int32_t reservations = 0;           // 0: the queue config's
   std::string las_thresholds = "3600,36000";
   std::string sample_interval = "0";
   bool no_preempt_checkpoint = false;
@@ -137,6 +138,7 @@ absl::Status Run(const Flags& f) {
   }
   if (f.hot_spares < 0) return absl::InvalidArgumentError("--hot-spares: must be >= 0");
   opt.hot_spare_nodes = f.hot_spares;
+  opt.reservations = f.reservations;
   opt.seed = f.seed;
   opt.preemption_checkpoints = !f.no_preempt_checkpoint;
   auto sec = [](const std::string& flag, const std::string& v, double* out) -> absl::Status {
@@ -391,6 +393,11 @@ void RegisterSimReplayCommands(CLI::App& sim) {
                 "queues policy: queue tree, quotas, priority classes, preemption and backfill "
                 "(the server's --queue-config YAML); default: one leaf per workload queue with "
                 "equal guaranteed GPUs, borrowing allowed");
+  c->add_option("--reservations", f.reservations,
+                "queues policy: waiting jobs given a backfill reservation each cycle, in queue "
+                "order (backfill.reservations, 1..64; 1 is EASY backfill); default: the queue "
+                "config's")
+      ->check(CLI::Range(1, 64));
   c->add_option("--preempt-exit", f.preempt_exit,
                 "queues policy: time a signalled victim takes to checkpoint and exit (past the "
                 "grace period it is killed at its deadline)")

@@ -89,6 +89,8 @@ struct SimOptions {
   // workload queue with equal guaranteed GPU shares, borrowing allowed
   // (DefaultReplayQueueConfig).
   std::optional<sched::QueueManagerConfig> queue_config;
+  // queues policy: backfill.reservations over the config's (0: the config's).
+  int32_t reservations = 0;
   // A victim signalled to checkpoint takes this long to write its checkpoint
   // and exit. Past its grace period it is killed at its deadline instead and
   // keeps only its periodic checkpoints (so does every victim without

@@ -102,6 +102,7 @@ absl::Status Sim::BuildQueueManager() {
     }
     c = DefaultReplayQueueConfig(w_, gpus);
   }
+  if (opt_.reservations > 0) c.reservations = opt_.reservations;
   c.profile = policy_.profile;
   c.extra_plugins = [this](sched::PluginRegistry* r) { return plugins_.Register(r); };
   for (const std::string& pc : w_.priority_classes) {
@@ -173,7 +174,11 @@ void Sim::QueueReportCheckpoints() {
     // A checkpoint is complete checkpoint_s of progress and its write after the last one.
     const double every = w_.jobs[due.job].checkpoint_s + w_.jobs[due.job].checkpoint_cost_s;
     const double first = r.seg_start + r.seg_overhead;
-    const double last = first + std::floor((now_ - first) / every) * every;
+    double last = first + std::floor((now_ - first) / every) * every;
+    // At a checkpoint's very moment the division can round down a whole
+    // period: that checkpoint is complete, and the next one is due after now
+    // (else this loop would push the same due time forever).
+    if (last + every <= now_) last += every;
     (void)qm_->ReportCheckpoint(r.job->key(), epoch_ + absl::Seconds(last));
     checkpoints_due_.push({last + every, due.job, due.epoch});
   }
