@@ -551,6 +551,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
   // 3-4. Schedule in order, with backfill behind the first job that waits.
   reservations_.clear();
   reserved_node_sets_.clear();
+  dry_runs_left_ = config_.reservation_max_dry_runs;
   env_.keep_off_before = absl::InfinitePast();
   env_.reserved_from.assign(cluster_->num_node_slots(), absl::InfiniteFuture());
   // A job identical in shape (queue, priority, members, constraints) to one

@@ -82,6 +82,8 @@ struct QueueManagerConfig {
   int32_t reservations = 1;
   // Bounds on the reservation search (releases simulated, dry runs).
   int32_t reservation_max_releases = 4096;
+  // Per cycle, over all its reservations: a cycle's backfill planning costs
+  // at most this many dry runs whatever `reservations` is.
   int32_t reservation_max_dry_runs = 32;
   // The scheduling profile the queue plugins (quota, reservation, preemption)
   // are added to.
@@ -387,6 +389,8 @@ class QueueManager {
   // Running jobs' protected sets and runtimes survive a kill.
   absl::flat_hash_map<std::string, Pending> running_meta_;
   std::vector<Reservation> reservations_;
+  // Dry runs left to this cycle's reservation searches.
+  int32_t dry_runs_left_ = 0;
   // ReservedNodes' answers of this cycle, by mask.
   absl::flat_hash_map<uint64_t, std::vector<NodeId>> reserved_node_sets_;
   uint64_t seq_ = 0;

@@ -121,7 +121,6 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   std::optional<Reservation> res;
   // Slots taken out; the running set itself does not change here.
   std::vector<int32_t> out;
-  int dry_runs = 0;
   // With the quota: taking a job out returns its queue's usage too, so the
   // dry run answers "fits and admitted" at that moment. A job the full fleet
   // holds back (the root's capacity, guarantees other queues hold) starts
@@ -147,7 +146,8 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     // Jobs ending at the same moment are released together.
     if (!order.empty() && order.front().first == cur.first) continue;
     if (!may_fit()) continue;
-    if (++dry_runs > config_.reservation_max_dry_runs) break;
+    if (dry_runs_left_ <= 0) break;
+    --dry_runs_left_;
     ScheduleResult r = scheduler_->Evaluate(*p.job);
     if (r.placed()) {
       Reservation rv;
