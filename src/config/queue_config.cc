@@ -208,13 +208,17 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
       return s;
   }
   if (const YAML::Node b = root["backfill"]) {
-    if (s = OnlyKeys(b, "backfill", {"enabled", "defaultRuntime", "reservations"}); !s.ok()) {
+    if (s = OnlyKeys(b, "backfill", {"enabled", "defaultRuntime", "reservations", "learnRuntimes"});
+        !s.ok()) {
       return s;
     }
     if (b["enabled"] && !(s = GetBool(b["enabled"], "backfill.enabled", &c.backfill)).ok())
       return s;
     if (b["defaultRuntime"] &&
         !(s = GetDuration(b["defaultRuntime"], "backfill.defaultRuntime", &c.default_runtime)).ok())
+      return s;
+    if (b["learnRuntimes"] &&
+        !(s = GetBool(b["learnRuntimes"], "backfill.learnRuntimes", &c.learn_runtimes)).ok())
       return s;
     if (b["reservations"]) {
       double v = 0;

@@ -12,7 +12,7 @@ fairShare: {halfLife: 30m}
 priorityClasses: {batch: 50}
 defaultPriorityClass: research
 preemption: {maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 45s, crossQueueLowerPriority: true, order: gangsFirst}
-backfill: {defaultRuntime: 2h, reservations: 8}
+backfill: {defaultRuntime: 2h, reservations: 8, learnRuntimes: true}
 queues:
   - name: org
     quotas:
@@ -37,6 +37,7 @@ TEST(QueueConfig, ParsesEveryField) {
   EXPECT_TRUE(c->preemption.gangs_first);
   EXPECT_EQ(c->default_runtime, absl::Hours(2));
   EXPECT_EQ(c->reservations, 8);
+  EXPECT_TRUE(c->learn_runtimes);
   ASSERT_EQ(c->tree.queues.size(), 3u);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").guaranteed, 256000);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").borrowing_limit, 0);

@@ -73,7 +73,8 @@ void SchedulingController::WritePhases() {
   };
   auto done = [&](JobRec& rec, const PendingPhase& p) {
     rec.last_message = p.why.message;
-    if (Terminal(p.phase)) ReleaseMemory(rec);  // the store first, then memory
+    // The store first, then memory.
+    if (Terminal(p.phase)) ReleaseMemory(rec, p.phase == "Succeeded");
     rec.phase = p.phase;
   };
   // One on its own: read, check the binding, CAS (UpdateBinding).

@@ -69,9 +69,11 @@ void SchedulingController::Enqueue(JobRec& rec) {
   if (qm_->tree().Find(rec.job->queue) < 0) queues_dirty_ = true;  // a new implicit queue
 }
 
-void SchedulingController::ReleaseMemory(JobRec& rec) {
+void SchedulingController::ReleaseMemory(JobRec& rec, bool completed) {
   if (rec.job && rec.in_qm) {
-    (void)qm_->Finish(rec.job->key(), clock_.Now());  // returns its GPUs when it ran
+    // Returns its GPUs when it ran.
+    (void)(completed ? qm_->Completed(rec.job->key(), clock_.Now())
+                     : qm_->Finish(rec.job->key(), clock_.Now()));
   } else if (rec.job && rec.bound) {
     (void)cluster_->Release(rec.job->key());
   }

@@ -215,7 +215,8 @@ class SchedulingController {
   // ReleaseMemory takes the job out of the QueueManager (its GPUs return in
   // memory) or, if it is bound outside it, out of the ClusterState.
   void Enqueue(JobRec& rec);
-  void ReleaseMemory(JobRec& rec);
+  // `completed`: the job succeeded, and its run teaches the runtime estimates.
+  void ReleaseMemory(JobRec& rec, bool completed = false);
   void RebuildQueues();
   void FlushSubmissions(absl::Time now);
   // Hands rec's stored preemption in flight to the QueueManager.

@@ -267,6 +267,12 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   p.leaf = leaf;
   p.runtime = opts.expected_runtime > absl::ZeroDuration() ? opts.expected_runtime
                                                            : config_.default_runtime;
+  if (opts.expected_runtime == absl::ZeroDuration() && config_.learn_runtimes) {
+    const model::Job& j = *p.job;
+    if (auto e = estimator_.Estimate(j.queue, j.ns, j.total_gpu_milli() / model::kMilliPerGpu)) {
+      p.runtime = *e;
+    }
+  }
   p.seq = ++seq_;
   p.restart = opts.restart;
   p.reason = "not tried yet";
@@ -316,6 +322,14 @@ absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
     if (auto it = pending_.find(by); it != pending_.end()) it->second.victims.erase(k);
   }
   return absl::OkStatus();
+}
+
+absl::Status QueueManager::Completed(absl::string_view key, absl::Time now) {
+  if (const RunningJob* rj = running_.Find(key); rj != nullptr && config_.learn_runtimes) {
+    estimator_.Observe(rj->job->queue, rj->job->ns,
+                       rj->job->total_gpu_milli() / model::kMilliPerGpu, now - rj->start);
+  }
+  return Finish(key, now);
 }
 
 absl::Status QueueManager::ReportCheckpoint(absl::string_view key, absl::Time at) {

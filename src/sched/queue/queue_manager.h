@@ -60,6 +60,7 @@
 #include "sched/queue/admission_env.h"
 #include "sched/queue/queue_tree.h"
 #include "sched/queue/running_set.h"
+#include "sched/queue/runtime_estimator.h"
 #include "sched/queue/search_memo.h"
 #include "sched/queue/wait_reason.h"
 
@@ -80,6 +81,10 @@ struct QueueManagerConfig {
   absl::Duration default_runtime = absl::Hours(1);
   // Waiting jobs that get a backfill reservation per cycle, in order (1..64).
   int32_t reservations = 1;
+  // A job submitted without a runtime estimate gets one learned from the
+  // jobs that completed (RuntimeEstimator: its queue, namespace and size)
+  // instead of default_runtime, once there are enough of them.
+  bool learn_runtimes = false;
   // Bounds on the reservation search (releases simulated, dry runs).
   int32_t reservation_max_releases = 4096;
   // Per cycle, over all its reservations: a cycle's backfill planning costs
@@ -194,6 +199,9 @@ class QueueManager {
   void RefreshCapacity();
   // The job ended (or was cancelled): its resources return.
   absl::Status Finish(absl::string_view key, absl::Time now);
+  // Finish for a job that completed its work: with learn_runtimes, its run
+  // (since its start, or its restart) teaches the runtime estimates.
+  absl::Status Completed(absl::string_view key, absl::Time now);
   // The job wrote a checkpoint at `at`.
   absl::Status ReportCheckpoint(absl::string_view key, absl::Time at);
   // A signalled victim has exited before its deadline. Once every victim of
@@ -389,6 +397,7 @@ class QueueManager {
   // Running jobs' protected sets and runtimes survive a kill.
   absl::flat_hash_map<std::string, Pending> running_meta_;
   std::vector<Reservation> reservations_;
+  RuntimeEstimator estimator_;
   // Dry runs left to this cycle's reservation searches.
   int32_t dry_runs_left_ = 0;
   // ReservedNodes' answers of this cycle, by mask.

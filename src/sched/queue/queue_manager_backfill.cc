@@ -64,10 +64,12 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
     if (!running_.live(s)) continue;
     const RunningJob& rj = running_.at(s);
+    // A job past its expected end (its estimate was low) is expected to run
+    // as long again: taking it as gone now would promise room it holds.
+    absl::Time end = rj.expected_end;
+    if (end <= now) end = now + std::max(absl::Minutes(1), rj.expected_end - rj.start);
     // A victim ends at its kill time or expected end; one being shrunk runs on.
-    order.push_back({rj.terminating && !rj.shrinking() ? std::min(rj.kill_at, rj.expected_end)
-                                                       : rj.expected_end,
-                     s});
+    order.push_back({rj.terminating && !rj.shrinking() ? std::min(rj.kill_at, end) : end, s});
   }
   // Released in order of (end, slot), popped from a min-heap: the search
   // usually stops after a few releases, so sorting them all would be wasted.

@@ -325,6 +325,42 @@ TEST(ConservativeBackfill, TheSecondWaitingJobKeepsItsRoom) {
   }
 }
 
+// A job without an estimate gets the learned one (backfill.learnRuntimes),
+// and one that outruns it is expected to run as long again.
+TEST(Backfill, RuntimesLearnedFromCompletedJobsAndOverrunsExtended) {
+  for (bool learn : {false, true}) {
+    SCOPED_TRACE(learn ? "learned" : "default runtime");
+    auto cs = SmallCluster(1, 8);
+    QueueManagerConfig c;
+    c.tree.queues = {Q("q", "")};
+    c.learn_runtimes = learn;
+    auto qm = Make(cs.get(), c);
+    absl::Time t = kT0;
+    for (int i = 0; i < 5; ++i) {
+      const std::string name = absl::StrCat("done", i);
+      ASSERT_TRUE(qm->Submit(GangJob(name, "q", 1, 8), {}, t).ok());
+      qm->Cycle(t);
+      ASSERT_EQ(qm->Phase("default/" + name), JobPhase::kRunning);
+      t += absl::Hours(2);
+      ASSERT_TRUE(qm->Completed("default/" + name, t).ok());
+    }
+    ASSERT_TRUE(qm->Submit(GangJob("run", "q", 1, 8), {}, t).ok());
+    qm->Cycle(t);
+    ASSERT_EQ(qm->Phase("default/run"), JobPhase::kRunning);
+    ASSERT_TRUE(qm->Submit(GangJob("head", "q", 1, 8), {}, t + absl::Seconds(1)).ok());
+    qm->Cycle(t + absl::Seconds(1));
+    ASSERT_EQ(qm->reservations().size(), 1u);
+    // Five 2 h runs: the 0.8 quantile, times the 1.2 margin.
+    const absl::Duration expected = learn ? absl::Minutes(144) : c.default_runtime;
+    EXPECT_EQ(qm->reservations()[0].start, t + expected);
+    // Past its expected end it still holds the node: expected as long again.
+    const absl::Time late = t + expected + absl::Minutes(30);
+    qm->Cycle(late);
+    ASSERT_EQ(qm->reservations().size(), 1u);
+    EXPECT_EQ(qm->reservations()[0].start, late + expected);
+  }
+}
+
 // A gang a failure stopped (SubmitOptions::restart) goes before older jobs of
 // its queue and priority; a new job does not. Queues' guarantees still come
 // first.

@@ -87,6 +87,7 @@ struct Flags {
   std::string gpu_mtbf;               // young-daly: per-GPU MTBF (default: from the failure flags)
   std::string reserve_after;          // empty: each policy's own
   int32_t reservations = 0;           // 0: the queue config's
+  std::string estimates = "oracle";
   std::string las_thresholds = "3600,36000";
   std::string sample_interval = "0";
   bool no_preempt_checkpoint = false;
@@ -139,6 +140,7 @@ absl::Status Run(const Flags& f) {
   if (f.hot_spares < 0) return absl::InvalidArgumentError("--hot-spares: must be >= 0");
   opt.hot_spare_nodes = f.hot_spares;
   opt.reservations = f.reservations;
+  opt.learned_estimates = f.estimates == "learned";
   opt.seed = f.seed;
   opt.preemption_checkpoints = !f.no_preempt_checkpoint;
   auto sec = [](const std::string& flag, const std::string& v, double* out) -> absl::Status {
@@ -398,6 +400,12 @@ void RegisterSimReplayCommands(CLI::App& sim) {
                 "order (backfill.reservations, 1..64; 1 is EASY backfill); default: the queue "
                 "config's")
       ->check(CLI::Range(1, 64));
+  c->add_option("--estimates", f.estimates,
+                "queues policy: runtime estimates for backfill: oracle (each job's true remaining "
+                "duration) or learned (none given; the manager learns them from completed jobs, "
+                "backfill.learnRuntimes)")
+      ->check(CLI::IsMember({"oracle", "learned"}))
+      ->capture_default_str();
   c->add_option("--preempt-exit", f.preempt_exit,
                 "queues policy: time a signalled victim takes to checkpoint and exit (past the "
                 "grace period it is killed at its deadline)")

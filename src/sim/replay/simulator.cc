@@ -332,7 +332,7 @@ void Sim::Complete(int32_t i) {
   res_.demand_gpu_s += sj.gpu_units() * sj.duration_s;
   ++res_.completed;
   ++done_;
-  if (qm_ != nullptr) (void)qm_->Finish(r.job->key(), clock_.Now());
+  if (qm_ != nullptr) (void)qm_->Completed(r.job->key(), clock_.Now());
   r.job.reset();
 }
 

@@ -91,6 +91,10 @@ struct SimOptions {
   std::optional<sched::QueueManagerConfig> queue_config;
   // queues policy: backfill.reservations over the config's (0: the config's).
   int32_t reservations = 0;
+  // queues policy: jobs are submitted without runtime estimates and the
+  // manager learns them from completed jobs (backfill.learnRuntimes); else
+  // each job's remaining duration is its estimate (an oracle).
+  bool learned_estimates = false;
   // A victim signalled to checkpoint takes this long to write its checkpoint
   // and exit. Past its grace period it is killed at its deadline instead and
   // keeps only its periodic checkpoints (so does every victim without

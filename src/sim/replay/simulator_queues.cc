@@ -103,6 +103,7 @@ absl::Status Sim::BuildQueueManager() {
     c = DefaultReplayQueueConfig(w_, gpus);
   }
   if (opt_.reservations > 0) c.reservations = opt_.reservations;
+  if (opt_.learned_estimates) c.learn_runtimes = true;
   c.profile = policy_.profile;
   c.extra_plugins = [this](sched::PluginRegistry* r) { return plugins_.Register(r); };
   for (const std::string& pc : w_.priority_classes) {
@@ -142,7 +143,8 @@ sched::SubmitOptions Sim::QueueSubmitOptions(int32_t i) const {
   if (sj.priority_class >= 0) o.priority_class = w_.priority_classes[sj.priority_class];
   const double remaining =
       sj.duration_s - r.progress0 + (r.restart_cause != Cause::kNone ? sj.restart_s : 0);
-  o.expected_runtime = absl::Seconds(std::max(1.0, std::ceil(remaining)));
+  o.expected_runtime = opt_.learned_estimates ? absl::ZeroDuration()
+                                              : absl::Seconds(std::max(1.0, std::ceil(remaining)));
   // As the controller does for a NodeLost gang (restart_killed_first off: not).
   o.restart = opt_.restart_killed_first && r.restart_cause == Cause::kFailure;
   return o;
