@@ -7,7 +7,7 @@
 //   preemption: {withinQueue: true, reclaim: true, crossQueueLowerPriority: false,
 //                maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 30s,
 //                minRuntime: 5m, order: priorityFirst}  # or gangsFirst
-//   backfill: {enabled: true, defaultRuntime: 1h, reservations: 1}
+//   backfill: {enabled: true, defaultRuntime: 1h, reservations: 1, learnRuntimes: false}
 //   queues:
 //     - name: org
 //       quotas: {gpu/H100: {guaranteed: 256, borrowingLimit: 0, lendingLimit: 64},
