@@ -227,9 +227,9 @@ class QueueManager {
   // (a dry run of a job made of the missing members, on the job's GPU model,
   // without preemption), then Resize()s to the merged placement. Growing
   // comes after pending work, so it is refused while a preemption is in
-  // flight or a pending job that its quota admits waits for room, except the
-  // head-of-line job holding the backfill reservation, whose nodes it keeps
-  // off. Call it after Cycle. It adds as many members as fit and as the
+  // flight or a pending job that its quota admits waits for room, except jobs
+  // holding a backfill reservation, whose nodes it keeps off. Call it after
+  // Cycle. It adds as many members as fit and as the
   // queue's quota admits.
   struct GrowResult {
     bool grown = false;

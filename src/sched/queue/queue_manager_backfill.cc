@@ -1,6 +1,7 @@
 // QueueManager's backfill reservations (step 4 of Cycle, queue_manager.h):
 // where and when the waiting jobs that hold a reservation will start, and
-// which nodes a job started now must keep off so that it delays none of them.
+// which nodes and quota a job started now must leave them so that it delays
+// none of them.
 
 #include <algorithm>
 #include <functional>

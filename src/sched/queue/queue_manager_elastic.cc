@@ -4,9 +4,9 @@
 // Algorithm (Grow)
 //   1. Refuse while pending work has a claim on the room: a preemption in
 //      flight (a nominated job or a signalled victim), or a pending job its
-//      quota admits that waited for room at the last Cycle, unless it is the
-//      head-of-line job holding the backfill reservation (then the grow keeps
-//      off the reserved nodes, as a backfilled job would).
+//      quota admits that waited for room at the last Cycle, unless it holds
+//      a backfill reservation (the grow keeps off every reserved node, as a
+//      backfilled job that never ends would).
 //   2. Build a job of the missing members only (per group, the ordinals not
 //      held, in order; at most up_to members in all when given), on the GPU model the job already
 //      runs on, with minMember 1, and ask the Scheduler for a dry run (Evaluate) with the job's own
