@@ -727,8 +727,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
                      : p.waits_for_room ? WaitReason::kNoRoom
                                         : WaitReason::kOverQuota;
     bool made_reservation = false;
+    // A job that waits for room (its queue admits it, or only the full fleet
+    // does not) gets the next reservation.
     if (config_.backfill && reservations_.size() < static_cast<size_t>(config_.reservations) &&
-        (quota_ok || blocking == -1) && !r.unresolvable) {
+        p.waits_for_room) {
       dry = Gens();
       std::optional<Reservation> res = ComputeReservation(p, now);
       memo_.Absorb(dry, Gens());

@@ -103,7 +103,8 @@ absl::Status ValidateQueueManagerConfig(const QueueManagerConfig& c);
 
 struct SubmitOptions {
   std::string priority_class;  // "": the default class, or the job's own priority
-  absl::Duration expected_runtime = absl::ZeroDuration();  // 0: the default
+  // 0: a learned estimate (learn_runtimes), else default_runtime.
+  absl::Duration expected_runtime = absl::ZeroDuration();
   // The job was running and a failure stopped it (its node or GPU was lost):
   // among jobs of equal priority and guarantee standing it goes before the
   // fair-share order, so a hardware fault does not send it to the back of
@@ -361,6 +362,10 @@ class QueueManager {
   // Bitmask of the reservations starting before `end` (the ones a job
   // running until then keeps off); the key of its backfill rule.
   uint64_t ReservationsBefore(absl::Time end) const;
+  // Bitmask of every reservation made so far this cycle.
+  uint64_t AllReservations() const {
+    return reservations_.empty() ? 0 : ~uint64_t{0} >> (64 - reservations_.size());
+  }
   // The nodes of the reservations in `mask`, sorted (the search memo's key).
   const std::vector<NodeId>& ReservedNodes(uint64_t mask);
   // Charges (`sign` +1) or uncharges (-1) the demand of the reservations in

@@ -91,8 +91,8 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   // Nodes earlier reservations hold are out of this one's reach whenever
   // they free (conservative: a reservation holds its nodes from its start
   // on): their whole free GPUs do not count toward `need`.
-  const std::vector<NodeId>* held = nullptr;
-  if (!reservations_.empty()) held = &ReservedNodes(~uint64_t{0} >> (64 - reservations_.size()));
+  const uint64_t all = AllReservations();
+  const std::vector<NodeId>* held = all != 0 ? &ReservedNodes(all) : nullptr;
   // A necessary condition for a dry run to place the job, from the fleet's
   // free histograms without the nodes earlier reservations hold: every
   // whole-GPU group's members fit somewhere, and all of them together fit
@@ -133,7 +133,6 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
   env_.allow_preemption = false;
   env_.keep_off_before = absl::InfiniteFuture();
   // Earlier reservations hold their quota as they hold their nodes.
-  const uint64_t all = reservations_.empty() ? 0 : ~uint64_t{0} >> (64 - reservations_.size());
   ChargeReservations(all, +1);
   for (size_t i = 0; !order.empty() && i < static_cast<size_t>(config_.reservation_max_releases);
        ++i) {
@@ -143,9 +142,6 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     const RunningJob& rj = running_.at(cur.second);
     out.push_back(cur.second);
     TakeOut(rj);
-    int64_t free = 0;
-    for (ModelId m : models) free += cluster_->cluster_free(m).free_gpus;
-    if (free < need) continue;
     // Jobs ending at the same moment are released together.
     if (!order.empty() && order.front().first == cur.first) continue;
     if (!may_fit()) continue;
