@@ -53,6 +53,10 @@ void Fail(httplib::Response& res, int code, absl::string_view reason, absl::stri
 }
 
 // Maps a store error onto the HTTP status a client acts on.
+std::string BodyTooLargeMessage(uint64_t limit) {
+  return absl::StrCat("request body over the limit of ", limit, " bytes (any encoding)");
+}
+
 void FailStore(httplib::Response& res, const absl::Status& s, const std::string& what) {
   switch (s.code()) {
     case absl::StatusCode::kNotFound:
@@ -204,9 +208,7 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
                            httplib::Response& res) {
     // Over the limit already when it stalled: the size is the answer.
     if (f == http::DeadlineStream::Failure::kBodyTooLarge || body_bytes > options_.max_body_bytes) {
-      return Fail(res, 413, "RequestEntityTooLarge",
-                  absl::StrCat("request body over the limit of ", options_.max_body_bytes,
-                               " bytes (any encoding)"));
+      return Fail(res, 413, "RequestEntityTooLarge", BodyTooLargeMessage(options_.max_body_bytes));
     }
     Fail(res, 400, "BadRequest",
          "malformed HTTP request, or it did not arrive within the read timeout");
@@ -389,12 +391,10 @@ ApiServer::ApiServer(store::Store& store, Clock& clock, Authenticator auth,
         break;
       case BodyRead::kTooLargeDrained:
         return Fail(res, 413, "RequestEntityTooLarge",
-                    absl::StrCat("request body over the limit of ", options_.max_body_bytes,
-                                 " bytes (any encoding)"));
+                    BodyTooLargeMessage(options_.max_body_bytes));
       case BodyRead::kTooLarge:
         return RefuseAndClose(res, 413, "RequestEntityTooLarge",
-                              absl::StrCat("request body over the limit of ",
-                                           options_.max_body_bytes, " bytes (any encoding)"));
+                              BodyTooLargeMessage(options_.max_body_bytes));
       case BodyRead::kFailed:
         return RefuseAndClose(
             res, 400, "BadRequest",

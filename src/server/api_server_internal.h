@@ -36,6 +36,8 @@ void ReplyStored(httplib::Response& res, int code, std::string_view stored, int6
 // Answers a Kubernetes-style Status with `reason`, `message` and field causes.
 void Fail(httplib::Response& res, int code, absl::string_view reason, absl::string_view message,
           const std::vector<api::FieldError>& causes = {});
+// The 413 message for a body over `limit` bytes, however it was encoded.
+std::string BodyTooLargeMessage(uint64_t limit);
 // Maps a store error onto the HTTP status a client acts on; `what` names the object.
 void FailStore(httplib::Response& res, const absl::Status& s, const std::string& what);
 // Parses an optional non-negative integer query parameter; on a bad value answers 400 and

@@ -14,8 +14,9 @@
 // the stale interval is standby_node_status_interval, so that the leader hears the node. Without a
 // lease table every heartbeat is written. A renewal is answered on the front end's worker; a
 // heartbeat that writes waits for its fsync on ApiServer's writer threads (the route is deferred,
-// http/event_server.h), so slow commits never hold the workers that renewals need. GET on the same path reads the lease: {"kind":
-// "NodeLease", "renewTime": "..." or null (none since the server started)}.
+// http/event_server.h), so slow commits never hold the workers that renewals need. GET on the
+// same path reads the lease: {"kind": "NodeLease", "renewTime": "..." or null (none since the
+// server started)}.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -69,9 +70,7 @@ void ApiServer::ServeNodeHeartbeat(const Principal& p, const std::string& node,
                                    const httplib::Request& req, const Finish& finish) {
   httplib::Response res;
   if (req.body.size() > options_.max_body_bytes) {
-    Fail(res, 413, "RequestEntityTooLarge",
-         absl::StrCat("request body over the limit of ", options_.max_body_bytes,
-                      " bytes (any encoding)"));
+    Fail(res, 413, "RequestEntityTooLarge", BodyTooLargeMessage(options_.max_body_bytes));
     return finish(res);
   }
   std::optional<HeartbeatWrite> write =
