@@ -55,6 +55,7 @@ struct Flags {
   int eight = 4000;
   int gangs = 500;
   int clients = 8;
+  int batch = 1;    // jobs per request: 1 posts each job, more go through POST /api/v1/batch
   double rate = 0;  // submissions per second; 0: as fast as the server answers
   double seconds = 120;
   double heartbeat_s = 10;
@@ -108,6 +109,7 @@ std::vector<std::string> Validate(const Flags& f) {
   }
   if (f.single + f.eight + f.gangs <= 0) errs.push_back("--single, --eight, --gangs: no jobs");
   if (f.clients <= 0) errs.push_back("--clients must be > 0");
+  if (f.batch <= 0 || f.batch > 1000) errs.push_back("--batch must be in [1, 1000]");
   if (f.rate < 0) errs.push_back("--rate must be >= 0");
   if (f.seconds <= 0) errs.push_back("--seconds must be > 0");
   if (f.heartbeat_s < 0) errs.push_back("--heartbeat must be >= 0");
@@ -446,15 +448,23 @@ int RunIn(const Flags& f, const std::string& dir) {
     submitters.emplace_back([&] {
       agent::ApiClient api(absl::StrCat("127.0.0.1:", port), admin, absl::Seconds(30));
       const std::string path = absl::StrCat("/api/v1/namespaces/", kNamespace, "/trainingjobs");
-      for (int id = next++; id < total && absl::Now() < deadline; id = next++) {
-        if (f.rate > 0) absl::SleepFor(t0 + absl::Seconds(id / f.rate) - absl::Now());
-        const Json job = JobObject(id, order[id]);
-        t.submitted[id] = absl::Now();
-        absl::StatusOr<agent::ApiResponse> r = api.Post(path, job);
+      // Each client takes the next --batch ids; a batch is created all or nothing.
+      for (int first = next.fetch_add(f.batch); first < total && absl::Now() < deadline;
+           first = next.fetch_add(f.batch)) {
+        const int end = std::min(total, first + f.batch);
+        if (f.rate > 0) absl::SleepFor(t0 + absl::Seconds(first / f.rate) - absl::Now());
+        Json items = Json::array();
+        for (int id = first; id < end; ++id) items.push_back(JobObject(id, order[id]));
+        const absl::Time sent = absl::Now();
+        for (int id = first; id < end; ++id) t.submitted[id] = sent;
+        absl::StatusOr<agent::ApiResponse> r =
+            f.batch == 1 ? api.Post(path, items[0])
+                         : api.Post("/api/v1/batch", Json{{"items", std::move(items)}});
         if (r.ok() && r->code == 201) {
-          ++t.n_submitted;
+          t.n_submitted += end - first;
         } else if (t.submit_errors++ < 5) {
-          std::cerr << "bench control-plane: submit " << JobName(id) << ": "
+          std::cerr << "bench control-plane: submit " << JobName(first)
+                    << (end - first > 1 ? absl::StrCat(" .. ", JobName(end - 1)) : "") << ": "
                     << (r.ok() ? agent::ApiError(*r) : std::string(r.status().message())) << "\n";
         }
       }
@@ -552,6 +562,7 @@ int RunIn(const Flags& f, const std::string& dir) {
       {"jobs", total},
       {"store_backend", f.store},
       {"clients", f.clients},
+      {"batch", f.batch},
       {"rate_limit_per_s", f.rate},
       {"heartbeat_s", f.heartbeat_s},
       {"register_s", absl::ToDoubleSeconds(reg_time)},
@@ -656,6 +667,8 @@ void RegisterControlPlaneBenchCommand(CLI::App& bench) {
   cmd->add_option("--eight", f->eight, "8-GPU jobs (default 4000)");
   cmd->add_option("--gangs", f->gangs, "64-GPU gangs, 8 members x 8 GPUs (default 500)");
   cmd->add_option("--clients", f->clients, "Submitting clients, one keep-alive connection each");
+  cmd->add_option("--batch", f->batch,
+                  "Jobs per request (default 1; more are sent through POST /api/v1/batch)");
   cmd->add_option("--rate", f->rate, "Submissions per second (default 0: as fast as answered)");
   cmd->add_option("--seconds", f->seconds,
                   "Longest wait from the first submission for every job to run (default 120)");
