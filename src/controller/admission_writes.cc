@@ -73,10 +73,21 @@ int SchedulingController::SetJobPhases(std::vector<PhaseWrite>& writes) {
   return failed_runs;
 }
 
-void SchedulingController::WriteAdmissions() {
+bool SchedulingController::QueuedButNotWritten(const std::string& key) const {
+  auto it = pending_admissions_.find(key);
+  return it != pending_admissions_.end() && it->second.to == "Queued";
+}
+
+void SchedulingController::WriteAdmissions(const std::string* only) {
   if (pending_admissions_.empty()) return;
   std::map<std::string, PendingAdmission> pending;
-  pending.swap(pending_admissions_);
+  if (only == nullptr) {
+    pending.swap(pending_admissions_);
+  } else if (auto node = pending_admissions_.extract(*only)) {
+    pending.insert(std::move(node));
+  } else {
+    return;
+  }
   std::vector<PhaseWrite> writes;
   writes.reserve(pending.size());
   for (const auto& [key, a] : pending) {

@@ -2,8 +2,10 @@
 // waiting reasons): a cycle's bindings, a page's admissions and new waiting reasons share store
 // transactions in runs the store takes, and a conflict in a
 // run costs only its own job.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,6 +137,56 @@ TEST(ControllerBatchTest, AdmissionsAndBindingsAreWrittenInRunsTheStoreTakes) {
   EXPECT_EQ((*ctl)->stats().admission_batch_fallbacks, 0);
   EXPECT_GE(store.batched, 4) << "runs of several admissions, then of several bindings";
   EXPECT_LE(store.txns, 8) << "not one write per job and step (16)";
+  EXPECT_TRUE((*ctl)->cluster().CheckConsistency().ok());
+}
+
+// A store counting the writes of each key.
+class CountingStore final : public ForwardingStore {
+ public:
+  CountingStore() : ForwardingStore(s_) {}
+  absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
+    for (const store::Op& op : ops) ++writes[op.key];
+    return s_.Txn(ops);
+  }
+  std::map<std::string, int> writes;
+
+ private:
+  store::MemoryStore s_;
+};
+
+// A job the cycle binds in the step it arrives is admitted and bound in one write (no read):
+// both conditions, both Events (Admitted named first), one revision of the job.
+TEST(ControllerBatchTest, AJobBoundWhereItArrivesIsAdmittedAndBoundInOneWrite) {
+  CountingStore store;
+  ManualClock clock{absl::FromUnixSeconds(1767225600)};
+  PutNode(store);
+  auto ctl = SchedulingController::Create(store, clock, ControllerOptions{});
+  ASSERT_TRUE(ctl.ok()) << ctl.status();
+  ASSERT_TRUE((*ctl)->Start().ok());
+  PutJobs(store, 4, 2);
+  store.writes.clear();
+  ASSERT_TRUE((*ctl)->Step().ok());
+  for (int i = 0; i < 4; ++i) {
+    const std::string key = ObjectKey("trainingjobs", "team-a", absl::StrCat("j", i));
+    EXPECT_EQ(store.writes[key], 1) << key;
+    const Json st = (*ParseStored(store.Get(key)->value))["status"];
+    EXPECT_EQ(st.value("phase", ""), "Scheduled") << st;
+    std::map<std::string, std::string> conditions;
+    for (const Json& c : st["conditions"]) conditions[c["type"]] = c["status"];
+    EXPECT_EQ(conditions["Admitted"], "True") << st;
+    EXPECT_EQ(conditions["Scheduled"], "True") << st;
+  }
+  absl::StatusOr<store::ListResult> events = store.List("/registry/events/team-a/", {});
+  ASSERT_TRUE(events.ok());
+  std::map<std::string, std::vector<std::string>> reasons;  // by job, in name order
+  for (const store::KeyValue& kv : events->kvs) {
+    const Json e = *ParseStored(kv.value);
+    reasons[e["spec"]["involvedObject"]["name"]].push_back(e["spec"]["reason"]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(reasons[absl::StrCat("j", i)], testing::ElementsAre("Admitted", "Scheduled")) << i;
+  }
+  EXPECT_EQ((*ctl)->stats().bind_batch_fallbacks, 0);
   EXPECT_TRUE((*ctl)->cluster().CheckConsistency().ok());
 }
 

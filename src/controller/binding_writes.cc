@@ -136,10 +136,20 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
     ReleaseMemory(rec);
     if (!Terminal(rec.phase)) Enqueue(rec);
   };
+  // A job admitted since the last cycle is bound in the same write as its admission (Pending ->
+  // Queued -> Scheduled, both Events): its object is the one the admission holds, so there is no
+  // read, and one write instead of two. `admitted` is the admission's status change, or null.
+  auto with_admission = [now](const PendingAdmission* a, const std::function<bool(Json&)>& bind) {
+    if (a == nullptr) return bind;
+    return std::function<bool(Json&)>([a = *a, bind, now](Json& obj) {
+      return ApplyPhase(obj, a.to, a.why, false, "", nullptr, now) && bind(obj);
+    });
+  };
   // One binding on its own: read, CAS, retried while others write the job (not its binding).
-  auto write_one = [&](JobRec& rec, const BindingChange& b) {
+  auto write_one = [&](JobRec& rec, const BindingChange& b, const PendingAdmission* a) {
     int64_t base = 0;
-    absl::StatusOr<int64_t> rev = Update(rec.key, rec.revision, b.mutate, b.change, &base);
+    absl::StatusOr<int64_t> rev =
+        Update(rec.key, rec.revision, with_admission(a, b.mutate), b.change, &base);
     if (rev.ok()) {
       NoteBound(rec, b, *rev, now);
     } else {
@@ -150,6 +160,7 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
     JobRec* rec;
     BindingChange b;
     PreparedWrite w;
+    std::optional<PendingAdmission> admission;  // written with the binding
   };
   std::vector<Planned> planned;
   planned.reserve(batch->size());
@@ -159,17 +170,29 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
       undo(*p.rec);
       continue;
     }
-    if (batch->size() == 1) {
-      write_one(*p.rec, *b);
-      continue;
+    std::optional<PendingAdmission> admission;
+    if (auto a = pending_admissions_.find(p.rec->key); a != pending_admissions_.end()) {
+      // Still the job as admitted (WriteAdmissions' test)? Otherwise the admission is dropped:
+      // a bound job is never set Queued.
+      if (a->second.to == "Queued" && a->second.phase == p.rec->phase &&
+          a->second.revision == p.rec->revision) {
+        admission = std::move(a->second);
+      }
+      pending_admissions_.erase(a);
     }
+    const PendingAdmission* adm = admission ? &*admission : nullptr;
+    // The admission's Event, named before the binding's (names order Events).
+    std::optional<store::Op> admitted;
+    if (adm != nullptr && adm->why.record) admitted = EventOp(adm->obj, adm->revision, adm->why);
     absl::StatusOr<PreparedWrite> w =
-        PrepareUpdate(p.rec->key, p.rec->revision, b->mutate, b->change);
+        PrepareUpdate(p.rec->key, p.rec->revision, with_admission(adm, b->mutate), b->change,
+                      adm != nullptr ? &adm->obj : nullptr);
     if (!w.ok()) {
       undo(*p.rec);
       continue;
     }
-    planned.push_back({p.rec, *std::move(b), *std::move(w)});
+    if (admitted) w->ops.insert(w->ops.begin() + 1, *std::move(admitted));
+    planned.push_back({p.rec, *std::move(b), *std::move(w), std::move(admission)});
   }
   batch->clear();
   // As many bindings per Txn as the store takes (etcd: 127 operations).
@@ -180,15 +203,20 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
     if (metrics_) metrics_->binding_batch.With({}).Observe(static_cast<double>(end - begin));
     if (rev.ok()) {
       for (size_t i = begin; i < end; ++i) {
+        if (planned[i].admission) LogChange(planned[i].w.obj, planned[i].admission->why);
         LogChange(planned[i].w.obj, planned[i].b.change);
         NoteBound(*planned[i].rec, planned[i].b, *rev, now);
       }
       return;
     }
     // Some job changed after it was read (a user's edit, an agent's report): write each on its
-    // own, so one conflict costs only its own binding.
+    // own, so one conflict costs only its own binding (its admission's condition goes with it;
+    // its Admitted Event does not).
     ++stats_.bind_batch_fallbacks;
-    for (size_t i = begin; i < end; ++i) write_one(*planned[i].rec, planned[i].b);
+    for (size_t i = begin; i < end; ++i) {
+      const PendingAdmission* a = planned[i].admission ? &*planned[i].admission : nullptr;
+      write_one(*planned[i].rec, planned[i].b, a);
+    }
   });
 }
 

@@ -92,14 +92,11 @@ Json SchedulingController::EventObject(const Json& obj, int64_t base, const Chan
 }
 
 void SchedulingController::RecordEvent(const Json& obj, int64_t rev, const Change& why) {
-  ++event_seq_;
-  Json ev = EventObject(obj, rev, why);
-  std::string key =
-      ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name"));
-  absl::StatusOr<int64_t> r = store_.Put(key, ToStoredValue(ev));
+  store::Op op = EventOp(obj, rev, why);
+  absl::StatusOr<int64_t> r = store_.Put(op.key, op.value);
   if (!r.ok()) {
     options_.log.Error("event not written",
-                       {{"key", key}, {"error", std::string(r.status().message())}});
+                       {{"key", op.key}, {"error", std::string(r.status().message())}});
   }
   LogChange(obj, why);
 }

@@ -48,6 +48,8 @@ void SchedulingController::ApplyMemberReports(JobRec& rec, const Json& obj) {
     p.why = {v.phase, "replicas are starting", false, false};
   }
   if (p.status_reason.empty()) p.status_reason = p.why.reason;
+  p.revision = rec.revision;
+  p.obj = obj;
   pending_phases_[rec.key] = std::move(p);
 }
 
@@ -105,7 +107,8 @@ void SchedulingController::WritePhases() {
     // CAS on the revision the reports were read at: a write since then makes the whole
     // transaction fail, and each job is then written on its own below.
     absl::StatusOr<PreparedWrite> w =
-        PrepareUpdate(key, rec.revision, OnBinding(p.generation, set_phase(p)), p.why);
+        PrepareUpdate(key, rec.revision, OnBinding(p.generation, set_phase(p)), p.why,
+                      p.revision == rec.revision ? &p.obj : nullptr);
     if (!w.ok()) {
       if (!absl::IsCancelled(w.status())) write_one(rec, p);
       continue;

@@ -82,6 +82,42 @@ TEST_F(MemberReportsTest, APageOfReportsIsOneTransaction) {
   EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
 }
 
+// Heartbeats arrive between a busy fleet's member reports all the time; they requeue nothing,
+// so they do not cut the reports' phases into a commit each.
+TEST_F(MemberReportsTest, HeartbeatsBetweenReportsDoNotSplitTheTransaction) {
+  BindThree();
+  const int64_t before = ctl_->stats().phase_batches;
+  ReportJob("a", api::MemberState::kRunning);
+  Heartbeat("gpu-0");
+  ReportJob("b", api::MemberState::kRunning);
+  Heartbeat("gpu-1");
+  ReportJob("c", api::MemberState::kRunning);
+  const int64_t rev = store_.CurrentRevision();
+  Step();
+  for (const char* j : {"a", "b", "c"}) EXPECT_EQ(Job(j)["status"]["phase"], "Running") << j;
+  EXPECT_EQ(ctl_->stats().phase_batches, before + 1);
+  EXPECT_EQ(store_.CurrentRevision(), rev + 1);
+}
+
+// A GPU failure does requeue: a job that finished before it is written Succeeded first, not
+// requeued as lost.
+TEST_F(MemberReportsTest, AFinishBeforeAGpuFailureIsWrittenBeforeTheFailureIsApplied) {
+  BindThree();
+  ReportJob("b", api::MemberState::kRunning);
+  Step();
+  ReportJob("a", api::MemberState::kExited, 0);
+  ReportJob("b", api::MemberState::kExited, 0);
+  Modify("nodes", "", "gpu-0", [](Json& o) {
+    o["status"]["gpus"] = {{{"index", 0}, {"health", "Unhealthy"}, {"message", "XID 79"}}};
+  });
+  Step();
+  EXPECT_EQ(Job("a")["status"]["phase"], "Succeeded");
+  EXPECT_EQ(Job("b")["status"]["phase"], "Succeeded");
+  EXPECT_EQ(Job("c")["status"]["phase"], "Scheduled");
+  EXPECT_EQ(BoundGpus(), 8);
+  EXPECT_TRUE(ctl_->cluster().CheckConsistency().ok());
+}
+
 TEST_F(MemberReportsTest, AJobChangedUnderTheTransactionIsWrittenOnItsOwn) {
   BindThree();
   InterleavingStore store(store_, Key("trainingjobs", "team-a", "b"));

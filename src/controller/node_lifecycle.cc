@@ -205,6 +205,13 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
   }
 }
 
+bool SchedulingController::NodePutMayEvict(const std::string& key, const Json& obj) const {
+  auto it = nodes_.find(key);
+  if (it == nodes_.end() || it->second->id == sched::kNoNode) return false;  // added, not changed
+  const NodeRec& rec = *it->second;
+  return (UnhealthyMask(obj) & ~rec.unhealthy) != 0 || SpecDumpOfNode(obj) != rec.spec_dump;
+}
+
 void SchedulingController::OnNodeDelete(const std::string& key) {
   auto it = nodes_.find(key);
   if (it == nodes_.end()) return;

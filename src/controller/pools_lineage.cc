@@ -104,11 +104,7 @@ void SchedulingController::ApplyRetention(const Json& checkpoint) {
   const Change why{"CheckpointsPruned",
                    absl::StrCat("spec.checkpoint.keep is ", keep, ": deleted checkpoint",
                                 drop.size() == 1 ? " " : "s ", absl::StrJoin(drop, ", "))};
-  ++event_seq_;
-  Json ev = EventObject(*job, kv->mod_revision, why);
-  ops.push_back(store::Op::Put(
-      ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
-      ToStoredValue(ev)));
+  ops.push_back(EventOp(*job, kv->mod_revision, why));
   if (absl::StatusOr<int64_t> r = store_.Txn(ops); !r.ok()) {
     // Another writer deleted one first: the next Ready Checkpoint tries again.
     options_.log.Warn(

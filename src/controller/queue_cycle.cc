@@ -197,7 +197,7 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     if (it == jobs_.end()) continue;
     JobRec& rec = *it->second;
     if (!rec.job || rec.bound || rec.in_qm || rec.blocked || Terminal(rec.phase) ||
-        rec.phase == "Suspended") {
+        (rec.phase == "Suspended" && !QueuedButNotWritten(key))) {
       continue;
     }
     // A runtime limit is also the backfill's estimate: a job that must end by
@@ -221,6 +221,7 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
         // The refusal no longer holds (a queue or GPU model appeared, the spec was fixed): say so
         // now, not only once the job is placed, so that no stale QueueRejected condition stays.
         rec.queue_error.clear();
+        WriteAdmissions(&key);
         (void)SetJobPhase(
             rec, rec.phase,
             {"QueueAccepted", absl::StrCat("waiting: accepted by queue ", rec.job->queue), false,
@@ -235,6 +236,7 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     const std::string msg = absl::StrCat("waiting: ", rec.queue_error);
     if (msg != rec.last_message) {
       // A Warning Event too (once per distinct reason): `describe` and `get events` show it.
+      WriteAdmissions(&key);
       (void)SetJobPhase(rec, rec.phase, {"QueueRejected", msg, true, true}, false);
     }
   }
@@ -266,7 +268,6 @@ void SchedulingController::RestoreInflightPreemption(JobRec& rec, absl::Time now
 // --- Scheduling -------------------------------------------------------------
 
 void SchedulingController::RunCycles() {
-  WriteAdmissions();  // a job is Queued in the store before it can be bound
   const absl::Time now = clock_.Now();
   if (queues_dirty_) RebuildQueues();
   if (capacity_dirty_) {
@@ -281,6 +282,7 @@ void SchedulingController::RunCycles() {
   FlushSubmissions(now);
   if (!cycle_needed_ && !submissions && now < next_deadline_ &&
       now - last_cycle_ < options_.idle_cycle) {
+    WriteAdmissions();
     WaitingReasons(now);  // gang timeouts
     WriteQueueStatus(now);
     return;
@@ -416,6 +418,7 @@ void SchedulingController::RunCycles() {
         break;
       case sched::QueueEvent::Kind::kNominated:
         if (absl::StrCat("waiting: ", ev.message) != rec->last_message) {
+          WriteAdmissions(&rec->key);
           (void)SetJobPhase(*rec, rec->phase, {"Nominated", absl::StrCat("waiting: ", ev.message)},
                             false);
         }
@@ -423,6 +426,9 @@ void SchedulingController::RunCycles() {
     }
   }
   WriteBindings(&bindings, now);
+  // The jobs admitted since the last cycle that it did not bind: Queued now, before anything
+  // else is written about them (their waiting reasons).
+  WriteAdmissions();
   // Elastic jobs grow back only after pending work had its turn.
   GrowElastic(now);
   AutoscaleServices(now);

@@ -146,7 +146,9 @@ absl::Status SchedulingController::Step() {
     if (!evs.ok()) return evs.status();
     for (const store::Event& e : evs->events) RETURN_IF_ERROR(ApplyEvent(e));
     WritePhases();
-    WriteAdmissions();
+    // Admissions wait for the cycle, which writes a job it binds at once with its admission (one
+    // write, no read); a long catch-up writes them per page, so that memory stays bounded.
+    if (pending_admissions_.size() >= kMaxPendingAdmissions) WriteAdmissions();
     WriteRegistrations();
     if (!evs->events.empty()) cycle_needed_ = true;
     revision_ = evs->revision;
@@ -207,9 +209,11 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
     return absl::OkStatus();
   }
   if (!is_job && !is_node && !is_pc && !is_queue && !is_ckpt) return absl::OkStatus();
-  // The phases noted so far are written before anything but another job's update is applied:
-  // a finished job must be released before a node's loss or a deletion could requeue it.
-  if (del || !is_job) WritePhases();
+  // The phases noted so far are written before anything that could requeue a job is applied:
+  // a finished job must be released before a node's loss or a deletion could requeue it. A
+  // node's heartbeat or cordon requeues nothing, so the phases of a busy fleet's reports are
+  // not cut into a durable commit per heartbeat.
+  if (del || is_pc || is_queue || is_ckpt) WritePhases();
   if (del) {
     if (is_job) OnJobDelete(key);
     if (is_node) {
@@ -224,6 +228,13 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
     }
     return absl::OkStatus();
   }
+  if (is_job) {
+    // The echo of the controller's own write (or anything older than what it holds): OnJobPut
+    // would drop it, so it is not parsed. Most job events at load are such echoes.
+    if (auto it = jobs_.find(key); it != jobs_.end() && e.kv.mod_revision <= it->second->revision) {
+      return absl::OkStatus();
+    }
+  }
   absl::StatusOr<Json> obj = ParseStored(e.kv.value);
   if (!obj.ok()) {
     options_.log.Warn("stored object does not parse",
@@ -232,6 +243,7 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   }
   if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
   if (is_node) {
+    if (NodePutMayEvict(key, *obj)) WritePhases();
     OnNodePut(key, *obj, e.kv.mod_revision, false);
     if (auto n = nodes_.find(key); n != nodes_.end()) NotePoolFacts(*n->second, *obj);
   }
@@ -269,14 +281,17 @@ absl::StatusOr<SchedulingController::PreparedWrite> SchedulingController::Prepar
   }
   if (!mutate(w.obj)) return absl::CancelledError(absl::StrCat(key, ": update abandoned"));
   w.ops.push_back(store::Op::Put(key, ToStoredValue(w.obj), kv.mod_revision));
-  if (event.record && !event.reason.empty()) {
-    ++event_seq_;
-    Json ev = EventObject(w.obj, kv.mod_revision, event);
-    w.ops.push_back(store::Op::Put(
-        ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
-        ToStoredValue(ev)));
-  }
+  if (event.record && !event.reason.empty())
+    w.ops.push_back(EventOp(w.obj, kv.mod_revision, event));
   return w;
+}
+
+store::Op SchedulingController::EventOp(const Json& obj, int64_t base, const Change& why) {
+  ++event_seq_;
+  Json ev = EventObject(obj, base, why);
+  return store::Op::Put(
+      ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
+      ToStoredValue(ev));
 }
 
 absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int64_t expected,

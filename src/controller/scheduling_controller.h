@@ -206,6 +206,9 @@ class SchedulingController {
   absl::Status ApplyEvent(const store::Event& e);
   void OnNodePut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
   void OnNodeDelete(const std::string& key);
+  // Whether applying this stored Node could evict or requeue a job: its spec changed (the node
+  // is re-added) or a GPU turned unhealthy. Heartbeats, cordons and new nodes cannot.
+  bool NodePutMayEvict(const std::string& key, const Json& obj) const;
   void OnJobPut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
   void OnJobDelete(const std::string& key);
   void OnPriorityClass(const Json& obj, bool deleted);
@@ -312,6 +315,8 @@ class SchedulingController {
                           const char* condition_reason, const std::string& condition_message,
                           const Change& event, absl::Time now);
   Json EventObject(const Json& obj, int64_t base, const Change& why) const;
+  // The store write of that Event (a new name each call).
+  store::Op EventOp(const Json& obj, int64_t base, const Change& why);
   // The log line of a transition written for `obj`.
   void LogChange(const Json& obj, const Change& why) const;
   // Writes status (phase, reason, condition, message) of a job; keeps its revision.
@@ -412,6 +417,8 @@ class SchedulingController {
     std::string status_reason;
     Change why;
     int64_t generation = 0;  // the binding the reports were of
+    int64_t revision = 0;    // the job's, at the last report
+    Json obj;                // as stored at `revision`: written from, with no read
   };
   std::map<std::string, PendingPhase> pending_phases_;  // by store key, in key order
   // Commits `writes` (their ops moved out) in runs of consecutive writes that fit one store Txn
@@ -449,9 +456,13 @@ class SchedulingController {
   std::vector<PendingReady> pending_ready_;
   void WriteRegistrations();
   // Admissions (Pending -> Queued, the Admitted condition and Event) that Admit decided, written
-  // together (SetJobPhases) by WriteAdmissions, which Step and Start call before any cycle can
-  // bind them.
-  void WriteAdmissions();
+  // together (SetJobPhases) by WriteAdmissions: after the cycle, which writes those it binds
+  // together with their bindings (WriteBindings), and before anything else is written about
+  // them. `only`: just that job's admission, if one is pending (before another write about it).
+  void WriteAdmissions(const std::string* only = nullptr);
+  // Whether Admit moved the job (Suspended, say) into its queue and that is not written yet:
+  // its stored phase, and so rec.phase, still says otherwise.
+  bool QueuedButNotWritten(const std::string& key) const;
   struct PendingAdmission {
     std::string phase;     // the job's, when admitted (Pending or Suspended)
     std::string to;        // Queued, or Suspended (spec.suspend)
@@ -462,6 +473,8 @@ class SchedulingController {
   // By store key: a later decision about a job (suspended, then resumed in the same page)
   // replaces the earlier one.
   std::map<std::string, PendingAdmission> pending_admissions_;
+  // Admissions held for the cycle at most (each holds its object); more are written per page.
+  static constexpr size_t kMaxPendingAdmissions = 5000;
   // Re-places bound rec at generation + 1 with placement `p` (every member
   // restamped; agents restart them from status.resumeFrom, the newest Ready
   // Checkpoint, which the message names) if the stored binding is still the
