@@ -208,7 +208,9 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
       return s;
   }
   if (const YAML::Node b = root["backfill"]) {
-    if (s = OnlyKeys(b, "backfill", {"enabled", "defaultRuntime", "reservations", "learnRuntimes"});
+    if (s = OnlyKeys(b, "backfill",
+                     {"enabled", "defaultRuntime", "reservations", "learnRuntimes", "lendReserved",
+                      "minLoan"});
         !s.ok()) {
       return s;
     }
@@ -216,6 +218,11 @@ absl::StatusOr<QueueManagerConfig> ParseQueueConfig(absl::string_view yaml) {
       return s;
     if (b["defaultRuntime"] &&
         !(s = GetDuration(b["defaultRuntime"], "backfill.defaultRuntime", &c.default_runtime)).ok())
+      return s;
+    if (b["lendReserved"] &&
+        !(s = GetBool(b["lendReserved"], "backfill.lendReserved", &c.lend_reserved)).ok())
+      return s;
+    if (b["minLoan"] && !(s = GetDuration(b["minLoan"], "backfill.minLoan", &c.min_loan)).ok())
       return s;
     if (b["learnRuntimes"] &&
         !(s = GetBool(b["learnRuntimes"], "backfill.learnRuntimes", &c.learn_runtimes)).ok())

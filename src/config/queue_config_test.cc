@@ -12,7 +12,8 @@ fairShare: {halfLife: 30m}
 priorityClasses: {batch: 50}
 defaultPriorityClass: research
 preemption: {maxEvictedGpus: 64, maxEvictedRatio: 2, gracePeriod: 45s, crossQueueLowerPriority: true, order: gangsFirst}
-backfill: {defaultRuntime: 2h, reservations: 8, learnRuntimes: true}
+backfill: {defaultRuntime: 2h, reservations: 8, learnRuntimes: true, lendReserved: true,
+           minLoan: 45m}
 queues:
   - name: org
     quotas:
@@ -38,6 +39,8 @@ TEST(QueueConfig, ParsesEveryField) {
   EXPECT_EQ(c->default_runtime, absl::Hours(2));
   EXPECT_EQ(c->reservations, 8);
   EXPECT_TRUE(c->learn_runtimes);
+  EXPECT_TRUE(c->lend_reserved);
+  EXPECT_EQ(c->min_loan, absl::Minutes(45));
   ASSERT_EQ(c->tree.queues.size(), 3u);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").guaranteed, 256000);
   EXPECT_EQ(c->tree.queues[0].quotas.at("gpu/H100").borrowing_limit, 0);

@@ -57,8 +57,9 @@ struct SchedulingController::JobRec {
   sched::WaitReason wait_class = sched::WaitReason::kNotTried;
   absl::Duration max_runtime = absl::ZeroDuration();  // spec.maxRuntimeSeconds; 0: none
   int64_t max_restarts = 0;                           // spec.maxRestarts
-  absl::Time bound_since = absl::InfinitePast();      // the current binding's scheduledTime
-  absl::Time last_resize = absl::InfinitePast();      // binding or last shrink / grow
+  bool checkpoints = false;  // spec.checkpoint set: it checkpoints when signalled
+  absl::Time bound_since = absl::InfinitePast();  // the current binding's scheduledTime
+  absl::Time last_resize = absl::InfinitePast();  // binding or last shrink / grow
 
   // Set when the job was restored after a controller restart as a victim of
   // a preemption in flight; handed to QueueManager::RestoreVictim once every

@@ -212,9 +212,11 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
       job.gang.start_members =
           static_cast<int32_t>(std::min<int64_t>(rec.desired_written, job.total_members()));
     }
-    absl::Status s =
-        qm_->Submit(std::move(job),
-                    {.expected_runtime = rec.max_runtime, .restart = rec.phase == "NodeLost"}, now);
+    absl::Status s = qm_->Submit(std::move(job),
+                                 {.expected_runtime = rec.max_runtime,
+                                  .restart = rec.phase == "NodeLost",
+                                  .checkpoints = rec.checkpoints},
+                                 now);
     if (s.ok()) {
       rec.in_qm = true;
       if (!rec.queue_error.empty()) {
@@ -439,6 +441,8 @@ void SchedulingController::RunCycles() {
       next_deadline_ = std::min(next_deadline_, running.at(slot).kill_at);
     }
   }
+  // A loan of reserved room (backfill.lendReserved) ends: its lender may take the room back.
+  next_deadline_ = std::min(next_deadline_, qm_->NextLoanEnd(now));
   WaitingReasons(now);
   WriteQueueStatus(now);
 }

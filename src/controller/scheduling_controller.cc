@@ -506,6 +506,8 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
                         ? absl::Seconds(IntOr(obj["spec"], "maxRuntimeSeconds", 0))
                         : absl::ZeroDuration();
   rec.max_restarts = obj["spec"].is_object() ? IntOr(obj["spec"], "maxRestarts", 0) : 0;
+  rec.checkpoints = rec.kind == "TrainingJob" && obj["spec"].is_object() &&
+                    obj["spec"].contains("checkpoint") && obj["spec"]["checkpoint"].is_object();
   rec.queue_error.clear();
   if (Terminal(rec.phase)) return;
   absl::StatusOr<model::Job> job = JobFromObject(obj, [this](absl::string_view pc) {

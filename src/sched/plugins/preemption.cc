@@ -132,6 +132,8 @@ class Search {
  private:
   bool Eligible(const RunningJob& v) {
     if (v.terminating || v.job.get() == &job_) return false;
+    // Its loan of this job's reserved room is over (QueueManagerConfig::lend_reserved).
+    if (!v.lent_for.empty() && env_.now >= v.lease_until && v.LentTo(job_.key())) return true;
     if (env_.now - v.start < env_.policy.min_runtime) return false;
     if (env_.protected_jobs != nullptr && !env_.protected_jobs->empty() &&
         env_.protected_jobs->contains(v.key)) {

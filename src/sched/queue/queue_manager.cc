@@ -275,6 +275,7 @@ absl::Status QueueManager::Submit(model::Job job, const SubmitOptions& opts, abs
   }
   p.seq = ++seq_;
   p.restart = opts.restart;
+  p.checkpoints = opts.checkpoints;
   p.reason = "not tried yet";
   pending_.emplace(key, std::move(p));
   return absl::OkStatus();
@@ -295,6 +296,7 @@ void QueueManager::PutBack(const RunningJob& j) {
 }
 
 absl::Status QueueManager::Finish(absl::string_view key, absl::Time now) {
+  loans_.erase(key);  // a lender gone: its name in a borrower's lent_for matches no one
   if (auto it = pending_.find(key); it != pending_.end()) {
     // A cancelled preemptor spares the victims that have not exited yet.
     for (const std::string& v : it->second.victims) {
@@ -485,8 +487,23 @@ void QueueManager::RefreshReclaimView() {
 }
 
 void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
-                         const std::string& explanation) {
+                         const std::string& explanation, const Loan* loan) {
+  // A lender that starts ends its loans: the jobs on them run on.
+  if (auto it = loans_.find(placement.job_key); it != loans_.end()) {
+    for (const std::string& k : it->second) {
+      RunningJob* b = running_.Find(k);
+      if (b == nullptr) continue;
+      std::erase(b->lent_for, placement.job_key);
+      if (b->lent_for.empty()) b->lease_until = absl::InfiniteFuture();
+    }
+    loans_.erase(it);
+  }
   RunningJob rj;
+  if (loan != nullptr) {
+    rj.lent_for = loan->lenders;
+    rj.lease_until = loan->until;
+    for (const std::string& l : loan->lenders) loans_[l].push_back(placement.job_key);
+  }
   rj.key = placement.job_key;
   rj.job = p.job;
   rj.priority = p.job->priority;
@@ -527,7 +544,8 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   ++rep->started;
 }
 
-bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& victims) {
+bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& victims,
+                              std::vector<NodeId>* nodes) {
   std::vector<RunningJob> out;
   for (const std::string& v : victims) {
     const RunningJob* rj = running_.Find(v);
@@ -540,6 +558,10 @@ bool QueueManager::VerifyPlan(const Pending& p, const std::vector<std::string>& 
   env_.allow_preemption = false;
   ScheduleResult r = scheduler_->Evaluate(*p.job);
   for (auto it = out.rbegin(); it != out.rend(); ++it) PutBackPart(*it);
+  if (nodes != nullptr && r.placed()) {
+    nodes->clear();
+    for (const MemberPlacement& m : r.placement.members) nodes->push_back(m.node);
+  }
   return r.placed();
 }
 
@@ -564,6 +586,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
 
   // 3-4. Schedule in order, with backfill behind the first job that waits.
   reservations_.clear();
+  backfill_reservations_ = 0;
   reserved_node_sets_.clear();
   dry_runs_left_ = config_.reservation_max_dry_runs;
   env_.keep_off_before = absl::InfinitePast();
@@ -581,7 +604,10 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     if (order[oi].p == nullptr) continue;
     Pending& p = *order[oi].p;
     const std::string& key = *order[oi].key;
-    if (p.nominated && !p.victims.empty()) continue;  // waiting for its victims
+    if (p.nominated && !p.victims.empty()) {  // waiting for its victims, its room held
+      HoldPlannedRoom(p, key);
+      continue;
+    }
     // The reservations this job would still be running at: it keeps off their nodes.
     const uint64_t avoid = ReservationsBefore(now + p.runtime);
     const bool keyed = p.protected_jobs.empty() && !p.nominated && p.shape >= 0;
@@ -657,7 +683,8 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     // the same backfill rule as the attempt.
     // Dry runs (VerifyPlan, ComputeReservation) put back what they take out.
     SearchMemo::Gens dry = Gens();
-    const bool verified = !r.victims.empty() && VerifyPlan(p, r.victims);
+    std::vector<NodeId> planned;
+    const bool verified = !r.victims.empty() && VerifyPlan(p, r.victims, &planned);
     memo_.Absorb(dry, Gens());
     if (verified) {
       const std::string key_copy = key;  // Kill below may move pending_'s entries
@@ -667,6 +694,8 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       p.nominated = true;
       p.victims.clear();
       absl::Time deadline = now + config_.preemption.grace_period;
+      p.planned_nodes = std::move(planned);
+      p.planned_start = deadline;
       for (const std::string& v : r.victims) {
         RunningJob* rj = running_.Find(v);
         rj->terminating = true;
@@ -705,11 +734,22 @@ CycleReport QueueManager::Cycle(absl::Time now) {
           }
         }
       }
+      // Later jobs of this cycle keep off the room it waits for.
+      if (auto held = pending_.find(key);
+          held != pending_.end() && held->second.nominated && !held->second.victims.empty()) {
+        HoldPlannedRoom(held->second, key);
+      }
       RefreshReclaimView();
       env_.keep_off_before = absl::InfinitePast();
       continue;
     }
     env_.keep_off_before = absl::InfinitePast();
+    // A job that checkpoints may borrow the room it kept off, until shortly
+    // before the reservation it overlaps starts (lend_reserved).
+    if (avoid != 0 && config_.lend_reserved && p.checkpoints && !r.unresolvable &&
+        StartOnLoan(p, *job, avoid, now, &rep)) {
+      continue;  // p is gone from pending_
+    }
     p.nominated = false;
     p.waits_for_room = (quota_ok || blocking == -1) && !r.unresolvable;
     p.reason = r.reason.empty() ? "does not fit" : r.reason;
@@ -729,12 +769,11 @@ CycleReport QueueManager::Cycle(absl::Time now) {
     bool made_reservation = false;
     // A job that waits for room (its queue admits it, or only the full fleet
     // does not) gets the next reservation.
-    if (config_.backfill && reservations_.size() < static_cast<size_t>(config_.reservations) &&
-        p.waits_for_room) {
+    if (config_.backfill && backfill_reservations_ < config_.reservations && p.waits_for_room) {
       dry = Gens();
       std::optional<Reservation> res = ComputeReservation(p, now);
       memo_.Absorb(dry, Gens());
-      if (reservations_.empty()) rep.started_before_reservation = rep.started;
+      if (backfill_reservations_ == 0) rep.started_before_reservation = rep.started;
       if (res) {
         made_reservation = true;
         p.reason = absl::StrCat(p.reason, "; reserved to start by ",
@@ -753,7 +792,7 @@ CycleReport QueueManager::Cycle(absl::Time now) {
       f.waits_for_room = p.waits_for_room;
     }
   }
-  if (reservations_.empty()) rep.started_before_reservation = rep.started;
+  if (backfill_reservations_ == 0) rep.started_before_reservation = rep.started;
   rep.reservations = reservations_;
   return rep;
 }

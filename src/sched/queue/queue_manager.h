@@ -17,8 +17,10 @@
 //     with a deadline (now + grace period) and the job is nominated: it runs
 //     when its victims are gone (all of a plan's victims are released
 //     together, at the deadline or once each has exited, so no other job
-//     takes the room first). An elastic victim of a shrink plan gives up
-//     only the plan's members instead and runs on (kShrunk;
+//     takes the room first), and with lend_reserved the nodes of its
+//     verified placement are held for it from then (Reservation::hold). An
+//     elastic victim of a shrink plan gives up only the plan's members
+//     instead and runs on (kShrunk;
 //     queue_manager_shrink.cc). Otherwise it waits with the scheduler's
 //     reason, which names the queue and quota or the topology shortfall;
 //  4. backfill (queue_manager_backfill.cc): the first `reservations` jobs
@@ -31,7 +33,10 @@
 //     reservation of the nodes it lands on, so it delays none of them. One
 //     reservation is EASY backfill; more is conservative backfill, which
 //     also keeps a long job out of the room the second big gang in line
-//     drains for (the drain `sim replay` measured in issue 27).
+//     drains for (the drain `sim replay` measured in issue 27). With
+//     lend_reserved, a job that checkpoints and fails only for that room
+//     may borrow it until a grace period before the reservation starts;
+//     then the reserved job may preempt it.
 //
 // Admission is thus placement-aware: quota is charged only when a whole gang
 // is placed, and a job its quota allows but no placement can hold is not
@@ -85,6 +90,17 @@ struct QueueManagerConfig {
   // jobs that completed (RuntimeEstimator: its queue, namespace and size)
   // instead of default_runtime, once there are enough of them.
   bool learn_runtimes = false;
+  // Backfill lends reserved room to jobs that checkpoint when signalled
+  // (SubmitOptions::checkpoints): such a job may start where a reservation
+  // holds the nodes (or the quota) even though it would still run at the
+  // reservation's start. Its loan ends a grace period before that start:
+  // from then the reserved job may preempt it whatever their priorities and
+  // queues, and it resumes from its checkpoint when room comes back. Only
+  // loans of at least min_loan (and of preemption.min_runtime) are made, so
+  // that a run is worth its restart. Needs the preemption plugin in the
+  // profile (it does the eviction).
+  bool lend_reserved = false;
+  absl::Duration min_loan = absl::Minutes(30);
   // Bounds on the reservation search (releases simulated, dry runs).
   int32_t reservation_max_releases = 4096;
   // Per cycle, over all its reservations: a cycle's backfill planning costs
@@ -116,6 +132,9 @@ struct SubmitOptions {
   // previous one did. InfinitePast: `now` / never.
   absl::Time started = absl::InfinitePast();
   absl::Time last_checkpoint = absl::InfinitePast();
+  // The job writes a checkpoint when signalled and resumes from it
+  // (QueueManagerConfig::lend_reserved may lend it reserved room).
+  bool checkpoints = false;
 };
 
 enum class JobPhase { kUnknown, kPending, kNominated, kRunning, kTerminating };
@@ -150,6 +169,12 @@ struct Reservation {
   // fleet's root capacity, a parent's limit) the job needs then.
   int leaf = -1;
   ResourceList demand;
+  // The room a nominated preemptor's verified plan places it in, held from
+  // its victims' kill deadline (`start`) while they checkpoint, so that no
+  // job taking the free part meanwhile spoils the plan (with lend_reserved
+  // only: a lender evicting its borrowers needs it). Not one of the
+  // backfill.reservations.
+  bool hold = false;
 };
 
 struct CycleReport {
@@ -157,6 +182,7 @@ struct CycleReport {
   int32_t started = 0;
   int32_t preemptions = 0;  // plans signalled
   int32_t attempts = 0;     // Schedule calls (jobs skipped by shape not counted)
+  int32_t loans = 0;        // of `started`, on reserved room lent (lend_reserved)
   // Jobs started before the reservation was made (all of them when none was).
   int32_t started_before_reservation = 0;
   // In the order they were made: the first is the head-of-line job's.
@@ -268,6 +294,10 @@ class QueueManager {
   const std::vector<Reservation>& reservations() const { return reservations_; }
   // Job `key`'s reservation of the last cycle, or null.
   const Reservation* ReservationOf(absl::string_view key) const;
+  // The earliest end after `now` of a loan of reserved room (lend_reserved);
+  // InfiniteFuture when none. The caller cycles then, so that the lender may
+  // take its room back on time.
+  absl::Time NextLoanEnd(absl::Time now) const;
   // For tracing options (clock, explanations); placements go through Cycle.
   Scheduler& scheduler() { return *scheduler_; }
   // The preemption plan of the last Schedule that reached PostFilter.
@@ -289,7 +319,12 @@ class QueueManager {
     absl::flat_hash_set<std::string> protected_jobs;
     absl::Time last_checkpoint = absl::InfinitePast();
     int32_t times_preempted = 0;
-    bool restart = false;  // SubmitOptions::restart; cleared when it starts
+    bool restart = false;      // SubmitOptions::restart; cleared when it starts
+    bool checkpoints = false;  // SubmitOptions::checkpoints
+    // While nominated: the nodes its verified plan places it on (held for it
+    // from its victims' kill deadline on, `planned_start`).
+    std::vector<NodeId> planned_nodes;
+    absl::Time planned_start = absl::InfiniteFuture();
     // Its last attempt failed for room, not quota: an elastic job may not
     // grow into room it waits for (Grow).
     bool waits_for_room = false;
@@ -350,15 +385,36 @@ class QueueManager {
   // The next time after `now` a running job reaches the minimum runtime
   // (becomes a preemption candidate); InfiniteFuture when none will.
   absl::Time NextCandidateTime(absl::Time now);
+  // A loan of reserved room (QueueManagerConfig::lend_reserved): the jobs
+  // whose reservations lend it (every one it overlaps), and until when.
+  struct Loan {
+    std::vector<std::string> lenders;
+    absl::Time until;
+  };
   void Start(Pending& p, const Placement& placement, absl::Time now, CycleReport* rep,
-             const std::string& explanation = "");
-  bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims);
+             const std::string& explanation = "", const Loan* loan = nullptr);
+  // The loan a checkpointing job that would still run at the reservations
+  // in `mask` could get now: until a grace period before the earliest of
+  // them starts; nullopt when that is less than min_loan away.
+  std::optional<Loan> LoanFor(uint64_t mask, absl::Time now) const;
+  // Tries `job` (p's, or its copy restricted to the GPU models its quota
+  // admits) once more on a loan of the reserved room it kept off (`mask`):
+  // starts it and returns true when it fits; then p is gone from pending_.
+  bool StartOnLoan(Pending& p, const model::Job& job, uint64_t mask, absl::Time now,
+                   CycleReport* rep);
+  // Whether `p` fits once `victims` are gone (a dry run); `nodes`, when not
+  // null, gets the nodes of that placement.
+  bool VerifyPlan(const Pending& p, const std::vector<std::string>& victims,
+                  std::vector<NodeId>* nodes = nullptr);
+  // A nominated job's planned room as a hold reservation (Reservation::hold).
+  void HoldPlannedRoom(const Pending& p, const std::string& key);
   void Kill(const std::string& key, absl::Time now, CycleReport* rep);
   // The earliest start of `p` off the nodes the reservations made so far
   // hold; nullopt when none is found within the search bounds.
   std::optional<Reservation> ComputeReservation(const Pending& p, absl::Time now);
-  // Adds `r` to reservations_ and env_.reserved_from.
-  void AddReservation(Reservation r);
+  // Adds `r` to reservations_ and env_.reserved_from; false (nothing added)
+  // past 64 reservations, the most a mask names.
+  bool AddReservation(Reservation r);
   // Bitmask of the reservations starting before `end` (the ones a job
   // running until then keeps off); the key of its backfill rule.
   uint64_t ReservationsBefore(absl::Time end) const;
@@ -402,9 +458,14 @@ class QueueManager {
   // Running jobs' protected sets and runtimes survive a kill.
   absl::flat_hash_map<std::string, Pending> running_meta_;
   std::vector<Reservation> reservations_;
+  // Lender's key -> the jobs started on room its reservation lent. Entries
+  // of jobs that ended since are harmless (looked up in running_).
+  absl::flat_hash_map<std::string, std::vector<std::string>> loans_;
   RuntimeEstimator estimator_;
   // Dry runs left to this cycle's reservation searches.
   int32_t dry_runs_left_ = 0;
+  // Backfill reservations made this cycle (holds not counted).
+  int32_t backfill_reservations_ = 0;
   // ReservedNodes' answers of this cycle, by mask.
   absl::flat_hash_map<uint64_t, std::vector<NodeId>> reserved_node_sets_;
   uint64_t seq_ = 0;

@@ -1,13 +1,17 @@
 // QueueManager's backfill reservations (step 4 of Cycle, queue_manager.h):
 // where and when the waiting jobs that hold a reservation will start, and
 // which nodes and quota a job started now must leave them so that it delays
-// none of them.
+// none of them; the holds that keep a nominated preemptor's room; and the
+// loans of reserved room to jobs that checkpoint (lend_reserved), which the
+// reservation search counts as gone when their loan's grace period ends.
 
 #include <algorithm>
 #include <functional>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "model/gpu_model_name.h"
 #include "sched/queue/queue_manager.h"
 
@@ -54,10 +58,82 @@ void QueueManager::ChargeReservations(uint64_t mask, int sign) {
   }
 }
 
-void QueueManager::AddReservation(Reservation r) {
+bool QueueManager::AddReservation(Reservation r) {
+  if (reservations_.size() >= 64) return false;
   for (NodeId n : r.nodes) env_.reserved_from[n] = std::min(env_.reserved_from[n], r.start);
+  if (!r.hold) ++backfill_reservations_;
   reservations_.push_back(std::move(r));
   // Masks name reservations by index: a new one changes no existing set.
+  return true;
+}
+
+void QueueManager::HoldPlannedRoom(const Pending& p, const std::string& key) {
+  // Only with loans, whose evictions rely on it; the default keeps the behaviour measured
+  // before (holds alone cost ~1 point of whole-run utilization in `sim replay`, issue 27).
+  if (!config_.lend_reserved || p.planned_nodes.empty()) return;
+  Reservation r;
+  r.job = key;
+  r.start = p.planned_start;
+  r.nodes = p.planned_nodes;
+  // Nodes only: the preemptor's quota is already pledged (RefreshReclaimView), and charging it
+  // again would make its own queue look over its guarantee to the next reclaim.
+  r.hold = true;
+  (void)AddReservation(std::move(r));
+}
+
+std::optional<QueueManager::Loan> QueueManager::LoanFor(uint64_t mask, absl::Time now) const {
+  Loan loan;
+  absl::Time first = absl::InfiniteFuture();
+  for (size_t i = 0; i < reservations_.size() && i < 64; ++i) {
+    if (((mask >> i) & 1u) == 0) continue;
+    loan.lenders.push_back(reservations_[i].job);
+    first = std::min(first, reservations_[i].start);
+  }
+  if (loan.lenders.empty()) return std::nullopt;
+  // The eviction's grace period ends as the earliest of them starts.
+  loan.until = first - config_.preemption.grace_period;
+  if (loan.until - now < std::max(config_.min_loan, config_.preemption.min_runtime)) {
+    return std::nullopt;
+  }
+  return loan;
+}
+
+bool QueueManager::StartOnLoan(Pending& p, const model::Job& job, uint64_t mask, absl::Time now,
+                               CycleReport* rep) {
+  std::optional<Loan> loan = LoanFor(mask, now);
+  if (!loan) return false;
+  // The attempt keeps off nothing (env_.keep_off_before is past) and charges no reservation.
+  SetEnv(p, true);
+  env_.allow_preemption = false;
+  const SearchMemo::Gens before = Gens();
+  ScheduleResult r = scheduler_->Schedule(job);
+  ++rep->attempts;
+  if (attempt_observer_) attempt_observer_(job, r);
+  if (!r.placed()) {
+    memo_.Absorb(before, Gens());  // members assumed were forgotten
+    return false;
+  }
+  FitToQuota(p, &r.placement);
+  Start(p, r.placement, now, rep,
+        absl::StrCat(r.trace.explanation, r.trace.explanation.empty() ? "" : "; ",
+                     "on room lent by the reservation of ", absl::StrJoin(loan->lenders, ", "),
+                     " until ", absl::FormatTime(loan->until, absl::UTCTimeZone())),
+        &*loan);
+  ++rep->loans;
+  return true;
+}
+
+absl::Time QueueManager::NextLoanEnd(absl::Time now) const {
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [lender, borrowers] : loans_) {
+    for (const std::string& k : borrowers) {
+      const RunningJob* b = running_.Find(k);
+      if (b != nullptr && b->LentTo(lender) && b->lease_until > now) {
+        next = std::min(next, b->lease_until);
+      }
+    }
+  }
+  return next;
 }
 
 std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, absl::Time now) {
@@ -69,6 +145,10 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     // as long again: taking it as gone now would promise room it holds.
     absl::Time end = rj.expected_end;
     if (end <= now) end = now + std::max(absl::Minutes(1), rj.expected_end - rj.start);
+    // A job on room this one lent leaves when its loan's grace period ends.
+    if (!rj.lent_for.empty() && rj.LentTo(p.job->key())) {
+      end = std::min(end, std::max(now, rj.lease_until) + config_.preemption.grace_period);
+    }
     // A victim ends at its kill time or expected end; one being shrunk runs on.
     order.push_back({rj.terminating && !rj.shrinking() ? std::min(rj.kill_at, end) : end, s});
   }

@@ -70,6 +70,8 @@ absl::Time QueueManager::NextCandidateTime(absl::Time now) {
     // Eligible from start + minRuntime on (preemption.cc: now - start < min).
     const absl::Time t = rj.start + min_runtime;
     if (t > now) next = std::min(next, t);
+    // A lent job becomes its lender's candidate when its loan ends.
+    if (!rj.lent_for.empty() && rj.lease_until > now) next = std::min(next, rj.lease_until);
   }
   next_candidate_ = {now, manager_gen_, next};
   return next;

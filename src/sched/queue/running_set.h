@@ -41,6 +41,15 @@ struct RunningJob {
   bool exited = false;
   // Times this job was preempted before (its earlier runs).
   int32_t times_preempted = 0;
+  // Started on room lent by the backfill reservations of `lent_for`, the
+  // ones it would still run at (QueueManagerConfig::lend_reserved): from
+  // `lease_until` on, any of those jobs may preempt it whatever their
+  // priorities and queues. Empty: not lent.
+  std::vector<std::string> lent_for;
+  absl::Time lease_until = absl::InfiniteFuture();
+  bool LentTo(absl::string_view job) const {
+    return std::find(lent_for.begin(), lent_for.end(), job) != lent_for.end();
+  }
   // Set with `terminating` when the plan shrinks this elastic job instead of
   // evicting it: at kill_at (or once its plan's victims exited) it gives up
   // these members and runs on with the rest (QueueManager::ShrinkVictim).

@@ -87,6 +87,8 @@ struct Flags {
   std::string gpu_mtbf;               // young-daly: per-GPU MTBF (default: from the failure flags)
   std::string reserve_after;          // empty: each policy's own
   int32_t reservations = 0;           // 0: the queue config's
+  bool lend_reserved = false;
+  std::string min_loan;  // empty: the queue config's
   std::string estimates = "oracle";
   std::string las_thresholds = "3600,36000";
   std::string sample_interval = "0";
@@ -141,6 +143,12 @@ absl::Status Run(const Flags& f) {
   opt.hot_spare_nodes = f.hot_spares;
   opt.reservations = f.reservations;
   opt.learned_estimates = f.estimates == "learned";
+  opt.lend_reserved = f.lend_reserved;
+  if (!f.min_loan.empty()) {
+    absl::StatusOr<double> s = ParseSeconds("--min-loan", f.min_loan);
+    if (!s.ok()) return s.status();
+    opt.min_loan = absl::Seconds(*s);
+  }
   opt.seed = f.seed;
   opt.preemption_checkpoints = !f.no_preempt_checkpoint;
   auto sec = [](const std::string& flag, const std::string& v, double* out) -> absl::Status {
@@ -400,6 +408,13 @@ void RegisterSimReplayCommands(CLI::App& sim) {
                 "order (backfill.reservations, 1..64; 1 is EASY backfill); default: the queue "
                 "config's")
       ->check(CLI::Range(1, 64));
+  c->add_flag("--lend-reserved", f.lend_reserved,
+              "queues policy: backfill lends reserved room to jobs that checkpoint, until shortly "
+              "before the reservation starts, then the reserved job preempts them "
+              "(backfill.lendReserved)");
+  c->add_option("--min-loan", f.min_loan,
+                "queues policy with --lend-reserved: the shortest loan made (backfill.minLoan; "
+                "default: the queue config's, 30m)");
   c->add_option("--estimates", f.estimates,
                 "queues policy: runtime estimates for backfill: oracle (each job's true remaining "
                 "duration) or learned (none given; the manager learns them from completed jobs, "

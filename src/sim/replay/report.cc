@@ -81,6 +81,7 @@ nlohmann::json PolicyJson(const PolicyResult& p) {
                    {"mean_restart_wait_s", p.mean_restart_wait_s},
                    {"restart_wait_gpu_hours", p.restart_wait_gpu_s / 3600}};
   j["preemptions"] = p.preemptions;
+  j["loans"] = p.loans;
   j["makespan"] = {{"makespan_s", p.makespan_s},
                    {"lower_bound_s", p.lower_bound_s},
                    {"ratio", p.makespan_ratio}};

@@ -95,6 +95,10 @@ struct SimOptions {
   // manager learns them from completed jobs (backfill.learnRuntimes); else
   // each job's remaining duration is its estimate (an oracle).
   bool learned_estimates = false;
+  // queues policy: backfill.lendReserved over the config's (jobs checkpoint
+  // when signalled as long as preemption_checkpoints holds).
+  bool lend_reserved = false;
+  std::optional<absl::Duration> min_loan;  // backfill.minLoan over the config's
   // A victim signalled to checkpoint takes this long to write its checkpoint
   // and exit. Past its grace period it is killed at its deadline instead and
   // keeps only its periodic checkpoints (so does every victim without
@@ -205,6 +209,7 @@ struct PolicyResult {
   int64_t node_failures = 0;
   int64_t gang_kills = 0;
   int64_t preemptions = 0;
+  int64_t loans = 0;  // queues policy: jobs started on reserved room lent (lend_reserved)
   int64_t spare_swaps = 0;
   // After a failure kill: time until the gang runs again (waiting for
   // capacity or a repair; hot spares shorten it), and GPUs x that time.

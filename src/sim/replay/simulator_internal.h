@@ -159,6 +159,7 @@ class Sim final : public JobFactsSource {
   // `queues`: borrows state_ (declared after it, so destroyed first).
   std::unique_ptr<sched::QueueManager> qm_;
   bool idle_cycle_pending_ = false;
+  double loan_wake_ = -1;     // the last loan end a cycle was pushed for
   absl::Status queue_error_;  // the first Submit the manager refused
   // `queues`: running jobs' next periodic checkpoint (time, job, epoch), earliest first.
   struct CheckpointDue {

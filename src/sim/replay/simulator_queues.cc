@@ -104,6 +104,8 @@ absl::Status Sim::BuildQueueManager() {
   }
   if (opt_.reservations > 0) c.reservations = opt_.reservations;
   if (opt_.learned_estimates) c.learn_runtimes = true;
+  if (opt_.lend_reserved) c.lend_reserved = true;
+  if (opt_.min_loan) c.min_loan = *opt_.min_loan;
   c.profile = policy_.profile;
   c.extra_plugins = [this](sched::PluginRegistry* r) { return plugins_.Register(r); };
   for (const std::string& pc : w_.priority_classes) {
@@ -147,6 +149,8 @@ sched::SubmitOptions Sim::QueueSubmitOptions(int32_t i) const {
                                               : absl::Seconds(std::max(1.0, std::ceil(remaining)));
   // As the controller does for a NodeLost gang (restart_killed_first off: not).
   o.restart = opt_.restart_killed_first && r.restart_cause == Cause::kFailure;
+  // Every replayed job checkpoints when signalled (when the run models that).
+  o.checkpoints = opt_.preemption_checkpoints;
   return o;
 }
 
@@ -191,6 +195,15 @@ void Sim::QueueCycle() {
   sched::CycleReport rep = qm_->Cycle(clock_.Now());
   res_.schedule_calls += rep.attempts;
   for (const sched::QueueEvent& ev : rep.events) QueueEvent(ev);
+  res_.loans += rep.loans;
+  // A loan of reserved room ends: its lender may take the room back then.
+  if (const absl::Time end = qm_->NextLoanEnd(clock_.Now()); end != absl::InfiniteFuture()) {
+    const double t = absl::ToDoubleSeconds(end - epoch_);
+    if (t > now_ && t != loan_wake_) {
+      loan_wake_ = t;
+      Push(t, kDeadline, 0, 0);
+    }
+  }
   if (pending_count_ > 0 && !idle_cycle_pending_ && opt_.queue_idle_cycle_s > 0) {
     idle_cycle_pending_ = true;
     Push(now_ + opt_.queue_idle_cycle_s, kIdleCycle, 0, 0);
