@@ -409,9 +409,13 @@ class SchedulingController {
   // Event in one store transaction, each CAS'd on the revision its reports were read at (one
   // commit, one fsync, for a page of agents' reports). If the transaction fails (a job changed
   // under it), each is written on its own as before: read, check the binding, CAS. Step calls it
-  // after each page of events and before any event that is not a job's update, so a finished job
-  // is released before anything else (a node lost, a cycle) can see it.
+  // after each page of events and before any event that could requeue a job (a deletion, a Node
+  // whose spec changed or whose GPU turned unhealthy, a queue or priority class; not a
+  // heartbeat), so a finished job is released before a node's loss or a cycle can see it.
   void WritePhases();
+  // The implicit noexcept moves call nlohmann::json's move, which only asserts; clang-tidy cannot
+  // see that it never throws.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   struct PendingPhase {
     std::string phase;
     std::string status_reason;
@@ -433,6 +437,7 @@ class SchedulingController {
   // stored at `expected`: no read), then committed in runs the store takes (CommitInRuns: one
   // commit for a page of jobs, not one each); the writes of a run that fails are each done on
   // their own by SetJobPhase, whose failures are logged. Returns the number of runs that failed.
+  // NOLINTNEXTLINE(bugprone-exception-escape): as PendingPhase
   struct PhaseWrite {
     JobRec* rec = nullptr;
     std::string phase;
