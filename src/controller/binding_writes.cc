@@ -138,11 +138,12 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
   };
   // A job admitted since the last cycle is bound in the same write as its admission (Pending ->
   // Queued -> Scheduled, both Events): its object is the one the admission holds, so there is no
-  // read, and one write instead of two. `admitted` is the admission's status change, or null.
+  // read, and one write instead of two. The binding's change, preceded by admission `a`'s when
+  // there is one.
   auto with_admission = [now](const PendingAdmission* a, const std::function<bool(Json&)>& bind) {
     if (a == nullptr) return bind;
-    return std::function<bool(Json&)>([a = *a, bind, now](Json& obj) {
-      return ApplyPhase(obj, a.to, a.why, false, "", nullptr, now) && bind(obj);
+    return std::function<bool(Json&)>([to = a->to, why = a->why, bind, now](Json& obj) {
+      return ApplyPhase(obj, to, why, false, "", nullptr, now) && bind(obj);
     });
   };
   // One binding on its own: read, CAS, retried while others write the job (not its binding).
@@ -188,6 +189,7 @@ void SchedulingController::WriteBindings(std::vector<PendingBinding>* batch, abs
         PrepareUpdate(p.rec->key, p.rec->revision, with_admission(adm, b->mutate), b->change,
                       adm != nullptr ? &adm->obj : nullptr);
     if (!w.ok()) {
+      if (admission) pending_admissions_[p.rec->key] = *std::move(admission);  // still to write
       undo(*p.rec);
       continue;
     }
