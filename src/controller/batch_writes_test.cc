@@ -91,18 +91,23 @@ TEST(ControllerBatchTest, AConflictUndoesOnlyItsOwnBinding) {
   EXPECT_EQ((*ctl)->cluster().allocated_milli(), 8000);
 }
 
-// A store that takes at most 4 operations per Txn (as etcd takes 127), counting the Txns.
-class SmallTxnStore final : public ForwardingStore {
+// A store counting its Txns and each key's writes; with `max_ops`, it takes at most that many
+// operations per Txn (as etcd takes 127).
+class CountingStore final : public ForwardingStore {
  public:
-  SmallTxnStore() : ForwardingStore(s_) {}
-  size_t MaxTxnOps() const override { return 4; }
+  CountingStore() : ForwardingStore(s_) {}
+  size_t MaxTxnOps() const override { return max_ops > 0 ? max_ops : s_.MaxTxnOps(); }
   absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
-    if (ops.size() > MaxTxnOps()) return absl::InvalidArgumentError("too many operations");
+    if (max_ops > 0 && ops.size() > max_ops)
+      return absl::InvalidArgumentError("too many operations");
     ++txns;
     if (ops.size() > 1) ++batched;
+    for (const store::Op& op : ops) ++writes[op.key];
     return s_.Txn(ops);
   }
+  size_t max_ops = 0;  // 0: the memory store's own limit
   int txns = 0, batched = 0;
+  std::map<std::string, int> writes;
 
  private:
   store::MemoryStore s_;
@@ -112,7 +117,8 @@ class SmallTxnStore final : public ForwardingStore {
 // Txn size: neither one write per job (on etcd, 2,430 admissions written one by one held the
 // first cycle ~11 s) nor one Txn the store refuses.
 TEST(ControllerBatchTest, AdmissionsAndBindingsAreWrittenInRunsTheStoreTakes) {
-  SmallTxnStore store;
+  CountingStore store;
+  store.max_ops = 4;
   ManualClock clock{absl::FromUnixSeconds(1767225600)};
   PutNode(store);
   auto ctl = SchedulingController::Create(store, clock, ControllerOptions{});
@@ -139,20 +145,6 @@ TEST(ControllerBatchTest, AdmissionsAndBindingsAreWrittenInRunsTheStoreTakes) {
   EXPECT_LE(store.txns, 8) << "not one write per job and step (16)";
   EXPECT_TRUE((*ctl)->cluster().CheckConsistency().ok());
 }
-
-// A store counting the writes of each key.
-class CountingStore final : public ForwardingStore {
- public:
-  CountingStore() : ForwardingStore(s_) {}
-  absl::StatusOr<int64_t> Txn(const std::vector<store::Op>& ops) override {
-    for (const store::Op& op : ops) ++writes[op.key];
-    return s_.Txn(ops);
-  }
-  std::map<std::string, int> writes;
-
- private:
-  store::MemoryStore s_;
-};
 
 // A job the cycle binds in the step it arrives is admitted and bound in one write (no read):
 // both conditions, both Events (Admitted named first), one revision of the job.
@@ -193,7 +185,8 @@ TEST(ControllerBatchTest, AJobBoundWhereItArrivesIsAdmittedAndBoundInOneWrite) {
 // Jobs no node can hold yet: each gets its waiting reason (status.message and an Unschedulable
 // Event, once) in runs the store takes too, not one commit each.
 TEST(ControllerBatchTest, WaitingReasonsAreWrittenInRuns) {
-  SmallTxnStore store;
+  CountingStore store;
+  store.max_ops = 4;
   ManualClock clock{absl::FromUnixSeconds(1767225600)};
   PutNode(store);
   auto ctl = SchedulingController::Create(store, clock, ControllerOptions{});
