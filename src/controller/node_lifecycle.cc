@@ -115,6 +115,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       // requeued (a NoExecute taint, i.e. drain, wants exactly that), elastic
       // jobs that keep their minReplicas elsewhere shrink instead, and the
       // node is re-added.
+      WritePhases();  // a job that finished is released, not requeued
       // A NoExecute taint the node did not have before is a drain.
       std::string drain;
       for (const model::Taint& t : node->taints) {
@@ -165,6 +166,7 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
   }
   const uint32_t mask = UnhealthyMask(obj);
   if (mask != rec.unhealthy) {
+    if ((mask & ~rec.unhealthy) != 0) WritePhases();  // as above: GPUs turning unhealthy requeue
     std::vector<std::string> affected;
     const uint32_t changed = mask ^ rec.unhealthy;
     const int n = static_cast<int>(cluster_->node(rec.id).gpus.size());
@@ -203,13 +205,6 @@ void SchedulingController::OnNodePut(const std::string& key, const Json& obj, in
       }
     }
   }
-}
-
-bool SchedulingController::NodePutMayEvict(const std::string& key, const Json& obj) const {
-  auto it = nodes_.find(key);
-  if (it == nodes_.end() || it->second->id == sched::kNoNode) return false;  // added, not changed
-  const NodeRec& rec = *it->second;
-  return (UnhealthyMask(obj) & ~rec.unhealthy) != 0 || SpecDumpOfNode(obj) != rec.spec_dump;
 }
 
 void SchedulingController::OnNodeDelete(const std::string& key) {

@@ -223,7 +223,6 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
         // The refusal no longer holds (a queue or GPU model appeared, the spec was fixed): say so
         // now, not only once the job is placed, so that no stale QueueRejected condition stays.
         rec.queue_error.clear();
-        WriteAdmissions(&key);
         (void)SetJobPhase(
             rec, rec.phase,
             {"QueueAccepted", absl::StrCat("waiting: accepted by queue ", rec.job->queue), false,
@@ -238,7 +237,6 @@ void SchedulingController::FlushSubmissions(absl::Time now) {
     const std::string msg = absl::StrCat("waiting: ", rec.queue_error);
     if (msg != rec.last_message) {
       // A Warning Event too (once per distinct reason): `describe` and `get events` show it.
-      WriteAdmissions(&key);
       (void)SetJobPhase(rec, rec.phase, {"QueueRejected", msg, true, true}, false);
     }
   }
@@ -420,7 +418,6 @@ void SchedulingController::RunCycles() {
         break;
       case sched::QueueEvent::Kind::kNominated:
         if (absl::StrCat("waiting: ", ev.message) != rec->last_message) {
-          WriteAdmissions(&rec->key);
           (void)SetJobPhase(*rec, rec->phase, {"Nominated", absl::StrCat("waiting: ", ev.message)},
                             false);
         }

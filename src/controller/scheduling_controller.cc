@@ -211,8 +211,8 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   if (!is_job && !is_node && !is_pc && !is_queue && !is_ckpt) return absl::OkStatus();
   // The phases noted so far are written before anything that could requeue a job is applied:
   // a finished job must be released before a node's loss or a deletion could requeue it. A
-  // node's heartbeat or cordon requeues nothing, so the phases of a busy fleet's reports are
-  // not cut into a durable commit per heartbeat.
+  // Node's update flushes them only where it evicts (OnNodePut): a heartbeat or cordon requeues
+  // nothing, so the phases of a busy fleet's reports are not cut into a commit per heartbeat.
   if (del || is_pc || is_queue || is_ckpt) WritePhases();
   if (del) {
     if (is_job) OnJobDelete(key);
@@ -243,7 +243,6 @@ absl::Status SchedulingController::ApplyEvent(const store::Event& e) {
   }
   if (is_job) OnJobPut(key, *obj, e.kv.mod_revision, false);
   if (is_node) {
-    if (NodePutMayEvict(key, *obj)) WritePhases();
     OnNodePut(key, *obj, e.kv.mod_revision, false);
     if (auto n = nodes_.find(key); n != nodes_.end()) NotePoolFacts(*n->second, *obj);
   }
@@ -399,6 +398,7 @@ absl::Status SchedulingController::SetJobPhase(JobRec& rec, const std::string& p
                                                const Change& why, bool clear_placement,
                                                const std::string& status_reason,
                                                const Json* extra_status) {
+  WriteAdmissions(&rec.key);
   const absl::Time now = clock_.Now();
   int64_t base = 0;
   absl::StatusOr<int64_t> rev = Update(
@@ -608,7 +608,8 @@ void SchedulingController::Admit(JobRec& rec, const Json& obj, bool at_start) {
         absl::StrCat("admitted to queue ", rec.job->queue, " at priority ", rec.job->priority);
     // Phase Queued: waiting in its queue (Kueue's "Admitted" means quota reserved, which a
     // waiting job has not); the Admitted condition and Event say it entered the queue. Written
-    // with the other admissions of this page of events (WriteAdmissions).
+    // with its binding when the next cycle binds it (WriteBindings), else with the other
+    // admissions after that cycle (WriteAdmissions).
     pending_admissions_[rec.key] = {rec.phase, "Queued", rec.revision, obj, {"Admitted", msg}};
   }
   Enqueue(rec);

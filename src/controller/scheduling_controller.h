@@ -206,9 +206,6 @@ class SchedulingController {
   absl::Status ApplyEvent(const store::Event& e);
   void OnNodePut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
   void OnNodeDelete(const std::string& key);
-  // Whether applying this stored Node could evict or requeue a job: its spec changed (the node
-  // is re-added) or a GPU turned unhealthy. Heartbeats, cordons and new nodes cannot.
-  bool NodePutMayEvict(const std::string& key, const Json& obj) const;
   void OnJobPut(const std::string& key, const Json& obj, int64_t rev, bool at_start);
   void OnJobDelete(const std::string& key);
   void OnPriorityClass(const Json& obj, bool deleted);
@@ -329,6 +326,8 @@ class SchedulingController {
   static bool ApplyPhase(Json& obj, const std::string& phase, const Change& why,
                          bool clear_placement, const std::string& status_reason,
                          const Json* extra_status, absl::Time now);
+  // The job's admission, when one is still pending, is written first: nothing else is written
+  // about a job before it (a caller passing rec.phase then keeps the phase that write left).
   absl::Status SetJobPhase(JobRec& rec, const std::string& phase, const Change& why,
                            bool clear_placement, const std::string& status_reason = "",
                            const Json* extra_status = nullptr);

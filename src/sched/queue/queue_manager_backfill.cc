@@ -137,6 +137,7 @@ absl::Time QueueManager::NextLoanEnd(absl::Time now) const {
 }
 
 std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, absl::Time now) {
+  const std::string key = p.job->key();
   std::vector<std::pair<absl::Time, int32_t>> order;
   for (int32_t s = 0; s < running_.num_slots(); ++s) {
     if (!running_.live(s)) continue;
@@ -146,7 +147,7 @@ std::optional<Reservation> QueueManager::ComputeReservation(const Pending& p, ab
     absl::Time end = rj.expected_end;
     if (end <= now) end = now + std::max(absl::Minutes(1), rj.expected_end - rj.start);
     // A job on room this one lent leaves when its loan's grace period ends.
-    if (!rj.lent_for.empty() && rj.LentTo(p.job->key())) {
+    if (rj.LentTo(key)) {
       end = std::min(end, std::max(now, rj.lease_until) + config_.preemption.grace_period);
     }
     // A victim ends at its kill time or expected end; one being shrunk runs on.
