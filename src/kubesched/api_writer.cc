@@ -11,10 +11,10 @@ ApiWriter::ApiWriter(int threads) {
 
 ApiWriter::~ApiWriter() { Close(); }
 
-void ApiWriter::Post(std::function<void()> task) {
+void ApiWriter::Post(std::function<void()> task, Lane lane) {
   absl::MutexLock l(&mu_);
   if (closed_) return;
-  tasks_.push_back(std::move(task));
+  (lane == Lane::kFirst ? tasks_ : later_).push_back(std::move(task));
 }
 
 void ApiWriter::Close() {
@@ -29,7 +29,7 @@ void ApiWriter::Close() {
 
 int ApiWriter::pending() const {
   absl::MutexLock l(&mu_);
-  return static_cast<int>(tasks_.size()) + running_;
+  return static_cast<int>(tasks_.size() + later_.size()) + running_;
 }
 
 bool ApiWriter::WaitIdle(absl::Duration timeout) const {
@@ -43,9 +43,10 @@ void ApiWriter::Work() {
     {
       absl::MutexLock l(&mu_);
       mu_.Await(absl::Condition(this, &ApiWriter::Ready));
-      if (tasks_.empty()) return;  // closed and drained
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      std::deque<std::function<void()>>& from = tasks_.empty() ? later_ : tasks_;
+      if (from.empty()) return;  // closed and drained
+      task = std::move(from.front());
+      from.pop_front();
       ++running_;
     }
     task();

@@ -459,11 +459,15 @@ void KubeScheduler::Impl::BindJob(const std::string& job_key, const sched::Place
         if (created != absl::InfinitePast()) {
           sli_.With({"1"}).Observe(absl::ToDoubleSeconds(clock_.Now() - created));
         }
-        // Its own task: a writer binds again instead of waiting on the Event's round trip.
-        writer_->Post([this, pod, b] {
-          PostEvent(pod, "Normal", "Scheduled", "Binding",
-                    absl::StrCat("Successfully assigned ", b.ns, "/", b.pod_name, " to ", b.node));
-        });
+        // Its own task, in the later lane: a writer binds again instead of waiting on the
+        // Event's round trip, and a backlog's bindings go before their Events.
+        writer_->Post(
+            [this, pod, b] {
+              PostEvent(pod, "Normal", "Scheduled", "Binding",
+                        absl::StrCat("Successfully assigned ", b.ns, "/", b.pod_name, " to ",
+                                     b.node));
+            },
+            ApiWriter::Lane::kLater);
       }
       Note([&](Inbox& in) { in.binds.push_back({job_key, pk, s}); });
     });

@@ -1,25 +1,26 @@
-// `tessera bench kube` (kube_bench.h). For each scheduler in --schedulers, in turn:
-//   1. a fresh bed (etcd + kube-apiserver with the test fixture's flags, plus
-//      scheduling.k8s.io/v1beta1, which kube-scheduler reads PodGroups from, plus any
-//      --apiserver-arg); every request of this bench and of both schedulers is the admin's
-//      (group system:masters), which API Priority and Fairness exempts from the apiserver's
-//      in-flight limits, so --max-requests-inflight needs no raising;
-//   2. the Nodes created through the API from --threads threads (timed: node_create_s);
-//   3. a watch on the bench namespace's Pods, which timestamps each Pod's first sight with
-//      spec.nodeName;
-//   4. the scheduler: Tessera in process (kubesched::KubeScheduler on a RestClient paced at
-//      --qps/--burst, no leader election) or kube-scheduler as a child (--config: a
-//      KubeSchedulerConfiguration with clientConnection.qps/burst = --qps/--burst, profile
-//      default-scheduler, NodeResourcesFit scoring --kube-scheduler-scoring on nvidia.com/gpu;
-//      --feature-gates=GenericWorkload=true for KEP-4671 gangs). A probe Pod asking 10m CPU is
-//      bound by it before any work is created (ready_s: start to probe bound; kube-scheduler
-//      binds only once its caches are synced);
-//   5. the work, created from --threads threads in a seeded shuffled order: --single 1-GPU Pods
-//      and --gangs gangs (a KEP-4671 PodGroup with gang minCount = --gang-size, then its Pods of
-//      --gpus-per-gang-pod GPUs), each create timestamped as it is sent;
-//   6. the wait: every Pod bound, --timeout-s since the first create, or no binding for --idle-s
-//      once creation is over. Then latencies (creation sent -> binding seen), partially bound
-//      gangs, unbound Pods.
+// `tessera bench kube` (kube_bench.h). For each scheduler in --schedulers, on a fresh bed (etcd +
+// kube-apiserver with the test fixture's flags, plus scheduling.k8s.io/v1beta1, which
+// kube-scheduler reads PodGroups from, plus any --apiserver-arg; every request of this bench and
+// of both schedulers is the admin's, group system:masters, which API Priority and Fairness exempts
+// from the apiserver's in-flight limits):
+//   1. the Nodes, created through the API from --threads threads (node_create_s);
+//   2. the --phases, in order, each in its own namespace with a Pod watch that timestamps each
+//      Pod's first sight with spec.nodeName, each with a scheduler started for it and stopped
+//      after it (a new process or KubeScheduler: it rebuilds from the API), its work deleted
+//      before the next phase:
+//      - latency: the scheduler is started and binds a probe Pod (ready_s); then --paced-single
+//        1-GPU Pods and --paced-gangs gangs are created at --paced-rate items per second, a
+//        gang's members at once after its PodGroup. Creation sent -> binding seen, unqueued:
+//        what a user waits on a cluster that keeps up;
+//      - throughput: the work (--single 1-GPU Pods, --gangs gangs) is created first, with no
+//        scheduler running; then the scheduler starts and binds the backlog. Pods bound per
+//        second from its start to the last binding: the scheduler's rate, not the creators' (the
+//        raw binding rate below is measured on Pods created first too);
+//      - burst: the scheduler is started and probed, then the same work is created from
+//        --threads threads as fast as the API takes it while it schedules (a gang's members
+//        one after the other); bound per second from the first create, creation -> binding.
+//      Each phase ends when every Pod is bound, after --timeout-s, or after --idle-s without a
+//      binding once creation is over; then partially bound gangs and unbound Pods.
 // On the last bed, after its scheduler stopped: --raw-bindings Pods of no scheduler, bound from
 // --threads threads as fast as the API answers (raw_binding_per_s).
 #include "bench/kube/kube_bench.h"
@@ -27,7 +28,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -41,16 +41,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/harness/server_child.h"
+#include "bench/kube/kube_contender.h"
 #include "bench/kube/kube_workload.h"
 #include "common/bench_stats.h"
-#include "common/clock.h"
-#include "kube/kubeconfig.h"
 #include "kube/resource.h"
 #include "kube/testing/kube_bed.h"
 #include "kubesched/kube_scheduler.h"
-#include "metrics/registry.h"
 #include "nlohmann/json.hpp"
-#include "sched/pack/plugin_set.h"
 
 namespace tessera::bench {
 namespace {
@@ -59,33 +56,38 @@ using Json = nlohmann::json;
 using testing::KubeBed;
 using testing::KubeBedOptions;
 
-constexpr char kTessera[] = "tessera";
-constexpr char kKubeScheduler[] = "kube-scheduler";
-constexpr char kNamespace[] = "bench";
+constexpr const char* kTessera = kTesseraContender;
+constexpr const char* kKubeScheduler = kKubeSchedulerContender;
 constexpr char kProbeNamespace[] = "bench-probe";
 
+enum class Phase { kLatency, kThroughput, kBurst };
+constexpr std::pair<Phase, const char*> kPhases[] = {
+    {Phase::kLatency, "latency"}, {Phase::kThroughput, "throughput"}, {Phase::kBurst, "burst"}};
+
+const char* PhaseName(Phase p) {
+  for (const auto& [phase, name] : kPhases) {
+    if (phase == p) return name;
+  }
+  return "";
+}
+
 struct Flags {
+  Flags() { contender.api_writers = kubesched::KubeSchedulerOptions{}.api_writers; }
   KubeBenchShape shape;
   std::string schedulers = "tessera,kube-scheduler";
-  double qps = 5000;
-  int burst = 5000;
+  std::string phases = "latency,throughput";
+  int paced_single = 200;
+  int paced_gangs = 100;
+  double paced_rate = 20;
+  ContenderOptions contender;
   std::string bed_bin;
   int raw_bindings = 5000;
   double timeout_s = 600;
   double idle_s = 60;
   int threads = 32;
-  int api_writers = kubesched::KubeSchedulerOptions{}.api_writers;
-  std::string kube_scoring = "MostAllocated";
   uint64_t seed = 1;
   std::vector<std::string> apiserver_args;
 };
-
-absl::StatusOr<std::unique_ptr<kube::RestClient>> AdminClient(const KubeBed& bed,
-                                                              kube::RestOptions ro) {
-  absl::StatusOr<kube::KubeConfig> kc = kube::LoadKubeconfig({bed.admin_kubeconfig(), "", nullptr});
-  if (!kc.ok()) return kc.status();
-  return kube::RestClient::Create(*std::move(kc), std::move(ro));
-}
 
 // apiserver_request_total from the apiserver's /metrics, summed by "VERB resource[/subresource]".
 std::map<std::string, double> ApiRequests(kube::RestClient& c) {
@@ -123,152 +125,6 @@ Json RequestDelta(const std::map<std::string, double>& before,
   return out;
 }
 
-// A scheduler under test on one bed.
-class Contender {
- public:
-  virtual ~Contender() = default;
-  virtual std::string pod_scheduler_name() const = 0;
-  virtual absl::Status Start() = 0;
-  // OK while it runs.
-  virtual absl::Status Alive() = 0;
-  virtual Json Stats() const = 0;
-  virtual void Stop() = 0;
-};
-
-class TesseraContender : public Contender {
- public:
-  TesseraContender(const Flags& f, const KubeBed& bed) : f_(f), bed_(bed) {}
-  ~TesseraContender() override { Stop(); }
-  std::string pod_scheduler_name() const override { return kTessera; }
-
-  absl::Status Start() override {
-    kube::RestOptions ro;
-    ro.qps = f_.qps;
-    ro.burst = f_.burst;
-    ro.max_idle_connections = f_.api_writers + 8;
-    ro.user_agent = "tessera-scheduler";
-    absl::StatusOr<std::unique_ptr<kube::RestClient>> c = AdminClient(bed_, ro);
-    if (!c.ok()) return c.status();
-    client_ = *std::move(c);
-    kubesched::KubeSchedulerOptions o;
-    o.api_writers = f_.api_writers;
-    o.sync_timeout = absl::Minutes(5);
-    absl::StatusOr<obs::Logger> log = obs::Logger::File(bed_.dir() + "/tessera-scheduler.log",
-                                                        obs::LogFormat::kText, "scheduler");
-    if (log.ok()) o.log = *log;
-    // As `tessera scheduler` runs it: every plugin it can run (the pack policies too).
-    auto plugins = std::make_shared<sched::pack::PluginSet>();
-    o.queues.extra_plugins = [plugins](sched::PluginRegistry* r) { return plugins->Register(r); };
-    absl::StatusOr<std::unique_ptr<kubesched::KubeScheduler>> s =
-        kubesched::KubeScheduler::Create(*client_, clock_, registry_, std::move(o));
-    if (!s.ok()) return s.status();
-    sched_ = *std::move(s);
-    return sched_->Start();
-  }
-  absl::Status Alive() override { return absl::OkStatus(); }
-  Json Stats() const override {
-    if (!sched_) return Json::object();
-    const kubesched::KubeSchedulerStats st = sched_->stats();
-    Json out = {{"cycles", st.cycles},
-                {"bound", st.bound},
-                {"bind_errors", st.bind_errors},
-                {"pending_jobs", st.pending_jobs},
-                {"unaccounted_pods", st.unaccounted_pods}};
-    // The cycles' own time (scheduler_scheduling_algorithm_duration_seconds), from /metrics.
-    for (absl::string_view line : absl::StrSplit(registry_.Render(), '\n')) {
-      for (const char* what : {"_sum", "_count"}) {
-        const std::string prefix =
-            absl::StrCat("scheduler_scheduling_algorithm_duration_seconds", what, " ");
-        double v = 0;
-        if (absl::StartsWith(line, prefix) && absl::SimpleAtod(line.substr(prefix.size()), &v)) {
-          out[absl::StrCat("algorithm_seconds", what)] = v;
-        }
-      }
-    }
-    return out;
-  }
-  void Stop() override {
-    if (sched_) sched_->Stop();
-  }
-
- private:
-  const Flags& f_;
-  const KubeBed& bed_;
-  RealClock clock_;
-  metrics::Registry registry_;
-  std::unique_ptr<kube::RestClient> client_;
-  std::unique_ptr<kubesched::KubeScheduler> sched_;
-};
-
-class KubeSchedulerContender : public Contender {
- public:
-  KubeSchedulerContender(const Flags& f, KubeBed& bed) : f_(f), bed_(bed) {}
-  ~KubeSchedulerContender() override { Stop(); }
-  std::string pod_scheduler_name() const override { return "default-scheduler"; }
-
-  absl::Status Start() override {
-    const std::string config = bed_.dir() + "/kube-scheduler.yaml";
-    std::ofstream(config)
-        << "apiVersion: kubescheduler.config.k8s.io/v1\n"
-        << "kind: KubeSchedulerConfiguration\n"
-        << "clientConnection:\n"
-        << "  kubeconfig: " << bed_.admin_kubeconfig() << "\n"
-        << "  qps: " << f_.qps << "\n"
-        << "  burst: " << f_.burst << "\n"
-        << "leaderElection:\n  leaderElect: false\n"
-        << "profiles:\n- schedulerName: default-scheduler\n"
-        << "  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n"
-        << "      scoringStrategy:\n        type: " << f_.kube_scoring << "\n"
-        << "        resources:\n        - name: nvidia.com/gpu\n          weight: 1\n";
-    std::string e = bed_.StartKubeScheduler(
-        {"--config=" + config, "--kubeconfig=" + bed_.admin_kubeconfig(), "--leader-elect=false",
-         "--feature-gates=GenericWorkload=true", "--secure-port=0"});
-    if (!e.empty()) return absl::InternalError(e);
-    return absl::OkStatus();
-  }
-  absl::Status Alive() override {
-    if (bed_.KubeSchedulerRunning()) return absl::OkStatus();
-    return absl::InternalError("kube-scheduler exited: " +
-                               KubeBed::Tail(bed_.kube_scheduler_log()));
-  }
-  Json Stats() const override { return Json::object(); }
-  void Stop() override { bed_.StopKubeScheduler(); }
-
- private:
-  const Flags& f_;
-  KubeBed& bed_;
-};
-
-// A Pod asking a little CPU, bound by the contender: it is up with its caches filled. (Tessera
-// refuses a Pod that asks nothing at all.)
-absl::Status Probe(kube::RestClient& c, Contender& s, absl::Duration timeout) {
-  if (absl::Status st = CreateNamespace(c, kProbeNamespace); !st.ok()) return st;
-  Json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", "probe"}}},
-              {"spec",
-               {{"schedulerName", s.pod_scheduler_name()},
-                {"containers", Json::array({{{"name", "main"},
-                                             {"image", "probe:1"},
-                                             {"resources", {{"requests", {{"cpu", "10m"}}}}}}})}}}};
-  if (absl::Status st = c.Create(kube::PodsResource(), kProbeNamespace, pod).status(); !st.ok()) {
-    return st;
-  }
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (absl::Status st = s.Alive(); !st.ok()) return st;
-    absl::StatusOr<Json> p = c.Get(kube::PodsResource(), kProbeNamespace, "probe");
-    if (p.ok() && !(*p)["spec"].value("nodeName", "").empty()) {
-      kube::DeleteOptions now;
-      now.grace_period_seconds = 0;  // no kubelet would ever confirm a graceful deletion
-      return c.Delete(kube::PodsResource(), kProbeNamespace, "probe", now);
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat("the probe Pod was not bound within ", absl::FormatDuration(timeout)));
-}
-
 Json Quantiles(const std::vector<double>& ms) {
   return {{"p50_ms", Percentile(ms, 0.5)},
           {"p99_ms", Percentile(ms, 0.99)},
@@ -297,8 +153,9 @@ struct CpuSample {
   }
 };
 
-// What the watch saw of the work `w`.
-Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& watch) {
+// What the watch saw of the work `w`. Pods bound per second count from `from`.
+Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& watch,
+             absl::Time from) {
   std::vector<double> single, gang_all, gang_last;
   int bound = 0, partial = 0;
   for (int i = 0; i < s.single; ++i) {
@@ -327,12 +184,15 @@ Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& 
   const absl::Time end =
       watch.last_bound() == absl::InfinitePast() ? absl::Now() : watch.last_bound();
   const double wall_s =
-      w.first == absl::InfiniteFuture() ? 0 : std::max(1e-9, absl::ToDoubleSeconds(end - w.first));
+      from == absl::InfiniteFuture() ? 0 : std::max(1e-9, absl::ToDoubleSeconds(end - from));
   const double create_s =
       w.first == absl::InfiniteFuture() ? 0 : absl::ToDoubleSeconds(w.last - w.first);
+  const absl::Time first = watch.first_bound();
   std::string stale;
   const int stale_n = watch.BoundButUnschedulable(&stale);
   return {{"pods_bound_per_s", wall_s > 0 ? bound / wall_s : 0.0},
+          {"first_bound_s",
+           first == absl::InfiniteFuture() ? Json() : Json(absl::ToDoubleSeconds(first - from))},
           {"single", Quantiles(single)},
           {"gang_all_bound", Quantiles(gang_all)},
           {"gang_last_member_to_all_bound", Quantiles(gang_last)},
@@ -348,8 +208,82 @@ Json Measure(const KubeBenchShape& s, const CreatedWork& w, const BindingWatch& 
           {"bound_but_podscheduled_false_example", stale}};
 }
 
-// One contender on `bed`; with `raw`, the raw binding rate afterwards. Errors end the bench.
-absl::StatusOr<Json> RunOne(const Flags& f, const std::string& which, KubeBed& bed, double* raw) {
+KubeBenchShape PhaseShape(const Flags& f, Phase p) {
+  KubeBenchShape s = f.shape;
+  if (p == Phase::kLatency) {
+    s.single = f.paced_single;
+    s.gangs = f.paced_gangs;
+  }
+  return s;
+}
+
+// One phase of `which` on `bed` (the file's opening comment). Errors end the bench.
+absl::StatusOr<Json> RunPhase(const Flags& f, Phase phase, const std::string& which, KubeBed& bed,
+                              kube::RestClient& c) {
+  const std::string ns = PhaseName(phase);
+  const KubeBenchShape shape = PhaseShape(f, phase);
+  if (absl::Status s = CreateNamespace(c, ns); !s.ok()) return s;
+  BindingWatch watch(c, ns);
+  if (!watch.synced()) return absl::UnavailableError("the Pod watch did not sync within 60 s");
+  std::unique_ptr<Contender> sched = MakeContender(which, f.contender, bed);
+  auto failed = [&](absl::string_view what, const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(which, ", ", ns, ": ", what, ": ", s.message()));
+  };
+  Json out = Json::object();
+  CpuSample cpu_before;
+  std::map<std::string, double> requests_before;
+  CreatedWork work;
+  absl::Time from = absl::InfiniteFuture();
+  std::atomic<bool> created{false};
+  std::thread creator;
+  if (phase == Phase::kThroughput) {
+    work = CreateWork(c, ns, shape, sched->pod_scheduler_name(), f.threads, f.seed);
+    created.store(true);
+    cpu_before = CpuSample::Of(bed);
+    requests_before = ApiRequests(c);
+    from = absl::Now();
+    if (absl::Status s = sched->Start(); !s.ok()) return failed("starting", s);
+  } else {
+    const absl::Time t0 = absl::Now();
+    if (absl::Status s = sched->Start(); !s.ok()) return failed("starting", s);
+    if (absl::Status s = Probe(c, *sched, kProbeNamespace, absl::Minutes(5)); !s.ok()) {
+      return failed("probe", s);
+    }
+    out["ready_s"] = absl::ToDoubleSeconds(absl::Now() - t0);
+    cpu_before = CpuSample::Of(bed);
+    requests_before = ApiRequests(c);
+    WorkPacing pacing;
+    if (phase == Phase::kLatency) {
+      pacing.items_per_s = f.paced_rate;
+      pacing.members_at_once = true;
+    }
+    creator = std::thread([&, pacing] {
+      work = CreateWork(c, ns, shape, sched->pod_scheduler_name(), f.threads, f.seed, pacing);
+      created.store(true);
+    });
+  }
+  const absl::Time wait_from = from == absl::InfiniteFuture() ? absl::Now() : from;
+  watch.WaitBound(shape.pods(), wait_from + absl::Seconds(f.timeout_s), absl::Seconds(f.idle_s),
+                  [&] { return created.load(); });
+  if (creator.joinable()) creator.join();
+  if (from == absl::InfiniteFuture()) from = work.first;
+  const CpuSample cpu_after = CpuSample::Of(bed);
+  const absl::Status alive = sched->Alive();
+  out.update(Measure(shape, work, watch, from));
+  out["cpu_s"] = cpu_after.Since(cpu_before);
+  // What the phase cost the apiserver, by verb and resource (the bench's own creates and watch
+  // included; in the throughput phase, from the scheduler's start).
+  out["apiserver_requests"] = RequestDelta(requests_before, ApiRequests(c));
+  out["scheduler_stats"] = sched->Stats();
+  sched->Stop();
+  if (!alive.ok()) return failed("while it ran", alive);
+  if (absl::Status s = DeleteWork(c, ns, absl::Minutes(2)); !s.ok()) return failed("cleanup", s);
+  return out;
+}
+
+// `which` on `bed`, every phase; with `raw`, the raw binding rate afterwards.
+absl::StatusOr<Json> RunOne(const Flags& f, const std::vector<Phase>& phases,
+                            const std::string& which, KubeBed& bed, double* raw) {
   const std::string load_before = LoadAvg();
   kube::RestOptions ro;
   ro.timeout = absl::Seconds(60);
@@ -358,53 +292,17 @@ absl::StatusOr<Json> RunOne(const Flags& f, const std::string& which, KubeBed& b
   absl::StatusOr<std::unique_ptr<kube::RestClient>> admin = AdminClient(bed, ro);
   if (!admin.ok()) return admin.status();
   kube::RestClient& c = **admin;
-  absl::Time t0 = absl::Now();
+  const absl::Time t0 = absl::Now();
   if (absl::Status s = CreateNodes(c, f.shape, f.threads); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("creating the Nodes: ", s.message()));
   }
-  const double node_create_s = absl::ToDoubleSeconds(absl::Now() - t0);
-  if (absl::Status s = CreateNamespace(c, kNamespace); !s.ok()) return s;
-  BindingWatch watch(c, kNamespace);
-  if (!watch.synced()) return absl::UnavailableError("the Pod watch did not sync within 60 s");
-
-  std::unique_ptr<Contender> sched;
-  if (which == kTessera) {
-    sched = std::make_unique<TesseraContender>(f, bed);
-  } else {
-    sched = std::make_unique<KubeSchedulerContender>(f, bed);
+  Json out = {{"node_create_s", absl::ToDoubleSeconds(absl::Now() - t0)}};
+  for (Phase p : phases) {
+    std::cerr << "bench kube: " << which << ": " << PhaseName(p) << " phase\n";
+    absl::StatusOr<Json> r = RunPhase(f, p, which, bed, c);
+    if (!r.ok()) return r.status();
+    out[PhaseName(p)] = *std::move(r);
   }
-  t0 = absl::Now();
-  if (absl::Status s = sched->Start(); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("starting ", which, ": ", s.message()));
-  }
-  if (absl::Status s = Probe(c, *sched, absl::Minutes(5)); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(which, ": ", s.message()));
-  }
-  const double ready_s = absl::ToDoubleSeconds(absl::Now() - t0);
-
-  const CpuSample cpu_before = CpuSample::Of(bed);
-  const std::map<std::string, double> requests_before = ApiRequests(c);
-  std::atomic<bool> created{false};
-  CreatedWork work;
-  std::thread creator([&] {
-    work = CreateWork(c, kNamespace, f.shape, sched->pod_scheduler_name(), f.threads, f.seed);
-    created.store(true);
-  });
-  watch.WaitBound(f.shape.pods(), absl::Now() + absl::Seconds(f.timeout_s), absl::Seconds(f.idle_s),
-                  [&] { return created.load(); });
-  creator.join();
-  const CpuSample cpu_after = CpuSample::Of(bed);
-  absl::Status alive = sched->Alive();
-  Json out = Measure(f.shape, work, watch);
-  out["cpu_s"] = cpu_after.Since(cpu_before);
-  // What the work cost the apiserver, by verb and resource (the bench's own creates and watch
-  // included).
-  out["apiserver_requests"] = RequestDelta(requests_before, ApiRequests(c));
-  out["ready_s"] = ready_s;
-  out["node_create_s"] = node_create_s;
-  out["scheduler_stats"] = sched->Stats();
-  sched->Stop();
-  if (!alive.ok()) return alive;
   if (raw != nullptr && f.raw_bindings > 0) {
     absl::StatusOr<double> r = RawBindingRate(c, "raw", f.raw_bindings, f.shape.nodes, f.threads);
     if (!r.ok()) {
@@ -417,7 +315,8 @@ absl::StatusOr<Json> RunOne(const Flags& f, const std::string& which, KubeBed& b
   return out;
 }
 
-std::vector<std::string> Validate(const Flags& f, std::vector<std::string>* schedulers) {
+std::vector<std::string> Validate(const Flags& f, std::vector<std::string>* schedulers,
+                                  std::vector<Phase>* phases) {
   std::vector<std::string> errs;
   const KubeBenchShape& s = f.shape;
   for (auto [name, v] : {std::pair<const char*, int>{"--nodes", s.nodes},
@@ -426,28 +325,48 @@ std::vector<std::string> Validate(const Flags& f, std::vector<std::string>* sche
                          {"--gang-size", s.gang_size},
                          {"--gpus-per-gang-pod", s.gpus_per_gang_pod},
                          {"--threads", f.threads},
-                         {"--api-writers", f.api_writers},
-                         {"--burst", f.burst}}) {
+                         {"--api-writers", f.contender.api_writers},
+                         {"--burst", f.contender.burst}}) {
     if (v < 1) errs.push_back(absl::StrCat(name, " must be at least 1, got ", v));
   }
   for (auto [name, v] : {std::pair<const char*, int>{"--single", s.single},
                          {"--gangs", s.gangs},
-                         {"--raw-bindings", f.raw_bindings}}) {
+                         {"--raw-bindings", f.raw_bindings},
+                         {"--paced-single", f.paced_single},
+                         {"--paced-gangs", f.paced_gangs}}) {
     if (v < 0) errs.push_back(absl::StrCat(name, " must not be negative, got ", v));
   }
-  if (f.qps <= 0) errs.push_back("--qps must be positive");
+  if (f.contender.qps <= 0) errs.push_back("--qps must be positive");
+  if (f.paced_rate <= 0) errs.push_back("--paced-rate must be positive");
   if (f.timeout_s <= 0 || f.idle_s <= 0)
     errs.push_back("--timeout-s and --idle-s must be positive");
   if (s.gpus_per_gang_pod > s.gpus_per_node) {
     errs.push_back(absl::StrCat("--gpus-per-gang-pod ", s.gpus_per_gang_pod,
                                 " exceeds --gpus-per-node ", s.gpus_per_node));
   }
-  if (errs.empty() && s.gpus_asked() > s.gpus()) {
-    errs.push_back(absl::StrCat("the work asks ", s.gpus_asked(), " GPUs (--single + --gangs x ",
-                                "--gang-size x --gpus-per-gang-pod) but the nodes have ", s.gpus(),
-                                " (--nodes x --gpus-per-node): it cannot all be bound"));
+  const bool shape_ok = errs.empty();
+  for (absl::string_view n : absl::StrSplit(f.phases, ',', absl::SkipWhitespace())) {
+    bool known = false;
+    for (const auto& [phase, name] : kPhases) {
+      if (n != name) continue;
+      known = true;
+      phases->push_back(phase);
+    }
+    if (!known) {
+      errs.push_back(absl::StrCat("--phases: unknown phase '", n,
+                                  "' (latency, throughput or burst)"));
+    }
   }
-  if (f.kube_scoring != "MostAllocated" && f.kube_scoring != "LeastAllocated") {
+  if (phases->empty()) errs.push_back("--phases names none");
+  for (Phase p : *phases) {
+    const KubeBenchShape ps = PhaseShape(f, p);
+    if (!shape_ok || ps.gpus_asked() <= ps.gpus()) continue;
+    const char* how = p == Phase::kLatency ? "--paced-single + --paced-gangs" : "--single + --gangs";
+    errs.push_back(absl::StrCat("the ", PhaseName(p), " work asks ", ps.gpus_asked(), " GPUs (",
+                                how, " x --gang-size x --gpus-per-gang-pod) but the nodes have ",
+                                ps.gpus(), " (--nodes x --gpus-per-node): it cannot all be bound"));
+  }
+  if (f.contender.kube_scoring != "MostAllocated" && f.contender.kube_scoring != "LeastAllocated") {
     errs.push_back("--kube-scheduler-scoring must be MostAllocated or LeastAllocated");
   }
   for (absl::string_view n : absl::StrSplit(f.schedulers, ',', absl::SkipWhitespace())) {
@@ -467,18 +386,36 @@ Json Target(const std::string& target, const Json& value, const std::function<bo
   return {{"target", target}, {"value", value}, {"met", value.is_null() ? Json() : Json(met())}};
 }
 
+// The throughput phase's rate (else the burst's), the latency phase's gang p99 (else the
+// burst's), partially bound gangs over every phase.
 Json Targets(const Json& results, const Json& raw) {
-  const Json none;
-  const Json* t = results.contains(kTessera) ? &results[kTessera] : nullptr;
-  const Json* k = results.contains(kKubeScheduler) ? &results[kKubeScheduler] : nullptr;
+  auto phase = [&](const char* who, std::initializer_list<const char*> order) -> const Json* {
+    if (!results.contains(who)) return nullptr;
+    for (const char* p : order) {
+      if (results[who].contains(p)) return &results[who][p];
+    }
+    return nullptr;
+  };
+  const Json* t = phase(kTessera, {"throughput", "burst"});
+  const Json* k = phase(kKubeScheduler, {"throughput", "burst"});
+  const Json* t_lat = phase(kTessera, {"latency", "burst"});
   auto rate = [](const Json* r) { return r ? (*r)["pods_bound_per_s"].get<double>() : 0.0; };
   const Json vs_kube = t && k && rate(k) > 0 ? Json(rate(t) / rate(k)) : Json();
   const Json vs_raw =
       t && raw.is_number() && raw.get<double>() > 0 ? Json(rate(t) / raw.get<double>()) : Json();
-  const Json gang_p99 = t && (*t)["gang_all_bound"]["n"].get<int64_t>() > 0
-                            ? (*t)["gang_all_bound"]["p99_ms"]
+  const Json gang_p99 = t_lat && (*t_lat)["gang_all_bound"]["n"].get<int64_t>() > 0
+                            ? (*t_lat)["gang_all_bound"]["p99_ms"]
                             : Json();
-  const Json partial = t ? (*t)["partially_bound_gangs"] : Json();
+  Json partial;
+  if (results.contains(kTessera)) {
+    int64_t n = 0;
+    for (const auto& [name, r] : results[kTessera].items()) {
+      if (r.is_object() && r.contains("partially_bound_gangs")) {
+        n += r["partially_bound_gangs"].get<int64_t>();
+      }
+    }
+    partial = n;
+  }
   return {{"ratios", {{"tessera_over_kube_scheduler", vs_kube}, {"tessera_over_raw", vs_raw}}},
           {"targets",
            {{"pods_bound_per_s_vs_kube_scheduler",
@@ -493,7 +430,8 @@ Json Targets(const Json& results, const Json& raw) {
 
 int RunBench(const Flags& f) {
   std::vector<std::string> schedulers;
-  if (std::vector<std::string> errs = Validate(f, &schedulers); !errs.empty()) {
+  std::vector<Phase> phases;
+  if (std::vector<std::string> errs = Validate(f, &schedulers, &phases); !errs.empty()) {
     std::cerr << "bench kube: " << absl::StrJoin(errs, "; ") << "\n";
     return 2;
   }
@@ -534,7 +472,7 @@ int RunBench(const Flags& f) {
               << f.shape.pods() << " Pods)\n";
     double r = 0;
     const bool last = i + 1 == schedulers.size();
-    absl::StatusOr<Json> one = RunOne(f, which, bed, last ? &r : nullptr);
+    absl::StatusOr<Json> one = RunOne(f, phases, which, bed, last ? &r : nullptr);
     if (!one.ok()) {
       std::cerr << "bench kube: " << which << ": " << one.status().message() << "\n";
       return 1;
@@ -556,11 +494,15 @@ int RunBench(const Flags& f) {
                 {"pods", s.pods()},
                 {"gpus", s.gpus()},
                 {"gpus_asked", s.gpus_asked()},
-                {"qps", f.qps},
-                {"burst", f.burst},
+                {"phases", f.phases},
+                {"paced_single", f.paced_single},
+                {"paced_gangs", f.paced_gangs},
+                {"paced_rate", f.paced_rate},
+                {"qps", f.contender.qps},
+                {"burst", f.contender.burst},
                 {"threads", f.threads},
-                {"tessera_api_writers", f.api_writers},
-                {"kube_scheduler_scoring", f.kube_scoring},
+                {"tessera_api_writers", f.contender.api_writers},
+                {"kube_scheduler_scoring", f.contender.kube_scoring},
                 {"raw_bindings", f.raw_bindings}}},
               {"schedulers", results},
               {"raw_binding_per_s", raw},
@@ -593,8 +535,17 @@ void RegisterKubeBenchCommand(CLI::App& bench) {
                   "GPUs per gang Pod (default 8)");
   cmd->add_option("--schedulers", f->schedulers,
                   "Which, in order, each on a fresh bed (default tessera,kube-scheduler)");
-  cmd->add_option("--qps", f->qps, "Each scheduler's client QPS (default 5000)");
-  cmd->add_option("--burst", f->burst, "Each scheduler's client burst (default 5000)");
+  cmd->add_option("--phases", f->phases,
+                  "Which phases, in order: latency (paced work, unqueued latencies), throughput "
+                  "(the work created first, then the scheduler started: its rate), burst (the "
+                  "work created while it schedules) (default latency,throughput)");
+  cmd->add_option("--paced-single", f->paced_single,
+                  "Single-GPU Pods of the latency phase (default 200)");
+  cmd->add_option("--paced-gangs", f->paced_gangs, "Gangs of the latency phase (default 100)");
+  cmd->add_option("--paced-rate", f->paced_rate,
+                  "Latency phase: work items (a Pod, or a gang) created per second (default 20)");
+  cmd->add_option("--qps", f->contender.qps, "Each scheduler's client QPS (default 5000)");
+  cmd->add_option("--burst", f->contender.burst, "Each scheduler's client burst (default 5000)");
   cmd->add_option("--bed-bin", f->bed_bin,
                   "The bed's binaries (default: $TESSERA_KUBE_BED_BIN, else what "
                   "scripts/kube-bed.sh --check prints, run from the current directory)");
@@ -607,10 +558,10 @@ void RegisterKubeBenchCommand(CLI::App& bench) {
                   "Stop waiting when nothing was bound for this long after creation (default 60)");
   cmd->add_option("--threads", f->threads,
                   "Concurrent creates (Nodes, Pods) and raw bindings (default 32)");
-  cmd->add_option("--api-writers", f->api_writers,
+  cmd->add_option("--api-writers", f->contender.api_writers,
                   "Tessera's concurrent API writes, as `tessera scheduler --api-writers` "
                   "(default 16)");
-  cmd->add_option("--kube-scheduler-scoring", f->kube_scoring,
+  cmd->add_option("--kube-scheduler-scoring", f->contender.kube_scoring,
                   "kube-scheduler's NodeResourcesFit scoring on nvidia.com/gpu: MostAllocated "
                   "(bin packing, as Tessera; default) or LeastAllocated (its default)");
   cmd->add_option("--seed", f->seed, "Seed of the creation order (default 1)");

@@ -108,7 +108,8 @@ absl::Status CreateNamespace(kube::RestClient& c, const std::string& name) {
 }
 
 CreatedWork CreateWork(kube::RestClient& c, const std::string& ns, const KubeBenchShape& s,
-                       const std::string& scheduler, int threads, uint64_t seed) {
+                       const std::string& scheduler, int threads, uint64_t seed,
+                       WorkPacing pacing) {
   // Work item i < single: a single Pod; else gang i - single.
   std::vector<int> order(s.single + s.gangs);
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -129,8 +130,19 @@ CreatedWork CreateWork(kube::RestClient& c, const std::string& ns, const KubeBen
     if (!st.ok() && w.errors++ == 0) w.first_error = st.ToString();
     return st.ok();
   };
+  auto member = [&](int g, int m) {
+    absl::Time sent;
+    create(kube::PodsResource(),
+           BenchPod(GangPodName(g, m), scheduler, s.gpus_per_gang_pod, GangName(g)), &sent);
+    absl::MutexLock l(&mu);
+    w.gang_last_sent[g] = std::max(w.gang_last_sent[g], sent);
+  };
+  const absl::Time start = absl::Now();
   // Errors are counted, not fatal: the run reports what was not created as unbound.
   (void)ParallelFor(static_cast<int>(order.size()), threads, [&](int k) {
+    if (pacing.items_per_s > 0) {
+      absl::SleepFor(start + absl::Seconds(k / pacing.items_per_s) - absl::Now());
+    }
     const int item = order[k];
     if (item < s.single) {
       create(kube::PodsResource(), BenchPod(SinglePodName(item), scheduler, 1, ""),
@@ -142,16 +154,39 @@ CreatedWork CreateWork(kube::RestClient& c, const std::string& ns, const KubeBen
                 &w.gang_sent[g])) {
       return absl::OkStatus();
     }
-    for (int m = 0; m < s.gang_size; ++m) {
-      absl::Time sent;
-      create(kube::PodsResource(),
-             BenchPod(GangPodName(g, m), scheduler, s.gpus_per_gang_pod, GangName(g)), &sent);
-      absl::MutexLock l(&mu);
-      w.gang_last_sent[g] = sent;
+    if (pacing.members_at_once) {
+      return ParallelFor(s.gang_size, s.gang_size, [&](int m) {
+        member(g, m);
+        return absl::OkStatus();
+      });
     }
+    for (int m = 0; m < s.gang_size; ++m) member(g, m);
     return absl::OkStatus();
   });
   return w;
+}
+
+absl::Status DeleteWork(kube::RestClient& c, const std::string& ns, absl::Duration timeout) {
+  for (const kube::ResourceType* t : {&kube::PodsResource(), &kube::PodGroupsResource()}) {
+    absl::StatusOr<kube::HttpResult> r =
+        c.Raw("DELETE", kube::ResourcePath(*t, ns, "") + "?gracePeriodSeconds=0");
+    if (!r.ok()) return r.status();
+    if (r->status >= 300 && r->status != 404) {
+      return absl::InternalError(absl::StrCat("deleting the ", t->plural, " of ", ns, ": HTTP ",
+                                              r->status, " ", r->body.substr(0, 200)));
+    }
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    absl::StatusOr<Json> l = c.List(kube::PodsResource(), ns);
+    if (!l.ok()) return l.status();
+    if ((*l)["items"].empty()) return absl::OkStatus();
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat((*l)["items"].size(), " Pods of ", ns,
+                                                      " still listed after the deletion"));
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
 }
 
 BindingWatch::BindingWatch(kube::RestClient& c, const std::string& ns) {
@@ -177,7 +212,10 @@ void BindingWatch::Saw(const kube::ObjectPtr& o) {
   const absl::Time now = absl::Now();
   const std::string name = (*o)["metadata"].value("name", "");
   absl::MutexLock l(&mu_);
-  if (bound_at_.emplace(name, now).second) last_ = now;
+  if (bound_at_.emplace(name, now).second) {
+    last_ = now;
+    first_ = std::min(first_, now);
+  }
 }
 
 int BindingWatch::bound() const {
@@ -212,6 +250,11 @@ absl::Time BindingWatch::BoundAt(const std::string& pod) const {
 absl::Time BindingWatch::last_bound() const {
   absl::MutexLock l(&mu_);
   return last_;
+}
+
+absl::Time BindingWatch::first_bound() const {
+  absl::MutexLock l(&mu_);
+  return first_;
 }
 
 int BindingWatch::BoundButUnschedulable(std::string* example) const {

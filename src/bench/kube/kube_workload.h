@@ -74,10 +74,25 @@ struct CreatedWork {
   std::string first_error;
 };
 
-// Creates the singles and the gangs (each gang's PodGroup, then its members, on one thread) in a
-// shuffled order (seeded) on `threads` threads, all in `ns`, for `scheduler`.
+// How CreateWork sends the work.
+struct WorkPacing {
+  // Work items (a single Pod, or a gang) started per second, in order; 0: as fast as `threads`
+  // threads create them.
+  double items_per_s = 0;
+  // A gang's members created at once after its PodGroup (as a Job controller creates a batch),
+  // rather than one after the other on the gang's thread.
+  bool members_at_once = false;
+};
+
+// Creates the singles and the gangs (each gang's PodGroup, then its members) in a shuffled order
+// (seeded) on `threads` threads, all in `ns`, for `scheduler`.
 CreatedWork CreateWork(kube::RestClient& c, const std::string& ns, const KubeBenchShape& s,
-                       const std::string& scheduler, int threads, uint64_t seed);
+                       const std::string& scheduler, int threads, uint64_t seed,
+                       WorkPacing pacing = {});
+
+// Deletes every Pod and KEP-4671 PodGroup of `ns` at once (grace period 0: no kubelet runs) and
+// waits until a list of its Pods is empty.
+absl::Status DeleteWork(kube::RestClient& c, const std::string& ns, absl::Duration timeout);
 
 // Watches the Pods of one namespace and notes when each was first seen with spec.nodeName.
 class BindingWatch {
@@ -97,6 +112,7 @@ class BindingWatch {
   // Pod name -> when first seen bound (InfinitePast: never).
   absl::Time BoundAt(const std::string& pod) const;
   absl::Time last_bound() const;
+  absl::Time first_bound() const;
   // Bound Pods whose PodScheduled condition says False (a stale "unschedulable" written after
   // the binding); `example` gets one of them, "pod: message".
   int BoundButUnschedulable(std::string* example) const;
@@ -107,6 +123,7 @@ class BindingWatch {
   bool synced_ = false;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, absl::Time> bound_at_ ABSL_GUARDED_BY(mu_);
+  absl::Time first_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time last_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
