@@ -167,6 +167,7 @@ absl::Status KubeScheduler::Impl::Start() {
                   &slices_inf_, &claims_inf_, &classes_inf_}) {
     if (*p) all.push_back(p->get());
   }
+  const absl::Time started = clock_.Now();
   for (kube::Informer* i : all) i->Start();
   absl::Time deadline = absl::Now() + opts_.sync_timeout;
   for (kube::Informer* i : all) {
@@ -188,7 +189,14 @@ absl::Status KubeScheduler::Impl::Start() {
   first.queues = has_queues_;
   for (const std::string& k : nodes_inf_->store().ListKeys()) first.nodes.insert(k);
   for (const std::string& k : pods_inf_->store().ListKeys()) first.pods.insert(k);
+  const absl::Time synced = clock_.Now();
+  opts_.log.Info("caches filled",
+                 {{"nodes", absl::StrCat(first.nodes.size())},
+                  {"pods", absl::StrCat(first.pods.size())},
+                  {"seconds", absl::StrCat(absl::ToDoubleSeconds(synced - started))}});
   Process(first, /*initial=*/true);
+  opts_.log.Info("first pass done",
+                 {{"seconds", absl::StrCat(absl::ToDoubleSeconds(clock_.Now() - synced))}});
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -322,7 +330,10 @@ void KubeScheduler::Impl::Process(const Inbox& in, bool initial) {
   dirty_gangs_.clear();
   for (const std::string& g : gangs) SyncGang(g);
   if (cycle_needed_) RunCycle();
-  TellWaiting();
+  if (const absl::Time now = clock_.Now(); in.empty() || now - last_told_ >= kTellEvery) {
+    last_told_ = now;
+    TellWaiting();
+  }
   absl::MutexLock l(&mu_);
   stats_.nodes = cluster_.num_nodes();
   stats_.pending_jobs = static_cast<int64_t>(qm_->pending_size());

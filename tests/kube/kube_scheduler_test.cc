@@ -252,6 +252,46 @@ TEST_F(KubeSchedulerTest, Kep4671GangKeepsToOneRackAndWaitsForOne) {
   EXPECT_EQ(used, std::set<std::string>({NodeName("b1"), NodeName("b2"), NodeName("b3")}));
 }
 
+TEST_F(KubeSchedulerTest, APreferredRackIsKeptWhereOneHasRoomAndLeftWhereNoneHas) {
+  KUBE_BED_OR_SKIP(bed);
+  SetUpClient(bed);
+  AddNode("a1", 8, "r1");
+  AddNode("a2", 8, "r1");
+  for (const char* n : {"b1", "b2", "b3"}) AddNode(n, 8, "r2");
+  AddNode("c1", 8, "r3");
+  auto gang = [&](const std::string& name) {
+    Json pg = {{"apiVersion", "scheduling.k8s.io/v1alpha3"},
+               {"kind", "PodGroup"},
+               {"metadata",
+                {{"name", name},
+                 {"annotations",
+                  {{"tessera.dev/topology", "rack"},
+                   {"tessera.dev/topology-policy", "preferred"}}}}},
+               {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 3}}}}}}}};
+    ASSERT_TRUE(client_->Create(kube::PodGroupsResource(), ns_, pg).ok());
+    for (int i = 0; i < 3; ++i) {
+      Json p = PodJson(absl::StrCat(name, "-", i), suite_, 8);
+      p["spec"]["schedulingGroup"] = {{"podGroupName", name}};
+      AddPod(p);
+    }
+  };
+  PodWatch w(*client_, ns_);
+  StartScheduler();
+  // r2 is the one rack with three free nodes: the first gang takes it whole.
+  gang("first");
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 3; }));
+  std::map<std::string, std::string> nodes = w.Nodes();
+  EXPECT_EQ(std::set<std::string>({nodes["first-0"], nodes["first-1"], nodes["first-2"]}),
+            std::set<std::string>({NodeName("b1"), NodeName("b2"), NodeName("b3")}));
+  // No rack has three free nodes now. A preference does not hold the gang: it spans r1 and r3
+  // (a required rack would wait, as the test above shows).
+  gang("second");
+  ASSERT_TRUE(w.Until([&] { return w.Bound() == 6; }));
+  nodes = w.Nodes();
+  EXPECT_EQ(std::set<std::string>({nodes["second-0"], nodes["second-1"], nodes["second-2"]}),
+            std::set<std::string>({NodeName("a1"), NodeName("a2"), NodeName("c1")}));
+}
+
 TEST_F(KubeSchedulerTest, QueuesHoldWhatTheirQuotaDoesNotAdmitAndUnknownQueuesHoldAll) {
   KUBE_BED_OR_SKIP(bed);
   SetUpClient(bed);
