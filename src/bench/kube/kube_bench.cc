@@ -353,15 +353,16 @@ std::vector<std::string> Validate(const Flags& f, std::vector<std::string>* sche
       phases->push_back(phase);
     }
     if (!known) {
-      errs.push_back(absl::StrCat("--phases: unknown phase '", n,
-                                  "' (latency, throughput or burst)"));
+      errs.push_back(
+          absl::StrCat("--phases: unknown phase '", n, "' (latency, throughput or burst)"));
     }
   }
   if (phases->empty()) errs.push_back("--phases names none");
   for (Phase p : *phases) {
     const KubeBenchShape ps = PhaseShape(f, p);
     if (!shape_ok || ps.gpus_asked() <= ps.gpus()) continue;
-    const char* how = p == Phase::kLatency ? "--paced-single + --paced-gangs" : "--single + --gangs";
+    const char* how =
+        p == Phase::kLatency ? "--paced-single + --paced-gangs" : "--single + --gangs";
     errs.push_back(absl::StrCat("the ", PhaseName(p), " work asks ", ps.gpus_asked(), " GPUs (",
                                 how, " x --gang-size x --gpus-per-gang-pod) but the nodes have ",
                                 ps.gpus(), " (--nodes x --gpus-per-node): it cannot all be bound"));

@@ -144,9 +144,9 @@ absl::Status Probe(kube::RestClient& c, Contender& s, const std::string& ns,
                    absl::Duration timeout) {
   absl::StatusOr<Json> have = c.Get(kube::NamespacesResource(), "", ns);
   if (!have.ok()) {
-    absl::StatusOr<Json> made = c.Create(
-        kube::NamespacesResource(), "",
-        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+    absl::StatusOr<Json> made =
+        c.Create(kube::NamespacesResource(), "",
+                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
     if (!made.ok()) return made.status();
   }
   Json pod = {{"apiVersion", "v1"},

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/time/time.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "kube/rest_client.h"
 #include "kube/testing/kube_bed.h"
 #include "nlohmann/json.hpp"

@@ -182,8 +182,8 @@ absl::Status DeleteWork(kube::RestClient& c, const std::string& ns, absl::Durati
     if (!l.ok()) return l.status();
     if ((*l)["items"].empty()) return absl::OkStatus();
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat((*l)["items"].size(), " Pods of ", ns,
-                                                      " still listed after the deletion"));
+      return absl::DeadlineExceededError(
+          absl::StrCat((*l)["items"].size(), " Pods of ", ns, " still listed after the deletion"));
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
