@@ -89,7 +89,8 @@ build_release() {
 if [ -n "$BUNDLE" ]; then
   build_release || { log "build failed"; exit 1; }
   rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/bin" "$BUNDLE/lib" || exit 1
-  cp "$ROOT/build/release/src/main/tessera" "$ROOT/build/release/src/deviceplugin/gpu_check_kubelet" \
+  cp "$ROOT/build/release/src/main/tessera" "$ROOT/build/release/src/main/tessera-all" \
+    "$ROOT/build/release/src/deviceplugin/gpu_check_kubelet" \
     "$BUNDLE/bin/" || exit 1
   for b in "$BUNDLE"/bin/*; do
     ldd "$b" | awk '/=> \//{print $3}'

@@ -172,6 +172,10 @@ std::unique_ptr<httplib::Client> Connect(const ClientConfig& config, const std::
   http->set_connection_timeout(5);
   http->set_read_timeout(60);
   http->set_keep_alive(true);
+  // cpp-httplib writes a request's headers and its body as two writes: with Nagle's algorithm
+  // the body waits for the server's delayed ACK of the headers, 40 ms on Linux, for every
+  // request with a body (an apply took ~58 ms, 46 of them waiting).
+  http->set_tcp_nodelay(true);
   if (!config.ca_file.empty()) http->set_ca_cert_path(config.ca_file.c_str());
   if (config.insecure_skip_tls_verify) http->enable_server_certificate_verification(false);
   if (!config.token.empty()) http->set_bearer_token_auth(config.token);

@@ -1,10 +1,9 @@
-// tessera: one binary, subcommands in kubectl's habits.
+// tessera-all: every subcommand of tessera, in kubectl's habits (client_main.cc is the `tessera`
+// users run: it runs the client verbs itself and hands every other command line to this one).
 //
 // Each module registers its subcommands through a Register*Commands function
 // declared in its own header; `bench` and `sim` are parents that several
 // modules add to.
-#include <iostream>
-
 #include "CLI/CLI.hpp"
 #include "agent/agent_command.h"
 #include "agent/node_command.h"
@@ -21,6 +20,7 @@
 #include "dra/dra_command.h"
 #include "kubesched/dra_view.h"
 #include "kubesched/scheduler_command.h"
+#include "main/run_app.h"
 #include "operator/operator_command.h"
 #include "server/bench_api.h"
 #include "server/server_command.h"
@@ -29,10 +29,7 @@
 
 namespace {
 
-int Run(int argc, char** argv) {
-  CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "tessera 0.1.0");
+void AddEverything(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks; each prints one JSON object");
   bench->require_subcommand(1);
   CLI::App* sim = app.add_subcommand("sim", "Simulators that run the real scheduler code");
@@ -58,32 +55,8 @@ int Run(int argc, char** argv) {
   tessera::op::RegisterOperatorCommand(app);
   tessera::sim::pack::RegisterSimPackCommands(*sim);
   tessera::agent::RegisterNodeCommands(app);
-  // Exit codes (docs/control-plane.md, "Exit codes"): 0 done; 1 the command ran and failed (a
-  // request refused, an object not found, input that does not validate); 2 the command line
-  // itself is wrong (CLI11's usage errors); 70 an internal error (main below).
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::RuntimeError& e) {  // a command's own failure (1), said already
-    return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);  // prints help, the version, or the usage error
-    return rc == 0 ? 0 : 2;
-  }
-  return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // Subcommands report errors as statuses; an exception reaching here is a
-  // bug or resource exhaustion (std::bad_alloc). Say so and exit with
-  // EX_SOFTWARE instead of aborting without a message.
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "tessera: internal error: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "tessera: internal error: unknown exception\n";
-  }
-  return 70;
-}
+int main(int argc, char** argv) { return tessera::RunApp(argc, argv, AddEverything); }
