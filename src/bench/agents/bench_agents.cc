@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -61,9 +62,23 @@ struct BenchFlags {
   std::string dir;
   std::vector<std::string> server_args;
   bool put_heartbeats = false;  // the older GET + PUT of the Node instead of the heartbeat route
+  bool no_auth = false;         // --insecure-no-auth instead of a token per agent
 };
 
 std::string NodeName(int i) { return absl::StrCat("bench-", i); }
+
+// With authentication on (the default), agent i presents its own node token, as a real agent
+// does (role node:bench-i: its Node, its bindings), and the binder an admin token.
+std::string AgentToken(int i) { return absl::StrCat("bench-agent-token-", i); }
+constexpr char kBinderToken[] = "bench-binder-token";
+
+// The tokens file the server serves with: one node token per agent and the binder's.
+bool WriteTokensFile(const std::string& path, int agents) {
+  std::ofstream out(path);
+  out << kBinderToken << " * admin\n";
+  for (int i = 0; i < agents; ++i) out << AgentToken(i) << " * node:" << NodeName(i) << "\n";
+  return static_cast<bool>(out.flush());
+}
 
 // Each simulated node carries this label with its name, so the binder's jobs can be pinned to
 // the agent it picked (spec.nodeSelector) and the real scheduler binds them there.
@@ -139,9 +154,10 @@ class Loop {
   void StartWatch(int agent);
   void StartHeartbeat(int agent);
   void Flush(Conn* c);
-  std::string Request(const std::string& method, const std::string& path, const std::string& body,
-                      bool close) const {
-    return HttpRequest(method, path, body, "", close);
+  // A request of `agent`'s, with its token unless authentication is off.
+  std::string Request(int agent, const std::string& method, const std::string& path,
+                      const std::string& body, bool close) const {
+    return HttpRequest(method, path, body, f_.no_auth ? "" : AgentToken(agent), close);
   }
 
   const BenchFlags& f_;
@@ -204,10 +220,10 @@ void Loop::StartWatch(int agent) {
     absl::StrAppend(&path, "?resourceVersion=", rv_[agent], "&timeoutSeconds=", f_.poll_timeout_s);
   }
   if (watch_[agent] == nullptr) {
-    watch_[agent] = Open(Conn::Kind::kWatch, agent, Request("GET", path, "", false));
+    watch_[agent] = Open(Conn::Kind::kWatch, agent, Request(agent, "GET", path, "", false));
     if (watch_[agent] == nullptr) ++poll_errors;
   } else {
-    Send(watch_[agent], Request("GET", path, "", false));
+    Send(watch_[agent], Request(agent, "GET", path, "", false));
   }
   ++polls;
 }
@@ -215,7 +231,7 @@ void Loop::StartWatch(int agent) {
 void Loop::StartHeartbeat(int agent) {
   if (f_.put_heartbeats) {
     Open(Conn::Kind::kHeartbeat, agent,
-         Request("GET", "/api/v1/nodes/" + NodeName(agent), "", false));
+         Request(agent, "GET", "/api/v1/nodes/" + NodeName(agent), "", false));
     return;
   }
   // The real agent's heartbeat: each GPU's health and a fresh utilization sample.
@@ -225,7 +241,7 @@ void Loop::StartHeartbeat(int agent) {
     gpus.push_back({{"index", g}, {"health", "Healthy"}, {"utilization", util(rng_)}});
   }
   Open(Conn::Kind::kHeartbeat, agent,
-       Request("POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
+       Request(agent, "POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
                Json{{"gpus", gpus}}.dump(), /*close=*/true));
 }
 
@@ -251,8 +267,8 @@ bool Loop::OnResponse(Conn* c, int code, const std::string& body) {
       }
       if (c->step == 0 && f_.put_heartbeats) {
         c->step = 1;
-        Send(c, Request("PUT", "/api/v1/nodes/" + NodeName(c->agent), NodeBody(c->agent, true),
-                        /*close=*/true));  // the server closes: its side keeps the TIME_WAIT
+        Send(c, Request(c->agent, "PUT", "/api/v1/nodes/" + NodeName(c->agent),
+                        NodeBody(c->agent, true), /*close=*/true));  // the server closes: its side keeps the TIME_WAIT
         return true;
       }
       if (measuring_) {
@@ -344,7 +360,7 @@ bool Loop::Register() {
   while (registered_ < f_.agents && absl::Now() < deadline) {
     while (next < f_.agents && reg_inflight_ < f_.register_concurrency) {
       Conn* c = Open(Conn::Kind::kRegister, next,
-                     Request("POST", "/api/v1/nodes", NodeBody(next, false), true));
+                     Request(next, "POST", "/api/v1/nodes", NodeBody(next, false), true));
       if (c == nullptr) return false;
       ++reg_inflight_;
       ++next;
@@ -397,7 +413,18 @@ int RunBench(const BenchFlags& f) {
   ServerChildOptions so;
   // Only the control plane writes placements (status is its own): the binder's jobs are bound
   // by the server's scheduler, so it runs when there are binds to make.
-  so.args = {"--data-dir", dir + "/store", "--insecure-no-auth"};
+  so.args = {"--data-dir", dir + "/store"};
+  if (f.no_auth) {
+    so.args.push_back("--insecure-no-auth");
+  } else {
+    const std::string tokens = dir + "/tokens";
+    if (!WriteTokensFile(tokens, f.agents)) {
+      std::cerr << "bench agents: cannot write " << tokens << "\n";
+      if (remove_dir) std::filesystem::remove_all(dir);
+      return 1;
+    }
+    so.args.insert(so.args.end(), {"--tokens-file", tokens});
+  }
   if (f.binds_per_second <= 0) so.args.push_back("--no-scheduler");
   for (const std::string& a : f.server_args) so.args.push_back(a);
   so.log_path = dir + "/server.log";
@@ -427,7 +454,7 @@ int RunBench(const BenchFlags& f) {
     std::atomic<bool> stop{false};
     double cpu0 = 0, cpu1 = 0;
     std::thread binder([&] {
-      ApiClient api(absl::StrCat("127.0.0.1:", port), "");
+      ApiClient api(absl::StrCat("127.0.0.1:", port), f.no_auth ? "" : kBinderToken);
       std::mt19937_64 rng(7);
       absl::SleepFor(measure_from - absl::Now());
       cpu0 = ProcCpuSeconds(server);
@@ -468,6 +495,7 @@ int RunBench(const BenchFlags& f) {
            {"agents", f.agents},
            {"heartbeat_s", f.heartbeat_s},
            {"heartbeat_request", f.put_heartbeats ? "GET + PUT node" : "POST heartbeat"},
+           {"auth", f.no_auth ? "none" : "a node token per agent"},
            {"poll_timeout_s", f.poll_timeout_s},
            {"window_s", window},
            {"register_all_s", absl::ToDoubleSeconds(reg_time)},
@@ -519,6 +547,9 @@ void RegisterAgentsBenchCommand(CLI::App& bench) {
   cmd->add_option("--dir", f->dir, "Server data directory (default: a temporary one, removed)");
   cmd->add_option("--server-arg", f->server_args,
                   "A further flag for the server (repeatable), e.g. --server-arg=--threads=8");
+  cmd->add_flag("--no-auth", f->no_auth,
+                "Serve with --insecure-no-auth (default: a tokens file with a node token per "
+                "agent, each agent presenting its own, and an admin token for the binder)");
   cmd->add_flag("--put-heartbeats", f->put_heartbeats,
                 "Heartbeat as GET + PUT of the Node (servers before the heartbeat route)");
   cmd->callback([f] {
