@@ -140,6 +140,9 @@ class Loop {
 
   std::vector<double> hb_ms, bind_ms;
   int64_t heartbeats = 0, heartbeat_errors = 0, polls = 0, poll_errors = 0, foreign = 0;
+  // Heartbeats due in the window that found no connection (connect failed: out of file
+  // descriptors or source ports); still in flight when the window ended.
+  int64_t heartbeats_not_sent = 0, heartbeats_unanswered = 0;
   int64_t seen_binds = 0;
   int watching = 0;
 
@@ -230,8 +233,11 @@ void Loop::StartWatch(int agent) {
 
 void Loop::StartHeartbeat(int agent) {
   if (f_.put_heartbeats) {
-    Open(Conn::Kind::kHeartbeat, agent,
-         Request(agent, "GET", "/api/v1/nodes/" + NodeName(agent), "", false));
+    if (Open(Conn::Kind::kHeartbeat, agent,
+             Request(agent, "GET", "/api/v1/nodes/" + NodeName(agent), "", false)) == nullptr &&
+        measuring_) {
+      ++heartbeats_not_sent;
+    }
     return;
   }
   // The real agent's heartbeat: each GPU's health and a fresh utilization sample.
@@ -240,9 +246,12 @@ void Loop::StartHeartbeat(int agent) {
   for (int g = 0; g < 8; ++g) {
     gpus.push_back({{"index", g}, {"health", "Healthy"}, {"utilization", util(rng_)}});
   }
-  Open(Conn::Kind::kHeartbeat, agent,
-       Request(agent, "POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
-               Json{{"gpus", gpus}}.dump(), /*close=*/true));
+  if (Open(Conn::Kind::kHeartbeat, agent,
+           Request(agent, "POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
+                   Json{{"gpus", gpus}}.dump(), /*close=*/true)) == nullptr &&
+      measuring_) {
+    ++heartbeats_not_sent;
+  }
 }
 
 bool Loop::OnResponse(Conn* c, int code, const std::string& body) {
@@ -268,7 +277,8 @@ bool Loop::OnResponse(Conn* c, int code, const std::string& body) {
       if (c->step == 0 && f_.put_heartbeats) {
         c->step = 1;
         Send(c, Request(c->agent, "PUT", "/api/v1/nodes/" + NodeName(c->agent),
-                        NodeBody(c->agent, true), /*close=*/true));  // the server closes: its side keeps the TIME_WAIT
+                        NodeBody(c->agent, true),
+                        /*close=*/true));  // the server closes: its side keeps the TIME_WAIT
         return true;
       }
       if (measuring_) {
@@ -384,6 +394,9 @@ void Loop::Run(absl::Time measure_from, absl::Time until) {
     }
     int n = epoll_wait(ep_, evs, 512, 5);
     for (int i = 0; i < n; ++i) OnEvent(static_cast<Conn*>(evs[i].data.ptr), evs[i].events);
+  }
+  for (const Conn* c : open_) {
+    if (c->kind == Conn::Kind::kHeartbeat) ++heartbeats_unanswered;
   }
 }
 
@@ -507,6 +520,9 @@ int RunBench(const BenchFlags& f) {
            {"heartbeats", loop.heartbeats},
            {"heartbeats_per_s", loop.heartbeats / window},
            {"heartbeat_errors", loop.heartbeat_errors},
+           {"heartbeats_offered", static_cast<int64_t>(f.agents * (window / f.heartbeat_s))},
+           {"heartbeats_not_sent", loop.heartbeats_not_sent},
+           {"heartbeats_unanswered_at_end", loop.heartbeats_unanswered},
            {"heartbeat_ms_p50", Percentile(loop.hb_ms, 0.5)},
            {"heartbeat_ms_p99", Percentile(loop.hb_ms, 0.99)},
            {"binds", binds},
