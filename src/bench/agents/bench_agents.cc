@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -143,6 +145,7 @@ class Loop {
   // Heartbeats due in the window that found no connection (connect failed: out of file
   // descriptors or source ports); still in flight when the window ended.
   int64_t heartbeats_not_sent = 0, heartbeats_unanswered = 0;
+  std::string first_connect_error;  // why the first connection that could not be opened failed
   int64_t seen_binds = 0;
   int watching = 0;
 
@@ -181,7 +184,10 @@ class Loop {
 
 Conn* Loop::Open(Conn::Kind kind, int agent, std::string request) {
   int fd = ConnectLoopback(port_, agent);
-  if (fd < 0) return nullptr;
+  if (fd < 0) {
+    if (first_connect_error.empty()) first_connect_error = std::strerror(errno);
+    return nullptr;
+  }
   auto* c = new Conn{kind, agent, fd};
   open_.insert(c);
   c->started = absl::Now();
@@ -523,6 +529,7 @@ int RunBench(const BenchFlags& f) {
            {"heartbeats_offered", static_cast<int64_t>(f.agents * (window / f.heartbeat_s))},
            {"heartbeats_not_sent", loop.heartbeats_not_sent},
            {"heartbeats_unanswered_at_end", loop.heartbeats_unanswered},
+           {"first_connect_error", loop.first_connect_error},
            {"heartbeat_ms_p50", Percentile(loop.hb_ms, 0.5)},
            {"heartbeat_ms_p99", Percentile(loop.hb_ms, 0.99)},
            {"binds", binds},

@@ -32,7 +32,9 @@ int ConnectLoopback(int port, int source_index) {
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+    const int err = errno;
     close(fd);
+    errno = err;  // connect's, for the caller to report
     return -1;
   }
   return fd;

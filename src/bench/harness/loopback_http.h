@@ -16,6 +16,7 @@ namespace tessera::bench {
 // Thousands of simulated agents share one machine: their connections are spread over
 // 127.0.0.2 .. 127.0.0.201 as source addresses by `source_index`, so that they do not exhaust
 // one address's ephemeral ports (real agents have their own hosts).
+// -1 with errno set (socket's or connect's) when it cannot.
 int ConnectLoopback(int port, int source_index);
 
 // One request: `token` non-empty adds `Authorization: Bearer TOKEN`, `body` non-empty a JSON
