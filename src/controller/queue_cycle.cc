@@ -575,6 +575,8 @@ void SchedulingController::WriteQueueStatus(absl::Time now) {
 void SchedulingController::UpdateGauges() {
   if (!metrics_) return;
   const absl::Time now = clock_.Now();
+  if (now - gauges_at_ < kGaugeEvery) return;
+  gauges_at_ = now;
   // Pending jobs change with every cycle; they are few next to nodes.
   metrics_->pending.Clear();
   metrics_->job_pending.Clear();

@@ -608,6 +608,30 @@ TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlaceme
               ::testing::HasSubstr("because pack: fullest feasible nodes first"));
 }
 
+TEST_F(ControllerMetricsTest, FleetGaugesAreRefreshedAtMostEverySecond) {
+  metrics::Registry registry;
+  ControllerOptions opts;
+  opts.metrics = &registry;
+  Restart(opts);
+  AddNode("gpu-0", 8);
+  AddNode("gpu-1", 8);
+  AddJob("first", 1, 8);
+  Step();
+  EXPECT_THAT(registry.Render(),
+              ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 8\n"));
+  // Bound at once, told within the second: the gauges walk every node and job, so a step in the
+  // same second leaves them as they were.
+  AddJob("second", 1, 8);
+  Step();
+  EXPECT_EQ(Job("second")["status"]["phase"], "Scheduled");
+  EXPECT_THAT(registry.Render(),
+              ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 8\n"));
+  clock_.Advance(absl::Seconds(1));  // SchedulingController::kGaugeEvery
+  Step();
+  EXPECT_THAT(registry.Render(),
+              ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 16\n"));
+}
+
 // A store that someone else keeps writing to: every Events() call is
 // preceded by an unrelated write, as under a steady stream of API requests.
 class BusyStore : public ForwardingStore {
