@@ -65,5 +65,9 @@ std::optional<Selectors> ParseSelectors(const httplib::Request& req, httplib::Re
 bool AllowNodeRoute(const Principal& p, const std::string& node, absl::string_view route,
                     absl::string_view own, httplib::Response& res);
 
+// When the leader refreshes an unchanged `node`'s stored status: `interval` plus up to half of
+// it, a fixed share per node name (ApiServerOptions::node_status_interval says why).
+absl::Duration NodeStatusInterval(const std::string& node, absl::Duration interval);
+
 }  // namespace internal
 }  // namespace tessera::server

@@ -20,6 +20,7 @@
 #include "controller/node_leases.h"
 #include "http/testing/raw_http.h"
 #include "nlohmann/json.hpp"
+#include "server/api_server_internal.h"
 #include "server/testing/api_server_fixture.h"
 #include "server/testing/http_call.h"
 #include "store/sqlite_store.h"
@@ -584,6 +585,21 @@ TEST_F(ApiServerTest, DeletingAServedModelVersionIsRefused) {
   EXPECT_EQ(Do("DELETE", mvs + "/llama-v3").status, 200);
 }
 
+// Nodes registered together refresh their stored status spread over half an interval, not in
+// one burst: each node's interval is stretched by its own share, between none and a half.
+TEST(NodeStatusInterval, SpreadsNodesOverHalfAnInterval) {
+  std::set<int64_t> seconds;
+  for (int i = 0; i < 1000; ++i) {
+    const absl::Duration d =
+        internal::NodeStatusInterval(absl::StrCat("node-", i), absl::Seconds(60));
+    ASSERT_GE(d, absl::Seconds(60));
+    ASSERT_LT(d, absl::Seconds(90));
+    EXPECT_EQ(d, internal::NodeStatusInterval(absl::StrCat("node-", i), absl::Seconds(60)));
+    seconds.insert(absl::ToInt64Seconds(d));
+  }
+  EXPECT_GE(seconds.size(), 28u);  // nearly every second of the 30 is someone's
+}
+
 // Node heartbeats renew the in-memory lease on every call and write the Node
 // only when something other than the utilization sample changed or the stored
 // heartbeat is older than node_status_interval.
@@ -622,10 +638,11 @@ TEST_F(ApiServerTest, NodeHeartbeatsRenewTheLeaseAndWriteOnlyOnChange) {
   node = Do("GET", "/api/v1/nodes/gpu-01").body;
   EXPECT_EQ(node["status"]["gpus"][1]["health"], "Unhealthy");
   EXPECT_EQ(node["status"]["gpus"][1]["utilization"], 60);
-  // And a stale stored heartbeat (60 s) is refreshed.
-  clock_.Advance(absl::Seconds(30));
+  // And a stale stored heartbeat is refreshed: after node_status_interval (60 s) plus this
+  // node's share of up to half of it, so never before 60 s and always by 90 s.
+  clock_.Advance(absl::Seconds(59));
   EXPECT_EQ(Do("POST", hb, gpus("Unhealthy", 61), kNode1).body["written"], false);
-  clock_.Advance(absl::Seconds(30));
+  clock_.Advance(absl::Seconds(31));
   EXPECT_EQ(Do("POST", hb, gpus("Unhealthy", 62), kNode1).body["written"], true);
   // Bad bodies name the field and change nothing; other nodes and users may not.
   const int64_t before = store_->CurrentRevision();
@@ -652,7 +669,7 @@ TEST_F(ApiServerTest, NodeHeartbeatsRenewTheLeaseAndWriteOnlyOnChange) {
   // GET reads the lease, for whoever may read the Node.
   Resp lease = Do("GET", hb, nullptr, kNode1);
   EXPECT_EQ(lease.status, 200);
-  EXPECT_EQ(lease.body["renewTime"], "2026-01-01T00:01:55Z");  // the bad ones renewed nothing
+  EXPECT_EQ(lease.body["renewTime"], "2026-01-01T00:02:25Z");  // the bad ones renewed nothing
   EXPECT_EQ(Do("GET", "/api/v1/nodes/gpu-02/heartbeat", nullptr, kNode1).status, 403);
   EXPECT_TRUE(Do("GET", "/api/v1/nodes/gpu-02/heartbeat").body["renewTime"].is_null());
   EXPECT_EQ(Do("PUT", hb, gpus("Healthy", 1), kNode1).status, 405);

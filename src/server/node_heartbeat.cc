@@ -18,6 +18,7 @@
 // same path reads the lease: {"kind": "NodeLease", "renewTime": "..." or null (none since the
 // server started)}.
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -106,6 +107,13 @@ void ApiServer::WriteNodeHeartbeat(const Principal& p, const std::string& node,
   }
 }
 
+// std::hash of a string is the same in every process of one build, so a node keeps its share
+// across restarts.
+absl::Duration internal::NodeStatusInterval(const std::string& node, absl::Duration interval) {
+  const double share = static_cast<double>(std::hash<std::string>{}(node) % 1024) / 1024.0;
+  return interval + interval * (share / 2);
+}
+
 std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
     const Principal& p, const std::string& node, const httplib::Request& req,
     httplib::Response& res, bool report_samples) {
@@ -179,7 +187,7 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
       now - last >=
           (options_.is_leader && !options_.is_leader()
                ? std::min(options_.standby_node_status_interval, options_.node_status_interval)
-               : options_.node_status_interval);
+               : NodeStatusInterval(node, options_.node_status_interval));
   const bool changed = !st.is_object() || !st.contains("gpus") ||
                        WithoutSamples(st["gpus"]) != WithoutSamples((*body)["gpus"]);
   if (options_.node_leases != nullptr && !stale && !changed) {
