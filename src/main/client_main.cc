@@ -53,10 +53,16 @@ std::string AllBinary() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && IsClientVerb(argv[1])) {
-    return tessera::RunApp(argc, argv, AddClientVerbs);
+  std::string all;
+  try {
+    if (argc >= 2 && IsClientVerb(argv[1])) {
+      return tessera::RunApp(argc, argv, AddClientVerbs);
+    }
+    all = AllBinary();
+  } catch (const std::exception& e) {  // as RunApp answers one: a bug or resource exhaustion
+    std::cerr << "tessera: internal error: " << e.what() << "\n";
+    return 70;
   }
-  const std::string all = AllBinary();
   execv(all.c_str(), argv);
   // 127: as a shell says of a command it cannot run.
   std::cerr << "tessera: " << (argc >= 2 ? argv[1] : "this command") << " is run by " << all
