@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -266,6 +267,22 @@ class ApiServer {
   absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // What a heartbeat compares with a stored Node, kept per node for the revision it was parsed
+  // from: a renewal (most heartbeats) then reads the Node's revision but parses nothing. At
+  // 12,500 agents, parsing each heartbeat's stored Node was 7 % of the server's CPU. An entry of
+  // an older revision is parsed again; one per node ever heard (a few hundred bytes each).
+  struct StoredNodeStatus {
+    int64_t revision = 0;
+    int64_t gpu_count = 0;
+    absl::Time last_heartbeat = absl::InfinitePast();  // missing or unreadable: InfinitePast
+    bool has_gpus = false;                             // status.gpus is there
+    // status.gpus without the utilization samples, sorted by index, serialized: a string takes a
+    // fraction of the memory of the parsed array.
+    std::string gpus;
+  };
+  absl::Mutex node_status_mu_;
+  std::map<std::string, StoredNodeStatus, std::less<>> node_status_
+      ABSL_GUARDED_BY(node_status_mu_);
 };
 
 }  // namespace tessera::server

@@ -150,12 +150,42 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
     FailStore(res, cur.status(), what);
     return std::nullopt;
   }
-  absl::StatusOr<Json> old = api::FromStored(cur->value, cur->mod_revision);
-  if (!old.ok()) {
-    FailStore(res, old.status(), what);
-    return std::nullopt;
+  // The stored Node is parsed only when its revision is new to this server (the summary) or
+  // when it must be written.
+  std::optional<Json> old;
+  StoredNodeStatus stored;
+  bool known = false;
+  {
+    absl::MutexLock l(&node_status_mu_);
+    if (auto it = node_status_.find(node);
+        it != node_status_.end() && it->second.revision == cur->mod_revision) {
+      stored = it->second;
+      known = true;
+    }
   }
-  const int64_t count = api::NodeGpuCount(old->value("spec", Json::object()));
+  if (!known) {
+    absl::StatusOr<Json> parsed = api::FromStored(cur->value, cur->mod_revision);
+    if (!parsed.ok()) {
+      FailStore(res, parsed.status(), what);
+      return std::nullopt;
+    }
+    old = *std::move(parsed);
+    stored.revision = cur->mod_revision;
+    stored.gpu_count = api::NodeGpuCount(old->value("spec", Json::object()));
+    const Json& st = old->contains("status") ? (*old)["status"] : Json::object();
+    if (st.is_object() && st.contains("lastHeartbeatTime") && st["lastHeartbeatTime"].is_string()) {
+      absl::Time t;
+      if (controller::ParseTimestamp(st["lastHeartbeatTime"].get<std::string>(), &t)) {
+        stored.last_heartbeat = t;
+      }
+    }
+    stored.has_gpus = st.is_object() && st.contains("gpus");
+    if (stored.has_gpus) stored.gpus = WithoutSamples(st["gpus"]).dump();
+    absl::MutexLock l(&node_status_mu_);
+    StoredNodeStatus& slot = node_status_[node];
+    if (slot.revision <= stored.revision) slot = stored;
+  }
+  const int64_t count = stored.gpu_count;
   if (errors.empty()) {
     std::set<int64_t> seen;
     const Json& gpus = (*body)["gpus"];
@@ -178,18 +208,12 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
   if (options_.gpu_samples != nullptr && report_samples) {
     options_.gpu_samples->Report(node, Samples((*body)["gpus"], count), now);
   }
-  const Json& st = (*old).contains("status") ? (*old)["status"] : Json::object();
-  absl::Time last = absl::InfinitePast();
   const bool stale =
-      !st.is_object() || !st.contains("lastHeartbeatTime") ||
-      !st["lastHeartbeatTime"].is_string() ||
-      !controller::ParseTimestamp(st["lastHeartbeatTime"].get<std::string>(), &last) ||
-      now - last >=
-          (options_.is_leader && !options_.is_leader()
-               ? std::min(options_.standby_node_status_interval, options_.node_status_interval)
-               : NodeStatusInterval(node, options_.node_status_interval));
-  const bool changed = !st.is_object() || !st.contains("gpus") ||
-                       WithoutSamples(st["gpus"]) != WithoutSamples((*body)["gpus"]);
+      now - stored.last_heartbeat >=
+      (options_.is_leader && !options_.is_leader()
+           ? std::min(options_.standby_node_status_interval, options_.node_status_interval)
+           : NodeStatusInterval(node, options_.node_status_interval));
+  const bool changed = !stored.has_gpus || stored.gpus != WithoutSamples((*body)["gpus"]).dump();
   if (options_.node_leases != nullptr && !stale && !changed) {
     ++heartbeats_renewed_;
     Reply(res, 200,
@@ -198,7 +222,15 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
            {"resourceVersion", absl::StrCat(cur->mod_revision)}});
     return std::nullopt;
   }
-  Json obj = std::move(*old);
+  if (!old) {
+    absl::StatusOr<Json> parsed = api::FromStored(cur->value, cur->mod_revision);
+    if (!parsed.ok()) {
+      FailStore(res, parsed.status(), what);
+      return std::nullopt;
+    }
+    old = *std::move(parsed);
+  }
+  Json obj = *std::move(old);
   Json& out = obj["status"];
   if (!out.is_object()) out = Json::object();
   out["gpus"] = (*body)["gpus"];
