@@ -576,19 +576,25 @@ TEST_F(ControllerTest, AShortGpuModelNameSchedulesOnNvmlNamedGpusAndTheRejection
 namespace tessera::controller {
 namespace {
 
-class ControllerMetricsTest : public ControllerTest {};
+class ControllerMetricsTest : public ControllerTest {
+ protected:
+  // A controller exporting into registry_, with two 8-GPU nodes.
+  void StartWithMetrics() {
+    ControllerOptions opts;
+    opts.metrics = &registry_;
+    Restart(opts);
+    AddNode("gpu-0", 8);
+    AddNode("gpu-1", 8);
+  }
+  metrics::Registry registry_;
+};
 
 TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlacements) {
-  metrics::Registry registry;
-  ControllerOptions opts;
-  opts.metrics = &registry;
-  Restart(opts);
-  AddNode("gpu-0", 8);
-  AddNode("gpu-1", 8);
+  StartWithMetrics();
   AddJob("fits", 1, 8);
   AddJob("waits", 3, 8);
   Step();
-  std::string text = registry.Render();
+  std::string text = registry_.Render();
   EXPECT_THAT(text,
               ::testing::HasSubstr("tessera_scheduling_attempts_total{result=\"scheduled\"} 1\n"));
   EXPECT_THAT(text, ::testing::HasSubstr(
@@ -609,26 +615,21 @@ TEST_F(ControllerMetricsTest, ExportsSchedulingAndFleetMetricsAndExplainsPlaceme
 }
 
 TEST_F(ControllerMetricsTest, FleetGaugesAreRefreshedAtMostEverySecond) {
-  metrics::Registry registry;
-  ControllerOptions opts;
-  opts.metrics = &registry;
-  Restart(opts);
-  AddNode("gpu-0", 8);
-  AddNode("gpu-1", 8);
+  StartWithMetrics();
   AddJob("first", 1, 8);
   Step();
-  EXPECT_THAT(registry.Render(),
+  EXPECT_THAT(registry_.Render(),
               ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 8\n"));
   // Bound at once, told within the second: the gauges walk every node and job, so a step in the
   // same second leaves them as they were.
   AddJob("second", 1, 8);
   Step();
   EXPECT_EQ(Job("second")["status"]["phase"], "Scheduled");
-  EXPECT_THAT(registry.Render(),
+  EXPECT_THAT(registry_.Render(),
               ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 8\n"));
   clock_.Advance(absl::Seconds(1));  // SchedulingController::kGaugeEvery
   Step();
-  EXPECT_THAT(registry.Render(),
+  EXPECT_THAT(registry_.Render(),
               ::testing::HasSubstr("tessera_gpus_allocated{model=\"H100\"} 16\n"));
 }
 

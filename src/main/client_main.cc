@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -29,41 +30,38 @@ void AddClientVerbs(CLI::App& app) {
   tessera::cli::RegisterCrdsCommand(app);
 }
 
-// Whether `verb` is one of the client verbs this executable runs. `completion` lists every
-// subcommand, so tessera-all runs it.
-bool IsClientVerb(const std::string& verb) {
+// Whether argv[1] names one of the client verbs `app` has. `completion` lists every subcommand,
+// so tessera-all runs it; options (--help, --version) go there too.
+bool RunsHere(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string verb = argv[1];
   if (verb.empty() || verb[0] == '-' || verb == "completion") return false;
-  CLI::App app;
-  AddClientVerbs(app);
   for (const CLI::App* sub : app.get_subcommands({})) {
     if (sub->check_name(verb)) return true;
   }
   return false;
 }
 
-// tessera-all in this executable's directory.
-std::string AllBinary() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-  const size_t slash = self.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/tessera-all";
+// tessera-all in this executable's directory, into `path` (no allocation: nothing to throw
+// between here and the exec).
+void AllBinary(char (&path)[PATH_MAX]) {
+  const ssize_t n = readlink("/proc/self/exe", path, PATH_MAX - 1);
+  path[n > 0 ? n : 0] = '\0';
+  char* slash = strrchr(path, '/');
+  const size_t dir = slash == nullptr ? 0 : static_cast<size_t>(slash - path);
+  if (slash == nullptr) path[dir] = '.';
+  snprintf(path + (slash == nullptr ? 1 : dir), PATH_MAX - dir - 1, "/tessera-all");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string all;
-  try {
-    if (argc >= 2 && IsClientVerb(argv[1])) {
-      return tessera::RunApp(argc, argv, AddClientVerbs);
-    }
-    all = AllBinary();
-  } catch (const std::exception& e) {  // as RunApp answers one: a bug or resource exhaustion
-    std::cerr << "tessera: internal error: " << e.what() << "\n";
-    return 70;
-  }
-  execv(all.c_str(), argv);
+  const int rc = tessera::RunApp(argc, argv, AddClientVerbs,
+                                 [&](const CLI::App& app) { return RunsHere(app, argc, argv); });
+  if (rc != tessera::kNotRunHere) return rc;
+  char all[PATH_MAX];
+  AllBinary(all);
+  execv(all, argv);
   // 127: as a shell says of a command it cannot run.
   std::cerr << "tessera: " << (argc >= 2 ? argv[1] : "this command") << " is run by " << all
             << ", which could not be started: " << std::strerror(errno)

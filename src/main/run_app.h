@@ -13,12 +13,19 @@
 
 namespace tessera {
 
-inline int RunApp(int argc, char** argv, const std::function<void(CLI::App&)>& build) {
+// What RunApp returns when `runs_here` declined the command line (nothing was parsed or run).
+inline constexpr int kNotRunHere = -1;
+
+// Builds the app, then parses and runs the command line unless `runs_here` (given the built
+// app) says it is not this executable's to run.
+inline int RunApp(int argc, char** argv, const std::function<void(CLI::App&)>& build,
+                  const std::function<bool(const CLI::App&)>& runs_here = nullptr) {
   try {
     CLI::App app{"Tessera: a GPU cluster orchestrator", "tessera"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "tessera 0.1.0");
     build(app);
+    if (runs_here && !runs_here(app)) return kNotRunHere;
     try {
       app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {  // a command's own failure (1), said already

@@ -153,6 +153,15 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
   // The stored Node is parsed only when its revision is new to this server (the summary) or
   // when it must be written.
   std::optional<Json> old;
+  auto parse_stored = [&] {
+    absl::StatusOr<Json> parsed = api::FromStored(cur->value, cur->mod_revision);
+    if (!parsed.ok()) {
+      FailStore(res, parsed.status(), what);
+      return false;
+    }
+    old = *std::move(parsed);
+    return true;
+  };
   StoredNodeStatus stored;
   bool known = false;
   {
@@ -164,12 +173,7 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
     }
   }
   if (!known) {
-    absl::StatusOr<Json> parsed = api::FromStored(cur->value, cur->mod_revision);
-    if (!parsed.ok()) {
-      FailStore(res, parsed.status(), what);
-      return std::nullopt;
-    }
-    old = *std::move(parsed);
+    if (!parse_stored()) return std::nullopt;
     stored.revision = cur->mod_revision;
     stored.gpu_count = api::NodeGpuCount(old->value("spec", Json::object()));
     const Json& st = old->contains("status") ? (*old)["status"] : Json::object();
@@ -222,14 +226,7 @@ std::optional<ApiServer::HeartbeatWrite> ApiServer::PrepareNodeHeartbeat(
            {"resourceVersion", absl::StrCat(cur->mod_revision)}});
     return std::nullopt;
   }
-  if (!old) {
-    absl::StatusOr<Json> parsed = api::FromStored(cur->value, cur->mod_revision);
-    if (!parsed.ok()) {
-      FailStore(res, parsed.status(), what);
-      return std::nullopt;
-    }
-    old = *std::move(parsed);
-  }
+  if (!old && !parse_stored()) return std::nullopt;
   Json obj = *std::move(old);
   Json& out = obj["status"];
   if (!out.is_object()) out = Json::object();
