@@ -29,9 +29,15 @@ namespace {
 
 absl::string_view SV(beast::string_view s) { return absl::string_view(s.data(), s.size()); }
 
+// A limit's duration for a timer; zero or less means no limit (a year).
 std::chrono::nanoseconds ToChrono(absl::Duration d) {
   return d <= absl::ZeroDuration() ? std::chrono::hours(24 * 365) : absl::ToChronoNanoseconds(d);
 }
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// How often a fired read or write timer cancels again until its operation's handler runs.
+constexpr std::chrono::milliseconds kRecancel{5};
 
 // A whole response with Content-Length (deferred answers, cut requests, refusals). A response
 // whose body is a provider of known length (request_body.h's RefuseAndClose) is written out.
@@ -233,7 +239,8 @@ class DeferredResponder final : public Responder,
   }
   void Post(std::function<void()> fn) override { srv_.PostWork(std::move(fn)); }
   void RunAt(absl::Time deadline, std::function<void()> fn) override {
-    auto wait = std::max(absl::ZeroDuration(), deadline - absl::Now());
+    // A deadline already past runs at once (ToChrono reads zero as "no limit").
+    auto wait = std::max(absl::Nanoseconds(1), deadline - absl::Now());
     asio::post(timer_.get_executor(), [self = shared_from_this(), wait, fn = std::move(fn)] {
       if (self->sent_) return;
       self->timer_.expires_after(ToChrono(wait));
@@ -332,16 +339,27 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   using Self = std::shared_ptr<ConnImpl>;
   enum class Phase { kHeader, kBody };
 
-  // Arms `t` to cancel the socket's operations after `d` (strand).
+  // Arms `t` to cancel the socket's operations after `d` (strand), and again every
+  // kRecancel until the operation's handler disarms it. One cancel is not enough: a composed
+  // operation (Beast's header read loops over socket reads until the header ends; async_write
+  // loops over writes; the handshake) may sit between two of its steps, its last read done and
+  // its next not yet started, when the timer fires. That cancel then finds nothing pending, the
+  // next step starts untimed, and a client trickling a byte at a time would hold the connection
+  // as long as it liked.
   void Arm(asio::steady_timer& t, absl::Duration d) {
     timed_out_ = false;
     const uint64_t gen = ++gen_;
     t.expires_after(ToChrono(d));
-    t.async_wait([self = this->shared_from_this(), gen](const boost::system::error_code& ec) {
+    AwaitCancel(t, gen);
+  }
+  void AwaitCancel(asio::steady_timer& t, uint64_t gen) {
+    t.async_wait([self = this->shared_from_this(), &t, gen](const boost::system::error_code& ec) {
       if (ec || gen != self->gen_) return;
       self->timed_out_ = true;
       boost::system::error_code ignored;
       beast::get_lowest_layer(self->stream_).cancel(ignored);
+      t.expires_after(kRecancel);
+      self->AwaitCancel(t, gen);
     });
   }
   void Disarm() {
@@ -378,14 +396,20 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     ReadMore(Phase::kHeader);
   }
 
-  static absl::Time Deadline(absl::Duration d) {
-    return d > absl::ZeroDuration() ? absl::Now() + d : absl::InfiniteFuture();
+  // On the steady clock: a step of the wall clock neither cuts a request early nor lets one run on.
+  static SteadyTime Deadline(absl::Duration d) {
+    return d > absl::ZeroDuration() ? SteadyNow() + ToChrono(d) : SteadyTime::max();
   }
+  static SteadyTime SteadyNow() { return std::chrono::steady_clock::now(); }
 
   // Reads and parses until the phase is done: each read within io_timeout, all of them before
   // the phase's deadline.
   void ReadMore(Phase phase) {
-    const absl::Duration left = phase_deadline_ - absl::Now();
+    const absl::Duration left =
+        phase_deadline_ == SteadyTime::max()
+            ? absl::InfiniteDuration()
+            : absl::FromChrono(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  phase_deadline_ - SteadyNow()));
     absl::Duration wait = srv_.options.limits.io_timeout;
     stall_ = true;
     if (wait <= absl::ZeroDuration() || left < wait) {
@@ -529,16 +553,12 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     writing_ = true;
     write_timed_out_ = false;
     wtimer_.expires_after(ToChrono(srv_.options.limits.io_timeout));
-    wtimer_.async_wait([self = this->shared_from_this()](const boost::system::error_code& ec) {
-      if (ec || !self->writing_) return;
-      self->write_timed_out_ = true;
-      boost::system::error_code ignored;
-      beast::get_lowest_layer(self->stream_).cancel(ignored);
-    });
+    AwaitWriteCancel(++wgen_);
     asio::async_write(
         stream_, bufs,
         [self = this->shared_from_this()](const boost::system::error_code& ec, size_t n) {
           self->writing_ = false;
+          ++self->wgen_;
           self->wtimer_.cancel();
           if (ec) {
             if (self->write_timed_out_ && self->srv_.options.on_cut) {
@@ -554,6 +574,19 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
           self->cv_.notify_all();
           self->Kick();
         });
+  }
+
+  // The write timer's Arm: cancels the write of generation `gen` when wtimer_ fires, and again
+  // every kRecancel until it ends (async_write is composed, as Arm explains).
+  void AwaitWriteCancel(uint64_t gen) {
+    wtimer_.async_wait([self = this->shared_from_this(), gen](const boost::system::error_code& ec) {
+      if (ec || gen != self->wgen_) return;
+      self->write_timed_out_ = true;
+      boost::system::error_code ignored;
+      beast::get_lowest_layer(self->stream_).cancel(ignored);
+      self->wtimer_.expires_after(kRecancel);
+      self->AwaitWriteCancel(gen);
+    });
   }
 
   // Closes after the answer: stops sending, then reads (and drops) what the peer still sends
@@ -602,9 +635,10 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
   httplib::Request head_;  // the request being read: method, target, path, headers
   std::vector<std::string> batch_;
   std::array<char, 4096> drain_{};
-  uint64_t gen_ = 0;
+  uint64_t gen_ = 0;   // the read timer's: bumped by Arm and Disarm
+  uint64_t wgen_ = 0;  // the write timer's: bumped as each write starts and ends
   size_t served_ = 0;
-  absl::Time phase_deadline_;
+  SteadyTime phase_deadline_;
   bool stall_ = false;  // the armed read timer is io_timeout's, not the phase's
   bool timed_out_ = false;
   bool write_timed_out_ = false;
