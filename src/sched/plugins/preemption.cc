@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -56,8 +57,6 @@ class Search {
       left -= take;
     }
     level_ = job.topology.required ? job.topology.level : model::TopologyLevel::kNone;
-    scratch_.assign(cs_.num_node_slots(), {});
-    touched_mark_.assign(cs_.num_node_slots(), false);
     if (env_.tree != nullptr && env_.leaf >= 0) {
       quota_why_ = env_.tree->Check(env_.leaf, env_.demand, {}, &blocking_);
     }
@@ -73,7 +72,8 @@ class Search {
     VictimPlan plan;
     plan.needed_milli = need_gpus_ * 1000;
     std::vector<std::pair<int32_t, int32_t>> by_prio;  // (priority, slot)
-    for (int32_t s = 0; s < rs_.num_slots(); ++s) {
+    const bool may = MayHaveCandidates();
+    for (int32_t s = 0; may && s < rs_.num_slots(); ++s) {
       if (!rs_.live(s) || !Eligible(rs_.at(s))) continue;
       by_prio.push_back({rs_.at(s).priority, s});
       if (rs_.at(s).job->gang.elastic && Surplus(rs_.at(s)) > 0) shrinkable_.push_back(s);
@@ -97,6 +97,13 @@ class Search {
       }
       for (const auto& b : buckets) eligible.insert(eligible.end(), b.begin(), b.end());
     }
+#ifndef NDEBUG
+    if (!may) {  // the summary's promise, checked against the scan it saved
+      for (int32_t s = 0; s < rs_.num_slots(); ++s) {
+        assert(!rs_.live(s) || !Eligible(rs_.at(s)));
+      }
+    }
+#endif
     if (eligible.empty()) {
       plan.reason =
           "no running job may be preempted for it (lower priority in its queue, "
@@ -130,6 +137,28 @@ class Search {
   }
 
  private:
+  // False when no running job can be Eligible, from the running set's summary of priorities by
+  // queue (a few entries) instead of a pass over every running job: the pass is most of a
+  // failed search's cost with a backlog of jobs that cannot preempt (tens of thousands of
+  // running jobs, hundreds of failed searches a cycle). The conditions are Eligible's, less
+  // those that only narrow it (time run, terminating, protected), so true may still find none.
+  bool MayHaveCandidates() {
+    if (rs_.lent() > 0) return true;
+    bool may = false;
+    rs_.ForEachLeafMinPriority([&](int leaf, int32_t min_priority) {
+      if (may) return;
+      if (leaf == env_.leaf || env_.leaf < 0 || leaf < 0) {
+        may = env_.policy.within_queue && min_priority < job_.priority;
+        return;
+      }
+      const QueueInfo& qi = QueueFacts(leaf);
+      if (!qi.borrowing) return;
+      may = (env_.policy.cross_queue_lower_priority && min_priority < job_.priority) ||
+            (env_.policy.reclaim && qi.mine_within_guarantee);
+    });
+    return may;
+  }
+
   bool Eligible(const RunningJob& v) {
     if (v.terminating || v.job.get() == &job_) return false;
     // Its loan of this job's reserved room is over (QueueManagerConfig::lend_reserved).
@@ -263,6 +292,10 @@ class Search {
   // Adds member `m`'s GPUs to the scratch when its node is usable in `dom`.
   void Touch(int dom, const MemberPlacement& m) {
     if (DomainOf(m.node) != dom || !Usable(m.node)) return;
+    if (scratch_.empty()) {  // sized on first use: most searches end before touching a node
+      scratch_.assign(cs_.num_node_slots(), {});
+      touched_mark_.assign(cs_.num_node_slots(), false);
+    }
     if (!touched_mark_[m.node]) {
       touched_mark_[m.node] = true;
       touched_.push_back(m.node);

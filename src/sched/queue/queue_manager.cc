@@ -126,8 +126,8 @@ absl::Status QueueManager::Build(QueueManagerConfig config) {
   env_.policy = config_.preemption;
   for (int32_t sl = 0; sl < running_.num_slots(); ++sl) {
     if (!running_.live(sl)) continue;
+    running_.SetLeaf(sl, tree_->Find(running_.at(sl).job->queue));
     RunningJob& rj = running_.at(sl);
-    rj.leaf = tree_->Find(rj.job->queue);
     ModelId m = rj.members.empty() || rj.members[0].gpus.empty()
                     ? DemandModel(*rj.job)
                     : cluster_->state(rj.members[0].node).model;
@@ -491,10 +491,8 @@ void QueueManager::Start(Pending& p, const Placement& placement, absl::Time now,
   // A lender that starts ends its loans: the jobs on them run on.
   if (auto it = loans_.find(placement.job_key); it != loans_.end()) {
     for (const std::string& k : it->second) {
-      RunningJob* b = running_.Find(k);
-      if (b == nullptr) continue;
-      std::erase(b->lent_for, placement.job_key);
-      if (b->lent_for.empty()) b->lease_until = absl::InfiniteFuture();
+      const int32_t b = running_.SlotOf(k);
+      if (b >= 0) running_.EndLoan(b, placement.job_key);
     }
     loans_.erase(it);
   }

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -78,6 +80,7 @@ class RunningSet {
       live_.push_back(false);
     }
     Index(slot, j.members);
+    Count(j, +1);
     by_key_[j.key] = slot;
     slots_[slot] = std::move(j);
     live_[slot] = true;
@@ -89,6 +92,7 @@ class RunningSet {
     if (it == by_key_.end()) return;
     int32_t slot = it->second;
     Unindex(slot);
+    Count(slots_[slot], -1);
     by_key_.erase(it);
     slots_[slot] = RunningJob();
     live_[slot] = false;
@@ -105,6 +109,36 @@ class RunningSet {
     Index(slot, members);
     slots_[slot].members = std::move(members);
   }
+  // A job's queue after the queue tree changed. Leaf, priority and lent_for change only through
+  // this set (SetLeaf, EndLoan), so that its summary below stays true.
+  void SetLeaf(int32_t slot, int leaf) {
+    Count(slots_[slot], -1);
+    slots_[slot].leaf = leaf;
+    Count(slots_[slot], +1);
+  }
+  // `lender` started or went away: the job at `slot` no longer runs on its room.
+  void EndLoan(int32_t slot, absl::string_view lender) {
+    RunningJob& j = slots_[slot];
+    if (j.lent_for.empty()) return;
+    std::erase(j.lent_for, lender);
+    if (j.lent_for.empty()) {
+      j.lease_until = absl::InfiniteFuture();
+      --lent_;
+    }
+  }
+  // The summary: fn(leaf, lowest priority among the jobs of that leaf) for each leaf with
+  // running jobs (terminating ones included), in leaf order; and how many jobs run on lent room.
+  template <typename Fn>
+  void ForEachLeafMinPriority(Fn fn) const {
+    int last = -2;
+    for (const auto& [leaf_prio, n] : priorities_) {
+      if (leaf_prio.first == last) continue;
+      last = leaf_prio.first;
+      fn(leaf_prio.first, leaf_prio.second);
+    }
+  }
+  int64_t lent() const { return lent_; }
+
   RunningJob* Find(absl::string_view key) {
     auto it = by_key_.find(key);
     return it == by_key_.end() ? nullptr : &slots_[it->second];
@@ -129,6 +163,13 @@ class RunningSet {
   }
 
  private:
+  void Count(const RunningJob& j, int delta) {
+    auto it = priorities_.try_emplace({j.leaf, j.priority}, 0).first;
+    it->second += delta;
+    if (it->second == 0) priorities_.erase(it);
+    if (!j.lent_for.empty()) lent_ += delta;
+  }
+
   // Adds / removes `slot` in the node index for its members.
   void Index(int32_t slot, const std::vector<MemberPlacement>& members) {
     for (const MemberPlacement& m : members) {
@@ -154,6 +195,8 @@ class RunningSet {
   absl::flat_hash_map<std::string, int32_t> by_key_;
   std::vector<std::vector<int32_t>> node_jobs_;
   size_t size_ = 0;
+  std::map<std::pair<int, int32_t>, int32_t> priorities_;  // (leaf, priority) -> live jobs
+  int64_t lent_ = 0;                                       // live jobs with lent_for
 };
 
 }  // namespace tessera::sched
