@@ -284,7 +284,7 @@ class Search {
         const RunningJob& v = rs_.at(set[i]);
         if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
       }
-      if (!env_.tree->Check(env_.leaf, env_.demand, removed_).empty()) return false;
+      if (!env_.tree->Admits(env_.leaf, env_.demand, removed_)) return false;
     }
     return true;
   }
@@ -377,7 +377,7 @@ class Search {
     if (!quota_why_.empty()) {
       removed_.clear();
       if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
-      if (!env_.tree->Check(env_.leaf, env_.demand, removed_).empty()) return false;
+      if (!env_.tree->Admits(env_.leaf, env_.demand, removed_)) return false;
     }
     return true;
   }
@@ -643,7 +643,7 @@ class Search {
       }
       removed_.push_back({v.leaf, &freed.back()});
     }
-    return env_.tree->Check(env_.leaf, env_.demand, removed_).empty();
+    return env_.tree->Admits(env_.leaf, env_.demand, removed_);
   }
 
   Cost ShrinkCost(const std::vector<Drop>& drops) const {

@@ -231,11 +231,26 @@ void QueueTree::Charge(int leaf, const ResourceList& v, int sign) {
 std::string QueueTree::Check(int leaf, const ResourceList& demand,
                              const std::vector<std::pair<int, const ResourceList*>>& removed,
                              int* blocking) {
+  std::string why;
+  Evaluate(leaf, demand, removed, blocking, &why);
+  return why;
+}
+
+bool QueueTree::Admits(int leaf, const ResourceList& demand,
+                       const std::vector<std::pair<int, const ResourceList*>>& removed) {
+  return Evaluate(leaf, demand, removed, nullptr, nullptr);
+}
+
+bool QueueTree::Evaluate(int leaf, const ResourceList& demand,
+                         const std::vector<std::pair<int, const ResourceList*>>& removed,
+                         int* blocking, std::string* why_out) {
   // Taken out and put back below: not a change (usage_generation unchanged).
   for (const auto& [q, r] : removed) Charge(q, *r, -1);
-  std::string why;
+  std::string scratch;
+  std::string& why = why_out != nullptr ? *why_out : scratch;
+  bool fits = true;
   int block = -2;
-  for (size_t r = 0; r < resources_.size() && why.empty(); ++r) {
+  for (size_t r = 0; r < resources_.size() && fits; ++r) {
     if (demand[r] <= 0) continue;
     const std::string& res = resources_[r];
     int64_t delta = demand[r];
@@ -246,6 +261,8 @@ std::string QueueTree::Check(int leaf, const ResourceList& demand,
       int64_t lim = Limit(q, r);
       if (agg + delta > lim) {
         block = q;
+        fits = false;
+        if (why_out == nullptr) break;
         if (q == leaf) {
           why = absl::StrCat("queue ", n.name, " over quota: ", FormatAmount(res, agg), " of ",
                              FormatAmount(res, n.guaranteed[r]), " guaranteed in use, job needs ",
@@ -265,11 +282,13 @@ std::string QueueTree::Check(int leaf, const ResourceList& demand,
       if (n.lending[r] >= 0) fp_new = std::max(fp_new, n.guaranteed[r] - n.lending[r]);
       delta = fp_new - fp_old;
     }
-    if (why.empty() && q < 0 && delta > 0) {
+    if (fits && q < 0 && delta > 0) {
       int64_t sum = 0;
       for (int t : top_) sum += nodes_[t].fp[r];
       if (sum + delta > capacity_[r]) {
         block = -1;
+        fits = false;
+        if (why_out == nullptr) break;
         why = absl::StrCat("no ", FormatAmount(res, 0).substr(2),
                            " left to borrow in the fleet: ", FormatAmount(res, sum), " of ",
                            FormatAmount(res, capacity_[r]), " in use or held by guarantees; queue ",
@@ -279,7 +298,7 @@ std::string QueueTree::Check(int leaf, const ResourceList& demand,
   }
   for (const auto& [q, r] : removed) Charge(q, *r, 1);
   if (blocking) *blocking = block;
-  return why;
+  return fits;
 }
 
 absl::Status QueueTree::CheckInvariants() const {

@@ -111,6 +111,9 @@ class QueueTree {
   std::string Check(int leaf, const ResourceList& demand,
                     const std::vector<std::pair<int, const ResourceList*>>& removed,
                     int* blocking = nullptr);
+  // Check(...).empty() without the words: for searches that try many candidate sets.
+  bool Admits(int leaf, const ResourceList& demand,
+              const std::vector<std::pair<int, const ResourceList*>>& removed);
   // True when q is within its guarantee on every resource after adding `extra`.
   bool WithinGuarantee(int q, const ResourceList& extra) const;
   // True when q uses more than its guarantee of any resource in `mask` (nonzero
@@ -156,6 +159,11 @@ class QueueTree {
   double entitlement(int q) const { return nodes_[q].entitlement; }
 
  private:
+  // Check and Admits: true when it fits; the reason in *why when why is not null.
+  bool Evaluate(int leaf, const ResourceList& demand,
+                const std::vector<std::pair<int, const ResourceList*>>& removed, int* blocking,
+                std::string* why);
+
   struct Node {
     std::string name;
     int parent = -1;
