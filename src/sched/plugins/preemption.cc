@@ -289,6 +289,78 @@ class Search {
     return true;
   }
 
+  // A victim set held in the scratch, for Greedy: GPUs held, and the whole GPUs and members
+  // per group that evicting it frees (what Feasible computes for the set from scratch).
+  struct Running {
+    explicit Running(size_t groups) : dfit(groups, 0) {}
+    int64_t milli = 0;
+    int64_t dfree = 0;
+    std::vector<int64_t> dfit;
+  };
+  // Adds (sign +1) or takes back (-1) the victim at `slot` in the scratch and `acc`. Per node,
+  // the steps telescope to what Settle computes: whole GPUs free with the scratch, less the
+  // node's whole_free.
+  void Apply(int dom, int32_t slot, int sign, Running* acc) {
+    const RunningJob& v = rs_.at(slot);
+    acc->milli += sign * v.gpu_milli;
+    for (const MemberPlacement& m : v.members) {
+      if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
+      if (scratch_.empty()) {
+        scratch_.assign(cs_.num_node_slots(), {});
+        touched_mark_.assign(cs_.num_node_slots(), false);
+      }
+      const NodeState& st = cs_.state(m.node);
+      const int before = touched_mark_[m.node] ? WholeWithScratch(m.node) : st.whole_free;
+      if (!touched_mark_[m.node]) {
+        touched_mark_[m.node] = true;
+        touched_.push_back(m.node);
+      }
+      for (const GpuGrant& g : m.gpus) {
+        scratch_[m.node][g.gpu] = static_cast<int16_t>(scratch_[m.node][g.gpu] + sign * g.milli);
+      }
+      const int after = WholeWithScratch(m.node);
+      acc->dfree += after - before;
+      for (size_t i = 0; i < groups_.size(); ++i) {
+        acc->dfit[i] += after / groups_[i].gpus - before / groups_[i].gpus;
+      }
+    }
+  }
+  int WholeWithScratch(NodeId id) const {
+    const NodeState& st = cs_.state(id);
+    int w = 0;
+    for (int g = 0; g < st.num_gpus; ++g) {
+      if (st.healthy(g) && st.free_milli[g] + scratch_[id][g] == model::kMilliPerGpu) ++w;
+    }
+    return w;
+  }
+  void ClearScratch() {
+    for (NodeId id : touched_) {
+      scratch_[id] = {};
+      touched_mark_[id] = false;
+    }
+    touched_.clear();
+  }
+  // Feasible() for the set `acc` holds (`set`, for the quota check).
+  bool FeasibleSoFar(const std::vector<int64_t>& base_fit, int64_t base_free, const Running& acc,
+                     const std::vector<int32_t>& set) {
+    ++evals_;
+    if (acc.milli > cap_milli_) {
+      over_cap_ = true;
+      return false;
+    }
+    delta_fit_ = acc.dfit;
+    if (!Fits(base_fit, base_free, acc.dfree)) return false;
+    if (!quota_why_.empty()) {
+      removed_.clear();
+      for (int32_t s : set) {
+        const RunningJob& v = rs_.at(s);
+        if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
+      }
+      if (!env_.tree->Admits(env_.leaf, env_.demand, removed_)) return false;
+    }
+    return true;
+  }
+
   // Adds member `m`'s GPUs to the scratch when its node is usable in `dom`.
   void Touch(int dom, const MemberPlacement& m) {
     if (DomainOf(m.node) != dom || !Usable(m.node)) return;
@@ -495,11 +567,20 @@ class Search {
       keyed.emplace_back(HelpsQuota(v) ? 0 : 1, -freed, v.priority, v.WorkLost(env_.now), s);
     }
     std::sort(keyed.begin(), keyed.end());
+    // Each prefix is evaluated as Feasible would, but incrementally: the scratch keeps the set
+    // so far and each step adds one victim (a full Feasible per prefix is quadratic in the set,
+    // and sets of thousands of small jobs are what a big preemptor needs).
+    Running acc(groups_.size());
+    struct Clear {
+      Search* s;
+      ~Clear() { s->ClearScratch(); }
+    } clear{this};
     bool ok = false;
     for (auto& [h, negf, prio, w, s] : keyed) {
       if (negf == 0 && quota_why_.empty()) continue;  // frees nothing here
       set.push_back(s);
-      if (Feasible(dom, base_fit, base_free, set.data(), set.size())) {
+      Apply(dom, s, +1, &acc);
+      if (FeasibleSoFar(base_fit, base_free, acc, set)) {
         ok = true;
         break;
       }
@@ -519,8 +600,12 @@ class Search {
       for (int32_t t : set) {
         if (t != s) without.push_back(t);
       }
-      if (!without.empty() && Feasible(dom, base_fit, base_free, without.data(), without.size())) {
+      if (without.empty()) continue;
+      Apply(dom, s, -1, &acc);
+      if (FeasibleSoFar(base_fit, base_free, acc, without)) {
         set = std::move(without);
+      } else {
+        Apply(dom, s, +1, &acc);
       }
     }
     *chosen = set;
