@@ -303,6 +303,7 @@ class Search {
   void Apply(int dom, int32_t slot, int sign, Running* acc) {
     const RunningJob& v = rs_.at(slot);
     acc->milli += sign * v.gpu_milli;
+    Charge(slot, sign);
     for (const MemberPlacement& m : v.members) {
       if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
       if (scratch_.empty()) {
@@ -325,6 +326,17 @@ class Search {
       }
     }
   }
+  // With a quota check to make, the victim at `slot` taken out of (sign +1) or put back in (-1)
+  // its queue's usage, so that each check is one Admits, not one per victim in the set.
+  void Charge(int32_t slot, int sign) {
+    const RunningJob& v = rs_.at(slot);
+    if (quota_why_.empty() || v.leaf < 0) return;
+    if (sign > 0) {
+      env_.tree->TakeOutForSearch(v.leaf, v.usage);
+    } else {
+      env_.tree->PutBackAfterSearch(v.leaf, v.usage);
+    }
+  }
   int WholeWithScratch(NodeId id) const {
     const NodeState& st = cs_.state(id);
     int w = 0;
@@ -340,9 +352,8 @@ class Search {
     }
     touched_.clear();
   }
-  // Feasible() for the set `acc` holds (`set`, for the quota check).
-  bool FeasibleSoFar(const std::vector<int64_t>& base_fit, int64_t base_free, const Running& acc,
-                     const std::vector<int32_t>& set) {
+  // Feasible() for the set that `acc` and the queue tree hold.
+  bool FeasibleSoFar(const std::vector<int64_t>& base_fit, int64_t base_free, const Running& acc) {
     ++evals_;
     if (acc.milli > cap_milli_) {
       over_cap_ = true;
@@ -350,15 +361,7 @@ class Search {
     }
     delta_fit_ = acc.dfit;
     if (!Fits(base_fit, base_free, acc.dfree)) return false;
-    if (!quota_why_.empty()) {
-      removed_.clear();
-      for (int32_t s : set) {
-        const RunningJob& v = rs_.at(s);
-        if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
-      }
-      if (!env_.tree->Admits(env_.leaf, env_.demand, removed_)) return false;
-    }
-    return true;
+    return quota_why_.empty() || env_.tree->Admits(env_.leaf, env_.demand, {});
   }
 
   // Adds member `m`'s GPUs to the scratch when its node is usable in `dom`.
@@ -571,16 +574,21 @@ class Search {
     // so far and each step adds one victim (a full Feasible per prefix is quadratic in the set,
     // and sets of thousands of small jobs are what a big preemptor needs).
     Running acc(groups_.size());
-    struct Clear {
+    // The scratch and the queue tree hold `set` while this runs; both are restored on return.
+    struct Restore {
       Search* s;
-      ~Clear() { s->ClearScratch(); }
-    } clear{this};
+      const std::vector<int32_t>* set;
+      ~Restore() {
+        for (int32_t slot : *set) s->Charge(slot, -1);
+        s->ClearScratch();
+      }
+    } restore{this, &set};
     bool ok = false;
     for (auto& [h, negf, prio, w, s] : keyed) {
       if (negf == 0 && quota_why_.empty()) continue;  // frees nothing here
       set.push_back(s);
       Apply(dom, s, +1, &acc);
-      if (FeasibleSoFar(base_fit, base_free, acc, set)) {
+      if (FeasibleSoFar(base_fit, base_free, acc)) {
         ok = true;
         break;
       }
@@ -602,7 +610,7 @@ class Search {
       }
       if (without.empty()) continue;
       Apply(dom, s, -1, &acc);
-      if (FeasibleSoFar(base_fit, base_free, acc, without)) {
+      if (FeasibleSoFar(base_fit, base_free, acc)) {
         set = std::move(without);
       } else {
         Apply(dom, s, +1, &acc);

@@ -111,6 +111,11 @@ class QueueTree {
   std::string Check(int leaf, const ResourceList& demand,
                     const std::vector<std::pair<int, const ResourceList*>>& removed,
                     int* blocking = nullptr);
+  // A search's what-if: takes `v` out of `leaf`'s usage (and puts it back) without counting it
+  // as a change (usage_generation unchanged), as Check's `removed` does for one call. The
+  // caller puts back all it took out before anything else reads the tree.
+  void TakeOutForSearch(int leaf, const ResourceList& v) { Charge(leaf, v, -1); }
+  void PutBackAfterSearch(int leaf, const ResourceList& v) { Charge(leaf, v, 1); }
   // Check(...).empty() without the words: for searches that try many candidate sets.
   bool Admits(int leaf, const ResourceList& demand,
               const std::vector<std::pair<int, const ResourceList*>>& removed);
