@@ -157,9 +157,20 @@ TEST(EventServerTest, DeferredRequestsParkWithoutHoldingThreads) {
                          r->Send(std::move(res));
                        });
                      });
+  // A deadline already past runs at once (it once read as "no limit" and never ran).
+  server.AddDeferred("GET", "/late-timer",
+                     [&](const httplib::Request&, const std::shared_ptr<Responder>& r) {
+                       r->RunAt(absl::Now() - absl::Seconds(1), [r] {
+                         httplib::Response res;
+                         res.status = 204;
+                         r->Send(std::move(res));
+                       });
+                     });
   absl::StatusOr<int> port = server.Start("127.0.0.1", 0);
   ASSERT_TRUE(port.ok());
   EXPECT_NE(Raw(*port, "GET /wait/7?now=1 HTTP/1.1\r\nConnection: close\r\n\r\n").find("now 7"),
+            std::string::npos);
+  EXPECT_NE(Raw(*port, "GET /late-timer HTTP/1.1\r\nConnection: close\r\n\r\n").find("204"),
             std::string::npos);
   constexpr int kWaiters = 40;  // 20x the workers
   std::vector<std::future<std::string>> replies;
