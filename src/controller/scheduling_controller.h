@@ -239,8 +239,8 @@ class SchedulingController {
   // options.on_decision (set as the QueueManager's attempt observer).
   void RecordDecision(const model::Job& job, const sched::ScheduleResult& r);
   absl::Time decision_mark_;  // end of the previous decision in this cycle
-  // Refreshes the fleet gauges (GPUs by model, node readiness, pending jobs).
-  // The fleet, queue and pending-job gauges, at most every kGaugeEvery (the first step always):
+  // Refreshes the fleet, queue and pending-job gauges (GPUs by model, node readiness, pending
+  // jobs), at most every kGaugeEvery (the first step always):
   // they walk every node and job, which at 12,500 nodes was a sixth of the server's CPU when
   // done on every step. A Prometheus scrape (15 s and up) sees them at most ~1.2 s old (a step
   // comes at least every tick).

@@ -350,16 +350,20 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     timed_out_ = false;
     const uint64_t gen = ++gen_;
     t.expires_after(ToChrono(d));
-    AwaitCancel(t, gen);
+    AwaitCancel(t, &ConnImpl::gen_, &ConnImpl::timed_out_, gen);
   }
-  void AwaitCancel(asio::steady_timer& t, uint64_t gen) {
-    t.async_wait([self = this->shared_from_this(), &t, gen](const boost::system::error_code& ec) {
-      if (ec || gen != self->gen_) return;
-      self->timed_out_ = true;
+  // Cancels the socket's operations when `t` fires while `this->*gen_of` is still `gen` (and
+  // sets `this->*fired`), then again every kRecancel until the generation moves on.
+  void AwaitCancel(asio::steady_timer& t, uint64_t ConnImpl::*gen_of, bool ConnImpl::*fired,
+                   uint64_t gen) {
+    t.async_wait([self = this->shared_from_this(), &t, gen_of, fired,
+                  gen](const boost::system::error_code& ec) {
+      if (ec || gen != (*self).*gen_of) return;
+      (*self).*fired = true;
       boost::system::error_code ignored;
       beast::get_lowest_layer(self->stream_).cancel(ignored);
       t.expires_after(kRecancel);
-      self->AwaitCancel(t, gen);
+      self->AwaitCancel(t, gen_of, fired, gen);
     });
   }
   void Disarm() {
@@ -553,7 +557,8 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
     writing_ = true;
     write_timed_out_ = false;
     wtimer_.expires_after(ToChrono(srv_.options.limits.io_timeout));
-    AwaitWriteCancel(++wgen_);
+    // async_write is composed too: the same repeated cancel (Arm).
+    AwaitCancel(wtimer_, &ConnImpl::wgen_, &ConnImpl::write_timed_out_, ++wgen_);
     asio::async_write(
         stream_, bufs,
         [self = this->shared_from_this()](const boost::system::error_code& ec, size_t n) {
@@ -574,19 +579,6 @@ class ConnImpl final : public Conn, public std::enable_shared_from_this<ConnImpl
           self->cv_.notify_all();
           self->Kick();
         });
-  }
-
-  // The write timer's Arm: cancels the write of generation `gen` when wtimer_ fires, and again
-  // every kRecancel until it ends (async_write is composed, as Arm explains).
-  void AwaitWriteCancel(uint64_t gen) {
-    wtimer_.async_wait([self = this->shared_from_this(), gen](const boost::system::error_code& ec) {
-      if (ec || gen != self->wgen_) return;
-      self->write_timed_out_ = true;
-      boost::system::error_code ignored;
-      beast::get_lowest_layer(self->stream_).cancel(ignored);
-      self->wtimer_.expires_after(kRecancel);
-      self->AwaitWriteCancel(gen);
-    });
   }
 
   // Closes after the answer: stops sending, then reads (and drops) what the peer still sends

@@ -238,24 +238,20 @@ void Loop::StartWatch(int agent) {
 }
 
 void Loop::StartHeartbeat(int agent) {
+  std::string request;
   if (f_.put_heartbeats) {
-    if (Open(Conn::Kind::kHeartbeat, agent,
-             Request(agent, "GET", "/api/v1/nodes/" + NodeName(agent), "", false)) == nullptr &&
-        measuring_) {
-      ++heartbeats_not_sent;
+    request = Request(agent, "GET", "/api/v1/nodes/" + NodeName(agent), "", false);
+  } else {
+    // The real agent's heartbeat: each GPU's health and a fresh utilization sample.
+    Json gpus = Json::array();
+    std::uniform_int_distribution<int> util(0, 100);
+    for (int g = 0; g < 8; ++g) {
+      gpus.push_back({{"index", g}, {"health", "Healthy"}, {"utilization", util(rng_)}});
     }
-    return;
+    request = Request(agent, "POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
+                      Json{{"gpus", gpus}}.dump(), /*close=*/true);
   }
-  // The real agent's heartbeat: each GPU's health and a fresh utilization sample.
-  Json gpus = Json::array();
-  std::uniform_int_distribution<int> util(0, 100);
-  for (int g = 0; g < 8; ++g) {
-    gpus.push_back({{"index", g}, {"health", "Healthy"}, {"utilization", util(rng_)}});
-  }
-  if (Open(Conn::Kind::kHeartbeat, agent,
-           Request(agent, "POST", "/api/v1/nodes/" + NodeName(agent) + "/heartbeat",
-                   Json{{"gpus", gpus}}.dump(), /*close=*/true)) == nullptr &&
-      measuring_) {
+  if (Open(Conn::Kind::kHeartbeat, agent, std::move(request)) == nullptr && measuring_) {
     ++heartbeats_not_sent;
   }
 }

@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "sched/plugins/freed_gpus.h"
 
 namespace tessera::sched {
 namespace {
@@ -39,7 +40,7 @@ struct Cost {
 class Search {
  public:
   Search(AdmissionEnv& env, const model::Job& job, const JobContext& ctx)
-      : env_(env), cs_(*env.cluster), rs_(*env.running), job_(job), ctx_(ctx) {
+      : env_(env), cs_(*env.cluster), rs_(*env.running), job_(job), ctx_(ctx), freed_(cs_) {
     // The min_member smallest members must fit.
     std::vector<Group> all;
     for (const auto& g : job.groups) {
@@ -56,6 +57,9 @@ class Search {
       need_gpus_ += int64_t{take} * g.gpus;
       left -= take;
     }
+    std::vector<int32_t> group_gpus;
+    for (const Group& g : groups_) group_gpus.push_back(g.gpus);
+    freed_.set_group_gpus(std::move(group_gpus));
     level_ = job.topology.required ? job.topology.level : model::TopologyLevel::kNone;
     if (env_.tree != nullptr && env_.leaf >= 0) {
       quota_why_ = env_.tree->Check(env_.leaf, env_.demand, {}, &blocking_);
@@ -264,20 +268,20 @@ class Search {
   bool Feasible(int dom, const std::vector<int64_t>& base_fit, int64_t base_free,
                 const int32_t* set, size_t n, int64_t* freed_out = nullptr) {
     ++evals_;
-    touched_.clear();
     int64_t milli = 0;
     for (size_t i = 0; i < n; ++i) {
       const RunningJob& v = rs_.at(set[i]);
       milli += v.gpu_milli;
-      for (const MemberPlacement& m : v.members) Touch(dom, m);
+      for (const MemberPlacement& m : v.members) Touch(dom, m, +1);
     }
-    const int64_t dfree = Settle();
-    if (freed_out) *freed_out = dfree;
+    if (freed_out) *freed_out = freed_.whole();
+    const bool fits = Fits(base_fit, base_free, freed_.whole(), freed_.members());
+    freed_.Clear();
     if (milli > cap_milli_) {
       over_cap_ = true;
       return false;
     }
-    if (!Fits(base_fit, base_free, dfree)) return false;
+    if (!fits) return false;
     if (!quota_why_.empty()) {
       removed_.clear();
       for (size_t i = 0; i < n; ++i) {
@@ -289,43 +293,6 @@ class Search {
     return true;
   }
 
-  // A victim set held in the scratch, for Greedy: GPUs held, and the whole GPUs and members
-  // per group that evicting it frees (what Feasible computes for the set from scratch).
-  struct Running {
-    explicit Running(size_t groups) : dfit(groups, 0) {}
-    int64_t milli = 0;
-    int64_t dfree = 0;
-    std::vector<int64_t> dfit;
-  };
-  // Adds (sign +1) or takes back (-1) the victim at `slot` in the scratch and `acc`. Per node,
-  // the steps telescope to what Settle computes: whole GPUs free with the scratch, less the
-  // node's whole_free.
-  void Apply(int dom, int32_t slot, int sign, Running* acc) {
-    const RunningJob& v = rs_.at(slot);
-    acc->milli += sign * v.gpu_milli;
-    Charge(slot, sign);
-    for (const MemberPlacement& m : v.members) {
-      if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
-      if (scratch_.empty()) {
-        scratch_.assign(cs_.num_node_slots(), {});
-        touched_mark_.assign(cs_.num_node_slots(), false);
-      }
-      const NodeState& st = cs_.state(m.node);
-      const int before = touched_mark_[m.node] ? WholeWithScratch(m.node) : st.whole_free;
-      if (!touched_mark_[m.node]) {
-        touched_mark_[m.node] = true;
-        touched_.push_back(m.node);
-      }
-      for (const GpuGrant& g : m.gpus) {
-        scratch_[m.node][g.gpu] = static_cast<int16_t>(scratch_[m.node][g.gpu] + sign * g.milli);
-      }
-      const int after = WholeWithScratch(m.node);
-      acc->dfree += after - before;
-      for (size_t i = 0; i < groups_.size(); ++i) {
-        acc->dfit[i] += after / groups_[i].gpus - before / groups_[i].gpus;
-      }
-    }
-  }
   // With a quota check to make, the victim at `slot` taken out of (sign +1) or put back in (-1)
   // its queue's usage, so that each check is one Admits, not one per victim in the set.
   void Charge(int32_t slot, int sign) {
@@ -337,74 +304,33 @@ class Search {
       env_.tree->PutBackAfterSearch(v.leaf, v.usage);
     }
   }
-  int WholeWithScratch(NodeId id) const {
-    const NodeState& st = cs_.state(id);
-    int w = 0;
-    for (int g = 0; g < st.num_gpus; ++g) {
-      if (st.healthy(g) && st.free_milli[g] + scratch_[id][g] == model::kMilliPerGpu) ++w;
-    }
-    return w;
-  }
-  void ClearScratch() {
-    for (NodeId id : touched_) {
-      scratch_[id] = {};
-      touched_mark_[id] = false;
-    }
-    touched_.clear();
-  }
-  // Feasible() for the set that `acc` and the queue tree hold.
-  bool FeasibleSoFar(const std::vector<int64_t>& base_fit, int64_t base_free, const Running& acc) {
+  // Feasible() for the set that freed_ and the queue tree hold (Greedy), of `milli` GPUs.
+  bool FeasibleSoFar(const std::vector<int64_t>& base_fit, int64_t base_free, int64_t milli) {
     ++evals_;
-    if (acc.milli > cap_milli_) {
+    if (milli > cap_milli_) {
       over_cap_ = true;
       return false;
     }
-    delta_fit_ = acc.dfit;
-    if (!Fits(base_fit, base_free, acc.dfree)) return false;
+    if (!Fits(base_fit, base_free, freed_.whole(), freed_.members())) return false;
     return quota_why_.empty() || env_.tree->Admits(env_.leaf, env_.demand, {});
   }
 
-  // Adds member `m`'s GPUs to the scratch when its node is usable in `dom`.
-  void Touch(int dom, const MemberPlacement& m) {
-    if (DomainOf(m.node) != dom || !Usable(m.node)) return;
-    if (scratch_.empty()) {  // sized on first use: most searches end before touching a node
-      scratch_.assign(cs_.num_node_slots(), {});
-      touched_mark_.assign(cs_.num_node_slots(), false);
-    }
-    if (!touched_mark_[m.node]) {
-      touched_mark_[m.node] = true;
-      touched_.push_back(m.node);
-    }
-    for (const GpuGrant& g : m.gpus) scratch_[m.node][g.gpu] += g.milli;
+  // Adds (sign +1) or takes back (-1) member `m` in freed_ when its node is usable in `dom`.
+  void Touch(int dom, const MemberPlacement& m, int sign) {
+    if (DomainOf(m.node) == dom && Usable(m.node)) freed_.Change(m, sign);
+  }
+  // The victim at `slot`, all its members, in freed_ and (Charge) the queue tree.
+  void Apply(int dom, int32_t slot, int sign) {
+    Charge(slot, sign);
+    for (const MemberPlacement& m : rs_.at(slot).members) Touch(dom, m, sign);
   }
 
-  // The touched nodes' whole GPUs freed by the scratch (delta_fit_ per
-  // group); clears the scratch.
-  int64_t Settle() {
-    delta_fit_.assign(groups_.size(), 0);
-    int64_t dfree = 0;
-    for (NodeId id : touched_) {
-      const NodeState& st = cs_.state(id);
-      int w = 0;
-      for (int g = 0; g < st.num_gpus; ++g) {
-        if (st.healthy(g) && st.free_milli[g] + scratch_[id][g] == model::kMilliPerGpu) ++w;
-      }
-      for (size_t i = 0; i < groups_.size(); ++i) {
-        delta_fit_[i] += w / groups_[i].gpus - st.whole_free / groups_[i].gpus;
-      }
-      dfree += w - st.whole_free;
-      scratch_[id] = {};
-      touched_mark_[id] = false;
-    }
-    touched_.clear();
-    return dfree;
-  }
-
-  // The placement quick check after Settle().
-  bool Fits(const std::vector<int64_t>& base_fit, int64_t base_free, int64_t dfree) const {
+  // The placement quick check: `dfree` whole GPUs and `dfit` members per group freed.
+  bool Fits(const std::vector<int64_t>& base_fit, int64_t base_free, int64_t dfree,
+            const std::vector<int64_t>& dfit) const {
     if (base_free + dfree < need_gpus_) return false;
     for (size_t i = 0; i < groups_.size(); ++i) {
-      if (base_fit[i] + delta_fit_[i] < groups_[i].count) return false;
+      if (base_fit[i] + dfit[i] < groups_[i].count) return false;
     }
     return true;
   }
@@ -426,7 +352,7 @@ class Search {
     }
     if (!distinct) return Feasible(dom, base_fit, base_free, &slot, 1, freed_out);
     ++evals_;
-    delta_fit_.assign(groups_.size(), 0);
+    std::vector<int64_t> dfit(groups_.size(), 0);
     int64_t dfree = 0;
     for (const MemberPlacement& m : v.members) {
       if (DomainOf(m.node) != dom || !Usable(m.node)) continue;
@@ -436,7 +362,7 @@ class Search {
         if (st.healthy(g.gpu) && st.free_milli[g.gpu] + g.milli == model::kMilliPerGpu) ++w;
       }
       for (size_t i = 0; i < groups_.size(); ++i) {
-        delta_fit_[i] += w / groups_[i].gpus - st.whole_free / groups_[i].gpus;
+        dfit[i] += w / groups_[i].gpus - st.whole_free / groups_[i].gpus;
       }
       dfree += w - st.whole_free;
     }
@@ -445,10 +371,7 @@ class Search {
       over_cap_ = true;
       return false;
     }
-    if (base_free + dfree < need_gpus_) return false;
-    for (size_t i = 0; i < groups_.size(); ++i) {
-      if (base_fit[i] + delta_fit_[i] < groups_[i].count) return false;
-    }
+    if (!Fits(base_fit, base_free, dfree, dfit)) return false;
     if (!quota_why_.empty()) {
       removed_.clear();
       if (v.leaf >= 0) removed_.push_back({v.leaf, &v.usage});
@@ -573,22 +496,23 @@ class Search {
     // Each prefix is evaluated as Feasible would, but incrementally: the scratch keeps the set
     // so far and each step adds one victim (a full Feasible per prefix is quadratic in the set,
     // and sets of thousands of small jobs are what a big preemptor needs).
-    Running acc(groups_.size());
-    // The scratch and the queue tree hold `set` while this runs; both are restored on return.
+    int64_t milli = 0;
+    // freed_ and the queue tree hold `set` while this runs; both are restored on return.
     struct Restore {
       Search* s;
       const std::vector<int32_t>* set;
       ~Restore() {
         for (int32_t slot : *set) s->Charge(slot, -1);
-        s->ClearScratch();
+        s->freed_.Clear();
       }
     } restore{this, &set};
     bool ok = false;
     for (auto& [h, negf, prio, w, s] : keyed) {
       if (negf == 0 && quota_why_.empty()) continue;  // frees nothing here
       set.push_back(s);
-      Apply(dom, s, +1, &acc);
-      if (FeasibleSoFar(base_fit, base_free, acc)) {
+      Apply(dom, s, +1);
+      milli += rs_.at(s).gpu_milli;
+      if (FeasibleSoFar(base_fit, base_free, milli)) {
         ok = true;
         break;
       }
@@ -609,11 +533,12 @@ class Search {
         if (t != s) without.push_back(t);
       }
       if (without.empty()) continue;
-      Apply(dom, s, -1, &acc);
-      if (FeasibleSoFar(base_fit, base_free, acc)) {
+      Apply(dom, s, -1);
+      if (FeasibleSoFar(base_fit, base_free, milli - rs_.at(s).gpu_milli)) {
         set = std::move(without);
+        milli -= rs_.at(s).gpu_milli;
       } else {
-        Apply(dom, s, +1, &acc);
+        Apply(dom, s, +1);
       }
     }
     *chosen = set;
@@ -699,19 +624,19 @@ class Search {
   bool FeasibleDrops(int dom, const std::vector<int64_t>& base_fit, int64_t base_free,
                      const std::vector<Drop>& drops) {
     ++evals_;
-    touched_.clear();
     int64_t milli = 0;
     for (const Drop& d : drops) {
       const MemberPlacement& m = rs_.at(d.slot).members[d.member];
       milli += MilliOf(m);
-      Touch(dom, m);
+      Touch(dom, m, +1);
     }
-    const int64_t dfree = Settle();
+    const bool fits = Fits(base_fit, base_free, freed_.whole(), freed_.members());
+    freed_.Clear();
     if (milli > cap_milli_) {
       over_cap_ = true;
       return false;
     }
-    if (!Fits(base_fit, base_free, dfree)) return false;
+    if (!fits) return false;
     if (quota_why_.empty()) return true;
     // Each victim's queue gives back what its dropped members are charged.
     std::vector<ResourceList> freed;
@@ -772,8 +697,9 @@ class Search {
     for (const Drop& d : members) by_node[rs_.at(d.slot).members[d.member].node].push_back(d);
     std::vector<std::pair<int, NodeId>> nodes;  // (-whole free with all dropped, node)
     for (auto& [node, drops] : by_node) {
-      for (const Drop& d : drops) Touch(dom, rs_.at(d.slot).members[d.member]);
-      const int64_t w = Settle() + cs_.state(node).whole_free;
+      for (const Drop& d : drops) Touch(dom, rs_.at(d.slot).members[d.member], +1);
+      const int64_t w = freed_.whole() + cs_.state(node).whole_free;
+      freed_.Clear();
       nodes.push_back({-static_cast<int>(w), node});
       // Cheapest victim first: lowest priority, fewest earlier preemptions, least work lost.
       std::sort(drops.begin(), drops.end(), [&](const Drop& a, const Drop& b) {
@@ -829,10 +755,7 @@ class Search {
   std::vector<Group> groups_;
   int64_t need_gpus_ = 0;
   model::TopologyLevel level_;
-  std::vector<std::array<int16_t, model::kMaxGpusPerNode>> scratch_;
-  std::vector<bool> touched_mark_;
-  std::vector<NodeId> touched_;
-  std::vector<int64_t> delta_fit_;
+  FreedGpus freed_;  // the candidate set being evaluated; empty between evaluations
   std::vector<std::pair<int, const ResourceList*>> removed_;
   std::vector<int32_t> shrinkable_;  // eligible elastic jobs above their minMember (Run)
   absl::flat_hash_map<int, QueueInfo> queue_cache_;
