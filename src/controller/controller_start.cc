@@ -3,7 +3,7 @@
 // priority class, queue, node, GPUPool and job read once, stored placements assumed again,
 // pending admissions and member-reported phases written, each job's newest Ready checkpoint
 // noted. Nodes and jobs, the bulk of it, are parsed on a second thread (ReadAheadParser) while
-// this one rebuilds from them; `bench restart` times it (restart_bench.cc).
+// this one rebuilds from them; `bench restart` times it (src/bench/restart).
 #include <limits>
 #include <vector>
 

@@ -10,19 +10,19 @@
 #include "bench/agents/bench_agents.h"
 #include "bench/control_plane/control_plane_bench.h"
 #include "bench/kube/kube_bench.h"
-#include "bench/sched_bench.h"
-#include "bench_preempt/bench_preempt.h"
-#include "bench_preempt/bench_queue_cycle.h"
+#include "bench/sched/sched_bench.h"
+#include "bench/preempt/bench_preempt.h"
+#include "bench/preempt/bench_queue_cycle.h"
 #include "cli/cli_commands.h"
 #include "cli/crds_command.h"
-#include "controller/restart_bench.h"
+#include "bench/restart/restart_bench.h"
 #include "deviceplugin/deviceplugin_command.h"
 #include "dra/dra_command.h"
 #include "kubesched/dra_view.h"
 #include "kubesched/scheduler_command.h"
 #include "main/run_app.h"
 #include "operator/operator_command.h"
-#include "server/bench_api.h"
+#include "bench/api/bench_api.h"
 #include "server/server_command.h"
 #include "sim/pack/commands.h"
 #include "sim/replay/replay_command.h"
@@ -36,8 +36,8 @@ void AddEverything(CLI::App& app) {
   sim->require_subcommand(1);
   // Subcommand registration, one line per module.
   tessera::bench::RegisterBenchSchedCommands(*bench);
-  tessera::controller::RegisterRestartBenchCommands(*bench);
-  tessera::server::RegisterApiBenchCommand(*bench);
+  tessera::bench::RegisterRestartBenchCommands(*bench);
+  tessera::bench::RegisterApiBenchCommand(*bench);
   tessera::bench::RegisterAgentsBenchCommand(*bench);
   tessera::bench::RegisterControlPlaneBenchCommand(*bench);
   tessera::bench::RegisterKubeBenchCommand(*bench);

@@ -9,7 +9,7 @@ namespace tessera::server {
 //   tessera server --data-dir DIR [--listen HOST:PORT] [--tokens-file FILE]
 // It serves until SIGINT/SIGTERM, then closes the store cleanly. With port 0
 // it picks a free port; either way it prints "listening on HOST:PORT" once
-// ready. Also adds `bench api` (see bench_api.h).
+// ready.
 void RegisterServerCommands(CLI::App& app);
 
 }  // namespace tessera::server

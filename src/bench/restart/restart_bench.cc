@@ -1,4 +1,4 @@
-#include "controller/restart_bench.h"
+#include "bench/restart/restart_bench.h"
 
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -10,14 +10,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "api/kinds.h"
+#include "api/store_layout.h"
 #include "common/bench_stats.h"
 #include "common/clock.h"
 #include "controller/scheduling_controller.h"
-#include "controller/store_layout.h"
 #include "store/sqlite_store.h"
 
-namespace tessera::controller {
+namespace tessera::bench {
 namespace {
+
+using api::kApiVersion;
+using api::ObjectKey;
+using api::Timestamp;
+using controller::ControllerOptions;
+using controller::SchedulingController;
+using Json = nlohmann::json;
 
 struct RestartBenchFlags {
   int nodes = 12500;
@@ -50,7 +58,7 @@ absl::Status Populate(store::Store& s, const RestartBenchFlags& f, int* per_job)
                    {"rack", absl::StrCat("r", n / f.nodes_per_rack)},
                    {"block", absl::StrCat("b", n / (f.nodes_per_rack * 8))}}},
                  {"status", {{"phase", "Ready"}}}};
-    batch.push_back(store::Op::Create(ObjectKey("nodes", "", name), ToStoredValue(node)));
+    batch.push_back(store::Op::Create(ObjectKey("nodes", "", name), api::ToStored(node)));
     if (batch.size() >= 2000) {
       if (absl::Status st = flush(); !st.ok()) return st;
     }
@@ -83,7 +91,7 @@ absl::Status Populate(store::Store& s, const RestartBenchFlags& f, int* per_job)
         {"spec", spec},
         {"status", status}};
     batch.push_back(
-        store::Op::Create(ObjectKey("trainingjobs", "bench", name), ToStoredValue(job)));
+        store::Op::Create(ObjectKey("trainingjobs", "bench", name), api::ToStored(job)));
     if (batch.size() >= 2000) {
       if (absl::Status st = flush(); !st.ok()) return st;
     }
@@ -205,4 +213,4 @@ void RegisterRestartBenchCommands(CLI::App& bench) {
   });
 }
 
-}  // namespace tessera::controller
+}  // namespace tessera::bench

@@ -1,4 +1,4 @@
-#include "bench_preempt/bench_preempt.h"
+#include "bench/preempt/bench_preempt.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bench_preempt/bench_fleet.h"
+#include "bench/preempt/bench_fleet.h"
 #include "common/bench_stats.h"
 #include "nlohmann/json.hpp"
 #include "sched/framework/cluster_state.h"

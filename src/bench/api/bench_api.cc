@@ -7,7 +7,7 @@
 // default, requests carry a bearer token that the server checks, and the scheduling controller
 // runs on the same store, admitting each job (its Queued status and Event: the writes a job
 // costs besides its own); --no-auth and --no-scheduler measure without them.
-#include "server/bench_api.h"
+#include "bench/api/bench_api.h"
 
 #include <httplib.h>
 #include <stdlib.h>
@@ -29,8 +29,12 @@
 #include "store/metered_store.h"
 #include "store/sqlite_store.h"
 
-namespace tessera::server {
+namespace tessera::bench {
 namespace {
+
+using server::ApiServer;
+using server::ApiServerOptions;
+using server::Authenticator;
 
 using Json = nlohmann::json;
 
@@ -321,4 +325,4 @@ void RegisterApiBenchCommand(CLI::App& bench) {
   });
 }
 
-}  // namespace tessera::server
+}  // namespace tessera::bench

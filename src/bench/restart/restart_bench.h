@@ -6,9 +6,9 @@
 
 #include "CLI/CLI.hpp"
 
-namespace tessera::controller {
+namespace tessera::bench {
 
 // Adds `restart` under `bench`.
 void RegisterRestartBenchCommands(CLI::App& bench);
 
-}  // namespace tessera::controller
+}  // namespace tessera::bench

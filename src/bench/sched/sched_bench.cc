@@ -1,4 +1,4 @@
-#include "bench/sched_bench.h"
+#include "bench/sched/sched_bench.h"
 
 #include <algorithm>
 #include <chrono>
