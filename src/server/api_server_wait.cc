@@ -126,10 +126,22 @@ void ApiServer::HandleWatch(const Principal& who, const Route& r, const httplib:
           return true;
         }
         for (const store::Event& e : evs->events) {
-          absl::StatusOr<Json> obj = api::FromStored(e.kv.value, e.revision);
-          if (!obj.ok() || !sel.Matches(*obj)) continue;
-          Json ev = {{"type", EventType(e)}, {"object", std::move(*obj)}};
-          if (!write(ev.dump() + "\n")) return false;
+          std::string line;
+          if (sel.empty()) {
+            // No selector: splice the stored text (the controller and every agent-facing
+            // watcher read the same events; parsing each for each watcher was most of a
+            // watch's cost). Text not from ToStored falls back to the parse below.
+            absl::StatusOr<std::string> text = api::StoredToApiText(e.kv.value, e.revision);
+            if (text.ok()) {
+              line = absl::StrCat("{\"object\":", *text, ",\"type\":\"", EventType(e), "\"}\n");
+            }
+          }
+          if (line.empty()) {
+            absl::StatusOr<Json> obj = api::FromStored(e.kv.value, e.revision);
+            if (!obj.ok() || !sel.Matches(*obj)) continue;
+            line = Json{{"type", EventType(e)}, {"object", std::move(*obj)}}.dump() + "\n";
+          }
+          if (!write(line)) return false;
         }
         st->since = evs->revision;
         st->read_once = true;
@@ -226,35 +238,45 @@ std::optional<ApiServer::BindingsWait> ApiServer::StartNodeBindings(const Princi
 
 void ApiServer::AnswerNodeBindings(const std::string& node, const NodeBindingIndex::Snapshot& snap,
                                    httplib::Response& res) {
-  Json out = {{"apiVersion", api::kApiVersion},
-              {"kind", "NodeBindingList"},
-              {"metadata", {{"resourceVersion", std::to_string(snap.revision)}}}};
+  const std::string meta = absl::StrCat("\"resourceVersion\":\"", snap.revision, "\"");
   if (!snap.changed) {
     // Nothing new: the agent keeps what it has (no per-job reads here).
-    out["metadata"]["unchanged"] = true;
+    Json out = {
+        {"apiVersion", api::kApiVersion},
+        {"kind", "NodeBindingList"},
+        {"metadata", {{"resourceVersion", std::to_string(snap.revision)}, {"unchanged", true}}}};
     return Reply(res, 200, out);
   }
-  Json items = Json::array();
-  for (const std::string& key : snap.jobs) {
+  // The list is spliced from the stored text of each job: a job whose stored revision is the one
+  // the index saw bound here needs no parse (every write to a bound job wakes its nodes' agents,
+  // so this runs for each member report and phase change).
+  std::string items;
+  for (size_t i = 0; i < snap.jobs.size(); ++i) {
+    const std::string& key = snap.jobs[i];
     absl::StatusOr<store::KeyValue> kv = store_.Get(key);
     if (!kv.ok()) {
       if (absl::IsNotFound(kv.status())) continue;  // deleted since the snapshot
       return FailStore(res, kv.status(), key);
     }
-    absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
-    if (!obj.ok()) return FailStore(res, obj.status(), key);
-    // The job may have moved since the snapshot: never show a node someone else's job.
-    bool here = false;
-    const Json& st = (*obj)["status"];
-    if (st.is_object() && st.contains("placement") && st["placement"].is_array()) {
-      for (const Json& m : st["placement"]) {
-        if (m.is_object() && m.contains("node") && m["node"] == node) here = true;
-      }
+    absl::StatusOr<std::string> text = absl::DataLossError("");
+    if (i < snap.revisions.size() && kv->mod_revision == snap.revisions[i]) {
+      text = api::StoredToApiText(kv->value, kv->mod_revision);
     }
-    if (here) items.push_back(std::move(*obj));
+    if (!text.ok()) {
+      // Written since the snapshot: the job may have moved; never show a node someone else's
+      // job.
+      absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
+      if (!obj.ok()) return FailStore(res, obj.status(), key);
+      if (!BoundToNode(*obj, node)) continue;
+      text = obj->dump();
+    }
+    if (!items.empty()) items.push_back(',');
+    items.append(*text);
   }
-  out["items"] = std::move(items);
-  Reply(res, 200, out);
+  res.status = 200;
+  res.set_content(absl::StrCat("{\"apiVersion\":\"", api::kApiVersion, "\",\"items\":[", items,
+                               "],\"kind\":\"NodeBindingList\",\"metadata\":{", meta, "}}\n"),
+                  "application/json");
 }
 
 }  // namespace tessera::server

@@ -57,6 +57,9 @@ class NodeBindingIndex {
     int64_t revision = 0;           // the index revision this set is valid at
     bool changed = true;            // false: the wait timed out with nothing new after `since`
     std::vector<std::string> jobs;  // store keys of the jobs bound to the node, sorted
+    // Per entry of `jobs`: the revision of the job's write that the index applied. A reader that
+    // fetches the job and finds this revision knows, without parsing it, that it is bound here.
+    std::vector<int64_t> revisions;
   };
   // The node's bound jobs once they changed after `since` (at once when since <= 0 or they
   // already did), or when `deadline` passes or Stop() is called (then changed == false).
@@ -78,7 +81,7 @@ class NodeBindingIndex {
 
  private:
   struct NodeEntry {
-    std::set<std::string> jobs;
+    std::map<std::string, int64_t> jobs;  // bound job's key -> revision applied
     int64_t changed = 0;
     int waiters = 0;
     absl::CondVar cv;

@@ -1,5 +1,7 @@
 // The per-node bindings view over real HTTP: GET /api/v1/nodes/NAME/bindings served from the
 // NodeBindingIndex, its long-poll (resumable from a resourceVersion), and who may read it.
+#include "server/node_bindings.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -124,6 +126,34 @@ TEST_F(NodeBindingsTest, ListsOnlyTheNodesOwnBoundJobsAmongAThousand) {
   EXPECT_EQ(Names(Do("GET", "/api/v1/nodes/node-b/bindings", nullptr, kNodeB).body),
             (std::vector<std::string>{"gang"}));
   EXPECT_TRUE(Do("GET", "/api/v1/nodes/node-none/bindings").body["items"].empty());
+}
+
+// The answer is spliced from stored text only for a job whose stored revision is the one the
+// index saw bound to the node; any later write (here: the job moved) is checked by parsing.
+TEST_F(NodeBindingsTest, SnapshotsCarryTheRevisionEachJobWasSeenBoundAt) {
+  NodeBindingIndex index(store_);
+  ASSERT_TRUE(index.Start().ok());
+  Bind("solo", {"node-a"});
+  const std::string key = "/registry/trainingjobs/team/solo";
+  ASSERT_TRUE(index.CatchUp().ok());
+  NodeBindingIndex::Snapshot snap = index.Wait("node-a", 0, absl::InfinitePast());
+  ASSERT_EQ(snap.jobs, std::vector<std::string>{key});
+  const int64_t bound_at = store_.Get(key)->mod_revision;
+  EXPECT_EQ(snap.revisions, std::vector<int64_t>{bound_at});
+  Resp r = Do("GET", "/api/v1/nodes/node-a/bindings", nullptr, kNodeA);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(Names(r.body), std::vector<std::string>{"solo"});
+  EXPECT_EQ(r.body["items"][0]["metadata"]["resourceVersion"], std::to_string(bound_at));
+  EXPECT_EQ(r.body["items"][0]["status"]["placement"][0]["node"], "node-a");
+
+  Bind("solo", {"node-b"}, 2);  // moved: node-a's old snapshot no longer matches the store
+  EXPECT_NE(store_.Get(key)->mod_revision, snap.revisions[0]);
+  EXPECT_TRUE(Do("GET", "/api/v1/nodes/node-a/bindings", nullptr, kNodeA).body["items"].empty());
+  EXPECT_EQ(Names(Do("GET", "/api/v1/nodes/node-b/bindings", nullptr, kNodeB).body),
+            std::vector<std::string>{"solo"});
+  ASSERT_TRUE(index.CatchUp().ok());
+  EXPECT_TRUE(index.Wait("node-a", 0, absl::InfinitePast()).jobs.empty());
+  index.Stop();
 }
 
 TEST_F(NodeBindingsTest, NodesSeeOnlyTheirOwnBindings) {

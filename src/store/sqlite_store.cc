@@ -371,6 +371,12 @@ absl::Status SqliteStore::Impl::OpenFiles() {
     return absl::InternalError(absl::StrCat("open ", db_path, ": ", sqlite3_errmsg(cdb)));
   }
   sqlite3_busy_timeout(cdb, 1000);
+  // A connection learns that the database is in WAL mode only when it first reads it; until
+  // then sqlite3_wal_checkpoint_v2 does nothing and says so only through -1 frame counts. This
+  // one never reads, so it is told.
+  if (absl::Status s = Exec(cdb, "PRAGMA journal_mode=WAL"); !s.ok()) {
+    return absl::InternalError(absl::StrCat("open ", db_path, " to checkpoint: ", s.message()));
+  }
   sqlite3_wal_autocheckpoint(wdb, kWriterCheckpointPages);
   checkpointer = std::thread([this] { Checkpoints(); });
   Reader& reader = *readers.front();
