@@ -27,11 +27,11 @@ struct EventNote {
   bool warning = false;
 };
 
-// The Event about `obj` (any kind with metadata.name; namespace "default"
-// when it has none), created at `now`. `tag` makes the name unique among the
-// writer's events about the same object: the name is the object's name (at
+// The write that creates the Event about `obj` (any kind with metadata.name; namespace
+// "default" when it has none), created at `now`: its key and stored text. `tag` makes the name
+// unique among the writer's events about the same object: the name is the object's name (at
 // most 40 characters) and `tag`. Pure; thread-safe.
-Json EventFor(const Json& obj, absl::string_view tag, const EventNote& note, absl::Time now);
+store::Op EventPut(const Json& obj, absl::string_view tag, const EventNote& note, absl::Time now);
 
 // Deletes Event objects older than `ttl`, one page of 1,000 per call to
 // Step, in passes every ttl / 10 (10 s to 10 min), so a pass over many events

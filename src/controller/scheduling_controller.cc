@@ -285,13 +285,6 @@ absl::StatusOr<SchedulingController::PreparedWrite> SchedulingController::Prepar
   return w;
 }
 
-store::Op SchedulingController::EventOp(const Json& obj, int64_t base, const Change& why) {
-  ++event_seq_;
-  Json ev = EventObject(obj, base, why);
-  return store::Op::Put(
-      ObjectKey("events", Str(ev["metadata"], "namespace"), Str(ev["metadata"], "name")),
-      ToStoredValue(ev));
-}
 
 absl::StatusOr<int64_t> SchedulingController::Update(const std::string& key, int64_t expected,
                                                      const std::function<bool(Json&)>& mutate,

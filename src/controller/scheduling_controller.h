@@ -316,7 +316,6 @@ class SchedulingController {
   void WriteNodeReadiness(const std::string& key, NodeRec& rec, bool ready,
                           const char* condition_reason, const std::string& condition_message,
                           const Change& event, absl::Time now);
-  Json EventObject(const Json& obj, int64_t base, const Change& why) const;
   // The store write of that Event (a new name each call).
   store::Op EventOp(const Json& obj, int64_t base, const Change& why);
   // The log line of a transition written for `obj`.

@@ -219,11 +219,9 @@ bool Dispatcher::WriteStatus(HubJob& j, const Json& fields, const std::vector<st
   ops.push_back(store::Op::Put(j.key, ToStoredValue(obj), j.revision));
   if (note != nullptr) {
     // Written as the scheduling controller writes its own (controller/events.h).
-    const Json ev = controller::EventFor(
+    ops.push_back(controller::EventPut(
         j.obj, absl::StrCat(absl::Hex(j.revision), "-f", absl::Hex(++event_seq_ & 0xfff)), *note,
-        clock_.Now());
-    const std::string name = Str(Field(ev, "metadata"), "name");
-    ops.push_back(store::Op::Put(ObjectKey("events", j.ns, name), ToStoredValue(ev)));
+        clock_.Now()));
   }
   absl::StatusOr<int64_t> rev = hub_.Txn(ops);
   if (!rev.ok()) return false;  // changed meanwhile (a user, or deleted): next step
