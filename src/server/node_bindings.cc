@@ -83,6 +83,9 @@ class BoundNodesSax : public nlohmann::json_sax<Json> {
 
 // The nodes a stored job is bound to (empty when not in a bound phase).
 std::set<std::string> BoundNodes(const std::string& value) {
+  // A job with no placement member (new, admitted, queued: most writes in a burst of
+  // submissions) is bound nowhere; a substring search says so without reading the document.
+  if (value.find("\"placement\":[{") == std::string::npos) return {};
   BoundNodesSax sax;
   Json::sax_parse(value, &sax);
   return sax.Take();

@@ -4,14 +4,16 @@
 //
 // Algorithm. A job (TrainingJob or InferenceService) is bound to node N when its status.phase is
 // a bound phase (Scheduled, Running, Deploying, Ready, Degraded) and its status.placement[] has a
-// member with node == N. The index maps job key -> its nodes and node -> {its jobs, `changed`},
-// where `changed` is the revision of the last write to any job bound to N before or after that
-// write (a new binding, a removed one, a new generation, any spec or status change of a bound
-// job). Build: List both kinds. Follow: a background thread waits for new store revisions and
-// applies Events(prefix, applied) for both kinds up to a target revision sampled first, so
-// `revision()` means "every job write <= revision is reflected". A node never seen has
-// changed = 0; after a (re)build every node counts as changed at the build's revision (a job may
-// have left it while nobody was looking). Compaction overtaking the index (OutOfRange) rebuilds.
+// member with node == N (read from the stored text, which is ToStored's compact dump: a value
+// without the text `"placement":[{` is bound nowhere and is not parsed). The index maps job key ->
+// its nodes and node -> {its jobs, `changed`}, where `changed` is the revision of the last write to
+// any job bound to N before or after that write (a new binding, a removed one, a new generation,
+// any spec or status change of a bound job). Build: List both kinds. Follow: a background thread
+// waits for new store revisions and applies Events(prefix, applied) for both kinds up to a target
+// revision sampled first, so `revision()` means "every job write <= revision is reflected". A node
+// never seen has changed = 0; after a (re)build every node counts as changed at the build's
+// revision (a job may have left it while nobody was looking). Compaction overtaking the index
+// (OutOfRange) rebuilds.
 //
 // Waiting: Wait(node, since, deadline) returns as soon as changed(node) > since, else blocks on
 // that node's own condition variable, so a write wakes only the waiters of the nodes it touches
