@@ -1,6 +1,5 @@
 #include "cli/api_client.h"
 
-#include <httplib.h>
 #include <stdlib.h>
 #include <yaml-cpp/yaml.h>
 
@@ -13,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/server_list.h"
 #include "common/suggest.h"
+#include "http/client.h"
 
 namespace tessera::cli {
 namespace {
@@ -44,25 +44,35 @@ absl::Status CheckKeys(const YAML::Node& node, const std::vector<std::string>& a
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", absl::StrJoin(unknown, "; ")));
 }
 
-// Why a request got no answer, in words (httplib's enum names are terse: "Connection").
-std::string Unreachable(httplib::Error e) {
-  switch (e) {
-    case httplib::Error::Connection:
-      return "could not connect (nothing listening there, or refused)";
-    case httplib::Error::ConnectionTimeout:
-      return "timed out connecting";
-    case httplib::Error::Read:
-      return "the connection broke while reading the answer";
-    case httplib::Error::Write:
-      return "the connection broke while sending the request";
-    case httplib::Error::SSLConnection:
-      return "the TLS handshake failed (an http:// server behind an https:// URL?)";
-    case httplib::Error::SSLServerVerification:
-      return "the server's certificate is not trusted (give its CA with --ca-file or "
-             "certificate-authority in the config)";
+// Why a request got no answer, in words.
+std::string Unreachable(const http::ClientResponse& r) {
+  std::string why;
+  switch (r.error) {
+    case http::ClientError::kConnection:
+      why = "could not connect (nothing listening there, or refused)";
+      break;
+    case http::ClientError::kConnectionTimeout:
+      why = "timed out connecting";
+      break;
+    case http::ClientError::kRead:
+      why = "the connection broke while reading the answer";
+      break;
+    case http::ClientError::kWrite:
+      why = "the connection broke while sending the request";
+      break;
+    case http::ClientError::kTls:
+      why = "the TLS handshake failed (an http:// server behind an https:// URL?)";
+      break;
+    case http::ClientError::kTlsVerify:
+      why =
+          "the server's certificate is not trusted (give its CA with --ca-file or "
+          "certificate-authority in the config)";
+      break;
     default:
-      return httplib::to_string(e);
+      why = http::ToString(r.error);
   }
+  if (!r.detail.empty()) absl::StrAppend(&why, ": ", r.detail);
+  return why;
 }
 
 }  // namespace
@@ -167,19 +177,14 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
 
 namespace {
 
-std::unique_ptr<httplib::Client> Connect(const ClientConfig& config, const std::string& server) {
-  auto http = std::make_unique<httplib::Client>(server);
-  http->set_connection_timeout(5);
-  http->set_read_timeout(60);
-  http->set_keep_alive(true);
-  // cpp-httplib writes a request's headers and its body as two writes: with Nagle's algorithm
-  // the body waits for the server's delayed ACK of the headers, 40 ms on Linux, for every
-  // request with a body (an apply took ~58 ms, 46 of them waiting).
-  http->set_tcp_nodelay(true);
-  if (!config.ca_file.empty()) http->set_ca_cert_path(config.ca_file.c_str());
-  if (config.insecure_skip_tls_verify) http->enable_server_certificate_verification(false);
-  if (!config.token.empty()) http->set_bearer_token_auth(config.token);
-  return http;
+std::unique_ptr<http::Client> Connect(const ClientConfig& config, const std::string& server) {
+  http::ClientOptions o;
+  o.connect_timeout = absl::Seconds(5);
+  o.read_timeout = absl::Seconds(60);
+  o.ca_file = config.ca_file;
+  o.insecure_skip_verify = config.insecure_skip_tls_verify;
+  o.bearer_token = config.token;
+  return std::make_unique<http::Client>(server, std::move(o));
 }
 
 }  // namespace
@@ -204,30 +209,26 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
     return absl::InvalidArgumentError(absl::StrCat("unsupported method ", method));
   }
   const std::string payload = body ? body->dump() : "";
-  auto send = [&]() -> httplib::Result {
-    if (method == "GET") {
-      return accept.empty() ? http_->Get(path) : http_->Get(path, {{"Accept", accept}});
-    }
-    if (method == "POST") return http_->Post(path, payload, "application/json");
-    if (method == "PUT") return http_->Put(path, payload, "application/json");
-    return http_->Delete(path);
+  http::Headers headers;
+  if (!accept.empty()) headers.emplace_back("Accept", accept);
+  auto send = [&] {
+    return http_->Do(method, path, payload, body ? "application/json" : "", headers);
   };
-  // cpp-httplib reconnects a keep-alive connection the server closed; a request that found it
-  // closed is sent once more on a fresh one (only GETs and writes the server never received).
+  // A kept-alive connection the server closed is replaced before a request is written; a GET
+  // that broke in transit anyway is sent once more on a fresh connection.
   // With several servers, a failure moves to the next: at once for a GET or a request that never
   // left (no connection), for the next request otherwise (this one may have been applied).
-  httplib::Result res = send();
-  if (!res && (res.error() == httplib::Error::Write || res.error() == httplib::Error::Read) &&
+  http::ClientResponse res = send();
+  if (!res.ok() &&
+      (res.error == http::ClientError::kWrite || res.error == http::ClientError::kRead) &&
       method == "GET") {
     http_ = Connect(config_, config_.server);
     res = send();
   }
   std::string errors;
-  for (size_t tried = 1; !res; ++tried) {
-    absl::StrAppend(&errors, errors.empty() ? "" : "; ", config_.server, ": ",
-                    Unreachable(res.error()));
-    const bool unsent = res.error() == httplib::Error::Connection ||
-                        res.error() == httplib::Error::ConnectionTimeout;
+  for (size_t tried = 1; !res.ok(); ++tried) {
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", config_.server, ": ", Unreachable(res));
+    const bool unsent = http::Unsent(res.error);
     if (config_.servers.size() > 1) Next();
     if (tried >= config_.servers.size() || (!unsent && method != "GET")) {
       return absl::UnavailableError(absl::StrCat("cannot reach ", errors));
@@ -235,9 +236,9 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
     res = send();
   }
   Response r;
-  r.code = res->status;
-  r.body = Json::parse(res->body, nullptr, /*allow_exceptions=*/false);
-  if (r.body.is_discarded()) r.body = res->body;
+  r.code = res.status;
+  r.body = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+  if (r.body.is_discarded()) r.body = std::move(res.body);
   return r;
 }
 
@@ -246,60 +247,47 @@ absl::StatusOr<int> ApiClient::Stream(const std::string& path,
                                       absl::Duration timeout, std::string* error_body) {
   // A watch is a GET: a server that cannot be reached gives way to the next.
   for (size_t tried = 1; tried < config_.servers.size(); ++tried) {
-    httplib::Client probe(config_.server);
-    probe.set_connection_timeout(2);
-    httplib::Result r = probe.Get("/healthz");
-    if (!r && (r.error() == httplib::Error::Connection ||
-               r.error() == httplib::Error::ConnectionTimeout)) {
+    http::ClientOptions po;
+    po.connect_timeout = absl::Seconds(2);
+    po.ca_file = config_.ca_file;
+    po.insecure_skip_verify = config_.insecure_skip_tls_verify;
+    http::Client probe(config_.server, po);
+    http::ClientResponse r = probe.Do("GET", "/healthz");
+    if (!r.ok() && http::Unsent(r.error)) {
       Next();
     } else {
       break;
     }
   }
-  std::unique_ptr<httplib::Client> http = Connect(config_, config_.server);
-  http->set_keep_alive(false);
+  std::unique_ptr<http::Client> http = Connect(config_, config_.server);
+  http->options().keep_alive = false;
   const absl::Time deadline =
       timeout > absl::ZeroDuration() ? absl::Now() + timeout : absl::InfiniteFuture();
   // A quiet stream ends at the deadline at the latest (a watch also sends a keep-alive line
   // every few seconds).
-  const int64_t read_s = timeout > absl::ZeroDuration()
-                             ? absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1)))
-                             : 3600;
-  http->set_read_timeout(static_cast<time_t>(read_s), 0);
+  http->options().read_timeout =
+      timeout > absl::ZeroDuration() ? absl::Ceil(timeout, absl::Seconds(1)) : absl::Hours(1);
   int status = 0;
   std::string buf;
-  bool stopped = false;
-  httplib::Result res = http->Get(
-      path,
-      [&](const httplib::Response& r) {
-        status = r.status;
-        return true;
-      },
-      [&](const char* data, size_t len) {
+  http::ClientResponse res = http->Stream(
+      path, {}, [&](int s) { status = s; },
+      [&](std::string_view data) {
         if (status != 200) {
-          if (error_body != nullptr) error_body->append(data, len);
+          if (error_body != nullptr) error_body->append(data);
           return true;
         }
-        buf.append(data, len);
+        buf.append(data);
         size_t nl;
         while ((nl = buf.find('\n')) != std::string::npos) {
           std::string line = buf.substr(0, nl);
           buf.erase(0, nl + 1);
-          if (!on_line(line)) {
-            stopped = true;
-            return false;
-          }
+          if (!on_line(line)) return false;
         }
-        if (absl::Now() >= deadline) {
-          stopped = true;
-          return false;
-        }
-        return true;
+        return absl::Now() < deadline;
       });
-  if (stopped || status != 0) return status;
-  if (res.error() == httplib::Error::Read && absl::Now() >= deadline) return 200;
+  if (res.ok() || res.error == http::ClientError::kCanceled || status != 0) return status;
   return absl::UnavailableError(
-      absl::StrCat("cannot reach ", config_.server, ": ", Unreachable(res.error())));
+      absl::StrCat("cannot reach ", config_.server, ": ", Unreachable(res)));
 }
 
 std::string ErrorText(const Response& r) {

@@ -26,9 +26,9 @@
 #include "absl/time/time.h"
 #include "cli/yaml_json.h"
 
-namespace httplib {
+namespace tessera::http {
 class Client;
-}  // namespace httplib
+}  // namespace tessera::http
 
 namespace tessera::cli {
 
@@ -94,7 +94,7 @@ class ApiClient {
   void Next();  // moves to the next server
   ClientConfig config_;
   size_t current_ = 0;
-  std::unique_ptr<httplib::Client> http_;
+  std::unique_ptr<http::Client> http_;
 };
 
 // Where a token comes from, said with every 401.

@@ -9,7 +9,6 @@
 // job's current generation (the run before a restart or a move), or --generation N; then it
 // asks each node for the members it holds at that generation. --since asks the agents for what
 // was written in the last DURATION (their time index: about a second's precision).
-#include <httplib.h>
 
 #include <iostream>
 #include <map>
@@ -24,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/cli_internal.h"
+#include "http/client.h"
 
 namespace tessera::cli {
 namespace {
@@ -68,13 +68,20 @@ std::map<std::string, std::string> Endpoints(ApiClient& api, const std::set<std:
   return out;
 }
 
-httplib::Client AgentClient(const ApiClient& api, const std::string& endpoint, int read_s) {
-  httplib::Client c(endpoint);
-  c.set_connection_timeout(5);
-  c.set_read_timeout(read_s, 0);
+http::Client AgentClient(const ApiClient& api, const std::string& endpoint, int read_s) {
+  http::ClientOptions o;
+  o.connect_timeout = absl::Seconds(5);
+  o.read_timeout = absl::Seconds(read_s);
   // The agent checks this token with the server (may it read this job?) or against its own.
-  if (!api.config().token.empty()) c.set_bearer_token_auth(api.config().token);
-  return c;
+  o.bearer_token = api.config().token;
+  return http::Client(endpoint, std::move(o));
+}
+
+// Why an agent's answer is not what was asked for, in words.
+std::string AgentFailure(const http::ClientResponse& r, const std::string& body) {
+  if (r.status != 0) return absl::StrCat("HTTP ", r.status, " ", body);
+  return r.detail.empty() ? http::ToString(r.error)
+                          : absl::StrCat(http::ToString(r.error), ": ", r.detail);
 }
 
 void RunLogs(const LogsFlags& f) {
@@ -117,17 +124,15 @@ void RunLogs(const LogsFlags& f) {
   std::map<std::string, std::map<int64_t, std::vector<std::string>>> have;
   for (const auto& [node, endpoint] : endpoints) {
     if (endpoint.empty()) continue;
-    httplib::Client c = AgentClient(api, endpoint, 30);
-    auto res = c.Get(query + "&list=1");
-    if (!res || res->status != 200) {
-      std::cerr << "tessera logs: node " << node << " (" << endpoint << "): "
-                << (res ? absl::StrCat("HTTP ", res->status, " ", res->body)
-                        : httplib::to_string(res.error()))
-                << "\n";
+    http::Client c = AgentClient(api, endpoint, 30);
+    http::ClientResponse res = c.Do("GET", query + "&list=1");
+    if (!res.ok() || res.status != 200) {
+      std::cerr << "tessera logs: node " << node << " (" << endpoint
+                << "): " << AgentFailure(res, res.body) << "\n";
       ++failures;
       continue;
     }
-    Json list = Json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+    Json list = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
     if (!list.is_object()) continue;
     for (const Json& file : list.value("files", Json::array())) {
       if (file.value("stream", "") != f.stream) continue;
@@ -165,19 +170,25 @@ void RunLogs(const LogsFlags& f) {
                      f.follow ? "&follow=1" : "", f.tail >= 0 ? absl::StrCat("&tail=", f.tail) : "",
                      since_s >= 0 ? absl::StrCat("&sinceSeconds=", since_s) : "");
     threads.emplace_back([&, node, endpoint, path] {
-      httplib::Client c = AgentClient(api, endpoint, 3600);
-      auto res = c.Get(path, [&](const char* data, size_t len) {
+      http::Client c = AgentClient(api, endpoint, 3600);
+      int status = 0;
+      std::string error_body;
+      http::ClientResponse res = c.Stream(
+          path, {}, [&](int s) { status = s; },
+          [&](std::string_view data) {
+            if (status != 200) {
+              error_body.append(data);
+              return true;
+            }
+            std::lock_guard<std::mutex> l(out_mu);
+            std::cout.write(data.data(), static_cast<std::streamsize>(data.size()));
+            std::cout.flush();
+            return true;
+          });
+      if (!res.ok() || res.status != 200) {
         std::lock_guard<std::mutex> l(out_mu);
-        std::cout.write(data, static_cast<std::streamsize>(len));
-        std::cout.flush();
-        return true;
-      });
-      if (!res || res->status != 200) {
-        std::lock_guard<std::mutex> l(out_mu);
-        std::cerr << "tessera logs: node " << node << " (" << endpoint << "): "
-                  << (res ? absl::StrCat("HTTP ", res->status, " ", res->body)
-                          : httplib::to_string(res.error()))
-                  << "\n";
+        std::cerr << "tessera logs: node " << node << " (" << endpoint
+                  << "): " << AgentFailure(res, error_body) << "\n";
         ++failures;
       }
     });
