@@ -1,6 +1,6 @@
 // ApiClient: a minimal JSON client for `tessera server`'s /api/v1 (docs/api.md), used by the
 // node agent, `tessera logs`, `tessera up` and the federation hub's dispatcher (its own library,
-// tessera_api_client).
+// tessera_api_client). Its transport is http::Client (src/http/client.h), as the CLI's.
 // Several servers (replicas of one control plane, docs/control-plane.md "Replicas"): `server` may
 // list them with commas; the client talks to one and moves to the next on a transport failure.
 // A request that certainly never reached a server (no connection) is retried on each other
@@ -20,9 +20,9 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
-namespace httplib {
+namespace tessera::http {
 class Client;
-}  // namespace httplib
+}  // namespace tessera::http
 
 namespace tessera::agent {
 
@@ -69,7 +69,7 @@ class ApiClient {
                                  const nlohmann::json* body);
   std::vector<std::string> urls_;
   // One client per server, all made up front (Cancel may run concurrently with a move).
-  std::vector<std::unique_ptr<httplib::Client>> http_;
+  std::vector<std::unique_ptr<http::Client>> http_;
   std::atomic<size_t> current_{0};
   std::atomic<bool> canceled_{false};
   std::string token_;

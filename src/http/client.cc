@@ -4,6 +4,7 @@
 #include <openssl/x509_vfy.h>
 #include <poll.h>
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -109,8 +110,24 @@ class Client::Conn {
   explicit Conn(Url url) : url_(std::move(url)) {}
   ~Conn() { Shut(); }
 
+  // From any thread: closes the socket of the operation in flight, on the thread running it.
+  // A close posted while nothing ran is dropped by the next request's Ensure (stale).
+  void Cancel() {
+    asio::post(ioc_, [this, epoch = epoch_.load()] {
+      if (epoch != epoch_.load()) return;  // posted before this request began
+      beast::error_code ec;
+      if (tls_ != nullptr) beast::get_lowest_layer(*tls_).socket().close(ec);
+      if (tcp_ != nullptr) tcp_->socket().close(ec);
+      open_ = false;
+    });
+  }
+
   // Connects (and handshakes) unless a connection that is still good is open.
   ClientError Ensure(const ClientOptions& o, std::string* detail) {
+    // A new request: cancels posted before it are stale.
+    ++epoch_;
+    ioc_.restart();
+    ioc_.poll();
     if (open_ && used_ && Readable()) Shut();  // closed by the server, or stray bytes: a new one
     if (open_) return ClientError::kNone;
     Shut();
@@ -267,7 +284,8 @@ class Client::Conn {
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls_;
   beast::flat_buffer buf_;
   bool open_ = false;
-  bool used_ = false;  // a request was written on it
+  bool used_ = false;               // a request was written on it
+  std::atomic<uint64_t> epoch_{0};  // requests begun: a Cancel applies to the one it saw
 };
 
 Client::Client(std::string base_url, ClientOptions options)
@@ -282,6 +300,10 @@ Client& Client::operator=(Client&&) noexcept = default;
 
 void Client::Close() {
   if (conn_) conn_->Shut();
+}
+
+void Client::Cancel() {
+  if (conn_) conn_->Cancel();
 }
 
 namespace {

@@ -16,7 +16,8 @@
 // server: kConnection and kConnectionTimeout mean it certainly did not (a caller may retry it
 // elsewhere); kWrite and kRead mean it may have.
 //
-// Thread safety: none; one Client per thread.
+// Thread safety: one thread at a time, except Cancel (any thread). A Client must not move while
+// another thread may Cancel it.
 #pragma once
 
 #include <functional>
@@ -93,6 +94,10 @@ class Client {
 
   // Closes the connection (the next request opens one).
   void Close();
+
+  // From any thread: makes the request in flight, if any, fail now (with the error of the step
+  // it was at) by closing its connection. No effect on requests that start after it returns.
+  void Cancel();
 
   const std::string& base_url() const { return base_url_; }
   ClientOptions& options() { return options_; }

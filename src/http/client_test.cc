@@ -50,6 +50,12 @@ class ClientTest : public ::testing::Test {
         return true;
       });
     });
+    // Answers only once the test lets it (after the client gave up).
+    server_.Get("/slow", [this](const httplib::Request&, httplib::Response& res) {
+      slow_arrived_.Notify();
+      slow_release_.WaitForNotificationWithTimeout(absl::Seconds(30));
+      res.set_content("late", "text/plain");
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(port_, 0);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -57,6 +63,7 @@ class ClientTest : public ::testing::Test {
   }
   void TearDown() override {
     if (!first_seen_.HasBeenNotified()) first_seen_.Notify();
+    if (!slow_release_.HasBeenNotified()) slow_release_.Notify();
     server_.stop();
     thread_.join();
   }
@@ -66,7 +73,23 @@ class ClientTest : public ::testing::Test {
   int port_ = 0;
   std::thread thread_;
   absl::Notification first_seen_;
+  absl::Notification slow_arrived_, slow_release_;
 };
+
+TEST_F(ClientTest, CancelFromAnotherThreadEndsTheRequestInFlightOnly) {
+  Client c(Url(), {});
+  c.Cancel();  // nothing in flight: no effect on what follows
+  ASSERT_EQ(c.Do("GET", "/hello").status, 200);
+  std::thread canceler([&] {
+    if (slow_arrived_.WaitForNotificationWithTimeout(absl::Seconds(30))) c.Cancel();
+  });
+  ClientResponse r = c.Do("GET", "/slow");  // would wait 60 s for its answer
+  canceler.join();
+  EXPECT_EQ(r.error, ClientError::kRead) << r.detail;
+  slow_release_.Notify();
+  ClientResponse again = c.Do("GET", "/hello");
+  EXPECT_EQ(again.status, 200) << ToString(again.error) << ": " << again.detail;
+}
 
 TEST_F(ClientTest, SendsRequestsAndKeepsTheConnection) {
   ClientOptions o;
