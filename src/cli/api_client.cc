@@ -158,7 +158,7 @@ absl::StatusOr<ClientConfig> ResolveConfig(const ConfigFlags& flags) {
         return absl::InvalidArgumentError(absl::StrCat(
             "server \"", one, "\": the scheme must be http:// or https:// (or none: http)"));
       }
-      one = "http://" + one;
+      one.insert(0, "http://");
     }
     const absl::string_view host = absl::string_view(one).substr(one.find("://") + 3);
     if (host.empty() || host.front() == ':' || host.front() == '/') {
