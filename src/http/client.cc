@@ -337,19 +337,25 @@ bhttp::request<bhttp::string_body> Request(std::string_view method, std::string_
 
 }  // namespace
 
-ClientResponse Client::Do(std::string_view method, std::string_view target, std::string_view body,
-                          std::string_view content_type, const Headers& headers) {
-  ClientResponse r;
+ClientError Client::Send(std::string_view method, std::string_view target, std::string_view body,
+                         std::string_view content_type, const Headers& headers,
+                         std::string* detail) {
   if (conn_ == nullptr) {
-    r.error = ClientError::kBadUrl;
-    r.detail = base_url_;
-    return r;
+    *detail = base_url_;
+    return ClientError::kBadUrl;
   }
-  if (r.error = conn_->Ensure(options_, &r.detail); !r.ok()) return r;
+  if (ClientError e = conn_->Ensure(options_, detail); e != ClientError::kNone) return e;
   const bhttp::request<bhttp::string_body> req =
       Request(method, target, body, content_type, headers, options_, conn_->url().host_header,
               options_.keep_alive);
-  if (r.error = conn_->Write(req, options_.write_timeout, &r.detail); !r.ok()) return r;
+  return conn_->Write(req, options_.write_timeout, detail);
+}
+
+ClientResponse Client::Do(std::string_view method, std::string_view target, std::string_view body,
+                          std::string_view content_type, const Headers& headers) {
+  ClientResponse r;
+  r.error = Send(method, target, body, content_type, headers, &r.detail);
+  if (!r.ok()) return r;
   bhttp::response_parser<bhttp::string_body> p;
   p.body_limit(kNoBodyLimit);
   if (method == "HEAD") p.skip(true);
@@ -369,15 +375,8 @@ ClientResponse Client::Stream(std::string_view target, const Headers& headers,
                               const std::function<void(int status)>& on_status,
                               const std::function<bool(std::string_view data)>& on_data) {
   ClientResponse r;
-  if (conn_ == nullptr) {
-    r.error = ClientError::kBadUrl;
-    r.detail = base_url_;
-    return r;
-  }
-  if (r.error = conn_->Ensure(options_, &r.detail); !r.ok()) return r;
-  const bhttp::request<bhttp::string_body> req = Request(
-      "GET", target, {}, {}, headers, options_, conn_->url().host_header, options_.keep_alive);
-  if (r.error = conn_->Write(req, options_.write_timeout, &r.detail); !r.ok()) return r;
+  r.error = Send("GET", target, {}, {}, headers, &r.detail);
+  if (!r.ok()) return r;
   bhttp::response_parser<bhttp::buffer_body> p;
   p.body_limit(kNoBodyLimit);
   auto fail = [&](beast::error_code ec) {

@@ -104,6 +104,9 @@ class Client {
 
  private:
   class Conn;
+  // Connects when needed and writes the request; kNone once it is sent.
+  ClientError Send(std::string_view method, std::string_view target, std::string_view body,
+                   std::string_view content_type, const Headers& headers, std::string* detail);
   std::string base_url_;
   ClientOptions options_;
   std::unique_ptr<Conn> conn_;

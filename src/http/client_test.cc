@@ -20,6 +20,23 @@
 namespace tessera::http {
 namespace {
 
+// A TCP socket bound to a free loopback port (listening when asked); its port in `port`.
+int BindLoopback(bool listen, int* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || (listen && ::listen(fd, 4)) ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 class ClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -127,15 +144,9 @@ TEST_F(ClientTest, AConnectionTheServerClosedIsReplacedBeforeTheNextRequest) {
 // after their idle timeout): the client notices before writing the next request and opens a new
 // connection, so the request is not lost in transit.
 TEST(ClientIdle, AnIdleConnectionTheServerClosedIsNotWrittenTo) {
-  const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int port = 0;
+  const int lfd = BindLoopback(/*listen=*/true, &port);
   ASSERT_GE(lfd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 4), 0);
-  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
   absl::Notification closed;
   std::atomic<int> served{0};
   std::thread server([&] {
@@ -155,7 +166,7 @@ TEST(ClientIdle, AnIdleConnectionTheServerClosedIsNotWrittenTo) {
       if (i == 0) closed.Notify();
     }
   });
-  Client c(absl::StrCat("http://127.0.0.1:", ntohs(a.sin_port)), {});
+  Client c(absl::StrCat("http://127.0.0.1:", port), {});
   ClientResponse first = c.Do("POST", "/x", "1", "text/plain");
   ASSERT_TRUE(first.ok()) << first.detail;
   ASSERT_TRUE(closed.WaitForNotificationWithTimeout(absl::Seconds(30)));
@@ -208,18 +219,9 @@ TEST_F(ClientTest, StreamsABodyAsItArrivesAndStopsWhenAsked) {
 TEST(ClientErrors, RefusedAndBadUrlsSayNothingWasSent) {
   // A port nobody listens on: one bound, never listened on, then closed.
   int port = 0;
-  {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(fd, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port = ntohs(a.sin_port);
-    ::close(fd);
-  }
+  const int fd = BindLoopback(/*listen=*/false, &port);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
   Client refused(absl::StrCat("http://127.0.0.1:", port), {});
   ClientResponse r = refused.Do("POST", "/x", "{}", "application/json");
   EXPECT_EQ(r.error, ClientError::kConnection) << r.detail;
