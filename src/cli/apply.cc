@@ -180,6 +180,9 @@ void WarnAboutQueueTypos(ApiClient& client, const std::vector<Item>& items) {
     const auto spec = obj.find("spec");
     if (spec == obj.end() || !spec->contains("queue") || !(*spec)["queue"].is_string()) continue;
     const std::string queue = (*spec)["queue"].get<std::string>();
+    // `default` always exists (implicit when not configured): never a typo, and not worth the
+    // round trip that lists the queues (an apply of one job is three requests otherwise).
+    if (queue == "default") continue;
     if (!listed) {
       listed = true;
       absl::StatusOr<std::vector<Json>> l = ListAll(client, *FindResource("queues"), "", true, "");
