@@ -18,6 +18,7 @@ CONC=8
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TESSERA=${TESSERA:-$ROOT/build/release/src/main/tessera}
 command -v sbatch >/dev/null || { echo "sbatch not found (apt-get install slurm-wlm munge)" >&2; exit 2; }
+command -v bc >/dev/null || { echo "bc not found (apt-get install bc)" >&2; exit 2; }
 sbatch --version >/dev/null
 sinfo >/dev/null 2>&1 || { echo "no slurmctld reachable (start munged, slurmctld, slurmd)" >&2; exit 2; }
 [ -x "$TESSERA" ] || { echo "no $TESSERA (cmake --build --preset release)" >&2; exit 2; }
