@@ -54,8 +54,7 @@ absl::StatusOr<ApiResponse> ApiClient::Do(const char* method, const std::string&
       if (out.body.is_discarded()) out.body = nlohmann::json();
       return out;
     }
-    absl::StrAppend(&errors, errors.empty() ? "" : "; ", urls_[i], ": ", http::ToString(res.error),
-                    res.detail.empty() ? "" : absl::StrCat(" (", res.detail, ")"));
+    absl::StrAppend(&errors, errors.empty() ? "" : "; ", urls_[i], ": ", res.ErrorText());
     if (canceled_ || http_.size() == 1) break;
     // The next request goes to the next server; this one too when it certainly never arrived.
     size_t expected = i;

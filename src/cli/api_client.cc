@@ -44,33 +44,12 @@ absl::Status CheckKeys(const YAML::Node& node, const std::vector<std::string>& a
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", absl::StrJoin(unknown, "; ")));
 }
 
-// Why a request got no answer, in words.
+// Why a request got no answer, in words; an untrusted certificate says where a CA is given.
 std::string Unreachable(const http::ClientResponse& r) {
-  std::string why;
-  switch (r.error) {
-    case http::ClientError::kConnection:
-      why = "could not connect (nothing listening there, or refused)";
-      break;
-    case http::ClientError::kConnectionTimeout:
-      why = "timed out connecting";
-      break;
-    case http::ClientError::kRead:
-      why = "the connection broke while reading the answer";
-      break;
-    case http::ClientError::kWrite:
-      why = "the connection broke while sending the request";
-      break;
-    case http::ClientError::kTls:
-      why = "the TLS handshake failed (an http:// server behind an https:// URL?)";
-      break;
-    case http::ClientError::kTlsVerify:
-      why =
-          "the server's certificate is not trusted (give its CA with --ca-file or "
-          "certificate-authority in the config)";
-      break;
-    default:
-      why = http::ToString(r.error);
-  }
+  if (r.error != http::ClientError::kTlsVerify) return r.ErrorText();
+  std::string why = absl::StrCat(http::ToString(r.error),
+                                 " (give its CA with --ca-file or certificate-authority in the "
+                                 "config)");
   if (!r.detail.empty()) absl::StrAppend(&why, ": ", r.detail);
   return why;
 }
@@ -222,7 +201,7 @@ absl::StatusOr<Response> ApiClient::Do(const std::string& method, const std::str
   if (!res.ok() &&
       (res.error == http::ClientError::kWrite || res.error == http::ClientError::kRead) &&
       method == "GET") {
-    http_ = Connect(config_, config_.server);
+    http_->Close();
     res = send();
   }
   std::string errors;
@@ -247,12 +226,9 @@ absl::StatusOr<int> ApiClient::Stream(const std::string& path,
                                       absl::Duration timeout, std::string* error_body) {
   // A watch is a GET: a server that cannot be reached gives way to the next.
   for (size_t tried = 1; tried < config_.servers.size(); ++tried) {
-    http::ClientOptions po;
-    po.connect_timeout = absl::Seconds(2);
-    po.ca_file = config_.ca_file;
-    po.insecure_skip_verify = config_.insecure_skip_tls_verify;
-    http::Client probe(config_.server, po);
-    http::ClientResponse r = probe.Do("GET", "/healthz");
+    std::unique_ptr<http::Client> probe = Connect(config_, config_.server);
+    probe->options().connect_timeout = absl::Seconds(2);
+    http::ClientResponse r = probe->Do("GET", "/healthz");
     if (!r.ok() && http::Unsent(r.error)) {
       Next();
     } else {

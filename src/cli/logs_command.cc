@@ -80,8 +80,7 @@ http::Client AgentClient(const ApiClient& api, const std::string& endpoint, int 
 // Why an agent's answer is not what was asked for, in words.
 std::string AgentFailure(const http::ClientResponse& r, const std::string& body) {
   if (r.status != 0) return absl::StrCat("HTTP ", r.status, " ", body);
-  return r.detail.empty() ? http::ToString(r.error)
-                          : absl::StrCat(http::ToString(r.error), ": ", r.detail);
+  return r.ErrorText();
 }
 
 void RunLogs(const LogsFlags& f) {

@@ -87,21 +87,25 @@ std::string ToString(ClientError e) {
     case ClientError::kBadUrl:
       return "not an http(s)://HOST[:PORT] URL";
     case ClientError::kConnection:
-      return "connection refused or unreachable";
+      return "could not connect (nothing listening there, or refused)";
     case ClientError::kConnectionTimeout:
-      return "connection timed out";
+      return "timed out connecting";
     case ClientError::kTls:
-      return "TLS handshake failed";
+      return "the TLS handshake failed (an http:// server behind an https:// URL?)";
     case ClientError::kTlsVerify:
-      return "server certificate not trusted (give --ca-file, or --insecure-skip-tls-verify)";
+      return "the server's certificate is not trusted";
     case ClientError::kWrite:
-      return "request not sent completely";
+      return "the connection broke while sending the request";
     case ClientError::kRead:
-      return "no complete answer (connection closed or timed out)";
+      return "the connection broke while reading the answer";
     case ClientError::kCanceled:
-      return "read stopped";
+      return "the read was stopped";
   }
   return "unknown";
+}
+
+std::string ClientResponse::ErrorText() const {
+  return detail.empty() ? ToString(error) : absl::StrCat(ToString(error), ": ", detail);
 }
 
 // One connection: a TCP stream, under a TLS stream for https. Every operation runs the Client's
@@ -162,9 +166,8 @@ class Client::Conn {
 
   ClientError Write(const bhttp::request<bhttp::string_body>& req, absl::Duration timeout,
                     std::string* detail) {
-    Lowest().expires_after(Chrono(timeout));
-    beast::error_code ec = url_.tls ? Run([&](auto done) { bhttp::async_write(*tls_, req, done); })
-                                    : Run([&](auto done) { bhttp::async_write(*tcp_, req, done); });
+    beast::error_code ec =
+        Io(timeout, [&](auto& s, auto done) { bhttp::async_write(s, req, done); });
     used_ = true;
     if (ec) {
       *detail = ec.message();
@@ -176,21 +179,15 @@ class Client::Conn {
 
   template <class Parser>
   beast::error_code ReadHeader(Parser& p, absl::Duration timeout) {
-    Lowest().expires_after(Chrono(timeout));
-    return url_.tls ? Run([&](auto done) { bhttp::async_read_header(*tls_, buf_, p, done); })
-                    : Run([&](auto done) { bhttp::async_read_header(*tcp_, buf_, p, done); });
+    return Io(timeout, [&](auto& s, auto done) { bhttp::async_read_header(s, buf_, p, done); });
   }
   template <class Parser>
   beast::error_code Read(Parser& p, absl::Duration timeout) {
-    Lowest().expires_after(Chrono(timeout));
-    return url_.tls ? Run([&](auto done) { bhttp::async_read(*tls_, buf_, p, done); })
-                    : Run([&](auto done) { bhttp::async_read(*tcp_, buf_, p, done); });
+    return Io(timeout, [&](auto& s, auto done) { bhttp::async_read(s, buf_, p, done); });
   }
   template <class Parser>
   beast::error_code ReadSome(Parser& p, absl::Duration timeout) {
-    Lowest().expires_after(Chrono(timeout));
-    return url_.tls ? Run([&](auto done) { bhttp::async_read_some(*tls_, buf_, p, done); })
-                    : Run([&](auto done) { bhttp::async_read_some(*tcp_, buf_, p, done); });
+    return Io(timeout, [&](auto& s, auto done) { bhttp::async_read_some(s, buf_, p, done); });
   }
 
   void Shut() {
@@ -221,6 +218,15 @@ class Client::Conn {
   }
 
   beast::tcp_stream& Lowest() { return tls_ ? beast::get_lowest_layer(*tls_) : *tcp_; }
+
+  // Runs `start(stream, done)` on the connection's top stream (TLS or plain TCP), bounded by
+  // `timeout`.
+  template <class Start>
+  beast::error_code Io(absl::Duration timeout, Start&& start) {
+    Lowest().expires_after(Chrono(timeout));
+    return tls_ ? Run([&](auto done) { start(*tls_, done); })
+                : Run([&](auto done) { start(*tcp_, done); });
+  }
 
   // A kept-alive connection with bytes to read before any request was written has been closed
   // by the server (EOF) or is out of step: either way it is not reused.
@@ -312,7 +318,7 @@ namespace {
 bhttp::request<bhttp::string_body> Request(std::string_view method, std::string_view target,
                                            std::string_view body, std::string_view content_type,
                                            const Headers& headers, const ClientOptions& o,
-                                           const std::string& host, bool keep_alive) {
+                                           const std::string& host) {
   bhttp::request<bhttp::string_body> req;
   req.method_string(beast::string_view(method.data(), method.size()));
   req.target(beast::string_view(target.data(), target.size()));
@@ -330,7 +336,7 @@ bhttp::request<bhttp::string_body> Request(std::string_view method, std::string_
     }
     req.body() = std::string(body);
   }
-  req.keep_alive(keep_alive);
+  req.keep_alive(o.keep_alive);
   req.prepare_payload();
   return req;
 }
@@ -346,8 +352,7 @@ ClientError Client::Send(std::string_view method, std::string_view target, std::
   }
   if (ClientError e = conn_->Ensure(options_, detail); e != ClientError::kNone) return e;
   const bhttp::request<bhttp::string_body> req =
-      Request(method, target, body, content_type, headers, options_, conn_->url().host_header,
-              options_.keep_alive);
+      Request(method, target, body, content_type, headers, options_, conn_->url().host_header);
   return conn_->Write(req, options_.write_timeout, detail);
 }
 

@@ -54,7 +54,7 @@ enum class ClientError {
   kRead,               // no complete answer (closed, timed out, malformed)
   kCanceled,           // the body callback stopped the read
 };
-// A short English phrase for messages ("connection refused or unreachable").
+// A short English phrase for messages ("timed out connecting").
 std::string ToString(ClientError e);
 // True when the request certainly did not reach a server.
 inline bool Unsent(ClientError e) {
@@ -68,6 +68,8 @@ struct ClientResponse {
   ClientError error = ClientError::kNone;
   std::string detail;  // the system's or OpenSSL's words for `error`, when there are any
   bool ok() const { return error == ClientError::kNone; }
+  // ToString(error), then the detail when there is one.
+  std::string ErrorText() const;
 };
 
 using Headers = std::vector<std::pair<std::string, std::string>>;

@@ -238,45 +238,43 @@ std::optional<ApiServer::BindingsWait> ApiServer::StartNodeBindings(const Princi
 
 void ApiServer::AnswerNodeBindings(const std::string& node, const NodeBindingIndex::Snapshot& snap,
                                    httplib::Response& res) {
-  const std::string meta = absl::StrCat("\"resourceVersion\":\"", snap.revision, "\"");
-  if (!snap.changed) {
-    // Nothing new: the agent keeps what it has (no per-job reads here).
-    Json out = {
-        {"apiVersion", api::kApiVersion},
-        {"kind", "NodeBindingList"},
-        {"metadata", {{"resourceVersion", std::to_string(snap.revision)}, {"unchanged", true}}}};
-    return Reply(res, 200, out);
+  // Written as text: the items are spliced from the stored text of each job, and a job whose
+  // stored revision is the one the index saw bound here needs no parse (every write to a bound
+  // job wakes its nodes' agents, so this runs for each member report and phase change).
+  std::string body = absl::StrCat("{\"apiVersion\":\"", api::kApiVersion, "\",");
+  if (snap.changed) {
+    body.append("\"items\":[");
+    bool first = true;
+    for (size_t i = 0; i < snap.jobs.size(); ++i) {
+      const std::string& key = snap.jobs[i];
+      absl::StatusOr<store::KeyValue> kv = store_.Get(key);
+      if (!kv.ok()) {
+        if (absl::IsNotFound(kv.status())) continue;  // deleted since the snapshot
+        return FailStore(res, kv.status(), key);
+      }
+      absl::StatusOr<std::string> text = absl::DataLossError("");
+      if (i < snap.revisions.size() && kv->mod_revision == snap.revisions[i]) {
+        text = api::StoredToApiText(kv->value, kv->mod_revision);
+      }
+      if (!text.ok()) {
+        // Written since the snapshot: the job may have moved; never show a node someone else's
+        // job.
+        absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
+        if (!obj.ok()) return FailStore(res, obj.status(), key);
+        if (!BoundToNode(*obj, node)) continue;
+        text = obj->dump();
+      }
+      if (!first) body.push_back(',');
+      first = false;
+      body.append(*text);
+    }
+    body.append("],");
   }
-  // The list is spliced from the stored text of each job: a job whose stored revision is the one
-  // the index saw bound here needs no parse (every write to a bound job wakes its nodes' agents,
-  // so this runs for each member report and phase change).
-  std::string items;
-  for (size_t i = 0; i < snap.jobs.size(); ++i) {
-    const std::string& key = snap.jobs[i];
-    absl::StatusOr<store::KeyValue> kv = store_.Get(key);
-    if (!kv.ok()) {
-      if (absl::IsNotFound(kv.status())) continue;  // deleted since the snapshot
-      return FailStore(res, kv.status(), key);
-    }
-    absl::StatusOr<std::string> text = absl::DataLossError("");
-    if (i < snap.revisions.size() && kv->mod_revision == snap.revisions[i]) {
-      text = api::StoredToApiText(kv->value, kv->mod_revision);
-    }
-    if (!text.ok()) {
-      // Written since the snapshot: the job may have moved; never show a node someone else's
-      // job.
-      absl::StatusOr<Json> obj = api::FromStored(kv->value, kv->mod_revision);
-      if (!obj.ok()) return FailStore(res, obj.status(), key);
-      if (!BoundToNode(*obj, node)) continue;
-      text = obj->dump();
-    }
-    if (!items.empty()) items.push_back(',');
-    items.append(*text);
-  }
+  // Nothing new: the agent keeps what it has (no per-job reads above).
+  absl::StrAppend(&body, "\"kind\":\"NodeBindingList\",\"metadata\":{\"resourceVersion\":\"",
+                  snap.revision, "\"", snap.changed ? "" : ",\"unchanged\":true", "}}\n");
   res.status = 200;
-  res.set_content(absl::StrCat("{\"apiVersion\":\"", api::kApiVersion, "\",\"items\":[", items,
-                               "],\"kind\":\"NodeBindingList\",\"metadata\":{", meta, "}}\n"),
-                  "application/json");
+  res.set_content(body, "application/json");
 }
 
 }  // namespace tessera::server
